@@ -1,0 +1,448 @@
+"""Rigid-body dynamics of a tree (forest): RNEA, CRBA, ABA and the O(N) impulse response.
+
+Equation of motion in minimal coordinates: ``M(q) qdd + C(q, v) = tau + J^T f`` with ``C`` the
+Coriolis, centrifugal and gravity forces. In the spatial operator algebra of 004 (Eqs. 0.25-0.31)
+
+* ``M = H phi M phi^* H^*`` (Newton-Euler factorisation; CRBA below builds it column by column),
+* ``M^-1 = [I - H psi K]^* D^-1 [I - H psi K]`` (articulated-body factorisation, 004 Eq. 0.30),
+
+where, per body k, P(k) is the articulated inertia (``IA``), ``D = H P H^*`` (``S^T IA S``),
+``G = P H^* D^-1`` (``U Dinv``), ``tau-bar = 1 - G H`` and ``psi(parent, k) = phi tau-bar``
+(``Xup^T (1 - U Dinv S^T)`` in our body-frame Plücker convention). ABA and the impulse
+response are the two sweeps of that factorisation: tips-to-base accumulation of ``IA`` and
+``pA``, then base-to-tips accelerations. Units: SI throughout (N, N m, kg, kg m^2, m/s^2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from mbsim.simcore.kinematics import forward_kinematics, forward_kinematics_kernel
+from mbsim.simcore.spatial import (
+    congruence_T,
+    congruence_T_sym,
+    cross_force,
+    mat6_vec,
+    mat6T_vec,
+    xform_force_T,
+    xform_motion,
+)
+
+
+@njit(cache=True)
+def spd_inverse(A, n, out, L, Li):
+    """out[:n, :n] = A[:n, :n]^-1 for a small SPD block (n <= 6) by Cholesky.
+
+    L and Li are 6x6 scratch. Returns the smallest Cholesky pivot d_k = L_kk^2 (<= 0 means
+    not positive definite; out is then filled with zeros)."""
+    dmin = np.inf
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if s < dmin:
+            dmin = s
+        if s <= 0.0:
+            out[:n, :n] = 0.0
+            return s
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, n):
+            t = A[i, j]
+            for k in range(j):
+                t -= L[i, k] * L[j, k]
+            L[i, j] = t / L[j, j]
+    # inverse of L (lower triangular), then out = L^-T L^-1
+    for j in range(n):
+        Li[j, j] = 1.0 / L[j, j]
+        for i in range(j + 1, n):
+            t = 0.0
+            for k in range(j, i):
+                t -= L[i, k] * Li[k, j]
+            Li[i, j] = t / L[i, i]
+    for i in range(n):
+        for j in range(i, n):
+            t = 0.0
+            for k in range(j, n):
+                t += Li[k, i] * Li[k, j]
+            out[i, j] = t
+            out[j, i] = t
+    return dmin
+
+
+@njit(cache=True)
+def rnea_kernel(parent, vi, nvj, S, inertia, gravity, Xup, vel, cbias, qdd, acc, force, tau):
+    """Recursive Newton-Euler: tau = M qdd + C (gravity included; 004 Eq. 0.5, 0.6).
+
+    Base acceleration is -g so gravity enters as an inertial effect (Featherstone Table 5.1).
+    """
+    nb = parent.shape[0]
+    a0 = np.zeros(6)
+    for k in range(3):
+        a0[3 + k] = -gravity[k]
+    tmp = np.empty(6)
+    Iv = np.empty(6)
+    for i in range(nb):
+        p = parent[i]
+        if p >= 0:
+            mat6_vec(Xup[i], acc[p], tmp)
+        else:
+            mat6_vec(Xup[i], a0, tmp)
+        for a in range(6):
+            s = tmp[a] + cbias[i, a]
+            for k in range(nvj[i]):
+                s += S[i, a, k] * qdd[vi[i] + k]
+            acc[i, a] = s
+        mat6_vec(inertia[i], acc[i], force[i])
+        mat6_vec(inertia[i], vel[i], Iv)
+        cross_force(vel[i], Iv, tmp)
+        for a in range(6):
+            force[i, a] += tmp[a]
+    for i in range(nb - 1, -1, -1):
+        for k in range(nvj[i]):
+            s = 0.0
+            for a in range(6):
+                s += S[i, a, k] * force[i, a]
+            tau[vi[i] + k] = s
+        p = parent[i]
+        if p >= 0:
+            mat6T_vec(Xup[i], force[i], tmp)
+            for a in range(6):
+                force[p, a] += tmp[a]
+
+
+@njit(cache=True)
+def crba_kernel(parent, vi, nvj, S, inertia, Xup, Ic, M, tmp66):
+    """Composite-rigid-body algorithm: M = H phi M phi^* H^* (004 Eq. 0.25), O(N d)."""
+    nb = parent.shape[0]
+    M[:, :] = 0.0
+    for i in range(nb):
+        Ic[i] = inertia[i]
+    out = np.empty((6, 6))
+    for i in range(nb - 1, -1, -1):
+        p = parent[i]
+        if p >= 0:
+            congruence_T(Xup[i], Ic[i], tmp66, out)
+            Ic[p] += out
+    F = np.empty((6, 6))
+    G = np.empty((6, 6))
+    for i in range(nb):
+        ni = nvj[i]
+        for a in range(6):
+            for c in range(ni):
+                s = 0.0
+                for k in range(6):
+                    s += Ic[i, a, k] * S[i, k, c]
+                F[a, c] = s
+        j = i
+        while j >= 0:
+            nj = nvj[j]
+            for r in range(nj):
+                for c in range(ni):
+                    s = 0.0
+                    for k in range(6):
+                        s += S[j, k, r] * F[k, c]
+                    M[vi[j] + r, vi[i] + c] = s
+                    M[vi[i] + c, vi[j] + r] = s
+            pj = parent[j]
+            if pj >= 0:
+                # F <- Xup_j^T F: carry the composite force to the parent frame
+                for a in range(6):
+                    for c in range(ni):
+                        s = 0.0
+                        for k in range(6):
+                            s += Xup[j, k, a] * F[k, c]
+                        G[a, c] = s
+                F[:, :ni] = G[:, :ni]
+            j = pj
+
+
+@njit(cache=True)
+def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch):
+    """Tips-to-base articulated inertias (004 Appendix: P(k), D, G, tau-bar).
+
+    IA_i = I_i + sum over children c of Xup_c^T Ia_c Xup_c, where Ia_c = IA_c - U_c Dinv_c U_c^T,
+    U = IA S, D = S^T IA S. Depends on q only. ``pivots`` receives the smallest Cholesky pivot
+    of every D_i (a D_i <= 0 gets Dinv_i = 0 and is reported there). ``scratch`` is (4,6,6).
+    """
+    nb = parent.shape[0]
+    for i in range(nb):
+        IA[i] = inertia[i]
+    D = scratch[2]
+    Ia = scratch[3]
+    L = np.empty((6, 6))
+    Li = np.empty((6, 6))
+    for i in range(nb - 1, -1, -1):
+        n = nvj[i]
+        A = IA[i]
+        if n == 1:
+            # revolute/prismatic: S is one column, D a scalar
+            d = 0.0
+            for a in range(6):
+                s = 0.0
+                for k in range(6):
+                    s += A[a, k] * S[i, k, 0]
+                U[i, a, 0] = s
+                d += S[i, a, 0] * s
+            pivots[vi[i]] = d
+            Dinv[i, 0, 0] = 1.0 / d if d > 0.0 else 0.0
+            if parent[i] >= 0:
+                g = Dinv[i, 0, 0]
+                for a in range(6):
+                    for b in range(6):
+                        Ia[a, b] = A[a, b] - U[i, a, 0] * U[i, b, 0] * g
+        else:
+            for a in range(6):
+                for c in range(n):
+                    s = 0.0
+                    for k in range(6):
+                        s += A[a, k] * S[i, k, c]
+                    U[i, a, c] = s
+            for rr in range(n):
+                for c in range(n):
+                    s = 0.0
+                    for k in range(6):
+                        s += S[i, k, rr] * U[i, k, c]
+                    D[rr, c] = s
+            dmin = spd_inverse(D, n, Dinv[i], L, Li)
+            for rr in range(n):
+                pivots[vi[i] + rr] = dmin
+            if parent[i] >= 0:
+                for a in range(6):
+                    for c in range(n):
+                        s = 0.0
+                        for k in range(n):
+                            s += U[i, a, k] * Dinv[i, k, c]
+                        L[a, c] = s  # G = U Dinv
+                for a in range(6):
+                    for b in range(6):
+                        s = 0.0
+                        for k in range(n):
+                            s += L[a, k] * U[i, b, k]
+                        Ia[a, b] = A[a, b] - s
+        p = parent[i]
+        if p >= 0:
+            congruence_T_sym(E[i], r[i], Ia, scratch[:2], IA[p], True)
+
+
+@njit(cache=True)
+def aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, tau, pA, u):
+    """Tips-to-base bias forces: pA_i = V_i x* I_i V_i (+ children), u_i = tau_i - S^T pA_i.
+
+    Children contribute Xup^T (pA + Ia c + U Dinv u) (Featherstone Table 7.1), computed as
+    Xup^T (pA + IA c + U Dinv (u - U^T c)) so Ia is never formed."""
+    nb = parent.shape[0]
+    Iv = np.empty(6)
+    pa = np.empty(6)
+    tmp = np.empty(6)
+    for i in range(nb):
+        mat6_vec(inertia[i], vel[i], Iv)
+        cross_force(vel[i], Iv, pA[i])
+    for i in range(nb - 1, -1, -1):
+        n = nvj[i]
+        for k in range(n):
+            s = tau[vi[i] + k]
+            for a in range(6):
+                s -= S[i, a, k] * pA[i, a]
+            u[i, k] = s
+        p = parent[i]
+        if p < 0:
+            continue
+        mat6_vec(IA[i], cbias[i], pa)
+        for k in range(n):
+            w = 0.0
+            for a in range(6):
+                w += U[i, a, k] * cbias[i, a]
+            tmp[k] = u[i, k] - w  # u - U^T c
+        for a in range(6):
+            s = 0.0
+            for k in range(n):
+                g = 0.0
+                for m in range(n):
+                    g += Dinv[i, k, m] * tmp[m]
+                s += U[i, a, k] * g
+            pa[a] += pA[i, a] + s
+        xform_force_T(E[i], r[i], pa, tmp)
+        for a in range(6):
+            pA[p, a] += tmp[a]
+
+
+@njit(cache=True)
+def aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd):
+    """Base-to-tips accelerations: a_i = Xup a_p + c_i; qdd_i = Dinv (u_i - U^T a_i);
+    a_i += S qdd_i. ``a0`` is the world's spatial acceleration (-g for gravity)."""
+    nb = parent.shape[0]
+    tmp = np.empty(6)
+    w = np.empty(6)
+    for i in range(nb):
+        p = parent[i]
+        if p >= 0:
+            xform_motion(E[i], r[i], acc[p], tmp)
+        else:
+            xform_motion(E[i], r[i], a0, tmp)
+        n = nvj[i]
+        for a in range(6):
+            acc[i, a] = tmp[a] + cbias[i, a]
+        for k in range(n):
+            s = u[i, k]
+            for a in range(6):
+                s -= U[i, a, k] * acc[i, a]
+            w[k] = s
+        for k in range(n):
+            s = 0.0
+            for m in range(n):
+                s += Dinv[i, k, m] * w[m]
+            qdd[vi[i] + k] = s
+        for a in range(6):
+            s = 0.0
+            for k in range(n):
+                s += S[i, a, k] * qdd[vi[i] + k]
+            acc[i, a] += s
+
+
+@njit(cache=True)
+def aba_kernel(
+    parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, q, v, tau,
+    E, r, Xup, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd,
+):  # fmt: skip
+    """Forward dynamics in one call: kinematics, articulated inertias, bias, accelerations."""
+    forward_kinematics_kernel(
+        parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, Xup, R_world, p_world,
+        vel, cbias,
+    )  # fmt: skip
+    articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch)
+    aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, tau, pA, u)
+    a0 = np.zeros(6)
+    for k in range(3):
+        a0[3 + k] = -gravity[k]
+    aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd)
+
+
+def articulated_factor(model, data) -> None:
+    """Articulated inertias and D^-1 for the current kinematics in ``data`` (q only)."""
+    articulated_kernel(
+        model.parent, model.vi, model.nvj, model.S, model.inertia, data.E, data.r, data.IA,
+        data.U, data.Dinv, data.pivots, data.scratch66,
+    )  # fmt: skip
+
+
+def articulated_pivots(model, data, q) -> np.ndarray:
+    """Per-DoF smallest Cholesky pivot of D = S^T IA S at ``q`` (used to detect singular M)."""
+    forward_kinematics(model, data, q)
+    articulated_factor(model, data)
+    return data.pivots.copy()
+
+
+def rnea(model, data, q, v, qdd) -> np.ndarray:
+    """Inverse dynamics: joint forces tau = M(q) qdd + C(q, v) (N m or N per DoF)."""
+    forward_kinematics(model, data, q, v)
+    rnea_kernel(
+        model.parent, model.vi, model.nvj, model.S, model.inertia, model.gravity, data.Xup,
+        data.vel, data.cbias, np.ascontiguousarray(qdd, dtype=np.float64), data.acc,
+        data.force, data.tau,
+    )  # fmt: skip
+    return data.tau.copy()
+
+
+def crba(model, data, q) -> np.ndarray:
+    """Joint-space mass matrix M(q) (nv x nv, symmetric positive definite)."""
+    forward_kinematics(model, data, q)
+    crba_kernel(
+        model.parent, model.vi, model.nvj, model.S, model.inertia, data.Xup, data.Ic, data.M,
+        data.scratch66[0],
+    )  # fmt: skip
+    return data.M.copy()
+
+
+def aba(model, data, q, v, tau) -> np.ndarray:
+    """Forward dynamics qdd = M^-1 (tau - C) in O(N) (004 Eq. 0.31, Appendix recursions).
+
+    Leaves the kinematics and the articulated factorisation of q in ``data`` (so the impulse
+    response and the compliance can reuse them) and returns data.qdd (overwritten by the next
+    call; copy it to keep it)."""
+    aba_kernel(
+        model.parent, model.jtype, model.qi, model.vi, model.nvj, model.S, model.tree_E,
+        model.tree_r, model.axis, model.inertia, model.gravity, q, v, tau, data.E, data.r,
+        data.Xup, data.R_world, data.p_world, data.vel, data.cbias, data.IA, data.U, data.Dinv,
+        data.pivots, data.pA, data.u, data.acc, data.scratch66, data.qdd,
+    )  # fmt: skip
+    return data.qdd
+
+
+@njit(cache=True)
+def impulse_response_kernel(
+    parent, vi, nvj, S, E, r, U, Dinv, node_body, node_X, node_f, pA, u, acc, dv
+):  # fmt: skip
+    """dv = M^-1 J^T f in O(N + nc) (000 Sec. 6 step 2; 004 Eq. 0.31 with T = J^T f).
+
+    Node forces f_a (world-aligned node frames) become body forces X_a^T f_a; then the two
+    articulated sweeps run with zero velocity, zero gravity and zero joint force, reusing the
+    factorisation (IA, U, Dinv) of the current configuration.
+    """
+    nb = parent.shape[0]
+    pA[:, :] = 0.0
+    tmp = np.empty(6)
+    for a in range(node_body.shape[0]):
+        mat6T_vec(node_X[a], node_f[a], tmp)
+        k = node_body[a]
+        for c in range(6):
+            pA[k, c] -= tmp[c]  # an applied force enters the bias force with a minus sign
+    for i in range(nb - 1, -1, -1):
+        n = nvj[i]
+        for k in range(n):
+            s = 0.0
+            for c in range(6):
+                s -= S[i, c, k] * pA[i, c]
+            u[i, k] = s
+        p = parent[i]
+        if p < 0:
+            continue
+        for c in range(6):
+            s = pA[i, c]
+            for k in range(n):
+                g = 0.0
+                for m in range(n):
+                    g += Dinv[i, k, m] * u[i, m]
+                s += U[i, c, k] * g
+            tmp[c] = s
+        xform_force_T(E[i], r[i], tmp, acc[i])
+        for c in range(6):
+            pA[p, c] += acc[i, c]
+    w = np.empty(6)
+    for i in range(nb):
+        p = parent[i]
+        if p >= 0:
+            xform_motion(E[i], r[i], acc[p], tmp)
+        else:
+            tmp[:] = 0.0
+        n = nvj[i]
+        for k in range(n):
+            s = u[i, k]
+            for c in range(6):
+                s -= U[i, c, k] * tmp[c]
+            w[k] = s
+        for k in range(n):
+            s = 0.0
+            for m in range(n):
+                s += Dinv[i, k, m] * w[m]
+            dv[vi[i] + k] = s
+        for c in range(6):
+            s = tmp[c]
+            for k in range(n):
+                s += S[i, c, k] * dv[vi[i] + k]
+            acc[i, c] = s
+
+
+def impulse_response(model, data, node_body, node_X, node_f, out=None) -> np.ndarray:
+    """M^-1 J^T f for node forces (or impulses) ``node_f`` (nc, 6), without forming M or J.
+
+    Requires :func:`articulated_factor` (or :func:`aba`) at the current configuration.
+    """
+    dv = np.zeros(model.nv) if out is None else out
+    impulse_response_kernel(
+        model.parent, model.vi, model.nvj, model.S, data.E, data.r, data.U, data.Dinv,
+        np.ascontiguousarray(node_body, dtype=np.int64),
+        np.ascontiguousarray(node_X, dtype=np.float64),
+        np.ascontiguousarray(node_f, dtype=np.float64), data.pA, data.u, data.acc, dv,
+    )  # fmt: skip
+    return dv

@@ -1,0 +1,418 @@
+"""The Model: an immutable, flat-array description of a forest of articulated bodies.
+
+A :class:`Model` is built once from one or more :class:`~mbsim.simcore.spec.RobotSpec` trees by
+:func:`build_model` and never changes during a run. Every per-step quantity lives in
+:class:`~mbsim.simcore.data.Data`. The split follows Pinocchio and MuJoCo: numba kernels take
+the model's arrays and a data workspace and allocate nothing.
+
+Building a model:
+
+* Fixed joints are merged into the parent body: the child's inertia is added to the parent's
+  (composite inertia about the parent frame, parallel-axis theorem) and its collision shapes
+  stay on the parent at their offset. A subtree welded to the world becomes static geometry.
+* A root link called ``world`` without mass is the world frame (URDF convention). Any other
+  root is welded to the world at ``base_pose`` or floats on a 6-DoF free joint, as the spec
+  says.
+* Bodies are numbered in depth-first preorder, trees one after another, so a parent always
+  precedes its children and each subtree is contiguous.
+* Joint coordinates: revolute/continuous and prismatic joints have nq = nv = 1 (rad or m). A
+  free joint has q = [x y z qw qx qy qz] (position of the child frame in the parent frame, m,
+  and a unit quaternion) and v = [vx vy vz wx wy wz], the child's linear and angular velocity
+  in the child frame (m/s, rad/s) -- Pinocchio's free-flyer convention, so nq = nv + 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mbsim.errors import ModelError
+from mbsim.simcore.spatial import spatial_inertia
+from mbsim.simcore.spec import GeometrySpec, RobotSpec
+
+#: Joint type codes used in the kernels.
+REVOLUTE, PRISMATIC, FREE = 0, 1, 2
+JOINT_CODE = {
+    "revolute": REVOLUTE,
+    "continuous": REVOLUTE,
+    "prismatic": PRISMATIC,
+    "floating": FREE,
+}
+
+#: A body whose mass matrix pivot falls below this (relative to the largest pivot) makes the
+#: mass matrix numerically singular; float64 leaves ~1e-16, so 1e-12 keeps a margin of 1e4.
+SINGULAR_PIVOT_RTOL = 1e-12
+
+
+@dataclass(frozen=True)
+class BodyGeometry:
+    """A collision shape placed on a body: ``body`` index (-1 = static world), ``pose`` the
+    4x4 pose of the shape in that body's frame (world frame for static), ``link`` the URDF
+    link it came from, ``tree`` its tree index."""
+
+    body: int
+    tree: int
+    link: str
+    pose: np.ndarray
+    shape: GeometrySpec
+
+
+@dataclass(frozen=True)
+class Mimic:
+    """Recorded mimic relation (enforced by the stepper): v-index ``dof`` follows
+    ``multiplier * q[master] + offset``; both are indices into q of 1-DoF joints."""
+
+    joint: str
+    master: str
+    q_index: int
+    master_q_index: int
+    multiplier: float
+    offset: float
+
+
+@dataclass(frozen=True)
+class Model:
+    """Flat arrays of a forest of rigid bodies connected by joints (see module docstring).
+
+    Per body ``i`` (``nb`` moving bodies): ``parent[i]`` (-1 for the world), ``jtype[i]``
+    (REVOLUTE/PRISMATIC/FREE), ``qi[i]``/``vi[i]`` first index into q and v, ``nqj``/``nvj``
+    counts, ``S[i, :, :nvj]`` motion subspace in the body frame, ``tree_E``/``tree_r`` the
+    Plücker transform from the parent body frame to the joint frame at zero (spatial.py
+    convention), ``axis`` the unit joint axis (joint frame), ``inertia`` the 6x6 spatial inertia
+    in the body frame, ``mass`` (kg), ``com`` (m), ``tree_of`` the tree index. ``gravity`` in
+    m/s^2, world frame.
+    """
+
+    nb: int
+    nq: int
+    nv: int
+    parent: np.ndarray
+    jtype: np.ndarray
+    qi: np.ndarray
+    vi: np.ndarray
+    nqj: np.ndarray
+    nvj: np.ndarray
+    S: np.ndarray
+    tree_E: np.ndarray
+    tree_r: np.ndarray
+    axis: np.ndarray
+    inertia: np.ndarray
+    mass: np.ndarray
+    com: np.ndarray
+    tree_of: np.ndarray
+    gravity: np.ndarray
+    body_names: tuple[str, ...]
+    joint_names: tuple[str, ...]
+    joint_types: tuple[str, ...]
+    tree_names: tuple[str, ...]
+    tree_sources: tuple[str, ...]
+    q_names: tuple[str, ...]
+    v_names: tuple[str, ...]
+    damping: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    effort: np.ndarray
+    velocity_limit: np.ndarray
+    geometries: tuple[BodyGeometry, ...]
+    link_frames: dict
+    mimics: tuple[Mimic, ...]
+    lint: tuple[str, ...] = field(default_factory=tuple)
+
+    def neutral_q(self) -> np.ndarray:
+        """The zero configuration (identity quaternion on free joints)."""
+        q = np.zeros(self.nq)
+        for i in range(self.nb):
+            if self.jtype[i] == FREE:
+                q[self.qi[i] + 3] = 1.0
+        return q
+
+    def random_q(self, rng: np.random.Generator, scale: float = 1.0) -> np.ndarray:
+        """A random configuration: joint values uniform in [-scale, scale] (rad or m), random
+        positions and uniformly random unit quaternions on free joints."""
+        q = rng.uniform(-scale, scale, self.nq)
+        for i in range(self.nb):
+            if self.jtype[i] == FREE:
+                quat = rng.normal(size=4)
+                q[self.qi[i] + 3 : self.qi[i] + 7] = quat / np.linalg.norm(quat)
+        return q
+
+    def body_index(self, name: str, tree: int | None = None) -> int:
+        """Index of the moving body called ``name`` (in ``tree`` if given); KeyError if none."""
+        for i, n in enumerate(self.body_names):
+            if n == name and (tree is None or self.tree_of[i] == tree):
+                return i
+        raise KeyError(name)
+
+    def total_mass(self) -> float:
+        """Sum of the moving bodies' masses (kg)."""
+        return float(self.mass.sum())
+
+
+def _transform_inertia(mass, com, inertia_com, T):
+    """Mass properties of a link expressed in another frame: ``T`` maps link coordinates to
+    the target frame (4x4). Returns (mass, com', Ic') with Ic' = R Ic R^T."""
+    R, p = T[:3, :3], T[:3, 3]
+    return mass, R @ com + p, R @ inertia_com @ R.T
+
+
+def _combine(a, b):
+    """Composite of two (mass, com, Ic) in one frame: total mass, joint com and the inertia
+    about the joint com by the parallel-axis theorem I = sum Ic_k + m_k (|d|^2 1 - d d^T)."""
+    ma, ca, Ia = a
+    mb, cb, Ib = b
+    m = ma + mb
+    if m <= 0.0:
+        return 0.0, np.zeros(3), Ia + Ib
+    c = (ma * ca + mb * cb) / m
+
+    def shift(mk, ck):
+        d = ck - c
+        return mk * (d @ d * np.eye(3) - np.outer(d, d))
+
+    return m, c, Ia + shift(ma, ca) + Ib + shift(mb, cb)
+
+
+class _Builder:
+    """Accumulates bodies tree by tree; see :func:`build_model`."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict] = []
+        self.geometries: list[BodyGeometry] = []
+        self.link_frames: dict = {}
+        self.lint: list[str] = []
+        self.mimic_specs: list[tuple[int, str, object]] = []
+        self.tree_names: list[str] = []
+        self.tree_sources: list[str] = []
+
+    def add_tree(self, spec: RobotSpec) -> None:
+        tree = len(self.tree_names)
+        self.tree_names.append(spec.name)
+        self.tree_sources.append(spec.source)
+        self.lint.extend(spec.lint)
+        children: dict[str, list] = {}
+        for joint in spec.joints:
+            children.setdefault(joint.parent, []).append(joint)
+        root_link = spec.link(spec.root)
+        root_massless = root_link.inertial is None or root_link.inertial.mass == 0.0
+        if spec.root == "world" and root_massless and spec.base != "floating":
+            # The URDF's own world link is the world frame; base_pose still places it. Asked to
+            # float, the world link is instead an ordinary (massless) root on a free joint.
+            self._attach(spec, tree, spec.root, -1, spec.base_pose, children)
+            return
+        if spec.base == "floating":
+            body = self._new_body(
+                spec, tree, spec.root, "root_joint", "floating", -1, spec.base_pose
+            )
+            self._attach(spec, tree, spec.root, body, np.eye(4), children, primary=True)
+        else:
+            self._attach(spec, tree, spec.root, -1, spec.base_pose, children)
+
+    def _new_body(self, spec, tree, link_name, joint_name, jtype, parent, origin, joint=None):
+        body = {
+            "name": link_name,
+            "tree": tree,
+            "parent": parent,
+            "joint": joint_name,
+            "jtype": jtype,
+            "origin": np.array(origin, dtype=float),
+            "axis": np.array([1.0, 0.0, 0.0]) if joint is None else np.array(joint.axis, float),
+            "mass": (0.0, np.zeros(3), np.zeros((3, 3))),
+            "spec": joint,
+            "source": spec.source,
+        }
+        self.bodies.append(body)
+        return len(self.bodies) - 1
+
+    def _attach(self, spec, tree, link_name, body, T_body_link, children, primary=False):
+        """Place ``link_name`` on ``body`` at ``T_body_link`` and recurse into its children.
+
+        ``primary`` is true for the link that defines the body's frame (not merged into it).
+        """
+        link = spec.link(link_name)
+        self.link_frames[(tree, link_name)] = (body, np.array(T_body_link, dtype=float))
+        self._merge_link(spec, tree, link, body, T_body_link, primary)
+        for joint in children.get(link_name, []):
+            origin = T_body_link @ joint.origin
+            if joint.type == "fixed":
+                self._attach(spec, tree, joint.child, body, origin, children)
+                continue
+            child = self._new_body(
+                spec, tree, joint.child, joint.name, joint.type, body, origin, joint
+            )
+            if joint.mimic is not None:
+                self.mimic_specs.append((child, joint.name, joint.mimic))
+            self._attach(spec, tree, joint.child, child, np.eye(4), children, primary=True)
+
+    def _merge_link(self, spec, tree, link, body, T_body_link, primary):
+        for shape in link.collisions:
+            pose = T_body_link @ shape.origin
+            self.geometries.append(BodyGeometry(body, tree, link.name, pose, shape))
+        if body < 0:
+            return  # welded to the world: its mass never moves
+        if link.inertial is None:
+            where = (
+                "treated as massless"
+                if primary
+                else (f"merged massless into body '{self.bodies[body]['name']}'")
+            )
+            self.lint.append(f"{spec.source}: link '{link.name}' has no <inertial>; {where}")
+            return
+        inert = link.inertial
+        moved = _transform_inertia(inert.mass, np.asarray(inert.com), inert.inertia, T_body_link)
+        self.bodies[body]["mass"] = _combine(self.bodies[body]["mass"], moved)
+
+
+def build_model(specs: list[RobotSpec], gravity=(0.0, 0.0, -9.81)) -> Model:
+    """Build a :class:`Model` from a forest of robot specs (one tree per spec).
+
+    Raises :class:`ModelError` when the result has a singular mass matrix (a massless body at
+    the end of a moving joint), naming the file, the joint and the body.
+    """
+    if isinstance(specs, RobotSpec):
+        specs = [specs]
+    b = _Builder()
+    for spec in specs:
+        b.add_tree(spec)
+    model = _flatten(b, np.asarray(gravity, dtype=float))
+    _check_mass_matrix(model, b)
+    return model
+
+
+def _flatten(b: _Builder, gravity: np.ndarray) -> Model:
+    nb = len(b.bodies)
+    parent = np.array([bd["parent"] for bd in b.bodies], dtype=np.int64)
+    jtype = np.array([JOINT_CODE[bd["jtype"]] for bd in b.bodies], dtype=np.int64)
+    nqj = np.array([7 if t == FREE else 1 for t in jtype], dtype=np.int64)
+    nvj = np.array([6 if t == FREE else 1 for t in jtype], dtype=np.int64)
+    qi = np.concatenate([[0], np.cumsum(nqj)[:-1]]).astype(np.int64) if nb else nqj.copy()
+    vi = np.concatenate([[0], np.cumsum(nvj)[:-1]]).astype(np.int64) if nb else nvj.copy()
+    S = np.zeros((nb, 6, 6))
+    tree_E = np.zeros((nb, 3, 3))
+    tree_r = np.zeros((nb, 3))
+    axis = np.zeros((nb, 3))
+    inertia = np.zeros((nb, 6, 6))
+    mass = np.zeros(nb)
+    com = np.zeros((nb, 3))
+    q_names: list[str] = []
+    v_names: list[str] = []
+    nv = int(nvj.sum())
+    damping = np.zeros(nv)
+    lower = np.full(nv, -np.inf)
+    upper = np.full(nv, np.inf)
+    effort = np.full(nv, np.inf)
+    vlim = np.full(nv, np.inf)
+    for i, bd in enumerate(b.bodies):
+        R, p = bd["origin"][:3, :3], bd["origin"][:3, 3]
+        tree_E[i] = R.T
+        tree_r[i] = p
+        a = bd["axis"] / np.linalg.norm(bd["axis"])
+        axis[i] = a
+        name = bd["joint"]
+        if jtype[i] == REVOLUTE:
+            S[i, :3, 0] = a
+            q_names.append(name)
+            v_names.append(name)
+        elif jtype[i] == PRISMATIC:
+            S[i, 3:, 0] = a
+            q_names.append(name)
+            v_names.append(name)
+        else:
+            S[i, 3:, :3] = np.eye(3)  # v = [v_lin; w] -> spatial [w; v]
+            S[i, :3, 3:] = np.eye(3)
+            q_names += [f"{name}.{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")]
+            v_names += [f"{name}.{c}" for c in ("vx", "vy", "vz", "wx", "wy", "wz")]
+        js = bd["spec"]
+        if js is not None and jtype[i] != FREE:
+            k = vi[i]
+            damping[k] = 0.0 if np.isnan(js.damping) else js.damping
+            if js.type != "continuous":
+                lower[k] = -np.inf if np.isnan(js.lower) else js.lower
+                upper[k] = np.inf if np.isnan(js.upper) else js.upper
+            effort[k] = np.inf if np.isnan(js.effort) else js.effort
+            vlim[k] = np.inf if np.isnan(js.velocity) else js.velocity
+        m, c, Ic = bd["mass"]
+        mass[i] = m
+        com[i] = c
+        inertia[i] = spatial_inertia(m, c, Ic)
+    joint_index = {bd["joint"]: i for i, bd in enumerate(b.bodies)}
+    mimics = []
+    for child, jname, ms in b.mimic_specs:
+        if ms.master not in joint_index:
+            raise ModelError(
+                f"{b.bodies[child]['source']}: joint '{jname}' mimics '{ms.master}', "
+                "which is not a moving joint of the same model"
+            )
+        master = joint_index[ms.master]
+        mimics.append(
+            Mimic(jname, ms.master, int(qi[child]), int(qi[master]), ms.multiplier, ms.offset)
+        )
+    return Model(
+        nb=nb,
+        nq=int(nqj.sum()),
+        nv=nv,
+        parent=parent,
+        jtype=jtype,
+        qi=qi,
+        vi=vi,
+        nqj=nqj,
+        nvj=nvj,
+        S=S,
+        tree_E=tree_E,
+        tree_r=tree_r,
+        axis=axis,
+        inertia=inertia,
+        mass=mass,
+        com=com,
+        tree_of=np.array([bd["tree"] for bd in b.bodies], dtype=np.int64),
+        gravity=gravity,
+        body_names=tuple(bd["name"] for bd in b.bodies),
+        joint_names=tuple(bd["joint"] for bd in b.bodies),
+        joint_types=tuple(bd["jtype"] for bd in b.bodies),
+        tree_names=tuple(b.tree_names),
+        tree_sources=tuple(b.tree_sources),
+        q_names=tuple(q_names),
+        v_names=tuple(v_names),
+        damping=damping,
+        lower=lower,
+        upper=upper,
+        effort=effort,
+        velocity_limit=vlim,
+        geometries=tuple(b.geometries),
+        link_frames=b.link_frames,
+        mimics=tuple(mimics),
+        lint=tuple(b.lint),
+    )
+
+
+def _check_mass_matrix(model: Model, b: _Builder) -> None:
+    """Reject models whose joint-space mass matrix is singular.
+
+    A joint is degenerate when the articulated inertia it moves is zero along its motion
+    (e.g. a massless link at the end of a revolute joint). We test the pivots of the
+    articulated-body factorisation D_i = S_i^T IA_i S_i at a random configuration (and the
+    neutral one), relative to the largest pivot, against :data:`SINGULAR_PIVOT_RTOL`.
+    """
+    if model.nb == 0:
+        return
+    from mbsim.simcore.data import Data
+    from mbsim.simcore.dynamics import articulated_pivots
+
+    data = Data(model)
+    rng = np.random.default_rng(0)
+    worst = np.full(model.nv, np.inf)
+    scale = 0.0
+    for q in (model.neutral_q(), model.random_q(rng)):
+        piv = articulated_pivots(model, data, q)
+        worst = np.minimum(worst, piv)
+        scale = max(scale, float(np.max(piv)))
+    bad = np.flatnonzero(~(worst > SINGULAR_PIVOT_RTOL * max(scale, 1e-300)))
+    if bad.size:
+        k = int(bad[0])
+        body = int(np.searchsorted(model.vi, k, side="right") - 1)
+        bd = b.bodies[body]
+        raise ModelError(
+            f"{bd['source']}: joint '{bd['joint']}' moves no mass along its axis "
+            f"(link '{bd['name']}' and everything below it are massless there), so the mass "
+            "matrix is singular; give the link an <inertial> or make the joint fixed"
+        )

@@ -1,0 +1,105 @@
+"""Pinocchio as an independent oracle: the same URDF loaded by Pinocchio, with coordinate maps.
+
+mbsim and Pinocchio agree on frames (URDF joint frames) and on the free-flyer velocity (body
+linear velocity then body angular velocity), and differ in three conventions handled here:
+
+* quaternion order: mbsim q = [x y z qw qx qy qz], Pinocchio [x y z qx qy qz qw];
+* continuous joints: Pinocchio uses (cos, sin) with nq = 2, mbsim the angle;
+* spatial vectors: Pinocchio [linear; angular], mbsim [angular; linear].
+Joint order may differ, so every map goes by joint name.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from mbsim.simcore.model import FREE
+
+
+def robots_dir() -> Path:
+    """The ``robots`` folder of the installed example-robot-data package."""
+    dist = importlib.metadata.distribution("example-robot-data")
+    return Path(dist.locate_file("cmeel.prefix/share/example-robot-data/robots"))
+
+
+def all_urdfs() -> list[Path]:
+    return sorted(robots_dir().rglob("*.urdf"))
+
+
+class PinTwin:
+    """A Pinocchio model of the same URDF plus index maps to and from an mbsim Model."""
+
+    def __init__(self, model, urdf: Path, floating: bool):
+        if floating:
+            self.pm = pin.buildModelFromUrdf(str(urdf), pin.JointModelFreeFlyer())
+        else:
+            self.pm = pin.buildModelFromUrdf(str(urdf))
+        self.pd = self.pm.createData()
+        self.model = model
+        self.vperm = np.zeros(model.nv, dtype=int)  # v_pin[vperm[k]] = v_mbsim[k]
+        self.jids = []
+        for i in range(model.nb):
+            name = model.joint_names[i]
+            if not self.pm.existJointName(name):
+                raise KeyError(f"Pinocchio has no joint '{name}'")
+            jid = self.pm.getJointId(name)
+            self.jids.append(jid)
+            for k in range(model.nvj[i]):
+                self.vperm[model.vi[i] + k] = self.pm.idx_vs[jid] + k
+        if self.pm.nv != model.nv:
+            raise KeyError(f"Pinocchio has nv={self.pm.nv}, mbsim nv={model.nv}")
+        if any("raised to 0" in entry for entry in model.lint):
+            # mbsim repaired a slightly non-PSD inertia that Pinocchio keeps: give Pinocchio the
+            # repaired body inertias so both compute the dynamics of the same bodies.
+            for i, jid in enumerate(self.jids):
+                I = model.inertia[i]
+                m = model.mass[i]
+                c = model.com[i]
+                cx = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
+                self.pm.inertias[jid] = pin.Inertia(m, c, I[:3, :3] - m * cx @ cx.T)
+            self.pd = self.pm.createData()
+
+    def q(self, q: np.ndarray) -> np.ndarray:
+        """mbsim q -> Pinocchio q."""
+        out = pin.neutral(self.pm)
+        m = self.model
+        for i, jid in enumerate(self.jids):
+            a, b = m.qi[i], self.pm.idx_qs[jid]
+            if m.jtype[i] == FREE:
+                out[b : b + 3] = q[a : a + 3]
+                out[b + 3 : b + 6] = q[a + 4 : a + 7]
+                out[b + 6] = q[a + 3]
+            elif self.pm.nqs[jid] == 2:
+                out[b : b + 2] = np.cos(q[a]), np.sin(q[a])
+            else:
+                out[b] = q[a]
+        return out
+
+    def v(self, v: np.ndarray) -> np.ndarray:
+        """mbsim v (or tau, qdd) -> Pinocchio ordering."""
+        out = np.zeros(self.pm.nv)
+        out[self.vperm] = v
+        return out
+
+    def v_back(self, v_pin: np.ndarray) -> np.ndarray:
+        """Pinocchio-ordered v -> mbsim ordering."""
+        return np.asarray(v_pin)[self.vperm]
+
+    def mat_back(self, M_pin: np.ndarray) -> np.ndarray:
+        """A Pinocchio nv x nv matrix in mbsim ordering."""
+        return np.asarray(M_pin)[np.ix_(self.vperm, self.vperm)]
+
+    def node_jacobian(self, q_pin, body: int, point: np.ndarray) -> np.ndarray:
+        """6 x nv Jacobian of a world-aligned frame at ``point`` on mbsim body ``body``, in
+        mbsim row order [angular; linear] and mbsim column order."""
+        jid = self.jids[body]
+        fid = self.pm.addFrame(
+            pin.Frame(f"node{self.pm.nframes}", jid, pin.SE3(np.eye(3), point), pin.OP_FRAME)
+        )
+        self.pd = self.pm.createData()
+        J = pin.computeFrameJacobian(self.pm, self.pd, q_pin, fid, pin.LOCAL_WORLD_ALIGNED)
+        return np.vstack([J[3:], J[:3]])[:, self.vperm]
