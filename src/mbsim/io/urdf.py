@@ -315,6 +315,8 @@ def _build(
         base=base,
         base_pose=pose,
         lint=ctx.lint,
+        urdf_dir=urdf_dir,
+        package_dirs={k: str(v) for k, v in (package_dirs or {}).items()},
     )
 
 

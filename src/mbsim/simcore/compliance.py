@@ -34,7 +34,7 @@ from numba import njit
 
 from mbsim.simcore.dynamics import articulated_factor, crba_kernel
 from mbsim.simcore.kinematics import forward_kinematics, node_jacobian
-from mbsim.simcore.spatial import congruence_sym, xform_force_T
+from mbsim.simcore.spatial import congruence_sym, copy6x6, xform_force_T
 
 
 @njit(cache=True)
@@ -55,9 +55,11 @@ def upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch):
         n = nvj[i]
         p = parent[i]
         if p >= 0:
-            congruence_sym(E[i], r[i], ups[p], scratch[:2], Y)
+            congruence_sym(E[i], r[i], ups[p], Y)
         else:
-            Y[:, :] = 0.0
+            for a in range(6):
+                for b in range(6):
+                    Y[a, b] = 0.0
         if n == 1:
             g = Dinv[i, 0, 0]
             uw = 0.0
@@ -106,7 +108,7 @@ def upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch):
                     ups[i, a, b] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _matmul6(A, B, out):
     """out = A B for 6x6 matrices (out must not alias A or B)."""
     for a in range(6):
@@ -117,7 +119,7 @@ def _matmul6(A, B, out):
             out[a, b] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _apply_psi(i, nvj, S, E, r, U, Dinv, F, out, t):
     """out = psi_i F = Xup_i^T (F - U_i Dinv_i S_i^T F), column by column (6x6 F)."""
     n = nvj[i]
@@ -189,7 +191,7 @@ def lambda_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam):
         j = parent[j]
         while vid[j] < 0:
             _apply_psi(j, nvj, S, E, r, U, Dinv, edge[v], tmp, t)
-            edge[v] = tmp
+            copy6x6(tmp, edge[v])
             j = parent[j]
     # 3. per node, F_a at every compressed ancestor, stored by compressed depth
     maxd = 0
@@ -269,8 +271,8 @@ def compliance_dense(model, data, q, node_body, node_X) -> np.ndarray:
     """Reference Lambda = J M^-1 J^T by CRBA, Cholesky and the explicit node Jacobian, O(N^3)."""
     forward_kinematics(model, data, q)
     crba_kernel(
-        model.parent, model.vi, model.nvj, model.S, model.inertia, data.Xup, data.Ic, data.M,
-        data.scratch66[0],
+        model.parent, model.vi, model.nvj, model.S, model.inertia, data.E, data.r, data.Ic,
+        data.M, data.scratch66,
     )  # fmt: skip
     J = node_jacobian(model, data, node_body, node_X)
     if model.nv == 0:

@@ -3,7 +3,7 @@
 Every array the kernels write lives here, indexed by body (first axis ``nb``). Spatial
 quantities are in each body's own frame (spatial.py conventions):
 
-* ``E``, ``r``, ``Xup``: Plücker transform from the parent body (or world) to the body.
+* ``E``, ``r``: Plücker transform ``Xup`` from the parent body (or world) to the body.
 * ``R_world``, ``p_world``: body orientation (body axes in world) and origin position (m).
 * ``vel``: body spatial velocity ``[omega; v]``; ``cbias``: velocity-product acceleration
   ``vel x (S qdot)``; ``acc``: spatial acceleration.
@@ -26,7 +26,6 @@ class Data:
         nb, nv = model.nb, model.nv
         self.E = np.zeros((nb, 3, 3))
         self.r = np.zeros((nb, 3))
-        self.Xup = np.zeros((nb, 6, 6))
         self.R_world = np.zeros((nb, 3, 3))
         self.p_world = np.zeros((nb, 3))
         self.vel = np.zeros((nb, 6))

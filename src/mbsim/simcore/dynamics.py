@@ -20,8 +20,8 @@ from numba import njit
 
 from mbsim.simcore.kinematics import forward_kinematics, forward_kinematics_kernel
 from mbsim.simcore.spatial import (
-    congruence_T,
     congruence_T_sym,
+    copy6x6,
     cross_force,
     mat6_vec,
     mat6T_vec,
@@ -30,7 +30,7 @@ from mbsim.simcore.spatial import (
 )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def spd_inverse(A, n, out, L, Li):
     """out[:n, :n] = A[:n, :n]^-1 for a small SPD block (n <= 6) by Cholesky.
 
@@ -71,7 +71,7 @@ def spd_inverse(A, n, out, L, Li):
 
 
 @njit(cache=True)
-def rnea_kernel(parent, vi, nvj, S, inertia, gravity, Xup, vel, cbias, qdd, acc, force, tau):
+def rnea_kernel(parent, vi, nvj, S, inertia, gravity, E, r, vel, cbias, qdd, acc, force, tau):
     """Recursive Newton-Euler: tau = M qdd + C (gravity included; 004 Eq. 0.5, 0.6).
 
     Base acceleration is -g so gravity enters as an inertial effect (Featherstone Table 5.1).
@@ -85,9 +85,9 @@ def rnea_kernel(parent, vi, nvj, S, inertia, gravity, Xup, vel, cbias, qdd, acc,
     for i in range(nb):
         p = parent[i]
         if p >= 0:
-            mat6_vec(Xup[i], acc[p], tmp)
+            xform_motion(E[i], r[i], acc[p], tmp)
         else:
-            mat6_vec(Xup[i], a0, tmp)
+            xform_motion(E[i], r[i], a0, tmp)
         for a in range(6):
             s = tmp[a] + cbias[i, a]
             for k in range(nvj[i]):
@@ -106,26 +106,27 @@ def rnea_kernel(parent, vi, nvj, S, inertia, gravity, Xup, vel, cbias, qdd, acc,
             tau[vi[i] + k] = s
         p = parent[i]
         if p >= 0:
-            mat6T_vec(Xup[i], force[i], tmp)
+            xform_force_T(E[i], r[i], force[i], tmp)
             for a in range(6):
                 force[p, a] += tmp[a]
 
 
 @njit(cache=True)
-def crba_kernel(parent, vi, nvj, S, inertia, Xup, Ic, M, tmp66):
-    """Composite-rigid-body algorithm: M = H phi M phi^* H^* (004 Eq. 0.25), O(N d)."""
+def crba_kernel(parent, vi, nvj, S, inertia, E, r, Ic, M, scratch):
+    """Composite-rigid-body algorithm: M = H phi M phi^* H^* (004 Eq. 0.25), O(N d).
+
+    ``scratch`` is (4, 6, 6)."""
     nb = parent.shape[0]
     M[:, :] = 0.0
     for i in range(nb):
-        Ic[i] = inertia[i]
-    out = np.empty((6, 6))
+        copy6x6(inertia[i], Ic[i])
     for i in range(nb - 1, -1, -1):
         p = parent[i]
         if p >= 0:
-            congruence_T(Xup[i], Ic[i], tmp66, out)
-            Ic[p] += out
-    F = np.empty((6, 6))
-    G = np.empty((6, 6))
+            congruence_T_sym(E[i], r[i], Ic[i], Ic[p], True)
+    F = scratch[2]
+    col = np.empty(6)
+    out = np.empty(6)
     for i in range(nb):
         ni = nvj[i]
         for a in range(6):
@@ -137,23 +138,22 @@ def crba_kernel(parent, vi, nvj, S, inertia, Xup, Ic, M, tmp66):
         j = i
         while j >= 0:
             nj = nvj[j]
-            for r in range(nj):
+            for rr in range(nj):
                 for c in range(ni):
                     s = 0.0
                     for k in range(6):
-                        s += S[j, k, r] * F[k, c]
-                    M[vi[j] + r, vi[i] + c] = s
-                    M[vi[i] + c, vi[j] + r] = s
+                        s += S[j, k, rr] * F[k, c]
+                    M[vi[j] + rr, vi[i] + c] = s
+                    M[vi[i] + c, vi[j] + rr] = s
             pj = parent[j]
             if pj >= 0:
-                # F <- Xup_j^T F: carry the composite force to the parent frame
-                for a in range(6):
-                    for c in range(ni):
-                        s = 0.0
-                        for k in range(6):
-                            s += Xup[j, k, a] * F[k, c]
-                        G[a, c] = s
-                F[:, :ni] = G[:, :ni]
+                # carry the composite force to the parent frame: F <- Xup_j^T F
+                for c in range(ni):
+                    for a in range(6):
+                        col[a] = F[a, c]
+                    xform_force_T(E[j], r[j], col, out)
+                    for a in range(6):
+                        F[a, c] = out[a]
             j = pj
 
 
@@ -167,16 +167,18 @@ def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, s
     """
     nb = parent.shape[0]
     for i in range(nb):
-        IA[i] = inertia[i]
+        copy6x6(inertia[i], IA[i])
     D = scratch[2]
     Ia = scratch[3]
+    xu = np.empty(6)
     L = np.empty((6, 6))
     Li = np.empty((6, 6))
     for i in range(nb - 1, -1, -1):
         n = nvj[i]
         A = IA[i]
         if n == 1:
-            # revolute/prismatic: S is one column, D a scalar
+            # revolute/prismatic: S is one column, D a scalar, Ia = IA - g U U^T, so
+            # Xup^T Ia Xup = Xup^T IA Xup - g (Xup^T U)(Xup^T U)^T: no 6x6 temporary.
             d = 0.0
             for a in range(6):
                 s = 0.0
@@ -185,44 +187,48 @@ def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, s
                 U[i, a, 0] = s
                 d += S[i, a, 0] * s
             pivots[vi[i]] = d
-            Dinv[i, 0, 0] = 1.0 / d if d > 0.0 else 0.0
-            if parent[i] >= 0:
-                g = Dinv[i, 0, 0]
+            g = 1.0 / d if d > 0.0 else 0.0
+            Dinv[i, 0, 0] = g
+            p = parent[i]
+            if p >= 0:
+                congruence_T_sym(E[i], r[i], A, IA[p], True)
+                xform_force_T(E[i], r[i], U[i, :, 0], xu)
                 for a in range(6):
+                    ga = g * xu[a]
                     for b in range(6):
-                        Ia[a, b] = A[a, b] - U[i, a, 0] * U[i, b, 0] * g
-        else:
+                        IA[p, a, b] -= ga * xu[b]
+            continue
+        for a in range(6):
+            for c in range(n):
+                s = 0.0
+                for k in range(6):
+                    s += A[a, k] * S[i, k, c]
+                U[i, a, c] = s
+        for rr in range(n):
+            for c in range(n):
+                s = 0.0
+                for k in range(6):
+                    s += S[i, k, rr] * U[i, k, c]
+                D[rr, c] = s
+        dmin = spd_inverse(D, n, Dinv[i], L, Li)
+        for rr in range(n):
+            pivots[vi[i] + rr] = dmin
+        if parent[i] >= 0:
             for a in range(6):
                 for c in range(n):
                     s = 0.0
-                    for k in range(6):
-                        s += A[a, k] * S[i, k, c]
-                    U[i, a, c] = s
-            for rr in range(n):
-                for c in range(n):
+                    for k in range(n):
+                        s += U[i, a, k] * Dinv[i, k, c]
+                    L[a, c] = s  # G = U Dinv
+            for a in range(6):
+                for b in range(6):
                     s = 0.0
-                    for k in range(6):
-                        s += S[i, k, rr] * U[i, k, c]
-                    D[rr, c] = s
-            dmin = spd_inverse(D, n, Dinv[i], L, Li)
-            for rr in range(n):
-                pivots[vi[i] + rr] = dmin
-            if parent[i] >= 0:
-                for a in range(6):
-                    for c in range(n):
-                        s = 0.0
-                        for k in range(n):
-                            s += U[i, a, k] * Dinv[i, k, c]
-                        L[a, c] = s  # G = U Dinv
-                for a in range(6):
-                    for b in range(6):
-                        s = 0.0
-                        for k in range(n):
-                            s += L[a, k] * U[i, b, k]
-                        Ia[a, b] = A[a, b] - s
+                    for k in range(n):
+                        s += L[a, k] * U[i, b, k]
+                    Ia[a, b] = A[a, b] - s
         p = parent[i]
         if p >= 0:
-            congruence_T_sym(E[i], r[i], Ia, scratch[:2], IA[p], True)
+            congruence_T_sym(E[i], r[i], Ia, IA[p], True)
 
 
 @njit(cache=True)
@@ -303,12 +309,12 @@ def aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd):
 @njit(cache=True)
 def aba_kernel(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, q, v, tau,
-    E, r, Xup, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd,
+    E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd,
 ):  # fmt: skip
     """Forward dynamics in one call: kinematics, articulated inertias, bias, accelerations."""
     forward_kinematics_kernel(
-        parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, Xup, R_world, p_world,
-        vel, cbias,
+        parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world, vel,
+        cbias,
     )  # fmt: skip
     articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch)
     aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, tau, pA, u)
@@ -337,7 +343,7 @@ def rnea(model, data, q, v, qdd) -> np.ndarray:
     """Inverse dynamics: joint forces tau = M(q) qdd + C(q, v) (N m or N per DoF)."""
     forward_kinematics(model, data, q, v)
     rnea_kernel(
-        model.parent, model.vi, model.nvj, model.S, model.inertia, model.gravity, data.Xup,
+        model.parent, model.vi, model.nvj, model.S, model.inertia, model.gravity, data.E, data.r,
         data.vel, data.cbias, np.ascontiguousarray(qdd, dtype=np.float64), data.acc,
         data.force, data.tau,
     )  # fmt: skip
@@ -348,8 +354,8 @@ def crba(model, data, q) -> np.ndarray:
     """Joint-space mass matrix M(q) (nv x nv, symmetric positive definite)."""
     forward_kinematics(model, data, q)
     crba_kernel(
-        model.parent, model.vi, model.nvj, model.S, model.inertia, data.Xup, data.Ic, data.M,
-        data.scratch66[0],
+        model.parent, model.vi, model.nvj, model.S, model.inertia, data.E, data.r, data.Ic,
+        data.M, data.scratch66,
     )  # fmt: skip
     return data.M.copy()
 
@@ -363,7 +369,7 @@ def aba(model, data, q, v, tau) -> np.ndarray:
     aba_kernel(
         model.parent, model.jtype, model.qi, model.vi, model.nvj, model.S, model.tree_E,
         model.tree_r, model.axis, model.inertia, model.gravity, q, v, tau, data.E, data.r,
-        data.Xup, data.R_world, data.p_world, data.vel, data.cbias, data.IA, data.U, data.Dinv,
+        data.R_world, data.p_world, data.vel, data.cbias, data.IA, data.U, data.Dinv,
         data.pivots, data.pA, data.u, data.acc, data.scratch66, data.qdd,
     )  # fmt: skip
     return data.qdd
@@ -380,7 +386,9 @@ def impulse_response_kernel(
     factorisation (IA, U, Dinv) of the current configuration.
     """
     nb = parent.shape[0]
-    pA[:, :] = 0.0
+    for i in range(nb):
+        for c in range(6):
+            pA[i, c] = 0.0
     tmp = np.empty(6)
     for a in range(node_body.shape[0]):
         mat6T_vec(node_X[a], node_f[a], tmp)
@@ -414,7 +422,8 @@ def impulse_response_kernel(
         if p >= 0:
             xform_motion(E[i], r[i], acc[p], tmp)
         else:
-            tmp[:] = 0.0
+            for c in range(6):
+                tmp[c] = 0.0
         n = nvj[i]
         for k in range(n):
             s = u[i, k]

@@ -17,94 +17,94 @@ import numpy as np
 from numba import njit
 
 from mbsim.simcore.model import PRISMATIC, REVOLUTE
-from mbsim.simcore.spatial import (
-    cross_motion,
-    mat6_vec,
-    plucker,
-    quat_to_rotation,
-    rotation_about_axis,
-)
-
-
-@njit(cache=True)
-def _joint_transform(jtype, axis, q, qi, EJ, rJ):
-    """(E_J, r_J): transform from joint frame to child body for the joint's q (rad/m/quat)."""
-    if jtype == REVOLUTE:
-        rotation_about_axis(axis, q[qi], EJ)
-        # rotation_about_axis gives child->parent R; the Plücker E is its transpose.
-        for a in range(3):
-            for b in range(a + 1, 3):
-                t = EJ[a, b]
-                EJ[a, b] = EJ[b, a]
-                EJ[b, a] = t
-        rJ[:] = 0.0
-    elif jtype == PRISMATIC:
-        EJ[:, :] = 0.0
-        for a in range(3):
-            EJ[a, a] = 1.0
-            rJ[a] = axis[a] * q[qi]
-    else:
-        quat_to_rotation(q[qi + 3], q[qi + 4], q[qi + 5], q[qi + 6], EJ)
-        for a in range(3):
-            for b in range(a + 1, 3):
-                t = EJ[a, b]
-                EJ[a, b] = EJ[b, a]
-                EJ[b, a] = t
-        for a in range(3):
-            rJ[a] = q[qi + a]
+from mbsim.simcore.spatial import cross_motion, plucker, quat_to_rotation, xform_motion
 
 
 @njit(cache=True)
 def forward_kinematics_kernel(
-    parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, Xup, R_world, p_world,
-    vel, cbias,
-):  # fmt: skip
-    """Poses, Plücker transforms, velocities and velocity-product terms of all bodies."""
+    parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world, vel, cbias
+):
+    """Poses, Plücker transforms (E, r), velocities and velocity-product terms of all bodies.
+
+    Xup = X_J X_T = X(E_J E_T, r_T + E_T^T r_J). For a revolute joint E_J = R(k, q)^T, so each
+    column x of E_T is rotated by -q about the axis k with Rodrigues' formula
+    R^T x = c x - s (k x x) + (1 - c) (k . x) k, without forming E_J.
+    """
     nb = parent.shape[0]
     EJ = np.empty((3, 3))
-    rJ = np.empty(3)
     vJ = np.empty(6)
     tmp = np.empty(6)
     for i in range(nb):
-        _joint_transform(jtype[i], axis[i], q, qi[i], EJ, rJ)
-        ET = tree_E[i]
-        # Xup = X(EJ, rJ) X(ET, rT) = X(EJ ET, rT + ET^T rJ)
-        for a in range(3):
+        jt = jtype[i]
+        k0, k1, k2 = axis[i, 0], axis[i, 1], axis[i, 2]
+        if jt == REVOLUTE:
+            c = np.cos(q[qi[i]])
+            s = np.sin(q[qi[i]])
+            t = 1.0 - c
             for b in range(3):
-                s = 0.0
-                for k in range(3):
-                    s += EJ[a, k] * ET[k, b]
-                E[i, a, b] = s
-            s = 0.0
-            for k in range(3):
-                s += ET[k, a] * rJ[k]
-            r[i, a] = tree_r[i, a] + s
-        plucker(E[i], r[i], Xup[i])
+                x0, x1, x2 = tree_E[i, 0, b], tree_E[i, 1, b], tree_E[i, 2, b]
+                kx = t * (k0 * x0 + k1 * x1 + k2 * x2)
+                E[i, 0, b] = c * x0 - s * (k1 * x2 - k2 * x1) + kx * k0
+                E[i, 1, b] = c * x1 - s * (k2 * x0 - k0 * x2) + kx * k1
+                E[i, 2, b] = c * x2 - s * (k0 * x1 - k1 * x0) + kx * k2
+            for a in range(3):
+                r[i, a] = tree_r[i, a]
+        elif jt == PRISMATIC:
+            d = q[qi[i]]
+            for a in range(3):
+                for b in range(3):
+                    E[i, a, b] = tree_E[i, a, b]
+                r[i, a] = tree_r[i, a] + d * (
+                    tree_E[i, 0, a] * k0 + tree_E[i, 1, a] * k1 + tree_E[i, 2, a] * k2
+                )
+        else:
+            o = qi[i]
+            quat_to_rotation(q[o + 3], q[o + 4], q[o + 5], q[o + 6], EJ)  # R_J (child -> joint)
+            for a in range(3):
+                for b in range(3):
+                    E[i, a, b] = (
+                        EJ[0, a] * tree_E[i, 0, b]
+                        + EJ[1, a] * tree_E[i, 1, b]
+                        + EJ[2, a] * tree_E[i, 2, b]
+                    )
+                r[i, a] = tree_r[i, a] + (
+                    tree_E[i, 0, a] * q[o] + tree_E[i, 1, a] * q[o + 1] + tree_E[i, 2, a] * q[o + 2]
+                )
         p = parent[i]
         # world pose: R_i = R_p E_i^T, p_i = p_p + R_p r_i
-        for a in range(3):
-            for b in range(3):
-                s = 0.0
-                for k in range(3):
-                    rp = (1.0 if a == k else 0.0) if p < 0 else R_world[p, a, k]
-                    s += rp * E[i, b, k]
-                R_world[i, a, b] = s
-            s = 0.0 if p < 0 else p_world[p, a]
-            for k in range(3):
-                rp = (1.0 if a == k else 0.0) if p < 0 else R_world[p, a, k]
-                s += rp * r[i, k]
-            p_world[i, a] = s
-        for a in range(6):
-            s = 0.0
-            for k in range(nvj[i]):
-                s += S[i, a, k] * v[vi[i] + k]
-            vJ[a] = s
-        if p >= 0:
-            mat6_vec(Xup[i], vel[p], tmp)
+        if p < 0:
+            for a in range(3):
+                for b in range(3):
+                    R_world[i, a, b] = E[i, b, a]
+                p_world[i, a] = r[i, a]
         else:
-            tmp[:] = 0.0
+            for a in range(3):
+                for b in range(3):
+                    R_world[i, a, b] = (
+                        R_world[p, a, 0] * E[i, b, 0]
+                        + R_world[p, a, 1] * E[i, b, 1]
+                        + R_world[p, a, 2] * E[i, b, 2]
+                    )
+                p_world[i, a] = (
+                    p_world[p, a]
+                    + R_world[p, a, 0] * r[i, 0]
+                    + R_world[p, a, 1] * r[i, 1]
+                    + R_world[p, a, 2] * r[i, 2]
+                )
+        n = nvj[i]
+        o = vi[i]
         for a in range(6):
-            vel[i, a] = tmp[a] + vJ[a]
+            acc = 0.0
+            for kk in range(n):
+                acc += S[i, a, kk] * v[o + kk]
+            vJ[a] = acc
+        if p >= 0:
+            xform_motion(E[i], r[i], vel[p], tmp)
+            for a in range(6):
+                vel[i, a] = tmp[a] + vJ[a]
+        else:
+            for a in range(6):
+                vel[i, a] = vJ[a]
         cross_motion(vel[i], vJ, cbias[i])
 
 
@@ -116,8 +116,8 @@ def forward_kinematics(model, data, q, v=None) -> None:
     forward_kinematics_kernel(
         model.parent, model.jtype, model.qi, model.vi, model.nvj, model.S, model.tree_E,
         model.tree_r, model.axis, np.ascontiguousarray(q, dtype=np.float64),
-        np.ascontiguousarray(v, dtype=np.float64), data.E, data.r, data.Xup, data.R_world,
-        data.p_world, data.vel, data.cbias,
+        np.ascontiguousarray(v, dtype=np.float64), data.E, data.r, data.R_world, data.p_world,
+        data.vel, data.cbias,
     )  # fmt: skip
 
 

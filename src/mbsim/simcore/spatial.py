@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def skew(r, out):
     """out = r^ so that r^ y = r x y (3x3)."""
     out[0, 0] = 0.0
@@ -36,7 +36,7 @@ def skew(r, out):
     out[2, 2] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def plucker(E, r, out):
     """out (6x6) = X(E, r) = [[E, 0], [-E r^, E]], the motion transform A -> B."""
     for i in range(3):
@@ -51,7 +51,7 @@ def plucker(E, r, out):
         out[i + 3, 2] = -(E[i, 0] * r[1] - E[i, 1] * r[0])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rotation_about_axis(axis, angle, out):
     """out = Rodrigues rotation matrix R(axis, angle) (axis a unit 3-vector, angle in rad).
 
@@ -72,7 +72,7 @@ def rotation_about_axis(axis, angle, out):
     out[2, 2] = t * z * z + c
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def quat_to_rotation(qw, qx, qy, qz, out):
     """out = rotation matrix of the quaternion (qw, qx, qy, qz), normalised first."""
     n = np.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
@@ -88,7 +88,7 @@ def quat_to_rotation(qw, qx, qy, qz, out):
     out[2, 2] = 1 - 2 * (x * x + y * y)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def cross_motion(v, m, out):
     """out = v x m for spatial motion vectors (v x m = [w x mw; w x mv + vv x mw])."""
     w0, w1, w2 = v[0], v[1], v[2]
@@ -101,7 +101,7 @@ def cross_motion(v, m, out):
     out[5] = w0 * m[4] - w1 * m[3] + u0 * m[1] - u1 * m[0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def cross_force(v, f, out):
     """out = v x* f for a spatial motion v and force f (v x* f = [w x n + vv x f; w x f])."""
     w0, w1, w2 = v[0], v[1], v[2]
@@ -114,7 +114,15 @@ def cross_force(v, f, out):
     out[5] = w0 * f[4] - w1 * f[3]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def copy6x6(src, dst):
+    """dst[:, :] = src by explicit loops (numba's slice assignment is several times slower)."""
+    for a in range(6):
+        for b in range(6):
+            dst[a, b] = src[a, b]
+
+
+@njit(cache=True, inline="always")
 def mat6_vec(A, x, out):
     """out = A x (6x6 times 6)."""
     for i in range(6):
@@ -124,7 +132,7 @@ def mat6_vec(A, x, out):
         out[i] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mat6T_vec(A, x, out):
     """out = A^T x (6x6 transposed times 6)."""
     for i in range(6):
@@ -134,7 +142,7 @@ def mat6T_vec(A, x, out):
         out[i] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def congruence_T(X, A, tmp, out):
     """out = X^T A X for 6x6 X and A (tmp is 6x6 scratch).
 
@@ -208,105 +216,183 @@ def xform_force_T(E, r, f, out):
     out[5] = g2
 
 
-@njit(cache=True)
-def congruence_T_sym(E, r, A, tmp, out, accumulate):
+@njit(cache=True, inline="always")
+def _rotate_block(A, i0, j0, E):
+    """The 9 entries (row-major) of E^T A[i0:i0+3, j0:j0+3] E, as scalars (no temporaries)."""
+    t00 = A[i0, j0] * E[0, 0] + A[i0, j0 + 1] * E[1, 0] + A[i0, j0 + 2] * E[2, 0]
+    t01 = A[i0, j0] * E[0, 1] + A[i0, j0 + 1] * E[1, 1] + A[i0, j0 + 2] * E[2, 1]
+    t02 = A[i0, j0] * E[0, 2] + A[i0, j0 + 1] * E[1, 2] + A[i0, j0 + 2] * E[2, 2]
+    t10 = A[i0 + 1, j0] * E[0, 0] + A[i0 + 1, j0 + 1] * E[1, 0] + A[i0 + 1, j0 + 2] * E[2, 0]
+    t11 = A[i0 + 1, j0] * E[0, 1] + A[i0 + 1, j0 + 1] * E[1, 1] + A[i0 + 1, j0 + 2] * E[2, 1]
+    t12 = A[i0 + 1, j0] * E[0, 2] + A[i0 + 1, j0 + 1] * E[1, 2] + A[i0 + 1, j0 + 2] * E[2, 2]
+    t20 = A[i0 + 2, j0] * E[0, 0] + A[i0 + 2, j0 + 1] * E[1, 0] + A[i0 + 2, j0 + 2] * E[2, 0]
+    t21 = A[i0 + 2, j0] * E[0, 1] + A[i0 + 2, j0 + 1] * E[1, 1] + A[i0 + 2, j0 + 2] * E[2, 1]
+    t22 = A[i0 + 2, j0] * E[0, 2] + A[i0 + 2, j0 + 1] * E[1, 2] + A[i0 + 2, j0 + 2] * E[2, 2]
+    return (
+        E[0, 0] * t00 + E[1, 0] * t10 + E[2, 0] * t20,
+        E[0, 0] * t01 + E[1, 0] * t11 + E[2, 0] * t21,
+        E[0, 0] * t02 + E[1, 0] * t12 + E[2, 0] * t22,
+        E[0, 1] * t00 + E[1, 1] * t10 + E[2, 1] * t20,
+        E[0, 1] * t01 + E[1, 1] * t11 + E[2, 1] * t21,
+        E[0, 1] * t02 + E[1, 1] * t12 + E[2, 1] * t22,
+        E[0, 2] * t00 + E[1, 2] * t10 + E[2, 2] * t20,
+        E[0, 2] * t01 + E[1, 2] * t11 + E[2, 2] * t21,
+        E[0, 2] * t02 + E[1, 2] * t12 + E[2, 2] * t22,
+    )
+
+
+@njit(cache=True, inline="always")
+def congruence_T_sym(E, r, A, out, accumulate):
     """out (+)= X^T A X for symmetric 6x6 A and X = X(E, r), exploiting X's structure.
 
     X = blockdiag(E, E) T with T = [[1, 0], [-r^, 1]], so X^T A X = T^T A' T with
     A' = blockdiag(E, E)^T A blockdiag(E, E); then, with blocks A'11, A'12, A'22 and
     B = A'12 + r^ A'22:  11 = A'11 + r^ A'21 - B r^,  12 = B,  22 = A'22.
-    About 250 multiply-adds instead of 432 for the dense product. ``tmp`` is (2, 6, 6) scratch.
+    About 250 multiply-adds instead of 432 for the dense product, all in registers.
     """
-    AE = tmp[0]
-    Ap = tmp[1]
-    for i in range(6):
-        for bj in range(2):
-            for j in range(3):
-                AE[i, 3 * bj + j] = (
-                    A[i, 3 * bj] * E[0, j] + A[i, 3 * bj + 1] * E[1, j] + A[i, 3 * bj + 2] * E[2, j]
-                )
-    for bi in range(2):
-        for i in range(3):
-            for j in range(6):
-                Ap[3 * bi + i, j] = (
-                    E[0, i] * AE[3 * bi, j]
-                    + E[1, i] * AE[3 * bi + 1, j]
-                    + E[2, i] * AE[3 * bi + 2, j]
-                )
-    # AE is free again: B in its top-left 3x3, C = A'11 + r^ A'21 in its bottom-left 3x3
-    for j in range(3):
-        c0, c1, c2 = Ap[3, 3 + j], Ap[4, 3 + j], Ap[5, 3 + j]
-        AE[0, j] = Ap[0, 3 + j] + (r[1] * c2 - r[2] * c1)
-        AE[1, j] = Ap[1, 3 + j] + (r[2] * c0 - r[0] * c2)
-        AE[2, j] = Ap[2, 3 + j] + (r[0] * c1 - r[1] * c0)
-        c0, c1, c2 = Ap[3, j], Ap[4, j], Ap[5, j]
-        AE[3, j] = Ap[0, j] + (r[1] * c2 - r[2] * c1)
-        AE[4, j] = Ap[1, j] + (r[2] * c0 - r[0] * c2)
-        AE[5, j] = Ap[2, j] + (r[0] * c1 - r[1] * c0)
-    sign = 1.0 if accumulate else 0.0
-    for i in range(3):
-        b0, b1, b2 = AE[i, 0], AE[i, 1], AE[i, 2]
-        # row i of B r^ (column j of r^ is r x e_j)
-        br0 = b1 * r[2] - b2 * r[1]
-        br1 = b2 * r[0] - b0 * r[2]
-        br2 = b0 * r[1] - b1 * r[0]
-        out[i, 0] = sign * out[i, 0] + AE[3 + i, 0] - br0
-        out[i, 1] = sign * out[i, 1] + AE[3 + i, 1] - br1
-        out[i, 2] = sign * out[i, 2] + AE[3 + i, 2] - br2
-        for j in range(3):
-            out[i, 3 + j] = sign * out[i, 3 + j] + AE[i, j]
-            out[3 + j, i] = sign * out[3 + j, i] + AE[i, j]
-            out[3 + i, 3 + j] = sign * out[3 + i, 3 + j] + Ap[3 + i, 3 + j]
+    a00, a01, a02, a10, a11, a12, a20, a21, a22 = _rotate_block(A, 0, 0, E)
+    b00, b01, b02, b10, b11, b12, b20, b21, b22 = _rotate_block(A, 0, 3, E)  # A'12
+    d00, d01, d02, d10, d11, d12, d20, d21, d22 = _rotate_block(A, 3, 3, E)  # A'22
+    x, y, z = r[0], r[1], r[2]
+    # B = A'12 + r^ A'22 (column j: b_j + r x d_j)
+    B00 = b00 + (y * d20 - z * d10)
+    B10 = b10 + (z * d00 - x * d20)
+    B20 = b20 + (x * d10 - y * d00)
+    B01 = b01 + (y * d21 - z * d11)
+    B11 = b11 + (z * d01 - x * d21)
+    B21 = b21 + (x * d11 - y * d01)
+    B02 = b02 + (y * d22 - z * d12)
+    B12 = b12 + (z * d02 - x * d22)
+    B22 = b22 + (x * d12 - y * d02)
+    # C = A'11 + r^ A'21, A'21 = A'12^T (column j of A'21 is row j of A'12)
+    C00 = a00 + (y * b02 - z * b01)
+    C10 = a10 + (z * b00 - x * b02)
+    C20 = a20 + (x * b01 - y * b00)
+    C01 = a01 + (y * b12 - z * b11)
+    C11 = a11 + (z * b10 - x * b12)
+    C21 = a21 + (x * b11 - y * b10)
+    C02 = a02 + (y * b22 - z * b21)
+    C12 = a12 + (z * b20 - x * b22)
+    C22 = a22 + (x * b21 - y * b20)
+    # 11 = C - B r^ ; row i of B r^ = (Bi1 z - Bi2 y, Bi2 x - Bi0 z, Bi0 y - Bi1 x)
+    o00 = C00 - (B01 * z - B02 * y)
+    o01 = C01 - (B02 * x - B00 * z)
+    o02 = C02 - (B00 * y - B01 * x)
+    o10 = C10 - (B11 * z - B12 * y)
+    o11 = C11 - (B12 * x - B10 * z)
+    o12 = C12 - (B10 * y - B11 * x)
+    o20 = C20 - (B21 * z - B22 * y)
+    o21 = C21 - (B22 * x - B20 * z)
+    o22 = C22 - (B20 * y - B21 * x)
+    w = 1.0 if accumulate else 0.0
+    out[0, 0] = w * out[0, 0] + o00
+    out[0, 1] = w * out[0, 1] + o01
+    out[0, 2] = w * out[0, 2] + o02
+    out[1, 0] = w * out[1, 0] + o10
+    out[1, 1] = w * out[1, 1] + o11
+    out[1, 2] = w * out[1, 2] + o12
+    out[2, 0] = w * out[2, 0] + o20
+    out[2, 1] = w * out[2, 1] + o21
+    out[2, 2] = w * out[2, 2] + o22
+    out[0, 3] = w * out[0, 3] + B00
+    out[0, 4] = w * out[0, 4] + B01
+    out[0, 5] = w * out[0, 5] + B02
+    out[1, 3] = w * out[1, 3] + B10
+    out[1, 4] = w * out[1, 4] + B11
+    out[1, 5] = w * out[1, 5] + B12
+    out[2, 3] = w * out[2, 3] + B20
+    out[2, 4] = w * out[2, 4] + B21
+    out[2, 5] = w * out[2, 5] + B22
+    out[3, 0] = w * out[3, 0] + B00
+    out[4, 0] = w * out[4, 0] + B01
+    out[5, 0] = w * out[5, 0] + B02
+    out[3, 1] = w * out[3, 1] + B10
+    out[4, 1] = w * out[4, 1] + B11
+    out[5, 1] = w * out[5, 1] + B12
+    out[3, 2] = w * out[3, 2] + B20
+    out[4, 2] = w * out[4, 2] + B21
+    out[5, 2] = w * out[5, 2] + B22
+    out[3, 3] = w * out[3, 3] + d00
+    out[3, 4] = w * out[3, 4] + d01
+    out[3, 5] = w * out[3, 5] + d02
+    out[4, 3] = w * out[4, 3] + d10
+    out[4, 4] = w * out[4, 4] + d11
+    out[4, 5] = w * out[4, 5] + d12
+    out[5, 3] = w * out[5, 3] + d20
+    out[5, 4] = w * out[5, 4] + d21
+    out[5, 5] = w * out[5, 5] + d22
 
 
-@njit(cache=True)
-def congruence_sym(E, r, A, tmp, out):
+@njit(cache=True, inline="always")
+def _erot(m00, m01, m02, m10, m11, m12, m20, m21, m22, E):
+    """The 9 entries (row-major) of E M E^T for a 3x3 M given as scalars."""
+    t00 = m00 * E[0, 0] + m01 * E[0, 1] + m02 * E[0, 2]
+    t01 = m00 * E[1, 0] + m01 * E[1, 1] + m02 * E[1, 2]
+    t02 = m00 * E[2, 0] + m01 * E[2, 1] + m02 * E[2, 2]
+    t10 = m10 * E[0, 0] + m11 * E[0, 1] + m12 * E[0, 2]
+    t11 = m10 * E[1, 0] + m11 * E[1, 1] + m12 * E[1, 2]
+    t12 = m10 * E[2, 0] + m11 * E[2, 1] + m12 * E[2, 2]
+    t20 = m20 * E[0, 0] + m21 * E[0, 1] + m22 * E[0, 2]
+    t21 = m20 * E[1, 0] + m21 * E[1, 1] + m22 * E[1, 2]
+    t22 = m20 * E[2, 0] + m21 * E[2, 1] + m22 * E[2, 2]
+    return (
+        E[0, 0] * t00 + E[0, 1] * t10 + E[0, 2] * t20,
+        E[0, 0] * t01 + E[0, 1] * t11 + E[0, 2] * t21,
+        E[0, 0] * t02 + E[0, 1] * t12 + E[0, 2] * t22,
+        E[1, 0] * t00 + E[1, 1] * t10 + E[1, 2] * t20,
+        E[1, 0] * t01 + E[1, 1] * t11 + E[1, 2] * t21,
+        E[1, 0] * t02 + E[1, 1] * t12 + E[1, 2] * t22,
+        E[2, 0] * t00 + E[2, 1] * t10 + E[2, 2] * t20,
+        E[2, 0] * t01 + E[2, 1] * t11 + E[2, 2] * t21,
+        E[2, 0] * t02 + E[2, 1] * t12 + E[2, 2] * t22,
+    )
+
+
+@njit(cache=True, inline="always")
+def congruence_sym(E, r, A, out):
     """out = X A X^T for symmetric 6x6 A and X = X(E, r) (moves a compliance-like quantity
     from parent to child frame).
 
     With T = [[1, 0], [-r^, 1]] and G = T A T^T:  G11 = A11,  G12 = A12 + A11 r^,
     G22 = A22 + A21 r^ - r^ G12; then every block is rotated, out_bb = E G_bb E^T.
-    ``tmp`` is (2, 6, 6) scratch.
     """
-    G = tmp[0]
+    x, y, z = r[0], r[1], r[2]
+    # G12 = A12 + A11 r^ ; row i of A11 r^ = (a_i1 z - a_i2 y, a_i2 x - a_i0 z, a_i0 y - a_i1 x)
+    g00 = A[0, 3] + (A[0, 1] * z - A[0, 2] * y)
+    g01 = A[0, 4] + (A[0, 2] * x - A[0, 0] * z)
+    g02 = A[0, 5] + (A[0, 0] * y - A[0, 1] * x)
+    g10 = A[1, 3] + (A[1, 1] * z - A[1, 2] * y)
+    g11 = A[1, 4] + (A[1, 2] * x - A[1, 0] * z)
+    g12 = A[1, 5] + (A[1, 0] * y - A[1, 1] * x)
+    g20 = A[2, 3] + (A[2, 1] * z - A[2, 2] * y)
+    g21 = A[2, 4] + (A[2, 2] * x - A[2, 0] * z)
+    g22 = A[2, 5] + (A[2, 0] * y - A[2, 1] * x)
+    # H = A22 + A21 r^ (row i of A21 is A[3+i, 0:3])
+    h00 = A[3, 3] + (A[3, 1] * z - A[3, 2] * y)
+    h01 = A[3, 4] + (A[3, 2] * x - A[3, 0] * z)
+    h02 = A[3, 5] + (A[3, 0] * y - A[3, 1] * x)
+    h10 = A[4, 3] + (A[4, 1] * z - A[4, 2] * y)
+    h11 = A[4, 4] + (A[4, 2] * x - A[4, 0] * z)
+    h12 = A[4, 5] + (A[4, 0] * y - A[4, 1] * x)
+    h20 = A[5, 3] + (A[5, 1] * z - A[5, 2] * y)
+    h21 = A[5, 4] + (A[5, 2] * x - A[5, 0] * z)
+    h22 = A[5, 5] + (A[5, 0] * y - A[5, 1] * x)
+    # G22 = H - r^ G12 ; column j of r^ G12 = r x (g0j, g1j, g2j)
+    k00 = h00 - (y * g20 - z * g10)
+    k10 = h10 - (z * g00 - x * g20)
+    k20 = h20 - (x * g10 - y * g00)
+    k01 = h01 - (y * g21 - z * g11)
+    k11 = h11 - (z * g01 - x * g21)
+    k21 = h21 - (x * g11 - y * g01)
+    k02 = h02 - (y * g22 - z * g12)
+    k12 = h12 - (z * g02 - x * g22)
+    k22 = h22 - (x * g12 - y * g02)
+    o = _erot(A[0, 0], A[0, 1], A[0, 2], A[1, 0], A[1, 1], A[1, 2], A[2, 0], A[2, 1], A[2, 2], E)
+    b = _erot(g00, g01, g02, g10, g11, g12, g20, g21, g22, E)
+    d = _erot(k00, k01, k02, k10, k11, k12, k20, k21, k22, E)
     for i in range(3):
         for j in range(3):
-            G[i, j] = A[i, j]
-    for i in range(3):
-        a0, a1, a2 = A[i, 0], A[i, 1], A[i, 2]
-        # row i of A11 r^
-        G[i, 3] = A[i, 3] + (a1 * r[2] - a2 * r[1])
-        G[i, 4] = A[i, 4] + (a2 * r[0] - a0 * r[2])
-        G[i, 5] = A[i, 5] + (a0 * r[1] - a1 * r[0])
-    for i in range(3):
-        a0, a1, a2 = A[3 + i, 0], A[3 + i, 1], A[3 + i, 2]
-        d0 = a1 * r[2] - a2 * r[1]
-        d1 = a2 * r[0] - a0 * r[2]
-        d2 = a0 * r[1] - a1 * r[0]
-        G[3 + i, 3] = A[3 + i, 3] + d0
-        G[3 + i, 4] = A[3 + i, 4] + d1
-        G[3 + i, 5] = A[3 + i, 5] + d2
-    for j in range(3):
-        # subtract r^ G12 column by column: (r^ c) = r x c
-        c0, c1, c2 = G[0, 3 + j], G[1, 3 + j], G[2, 3 + j]
-        G[3, 3 + j] -= r[1] * c2 - r[2] * c1
-        G[4, 3 + j] -= r[2] * c0 - r[0] * c2
-        G[5, 3 + j] -= r[0] * c1 - r[1] * c0
-    for i in range(3):
-        for j in range(3):
-            G[3 + i, j] = G[j, 3 + i]
-    GE = tmp[1]
-    for i in range(6):
-        for bj in range(2):
-            for j in range(3):
-                GE[i, 3 * bj + j] = (
-                    G[i, 3 * bj] * E[j, 0] + G[i, 3 * bj + 1] * E[j, 1] + G[i, 3 * bj + 2] * E[j, 2]
-                )
-    for bi in range(2):
-        for i in range(3):
-            for j in range(6):
-                out[3 * bi + i, j] = (
-                    E[i, 0] * GE[3 * bi, j]
-                    + E[i, 1] * GE[3 * bi + 1, j]
-                    + E[i, 2] * GE[3 * bi + 2, j]
-                )
+            out[i, j] = o[3 * i + j]
+            out[i, 3 + j] = b[3 * i + j]
+            out[3 + j, i] = b[3 * i + j]
+            out[3 + i, 3 + j] = d[3 * i + j]

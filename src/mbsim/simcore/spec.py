@@ -108,6 +108,8 @@ class RobotSpec:
     the world. Otherwise the root link is attached to the world by ``base``: ``fixed`` (welded
     at ``base_pose``) or ``floating`` (a 6-DoF free joint whose zero is ``base_pose``).
     source: the file the spec came from (used in messages). lint: repairs the loader made.
+    urdf_dir, package_dirs: where relative and ``package://`` mesh paths were resolved from
+    (so collision code can repeat the lookup and name every place it looked).
     """
 
     name: str
@@ -118,6 +120,8 @@ class RobotSpec:
     base: str = "fixed"
     base_pose: np.ndarray = field(default_factory=lambda: np.eye(4))
     lint: list[str] = field(default_factory=list)
+    urdf_dir: str | None = None
+    package_dirs: dict[str, str] = field(default_factory=dict)
 
     def link(self, name: str) -> LinkSpec:
         """The link called ``name`` (KeyError if absent)."""
