@@ -24,6 +24,7 @@ from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import aba, articulated_factor, crba, impulse_response, rnea
 from mbsim.simcore.kinematics import forward_kinematics, node_transforms
 from mbsim.simcore.model import build_model
+from mbsim.simcore.spatial import plucker_np
 from pin_oracle import PinTwin, all_urdfs, robots_dir
 
 RTOL = 1e-9
@@ -104,3 +105,36 @@ def test_compliance_matches_pinocchio(urdf, base):
         articulated_factor(model, data)
         dv_pin = np.linalg.solve(M, J.T @ f.ravel())
         assert rel_err(impulse_response(model, data, bodies, X, f), dv_pin) < RTOL
+
+
+@pytest.mark.parametrize("base", ["fixed", "floating"])
+@pytest.mark.parametrize("urdf", URDFS, ids=[str(u.relative_to(robots_dir())) for u in URDFS])
+def test_compliance_matches_pinocchio_delassus(urdf, base):
+    """Lambda for body-aligned 6D nodes equals pin.computeDelassusMatrix (LOCAL frames)."""
+    model, tw = twin(urdf, base)
+    data = Data(model)
+    rng = np.random.default_rng(abs(hash(urdf.name)) % 2**32 + 2)
+    n_nodes = min(4, model.nb)
+    bodies = rng.choice(model.nb, n_nodes, replace=False)
+    points = rng.normal(size=(n_nodes, 3)) * 0.2
+    cms = pin.StdVec_RigidConstraintModel()
+    for b, p in zip(bodies, points, strict=True):
+        placement = pin.SE3(np.eye(3), p)
+        cms.append(
+            pin.RigidConstraintModel(
+                pin.ContactType.CONTACT_6D, tw.pm, tw.jids[b], placement, pin.LOCAL
+            )
+        )
+    cds = pin.StdVec_RigidConstraintData()
+    for c in cms:
+        cds.append(c.createData())
+    pin.initConstraintDynamics(tw.pm, tw.pd, cms, cds)
+    q = model.random_q(rng)
+    delassus = pin.computeDelassusMatrix(tw.pm, tw.pd, tw.q(q), cms, cds, 0.0)
+    X = np.array([plucker_np(np.eye(3), p) for p in points])  # body axes, origin at p
+    forward_kinematics(model, data, q)
+    lam = compliance_upsilon(model, data, bodies, X)
+    # mbsim orders each node's rows [angular; linear], Pinocchio [linear; angular]
+    perm = np.concatenate([[6 * a + 3, 6 * a + 4, 6 * a + 5, 6 * a, 6 * a + 1, 6 * a + 2]
+                           for a in range(n_nodes)])  # fmt: skip
+    assert rel_err(lam[np.ix_(perm, perm)], delassus) < RTOL

@@ -412,7 +412,7 @@ def _check_mass_matrix(model: Model, b: _Builder) -> None:
         body = int(np.searchsorted(model.vi, k, side="right") - 1)
         bd = b.bodies[body]
         raise ModelError(
-            f"{bd['source']}: joint '{bd['joint']}' moves no mass along its axis "
-            f"(link '{bd['name']}' and everything below it are massless there), so the mass "
-            "matrix is singular; give the link an <inertial> or make the joint fixed"
+            f"{bd['source']}: joint '{bd['joint']}' moves no inertia along its axis (link "
+            f"'{bd['name']}' and the links below it have no mass or inertia in that direction), "
+            "so the mass matrix is singular; give the link an <inertial> or make the joint fixed"
         )

@@ -1,0 +1,90 @@
+"""`mbsim info` and `mbsim samples` end to end, through the installed `mbsim` executable."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+MBSIM = Path(sys.executable).with_name("mbsim")
+SAMPLES = Path(__file__).parents[1] / "src" / "mbsim" / "sample_robots"
+
+
+def run(*args, check_rc=None):
+    proc = subprocess.run([str(MBSIM), *args], capture_output=True, text=True, timeout=120)
+    if check_rc is not None:
+        assert proc.returncode == check_rc, (proc.returncode, proc.stdout, proc.stderr)
+    return proc
+
+
+def test_info_on_pendulum_prints_tree_dofs_masses_and_shapes():
+    urdf = SAMPLES / "pendulum-12.urdf"
+    out = run("info", str(urdf), check_rc=0).stdout
+    # independent truth from the XML itself
+    root = etree.parse(str(urdf)).getroot()
+    n_joints = len([j for j in root.findall("joint") if j.get("type") != "fixed"])
+    n_spheres = len(root.findall("link/collision/geometry/sphere"))
+    assert f"nq = {n_joints}, nv = {n_joints}" in out
+    assert "total mass: 12 kg" in out
+    assert f"collision shapes: {n_spheres} ({n_spheres} sphere)" in out
+    for k in range(1, 13):
+        assert f"link{k}  [continuous 'joint_{k}', 1 kg, 1 collision shapes]" in out
+
+
+def test_info_json_and_floating_base():
+    urdf = SAMPLES / "pendulum-3.urdf"
+    data = json.loads(run("info", str(urdf), "--json", check_rc=0).stdout)
+    assert data["nq"] == 3 and data["nv"] == 3 and data["total_mass_kg"] == pytest.approx(3.0)
+    assert [b["parent"] for b in data["bodies"]] == ["world", "link1", "link2"]
+
+
+def test_info_prints_loader_warnings(tmp_path):
+    urdf = tmp_path / "skewed.urdf"
+    urdf.write_text(
+        '<robot name="r"><link name="base"/><link name="a"><inertial><mass value="1"/>'
+        '<inertia ixx="1" iyy="1" izz="3" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+        '<joint name="j" type="continuous"><parent link="base"/><child link="a"/>'
+        '<axis xyz="0 0 2"/></joint></robot>'
+    )
+    out = run("info", str(urdf), check_rc=0).stdout
+    assert "warnings (2):" in out and "triangle inequality" in out and "'j'" in out
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        (None, "does not exist"),
+        ("this is not xml", "skewed.urdf"),
+        ('<robot name="r"><link name="a"/><joint name="j" type="ball"/></robot>', "'j'"),
+    ],
+)
+def test_info_bad_input_is_one_line_and_exit_2(tmp_path, content, fragment):
+    urdf = tmp_path / "skewed.urdf"
+    if content is not None:
+        urdf.write_text(content)
+    proc = run("info", str(urdf), check_rc=2)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mbsim: error: ") and fragment in lines[0]
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    proc = run("--debug", "info", str(tmp_path / "missing.urdf"))
+    assert proc.returncode != 0 and "Traceback" in proc.stderr
+
+
+def test_samples_path_works_with_info():
+    path = run("samples", "path", "pendulum-6", check_rc=0).stdout.strip()
+    assert Path(path).is_file()
+    assert "nq = 6, nv = 6" in run("info", path, check_rc=0).stdout
+    proc = run("samples", "path", "no-such-robot", check_rc=2)
+    assert "no-such-robot" in proc.stderr
+
+
+def test_help_lists_every_command():
+    out = run("--help", check_rc=0).stdout
+    assert "info" in out and "samples" in out
