@@ -5,7 +5,11 @@ linear velocity then body angular velocity), and differ in three conventions han
 
 * quaternion order: mbsim q = [x y z qw qx qy qz], Pinocchio [x y z qx qy qz qw];
 * continuous joints: Pinocchio uses (cos, sin) with nq = 2, mbsim the angle;
-* spatial vectors: Pinocchio [linear; angular], mbsim [angular; linear].
+* spatial vectors: Pinocchio [linear; angular], mbsim [angular; linear];
+* free-joint linear velocity: Pinocchio's is in the body frame, mbsim's is the derivative of
+  the position (joint/world frame), v_pin = R^T p-dot. So v_pin = T v with T = diag(R^T, 1)
+  on each free block, M_mbsim = T^T M_pin T, tau_mbsim = T^T tau_pin, J_mbsim = J_pin T, and
+  accelerations differ by the rotating-frame term: a_pin = R^T p-ddot - w x (R^T p-dot).
 Joint order may differ, so every map goes by joint name.
 """
 
@@ -16,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
+from scipy.spatial.transform import Rotation
 
 from mbsim.simcore.model import FREE
 
@@ -79,27 +84,71 @@ class PinTwin:
                 out[b] = q[a]
         return out
 
-    def v(self, v: np.ndarray) -> np.ndarray:
-        """mbsim v (or tau, qdd) -> Pinocchio ordering."""
-        out = np.zeros(self.pm.nv)
-        out[self.vperm] = v
+    def _free_blocks(self, q):
+        """(v-index, R) for every free joint: R rotates child coordinates to the joint frame."""
+        m = self.model
+        out = []
+        for i in range(m.nb):
+            if m.jtype[i] == FREE:
+                w, x, y, z = q[m.qi[i] + 3 : m.qi[i] + 7]
+                R = Rotation.from_quat([x, y, z, w]).as_matrix()
+                out.append((m.vi[i], R))
         return out
 
-    def v_back(self, v_pin: np.ndarray) -> np.ndarray:
-        """Pinocchio-ordered v -> mbsim ordering."""
-        return np.asarray(v_pin)[self.vperm]
+    def T(self, q) -> np.ndarray:
+        """nv x nv map from mbsim velocities to Pinocchio's convention (mbsim ordering)."""
+        T = np.eye(self.model.nv)
+        for k, R in self._free_blocks(q):
+            T[k : k + 3, k : k + 3] = R.T
+        return T
 
-    def mat_back(self, M_pin: np.ndarray) -> np.ndarray:
-        """A Pinocchio nv x nv matrix in mbsim ordering."""
-        return np.asarray(M_pin)[np.ix_(self.vperm, self.vperm)]
+    def v(self, q, v: np.ndarray) -> np.ndarray:
+        """mbsim v -> Pinocchio v (convention and ordering)."""
+        out = np.zeros(self.pm.nv)
+        out[self.vperm] = self.T(q) @ v
+        return out
 
-    def node_jacobian(self, q_pin, body: int, point: np.ndarray) -> np.ndarray:
+    def a(self, q, v, a) -> np.ndarray:
+        """mbsim acceleration -> Pinocchio's (convention and ordering)."""
+        ap = self.T(q) @ a
+        for k, R in self._free_blocks(q):
+            vb = R.T @ v[k : k + 3]
+            ap[k : k + 3] -= np.cross(v[k + 3 : k + 6], vb)
+        out = np.zeros(self.pm.nv)
+        out[self.vperm] = ap
+        return out
+
+    def a_back(self, q, v, a_pin) -> np.ndarray:
+        """Pinocchio acceleration -> mbsim's."""
+        ap = np.asarray(a_pin)[self.vperm].copy()
+        for k, R in self._free_blocks(q):
+            vb = R.T @ v[k : k + 3]
+            ap[k : k + 3] = R @ (ap[k : k + 3] + np.cross(v[k + 3 : k + 6], vb))
+        return ap
+
+    def f(self, q, tau) -> np.ndarray:
+        """mbsim joint forces -> Pinocchio's (tau_pin = T^-T tau)."""
+        out = np.zeros(self.pm.nv)
+        out[self.vperm] = np.linalg.solve(self.T(q).T, tau)
+        return out
+
+    def f_back(self, q, tau_pin) -> np.ndarray:
+        """Pinocchio joint forces -> mbsim's (tau = T^T tau_pin)."""
+        return self.T(q).T @ np.asarray(tau_pin)[self.vperm]
+
+    def mat_back(self, q, M_pin: np.ndarray) -> np.ndarray:
+        """A Pinocchio nv x nv mass-like matrix as mbsim's: T^T M T in mbsim ordering."""
+        T = self.T(q)
+        return T.T @ np.asarray(M_pin)[np.ix_(self.vperm, self.vperm)] @ T
+
+    def node_jacobian(self, q, body: int, point: np.ndarray) -> np.ndarray:
         """6 x nv Jacobian of a world-aligned frame at ``point`` on mbsim body ``body``, in
-        mbsim row order [angular; linear] and mbsim column order."""
+        mbsim row order [angular; linear], mbsim column order and velocity convention."""
+        q_pin = self.q(q)
         jid = self.jids[body]
         fid = self.pm.addFrame(
             pin.Frame(f"node{self.pm.nframes}", jid, pin.SE3(np.eye(3), point), pin.OP_FRAME)
         )
         self.pd = self.pm.createData()
         J = pin.computeFrameJacobian(self.pm, self.pd, q_pin, fid, pin.LOCAL_WORLD_ALIGNED)
-        return np.vstack([J[3:], J[:3]])[:, self.vperm]
+        return np.vstack([J[3:], J[:3]])[:, self.vperm] @ self.T(q)

@@ -253,7 +253,7 @@ def compliance_upsilon(model, data, node_body, node_X, refresh: bool = True) -> 
     nc = node_body.shape[0]
     Lam = np.zeros((6 * nc, 6 * nc))
     lambda_kernel(
-        model.parent, model.nvj, model.S, data.E, data.r, data.U, data.Dinv, data.ups, node_body,
+        model.parent, model.nvj, data.S, data.E, data.r, data.U, data.Dinv, data.ups, node_body,
         np.ascontiguousarray(node_X, dtype=np.float64), Lam,
     )  # fmt: skip
     return Lam
@@ -262,7 +262,7 @@ def compliance_upsilon(model, data, node_body, node_X, refresh: bool = True) -> 
 def upsilon(model, data) -> None:
     """Fill ``data.ups`` with Upsilon(k) for every body (000 Eq. 68)."""
     upsilon_kernel(
-        model.parent, model.nvj, model.S, data.E, data.r, data.U, data.Dinv, data.ups,
+        model.parent, model.nvj, data.S, data.E, data.r, data.U, data.Dinv, data.ups,
         data.scratch66,
     )  # fmt: skip
 
@@ -271,7 +271,7 @@ def compliance_dense(model, data, q, node_body, node_X) -> np.ndarray:
     """Reference Lambda = J M^-1 J^T by CRBA, Cholesky and the explicit node Jacobian, O(N^3)."""
     forward_kinematics(model, data, q)
     crba_kernel(
-        model.parent, model.vi, model.nvj, model.S, model.inertia, data.E, data.r, data.Ic,
+        model.parent, model.vi, model.nvj, data.S, model.inertia, data.E, data.r, data.Ic,
         data.M, data.scratch66,
     )  # fmt: skip
     J = node_jacobian(model, data, node_body, node_X)

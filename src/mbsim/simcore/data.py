@@ -24,6 +24,7 @@ class Data:
 
     def __init__(self, model) -> None:
         nb, nv = model.nb, model.nv
+        self.S = model.S.copy()  # motion subspaces; free joints' depend on q
         self.E = np.zeros((nb, 3, 3))
         self.r = np.zeros((nb, 3))
         self.R_world = np.zeros((nb, 3, 3))

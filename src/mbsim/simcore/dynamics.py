@@ -327,7 +327,7 @@ def aba_kernel(
 def articulated_factor(model, data) -> None:
     """Articulated inertias and D^-1 for the current kinematics in ``data`` (q only)."""
     articulated_kernel(
-        model.parent, model.vi, model.nvj, model.S, model.inertia, data.E, data.r, data.IA,
+        model.parent, model.vi, model.nvj, data.S, model.inertia, data.E, data.r, data.IA,
         data.U, data.Dinv, data.pivots, data.scratch66,
     )  # fmt: skip
 
@@ -343,7 +343,7 @@ def rnea(model, data, q, v, qdd) -> np.ndarray:
     """Inverse dynamics: joint forces tau = M(q) qdd + C(q, v) (N m or N per DoF)."""
     forward_kinematics(model, data, q, v)
     rnea_kernel(
-        model.parent, model.vi, model.nvj, model.S, model.inertia, model.gravity, data.E, data.r,
+        model.parent, model.vi, model.nvj, data.S, model.inertia, model.gravity, data.E, data.r,
         data.vel, data.cbias, np.ascontiguousarray(qdd, dtype=np.float64), data.acc,
         data.force, data.tau,
     )  # fmt: skip
@@ -354,7 +354,7 @@ def crba(model, data, q) -> np.ndarray:
     """Joint-space mass matrix M(q) (nv x nv, symmetric positive definite)."""
     forward_kinematics(model, data, q)
     crba_kernel(
-        model.parent, model.vi, model.nvj, model.S, model.inertia, data.E, data.r, data.Ic,
+        model.parent, model.vi, model.nvj, data.S, model.inertia, data.E, data.r, data.Ic,
         data.M, data.scratch66,
     )  # fmt: skip
     return data.M.copy()
@@ -367,7 +367,7 @@ def aba(model, data, q, v, tau) -> np.ndarray:
     response and the compliance can reuse them) and returns data.qdd (overwritten by the next
     call; copy it to keep it)."""
     aba_kernel(
-        model.parent, model.jtype, model.qi, model.vi, model.nvj, model.S, model.tree_E,
+        model.parent, model.jtype, model.qi, model.vi, model.nvj, data.S, model.tree_E,
         model.tree_r, model.axis, model.inertia, model.gravity, q, v, tau, data.E, data.r,
         data.R_world, data.p_world, data.vel, data.cbias, data.IA, data.U, data.Dinv,
         data.pivots, data.pA, data.u, data.acc, data.scratch66, data.qdd,
@@ -449,9 +449,42 @@ def impulse_response(model, data, node_body, node_X, node_f, out=None) -> np.nda
     """
     dv = np.zeros(model.nv) if out is None else out
     impulse_response_kernel(
-        model.parent, model.vi, model.nvj, model.S, data.E, data.r, data.U, data.Dinv,
+        model.parent, model.vi, model.nvj, data.S, data.E, data.r, data.U, data.Dinv,
         np.ascontiguousarray(node_body, dtype=np.int64),
         np.ascontiguousarray(node_X, dtype=np.float64),
         np.ascontiguousarray(node_f, dtype=np.float64), data.pA, data.u, data.acc, dv,
     )  # fmt: skip
     return dv
+
+
+@njit(cache=True)
+def energy_kernel(inertia, mass, com, gravity, R_world, p_world, vel, out):
+    """out = [kinetic, potential, total] in J: T = 1/2 sum V_i^T I_i V_i (body velocities) and
+    U = -sum m_i g . c_i with c_i the world position of body i's centre of mass."""
+    ke = 0.0
+    pe = 0.0
+    for i in range(inertia.shape[0]):
+        for a in range(6):
+            s = 0.0
+            for b in range(6):
+                s += inertia[i, a, b] * vel[i, b]
+            ke += 0.5 * vel[i, a] * s
+        for k in range(3):
+            c = p_world[i, k]
+            for j in range(3):
+                c += R_world[i, k, j] * com[i, j]
+            pe -= mass[i] * gravity[k] * c
+    out[0] = ke
+    out[1] = pe
+    out[2] = ke + pe
+
+
+def energy(model, data, vel=None) -> np.ndarray:
+    """[kinetic, potential, total] (J) at the kinematics held in ``data`` (body velocities
+    ``vel``, default data.vel)."""
+    out = np.empty(3)
+    energy_kernel(
+        model.inertia, model.mass, model.com, model.gravity, data.R_world, data.p_world,
+        data.vel if vel is None else vel, out,
+    )  # fmt: skip
+    return out

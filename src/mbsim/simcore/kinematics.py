@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mbsim.simcore.model import PRISMATIC, REVOLUTE
+from mbsim.simcore.model import FREE, PRISMATIC, REVOLUTE
 from mbsim.simcore.spatial import cross_motion, plucker, quat_to_rotation, xform_motion
 
 
@@ -70,6 +70,11 @@ def forward_kinematics_kernel(
                 r[i, a] = tree_r[i, a] + (
                     tree_E[i, 0, a] * q[o] + tree_E[i, 1, a] * q[o + 1] + tree_E[i, 2, a] * q[o + 2]
                 )
+            # v = [p-dot (joint frame); w (body frame)]: the body-frame linear velocity is
+            # R_J^T p-dot, so S's linear block is R_J^T and depends on q.
+            for a in range(3):
+                for b in range(3):
+                    S[i, 3 + a, b] = EJ[b, a]
         p = parent[i]
         # world pose: R_i = R_p E_i^T, p_i = p_p + R_p r_i
         if p < 0:
@@ -106,6 +111,12 @@ def forward_kinematics_kernel(
             for a in range(6):
                 vel[i, a] = vJ[a]
         cross_motion(vel[i], vJ, cbias[i])
+        if jt == FREE:
+            # S-dot v = [0; -w x (R_J^T p-dot)] for the world-frame linear velocity convention
+            w0, w1, w2 = vJ[0], vJ[1], vJ[2]
+            cbias[i, 3] -= w1 * vJ[5] - w2 * vJ[4]
+            cbias[i, 4] -= w2 * vJ[3] - w0 * vJ[5]
+            cbias[i, 5] -= w0 * vJ[4] - w1 * vJ[3]
 
 
 def forward_kinematics(model, data, q, v=None) -> None:
@@ -114,7 +125,7 @@ def forward_kinematics(model, data, q, v=None) -> None:
     if v is None:
         v = np.zeros(model.nv)
     forward_kinematics_kernel(
-        model.parent, model.jtype, model.qi, model.vi, model.nvj, model.S, model.tree_E,
+        model.parent, model.jtype, model.qi, model.vi, model.nvj, data.S, model.tree_E,
         model.tree_r, model.axis, np.ascontiguousarray(q, dtype=np.float64),
         np.ascontiguousarray(v, dtype=np.float64), data.E, data.r, data.R_world, data.p_world,
         data.vel, data.cbias,
@@ -175,7 +186,104 @@ def node_jacobian(model, data, node_body, node_X) -> np.ndarray:
     node_body = np.ascontiguousarray(node_body, dtype=np.int64)
     J = np.zeros((6 * node_body.shape[0], model.nv))
     node_jacobian_kernel(
-        model.parent, model.vi, model.nvj, model.S, data.E, data.r, node_body,
+        model.parent, model.vi, model.nvj, data.S, data.E, data.r, node_body,
         np.ascontiguousarray(node_X, dtype=np.float64), J,
     )  # fmt: skip
     return J
+
+
+@njit(cache=True)
+def body_velocities_kernel(parent, vi, nvj, S, E, r, v, out):
+    """out[i] = V_i for joint velocities ``v`` at the transforms in (E, r) (no other state)."""
+    tmp = np.empty(6)
+    for i in range(parent.shape[0]):
+        p = parent[i]
+        if p >= 0:
+            xform_motion(E[i], r[i], out[p], tmp)
+        else:
+            for a in range(6):
+                tmp[a] = 0.0
+        for a in range(6):
+            s = tmp[a]
+            for k in range(nvj[i]):
+                s += S[i, a, k] * v[vi[i] + k]
+            out[i, a] = s
+
+
+@njit(cache=True)
+def point_velocities_kernel(body_vel, R_world, bodies, local_points, out):
+    """World-frame linear velocity of points fixed on bodies (-1 = static world: zero).
+
+    v_point = R_world (v + w x p), with the body velocity [w; v] and p in body coordinates.
+    """
+    for a in range(bodies.shape[0]):
+        b = bodies[a]
+        if b < 0:
+            out[a, 0] = 0.0
+            out[a, 1] = 0.0
+            out[a, 2] = 0.0
+            continue
+        w0, w1, w2 = body_vel[b, 0], body_vel[b, 1], body_vel[b, 2]
+        p0, p1, p2 = local_points[a, 0], local_points[a, 1], local_points[a, 2]
+        l0 = body_vel[b, 3] + w1 * p2 - w2 * p1
+        l1 = body_vel[b, 4] + w2 * p0 - w0 * p2
+        l2 = body_vel[b, 5] + w0 * p1 - w1 * p0
+        for k in range(3):
+            out[a, k] = R_world[b, k, 0] * l0 + R_world[b, k, 1] * l1 + R_world[b, k, 2] * l2
+
+
+def point_velocities(model, data, v, bodies, local_points, body_vel=None) -> np.ndarray:
+    """(n, 3) world velocities (m/s) of body-fixed points for joint velocities ``v`` at the
+    configuration held in ``data``; ``bodies[a] = -1`` gives zero (static world)."""
+    if body_vel is None:
+        body_vel = np.empty((model.nb, 6))
+    body_velocities_kernel(model.parent, model.vi, model.nvj, data.S, data.E, data.r, v, body_vel)
+    bodies = np.ascontiguousarray(bodies, dtype=np.int64)
+    out = np.empty((bodies.shape[0], 3))
+    point_velocities_kernel(
+        body_vel, data.R_world, bodies, np.ascontiguousarray(local_points, dtype=np.float64), out
+    )
+    return out
+
+
+@njit(cache=True)
+def integrate_kernel(jtype, qi, vi, q, v, dt, out):
+    """out = q (+) dt v: Euler on 1-DoF joints. On a free joint the position moves with its
+    velocity p-dot (joint frame: exact for constant velocity) and the orientation by the exact
+    quaternion exponential of the body angular velocity, q_k (x) exp(w dt / 2), renormalised.
+    """
+    for i in range(jtype.shape[0]):
+        a = qi[i]
+        b = vi[i]
+        if jtype[i] != FREE:
+            out[a] = q[a] + dt * v[b]
+            continue
+        w, x, y, z = q[a + 3], q[a + 4], q[a + 5], q[a + 6]
+        wx, wy, wz = v[b + 3] * dt, v[b + 4] * dt, v[b + 5] * dt
+        th = np.sqrt(wx * wx + wy * wy + wz * wz)
+        if th > 1e-12:
+            s = np.sin(0.5 * th) / th
+            c = np.cos(0.5 * th)
+        else:
+            s = 0.5 - th * th / 48.0
+            c = 1.0 - th * th / 8.0
+        dw, dx, dy, dz = c, s * wx, s * wy, s * wz
+        # q_new = q (x) dq (body-frame increment)
+        nw = w * dw - x * dx - y * dy - z * dz
+        nx = w * dx + x * dw + y * dz - z * dy
+        ny = w * dy - x * dz + y * dw + z * dx
+        nz = w * dz + x * dy - y * dx + z * dw
+        n = np.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
+        for k in range(3):
+            out[a + k] = q[a + k] + dt * v[b + k]
+        out[a + 3] = nw / n
+        out[a + 4] = nx / n
+        out[a + 5] = ny / n
+        out[a + 6] = nz / n
+
+
+def integrate(model, q, v, dt, out=None) -> np.ndarray:
+    """Configuration after moving with constant joint velocity ``v`` for ``dt`` seconds."""
+    out = np.empty(model.nq) if out is None else out
+    integrate_kernel(model.jtype, model.qi, model.vi, q, v, float(dt), out)
+    return out

@@ -17,8 +17,11 @@ Building a model:
   precedes its children and each subtree is contiguous.
 * Joint coordinates: revolute/continuous and prismatic joints have nq = nv = 1 (rad or m). A
   free joint has q = [x y z qw qx qy qz] (position of the child frame in the parent frame, m,
-  and a unit quaternion) and v = [vx vy vz wx wy wz], the child's linear and angular velocity
-  in the child frame (m/s, rad/s) -- Pinocchio's free-flyer convention, so nq = nv + 1.
+  and a unit quaternion) and v = [vx vy vz wx wy wz]: the time derivative of that position
+  (parent frame, m/s) and the child's angular velocity in the child frame (rad/s) -- MuJoCo's
+  free-joint convention, nq = nv + 1. A world-frame linear velocity keeps free flight and
+  rolling exact under semi-implicit Euler (a body-frame one rotates with the body between
+  steps); the price is a q-dependent motion subspace S, held in Data.
 """
 
 from __future__ import annotations
@@ -318,7 +321,7 @@ def _flatten(b: _Builder, gravity: np.ndarray) -> Model:
             q_names.append(name)
             v_names.append(name)
         else:
-            S[i, 3:, :3] = np.eye(3)  # v = [v_lin; w] -> spatial [w; v]
+            S[i, 3:, :3] = np.eye(3)  # v = [p-dot; w] -> spatial [w; R^T p-dot] (R = 1 here)
             S[i, :3, 3:] = np.eye(3)
             q_names += [f"{name}.{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")]
             v_names += [f"{name}.{c}" for c in ("vx", "vy", "vz", "wx", "wy", "wz")]
