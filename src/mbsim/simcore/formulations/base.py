@@ -1,0 +1,144 @@
+"""What every formulation shares: the contact problem of one step and the LCP dimensions.
+
+A formulation turns a start velocity into the post-contact velocity of one step (or of an
+impulsive phase with dt = 0): ``solve(problem, v_start, dt, gap) -> (v_plus, F, lcp_result)``
+with F (nu, 3) the linear contact impulses on body A (N s, world axes; B gets -F). All five
+are the same physics (000 Secs. 3-6); they differ in the unknowns of the LCP and in how its
+matrix is built, which is what Tables 1 and 2 compare.
+
+The LCP sizes of Table 1 (n bodies, N DoFs, nb loop-closure rows, nu contacts, nf friction
+directions): NMC 6n + (6n - N + nb) + nu (nf + 2); MC N + nb + nu (nf + 2); RMC nu (nf + 2);
+OS nb + nu (nf + 2); NMC/OS (6n - N + nb) + nu (nf + 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mbsim.simcore.contact import contact_lcp, friction_matrix
+
+
+def lcp_dimension(formulation: str, n: int, N: int, nb: int, nu: int, nf: int) -> int:
+    """LCP size of ``formulation`` by the formulas of 000 Table 1 (see module docstring)."""
+    contacts = nu * (nf + 2)
+    hinges = 6 * n - N
+    sizes = {
+        "nmc": 6 * n + hinges + nb + contacts,
+        "mc": N + nb + contacts,
+        "rmc": contacts,
+        "os": nb + contacts,
+        "nmc-os": hinges + nb + contacts,
+    }
+    if formulation not in sizes:
+        raise ValueError(f"unknown formulation {formulation!r}; expected one of {sorted(sizes)}")
+    return sizes[formulation]
+
+
+@dataclass
+class ContactProblem:
+    """The contacts of one step at configuration q (kinematics and the articulated
+    factorisation of q are in ``data``; ``tau`` the joint forces of the step, N m or N).
+
+    nodes: one per moving side of each contact (``node_body``, ``node_point`` in the body
+    frame, ``node_X`` world-aligned node transforms); ``ia``/``ib`` map contact i to its A and
+    B node (-1 = static world). D (nu, 3, nf+1): friction matrices; mu (nu,); gap (nu,) m;
+    ``gap_velocity`` (nu,): the normal velocity allowance of the gap term (m/s, see stepper).
+    """
+
+    model: object
+    data: object
+    q: np.ndarray
+    contacts: object
+    tau: np.ndarray
+    node_body: np.ndarray
+    node_point: np.ndarray
+    node_X: np.ndarray
+    ia: np.ndarray
+    ib: np.ndarray
+    D: np.ndarray
+    mu: np.ndarray
+    gap_velocity: np.ndarray
+    solver: str = "lemke"
+    tol_rel: float = 1e-9
+
+    @classmethod
+    def build(cls, model, data, q, contacts, tau, nf, mu, gap_velocity, solver, tol_rel, X_fn):
+        c = contacts
+        moving_a = c.body_a >= 0
+        moving_b = c.body_b >= 0
+        node_body = np.concatenate([c.body_a[moving_a], c.body_b[moving_b]])
+        node_point = np.concatenate([c.local_a[moving_a], c.local_b[moving_b]])
+        nu = len(c.gap)
+        ia = np.full(nu, -1)
+        ib = np.full(nu, -1)
+        na = int(np.count_nonzero(moving_a))
+        ia[moving_a] = np.arange(na)
+        ib[moving_b] = na + np.arange(len(node_body) - na)
+        return cls(
+            model, data, q, c, tau, node_body, node_point, X_fn(data, node_body, node_point), ia,
+            ib, friction_matrix(c.normal, nf), mu, gap_velocity, solver, tol_rel,
+        )  # fmt: skip
+
+    @property
+    def nu(self) -> int:
+        return len(self.mu)
+
+    @property
+    def k(self) -> int:
+        return self.D.shape[2]
+
+    def impulses(self, z: np.ndarray) -> np.ndarray:
+        """Linear contact impulses F = D beta (nu, 3) from the LCP's contact unknowns."""
+        beta = z[: self.nu * self.k].reshape(self.nu, self.k)
+        return np.einsum("ijk,ik->ij", self.D, beta)
+
+    def node_impulses(self, F: np.ndarray) -> np.ndarray:
+        """Node impulses (n_nodes, 6) [moment; force] for contact impulses F on A (-F on B)."""
+        f = np.zeros((len(self.node_body), 6))
+        f[self.ia[self.ia >= 0], 3:] = F[self.ia >= 0]
+        f[self.ib[self.ib >= 0], 3:] -= F[self.ib >= 0]
+        return f
+
+    def contact_rows(self, W: np.ndarray, vu: np.ndarray, gap: bool):
+        """(M, q) of the contact rows for relative velocities ``vu`` (nu, 3), with the gap
+        allowance on the normal rows when ``gap``."""
+        if gap:
+            vu = vu + self.gap_velocity[:, None] * self.contacts.normal
+        return contact_lcp(W, self.D, self.mu, vu)
+
+    def gap_rows(self, gap: bool) -> np.ndarray:
+        """The gap allowance projected on D (the q shift of the beta rows), (nu (nf+1),)."""
+        if not gap:
+            return np.zeros(self.nu * self.k)
+        shift = self.gap_velocity[:, None] * self.contacts.normal
+        return np.einsum("ijk,ij->ik", self.D, shift).ravel()
+
+    def Gu(self, J_nodes: np.ndarray) -> np.ndarray:
+        """Relative contact velocity map (3 nu, ncols) from node Jacobians (6 n_nodes, ncols):
+        rows of A's node minus rows of B's node, linear parts (Eq. 48, Gu = Q_u J)."""
+        G = np.zeros((3 * self.nu, J_nodes.shape[1]))
+        for i in range(self.nu):
+            if self.ia[i] >= 0:
+                G[3 * i : 3 * i + 3] += J_nodes[6 * self.ia[i] + 3 : 6 * self.ia[i] + 6]
+            if self.ib[i] >= 0:
+                G[3 * i : 3 * i + 3] -= J_nodes[6 * self.ib[i] + 3 : 6 * self.ib[i] + 6]
+        return G
+
+    def Dblock(self) -> np.ndarray:
+        """Block-diagonal D (3 nu, nu (nf+1))."""
+        out = np.zeros((3 * self.nu, self.nu * self.k))
+        for i in range(self.nu):
+            out[3 * i : 3 * i + 3, self.k * i : self.k * (i + 1)] = self.D[i]
+        return out
+
+    def complementarity_block(self) -> np.ndarray:
+        """The [[0, E-hat], [E-bar, 0]] part of the contact rows (nu (nf+2) square)."""
+        nu, k = self.nu, self.k
+        M = np.zeros((nu * (k + 1), nu * (k + 1)))
+        for i in range(nu):
+            M[k * i + 1 : k * i + k, nu * k + i] = 1.0
+            M[nu * k + i, k * i] = self.mu[i]
+            M[nu * k + i, k * i + 1 : k * i + k] = -1.0
+        return M

@@ -1,0 +1,158 @@
+"""The solver entry point and its fallback chain for hard steps.
+
+``solve_lcp(M, q, solver="lemke", chain=True)`` tries, in order, until one is accepted:
+
+1. ``lemke``: lexicographic Lemke on (M, q);
+2. ``lemke_reg``: Lemke on M + delta I for delta = c ||M||_inf, c in DEFAULT_DELTAS =
+   (1e-10, 1e-8, 1e-6), each followed by a polish on the original M (below);
+3. ``pgs``: projected Gauss-Seidel.
+
+With ``solver="pgs"`` PGS goes first and the Lemke attempts follow. With ``chain=False`` only
+the first solver runs. Every attempt is recorded in ``result.attempts``; the returned result is
+the accepted one (``solver`` and ``delta`` say which), or, if none is accepted, the attempt
+with the smallest residual with status ``failed`` and a message naming every attempt (use
+``result.describe(step, time)`` or :func:`problem.ensure` to stop a run with it).
+
+Regularisation and polish. Adding delta I makes every principal minor of a PSD or copositive
+matrix positive-ish, which removes the singular bases that make plain Lemke fail on duplicated
+or redundant contacts. But the solution of (M + delta I, q) violates the original problem by
+up to delta ||z||, more than the acceptance tolerance (1e-9 relative) once c > 1e-9. So the
+active set S (the basic z of Lemke's terminal basis) is kept and z_S is refined on the original
+M by proximal-point iterations ``(M_SS + delta I) z_S <- -q_S + delta z_S`` (fixed point:
+``M_SS z_S = -q_S``; converges when M_SS + delta I is well conditioned on the range of M_SS,
+and stays at a least-change solution when M_SS is singular but consistent). The polished z is
+verified on (M, q) like any other result: regularisation never loosens the acceptance test.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.linalg
+
+from mbsim.simcore.lcp.lemke import as_problem, lemke, run_lemke
+from mbsim.simcore.lcp.pgs import DEFAULT_MAX_ITER, pgs
+from mbsim.simcore.lcp.problem import (
+    DEFAULT_TOL_REL,
+    Attempt,
+    LcpResult,
+    Status,
+    evaluate,
+    inf_norm,
+    snap_rounding_negatives,
+)
+
+DEFAULT_DELTAS = (1e-10, 1e-8, 1e-6)
+POLISH_ITERS = 30
+SOLVERS = ("lemke", "pgs")
+
+
+def lemke_regularised(
+    M: np.ndarray,
+    q: np.ndarray,
+    delta: float,
+    max_pivots: int | None = None,
+    tol_rel: float = DEFAULT_TOL_REL,
+) -> LcpResult:
+    """Lemke on (M + delta I, q), polished on M's active-set system, verified on (M, q)."""
+    M, q = as_problem(M, q)
+    n = q.shape[0]
+    status, pivots, z_reg, S = run_lemke(M + delta * np.eye(n), q, max_pivots)
+    if status != Status.SOLVED:
+        return evaluate(M, q, z_reg, status, pivots, "lemke_reg", delta, tol_rel)
+    raw = evaluate(M, q, z_reg, Status.SOLVED, pivots, "lemke_reg", delta, tol_rel)
+    z_pol = _polish(M, q, z_reg, S, delta)
+    if z_pol is None:
+        return raw
+    pol = evaluate(M, q, z_pol, Status.SOLVED, pivots, "lemke_reg", delta, tol_rel)
+    if pol.ok or not raw.ok and _worst(pol) <= _worst(raw):
+        return pol
+    return raw
+
+
+def _polish(M, q, z_reg, S, delta) -> np.ndarray | None:
+    """Proximal-point refinement of z_S on M_SS z_S = -q_S (chain docstring); None if singular."""
+    n = q.shape[0]
+    z = np.zeros(n)
+    if S.size == 0:
+        return z
+    K = M[np.ix_(S, S)] + delta * np.eye(S.size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # singular K: detected below from non-finite values
+        try:
+            lu = scipy.linalg.lu_factor(K, check_finite=False)
+        except (ValueError, np.linalg.LinAlgError):
+            return None
+        zS = z_reg[S].copy()
+        for _ in range(POLISH_ITERS):
+            new = scipy.linalg.lu_solve(lu, -q[S] + delta * zS, check_finite=False)
+            if not np.all(np.isfinite(new)):
+                return None
+            step = float(np.max(np.abs(new - zS)))
+            zS = new
+            if step <= 4.0 * np.finfo(float).eps * max(1.0, float(np.max(np.abs(zS)))):
+                break
+    z[S] = zS
+    return snap_rounding_negatives(z)
+
+
+def _worst(r: LcpResult) -> float:
+    v = max(r.residual, r.sign_violation, r.eq_residual)
+    return v if np.isfinite(v) else np.inf
+
+
+def solve_lcp(
+    M: np.ndarray,
+    q: np.ndarray,
+    solver: str = "lemke",
+    chain: bool = True,
+    tol_rel: float = DEFAULT_TOL_REL,
+    max_pivots: int | None = None,
+    pgs_max_iter: int = DEFAULT_MAX_ITER,
+    deltas: tuple[float, ...] = DEFAULT_DELTAS,
+) -> LcpResult:
+    """Solve the standard LCP (M, q) with ``solver`` ("lemke" or "pgs") and the fallback chain.
+
+    ``deltas`` are relative to ||M||_inf (absolute if M = 0). See the module docstring for the
+    order of attempts and what the result records.
+    """
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown LCP solver {solver!r}; expected one of {', '.join(SOLVERS)}")
+    M, q = as_problem(M, q)
+    mscale = inf_norm(M)
+    mscale = mscale if mscale > 0.0 and np.isfinite(mscale) else 1.0
+
+    def run_lemke_plain():
+        return lemke(M, q, max_pivots=max_pivots, tol_rel=tol_rel)
+
+    def run_pgs():
+        return pgs(M, q, max_iter=pgs_max_iter, tol_rel=tol_rel)
+
+    def run_reg(c):
+        return lambda: lemke_regularised(M, q, c * mscale, max_pivots, tol_rel)
+
+    regs = [run_reg(c) for c in deltas]
+    if solver == "lemke":
+        plan = [run_lemke_plain, *regs, run_pgs]
+    else:
+        plan = [run_pgs, run_lemke_plain, *regs]
+    if not chain:
+        plan = plan[:1]
+
+    attempts: list[Attempt] = []
+    best: LcpResult | None = None
+    for run in plan:
+        r = run()
+        attempts.append(Attempt(r.solver, r.delta, r.status, r.pivots, r.residual))
+        if r.ok:
+            r.attempts = attempts
+            return r
+        if best is None or _worst(r) < _worst(best):
+            best = r
+    assert best is not None
+    best.attempts = attempts
+    if len(attempts) > 1:
+        best.message = f"all {len(attempts)} solvers of the fallback chain failed"
+        best.status = Status.FAILED
+    return best

@@ -1,0 +1,487 @@
+"""Lemke's complementary pivoting method with lexicographic degeneracy resolution.
+
+Standard LCP: find z >= 0 with w = M z + q >= 0, w' z = 0 (see problem.py). Lemke adds an
+artificial variable z0 >= 0 on the covering vector d = (1, ..., 1):
+
+    I w - M z - d z0 = q.
+
+Variables are numbered w_0..w_{n-1} (0..n-1), z_0..z_{n-1} (n..2n-1) and z0 (2n); their
+columns in the system above are e_i, -M[:, j] and -d. Starting from the basis {w} (B = I), z0
+enters and the row of the most negative q leaves, making the basis feasible; then the
+complement of the variable that just left enters, and the minimum ratio test picks who leaves,
+until z0 leaves (solved: the basis is complementary and feasible) or the entering column has no
+positive entry (ray termination: for copositive-plus M this proves (M, q) infeasible). A ray
+(or the pivot cap) met while z0 is still basic but already zero (<= ZERO_REL ||x_B||, a
+degenerate end of the path) is a solution too: with z0 = 0 the basis is complementary.
+
+Degeneracy rule (why it cannot cycle). Ties in the ratio test are broken lexicographically as
+if q were perturbed to q + (eps, eps^2, ..., eps^n): among the rows i tied at the minimum of
+x_i / c_i (c = B^-1 a, the entering column), take the lexicographic minimum of the rows
+B^-1[i, :] / c_i. Rows of B^-1 are linearly independent, so exactly one row wins and the
+perturbed problem is nondegenerate: every almost-complementary basis is visited at most once,
+hence no cycling. Exception, also standard: if z0 is among the rows tied at the minimum ratio it
+leaves at once, which ends the path at a solution.
+
+Numerics. B^-1 is held explicitly and updated by the rank-1 (Gauss-Jordan) pivot in O(n^2); it
+is recomputed from the basis columns (Gauss-Jordan, partial pivoting) every max(50, n) pivots,
+and after a recomputation and at termination x_B = B^-1 q is improved by iterative refinement
+against the explicit basis matrix B, so the answer's accuracy does not depend on rounding
+accumulated in the updates. Tolerances, all relative:
+
+* pivot: an entry c_i may pivot only if c_i > max(PIV_REL * ||c||_inf, 4 n eps (|B^-1||a|)_i).
+  The first bound caps the growth of B^-1 per pivot at 1/PIV_REL; the second is the forward
+  rounding-error bound of c_i itself, so no entry that is zero up to rounding is used as pivot.
+* zero: basic values x_i <= ZERO_REL * ||x||_inf are treated as 0 in the ratio test (degenerate
+  rows), so rounding noise neither blocks nor drives the ratio test.
+* ties: ratios within TIE_REL (relative) of the minimum count as tied; lexicographic entries
+  within LEX_REL of the largest entry among the tied rows count as equal.
+* conditioning: after every recomputation and at termination, ||B||_inf ||B^-1||_inf > COND_MAX
+  (1e14) stops the solve with status ``numerical`` (x_B would carry no correct digits), as does
+  iterative refinement that fails to reduce the residual.
+
+Basic z that come out of the final solve as rounding-level negatives (>= -10 n eps ||z||, a
+degenerate zero) are set to 0; the answer is then verified on the original (M, q) by
+:func:`problem.evaluate`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from mbsim.simcore.lcp.problem import (
+    DEFAULT_TOL_REL,
+    EPS,
+    LcpResult,
+    Status,
+    evaluate,
+    snap_rounding_negatives,
+)
+
+PIV_REL = 1e-10
+ZERO_REL = 1e-12
+TIE_REL = 1e-11
+LEX_REL = 1e-11
+COND_MAX = 1e14
+REFACTOR_EVERY = 50  # minimum; the default is max(50, n)
+
+# kernel status codes
+_SOLVED, _RAY, _PIVOT_LIMIT, _NUMERICAL = 0, 1, 2, 3
+_STATUS = {
+    _SOLVED: Status.SOLVED,
+    _RAY: Status.RAY_TERMINATION,
+    _PIVOT_LIMIT: Status.PIVOT_LIMIT,
+    _NUMERICAL: Status.NUMERICAL,
+}
+
+
+def default_max_pivots(n: int) -> int:
+    """Pivot cap: 50 n + 100. Lemke typically needs about n to 2n pivots on contact LCPs."""
+    return 50 * n + 100
+
+
+@njit(cache=True)
+def _column(M, n, var, out):
+    """Column of variable ``var`` in [I, -M, -d] (d = ones)."""
+    if var < n:
+        for i in range(n):
+            out[i] = 0.0
+        out[var] = 1.0
+    elif var < 2 * n:
+        j = var - n
+        for i in range(n):
+            out[i] = -M[i, j]
+    else:
+        for i in range(n):
+            out[i] = -1.0
+
+
+@njit(cache=True)
+def _lexmin(Binv, cand, ncand, div):
+    """Row among cand[:ncand] with the lexicographically least Binv[i, :] / div[i].
+
+    Entries within LEX_REL of the largest entry among the candidates count as equal. If rounding
+    leaves several rows indistinguishable, the one with the largest divisor (pivot) wins.
+    """
+    n = Binv.shape[0]
+    scale = 0.0
+    for t in range(ncand):
+        i = cand[t]
+        for k in range(n):
+            v = abs(Binv[i, k]) / div[i]
+            if v > scale:
+                scale = v
+    eq = LEX_REL * scale
+    for k in range(n):
+        if ncand <= 1:
+            break
+        vmin = np.inf
+        for t in range(ncand):
+            i = cand[t]
+            v = Binv[i, k] / div[i]
+            if v < vmin:
+                vmin = v
+        m = 0
+        for t in range(ncand):
+            i = cand[t]
+            if Binv[i, k] / div[i] <= vmin + eq:
+                cand[m] = i
+                m += 1
+        ncand = m
+    best = cand[0]
+    for t in range(1, ncand):
+        if div[cand[t]] > div[best]:
+            best = cand[t]
+    return best
+
+
+@njit(cache=True)
+def _basis_matrix(M, basis, Bmat, col):
+    n = basis.shape[0]
+    for r in range(n):
+        _column(M, n, basis[r], col)
+        for i in range(n):
+            Bmat[i, r] = col[i]
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def _entering_column(Binv, a, col, noise):
+    """col = B^-1 a and its rounding bound noise = |B^-1| |a| (reassociated: SIMD sums)."""
+    n = a.shape[0]
+    for i in range(n):
+        s = 0.0
+        t = 0.0
+        for k in range(n):
+            s += Binv[i, k] * a[k]
+            t += abs(Binv[i, k]) * abs(a[k])
+        col[i] = s
+        noise[i] = t
+
+
+@njit(cache=True)
+def _norms_inf(Bmat, Binv):
+    """(||B||_inf, ||B^-1||_inf)."""
+    n = Bmat.shape[0]
+    bn = 0.0
+    bi = 0.0
+    for i in range(n):
+        s = 0.0
+        t = 0.0
+        for k in range(n):
+            s += abs(Bmat[i, k])
+            t += abs(Binv[i, k])
+        bn = max(bn, s)
+        bi = max(bi, t)
+    return bn, bi
+
+
+@njit(cache=True)
+def _gauss_jordan_inverse(B, Binv, work):
+    """Binv = B^-1 by Gauss-Jordan with partial pivoting; False if a pivot column is all zero.
+
+    Own loops rather than np.linalg.inv: numba's LAPACK bindings take ~15 s to compile and
+    this runs only every max(50, n) pivots.
+    """
+    n = B.shape[0]
+    for i in range(n):
+        for j in range(n):
+            work[i, j] = B[i, j]
+            Binv[i, j] = 0.0
+        Binv[i, i] = 1.0
+    for k in range(n):
+        p = k
+        for i in range(k + 1, n):
+            if abs(work[i, k]) > abs(work[p, k]):
+                p = i
+        piv = work[p, k]
+        if piv == 0.0 or not np.isfinite(piv):
+            return False
+        if p != k:
+            for j in range(n):
+                t = work[k, j]
+                work[k, j] = work[p, j]
+                work[p, j] = t
+                t = Binv[k, j]
+                Binv[k, j] = Binv[p, j]
+                Binv[p, j] = t
+        inv = 1.0 / piv
+        for j in range(n):
+            work[k, j] *= inv
+            Binv[k, j] *= inv
+        for i in range(n):
+            if i != k:
+                f = work[i, k]
+                if f != 0.0:
+                    for j in range(k, n):
+                        work[i, j] -= f * work[k, j]
+                    for j in range(n):
+                        Binv[i, j] -= f * Binv[k, j]
+    return True
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def _refine(Bmat, Binv, q, x, r):
+    """x <- x + B^-1 (q - B x): one step of iterative refinement; returns ||q - B x||_inf before."""
+    n = q.shape[0]
+    rn = 0.0
+    for i in range(n):
+        s = q[i]
+        for k in range(n):
+            s -= Bmat[i, k] * x[k]
+        r[i] = s
+        rn = max(rn, abs(s))
+    for i in range(n):
+        s = 0.0
+        for k in range(n):
+            s += Binv[i, k] * r[k]
+        x[i] += s
+    return rn
+
+
+@njit(cache=True)
+def _refactor(M, q, basis, Bmat, Binv, x, col, work, invert):
+    """Rebuild x_B = B^-1 q (and B^-1 itself if ``invert``) from the basis columns.
+
+    x_B gets two steps of iterative refinement against the explicit B, so its accuracy does not
+    depend on rounding accumulated in B^-1 by the updates. Returns cond_inf(B) (inf if singular
+    or if refinement does not converge).
+    """
+    n = q.shape[0]
+    _basis_matrix(M, basis, Bmat, col)
+    if invert and not _gauss_jordan_inverse(Bmat, Binv, work):
+        return np.inf
+    bn, bi = _norms_inf(Bmat, Binv)
+    cond = bn * bi
+    if not np.isfinite(cond):
+        return np.inf
+    for i in range(n):
+        s = 0.0
+        for k in range(n):
+            s += Binv[i, k] * q[k]
+        x[i] = s
+    r0 = _refine(Bmat, Binv, q, x, col)
+    _refine(Bmat, Binv, q, x, col)
+    r2 = _refine(Bmat, Binv, q, x, col)  # mostly measures; applies a last tiny correction
+    # converged if at rounding level, or at least clearly reduced (else B^-1 is too inaccurate)
+    xn = 0.0
+    qn = 0.0
+    for i in range(n):
+        xn = max(xn, abs(x[i]))
+        qn = max(qn, abs(q[i]))
+    floor = 16.0 * n * EPS * (bn * xn + qn)
+    if not np.isfinite(r2) or (r2 > floor and r2 > 0.5 * r0):
+        return np.inf
+    return cond
+
+
+@njit(cache=True)
+def _pivot(Binv, x, col, r):
+    """Rank-1 update of B^-1 and x_B = B^-1 q when column ``col`` = B^-1 a replaces row r."""
+    n = x.shape[0]
+    p = col[r]
+    for k in range(n):
+        Binv[r, k] /= p
+    x[r] /= p
+    for i in range(n):
+        if i != r:
+            f = col[i]
+            if f != 0.0:
+                for k in range(n):
+                    Binv[i, k] -= f * Binv[r, k]
+                x[i] -= f * x[r]
+
+
+@njit(cache=True)
+def _ratio_test(Binv, x, col, noise, basis, z0, cand, div):
+    """Leaving row for the entering column col = B^-1 a (noise = |B^-1||a|), or -1 for a ray.
+
+    Minimum of x_i / col_i over rows with a safe positive pivot (module docstring); z0's row
+    wins a tie, otherwise ties go to the lexicographic rule.
+    """
+    n = x.shape[0]
+    cmax = 0.0
+    xscale = 0.0
+    for i in range(n):
+        cmax = max(cmax, abs(col[i]))
+        xscale = max(xscale, abs(x[i]))
+    xzero = ZERO_REL * xscale
+    ptol = PIV_REL * cmax
+    nfac = 4.0 * n * EPS
+    rmin = np.inf
+    for i in range(n):
+        if col[i] > max(ptol, nfac * noise[i]):
+            xi = x[i] if x[i] > xzero else 0.0
+            rmin = min(rmin, xi / col[i])
+    if rmin == np.inf:
+        return -1
+    tie = TIE_REL * rmin
+    m = 0
+    for i in range(n):
+        if col[i] > max(ptol, nfac * noise[i]):
+            xi = x[i] if x[i] > xzero else 0.0
+            if xi / col[i] <= rmin + tie:
+                if basis[i] == z0:
+                    return i  # z0 can leave: take it, the path ends at a solution
+                cand[m] = i
+                m += 1
+                div[i] = col[i]
+    return _lexmin(Binv, cand, m, div)
+
+
+@njit(cache=True)
+def lemke_kernel(M, q, max_pivots, refactor_every, z_out, basis_out):
+    """Lexicographic Lemke on (M, q). Fills z_out (n) and basis_out (n variable indices).
+
+    Returns (status code, pivots). Allocates O(n^2) workspace per call.
+    """
+    n = q.shape[0]
+    for i in range(n):
+        z_out[i] = 0.0
+        basis_out[i] = i
+    if n == 0:
+        return _SOLVED, 0
+    qmin = np.inf
+    for i in range(n):
+        qmin = min(qmin, q[i])
+    if qmin >= 0.0:
+        return _SOLVED, 0  # z = 0, w = q is the solution
+
+    # 2-D slice assignment and np.eye are avoided in the kernels: they cost seconds to compile
+    Binv = np.zeros((n, n))
+    Bmat = np.empty((n, n))
+    work = np.empty((n, n))
+    x = np.empty(n)
+    basis = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        Binv[i, i] = 1.0
+        x[i] = q[i]
+        basis[i] = i
+    col = np.empty(n)
+    a = np.empty(n)
+    noise = np.empty(n)
+    div = np.empty(n)
+    cand = np.empty(n, dtype=np.int64)
+    z0 = 2 * n
+
+    # first pivot: z0 enters on column -d; the row with the lexicographically most negative
+    # (perturbed) q leaves: lexmin over the tied rows of (q_i, e_i) with divisor d_i = 1
+    tie = TIE_REL * abs(qmin)
+    m = 0
+    for i in range(n):
+        div[i] = 1.0
+        if x[i] <= qmin + tie:
+            cand[m] = i
+            m += 1
+    r = _lexmin(Binv, cand, m, div)
+    entering = z0
+    _column(M, n, entering, col)  # B = I so B^-1 a = a
+    pivots = 0
+    since_refactor = 0
+    status = _PIVOT_LIMIT
+
+    while True:
+        _pivot(Binv, x, col, r)  # B^-1 and x_B for the basis with `entering` in row r
+        leaving = basis[r]
+        basis[r] = entering
+        pivots += 1
+        since_refactor += 1
+        if leaving == z0:
+            status = _SOLVED
+            break
+        if pivots >= max_pivots:
+            status = _PIVOT_LIMIT
+            break
+        if since_refactor >= refactor_every:
+            since_refactor = 0
+            if _refactor(M, q, basis, Bmat, Binv, x, col, work, True) > COND_MAX:
+                status = _NUMERICAL
+                break
+
+        # ---- the complement of the leaving variable enters
+        entering = leaving + n if leaving < n else leaving - n
+        _column(M, n, entering, a)
+        _entering_column(Binv, a, col, noise)
+        r = _ratio_test(Binv, x, col, noise, basis, z0, cand, div)
+        if r < 0:
+            status = _RAY
+            break
+
+    if status == _RAY or status == _PIVOT_LIMIT:
+        # a degenerate end: z0 still basic but already zero means (w, z) solves the LCP as is
+        xscale = 0.0
+        z0row = -1
+        for i in range(n):
+            xscale = max(xscale, abs(x[i]))
+            if basis[i] == z0:
+                z0row = i
+        if z0row >= 0 and x[z0row] <= ZERO_REL * xscale:
+            status = _SOLVED
+    if status == _SOLVED:
+        # final x_B: iterative refinement against the terminal basis matrix, with a cond check
+        if _refactor(M, q, basis, Bmat, Binv, x, col, work, False) > COND_MAX:
+            status = _NUMERICAL
+    for i in range(n):
+        basis_out[i] = basis[i]
+        v = basis[i]
+        if n <= v < 2 * n:
+            z_out[v - n] = x[i]
+    return status, pivots
+
+
+def lemke(
+    M: np.ndarray,
+    q: np.ndarray,
+    max_pivots: int | None = None,
+    tol_rel: float = DEFAULT_TOL_REL,
+    refactor_every: int | None = None,
+) -> LcpResult:
+    """Solve the standard LCP (M, q) by lexicographic Lemke; verify on (M, q).
+
+    ``max_pivots`` defaults to :func:`default_max_pivots`, ``refactor_every`` to max(50, n).
+    The status is ``solved`` only if the residuals recomputed from (M, q) are within the
+    tolerance of problem.py (``tol_rel`` times the problem scale).
+    """
+    M, q = as_problem(M, q)
+    status, pivots, z, _ = run_lemke(M, q, max_pivots, refactor_every)
+    message = ""
+    if status == Status.NUMERICAL:
+        message = f"singular or ill-conditioned basis (cond_inf > {COND_MAX:.0e})"
+    elif status == Status.PIVOT_LIMIT:
+        message = f"stopped after {pivots} pivots"
+    elif status == Status.RAY_TERMINATION:
+        message = "no blocking row (secondary ray): the LCP is likely infeasible"
+    return evaluate(M, q, z, status, pivots, "lemke", 0.0, tol_rel, message)
+
+
+def run_lemke(
+    M: np.ndarray,
+    q: np.ndarray,
+    max_pivots: int | None = None,
+    refactor_every: int | None = None,
+) -> tuple[Status, int, np.ndarray, np.ndarray]:
+    """Kernel call without verification: (status, pivots, z, sorted indices of basic z).
+
+    ``M`` and ``q`` must already be contiguous float64 (see :func:`as_problem`).
+    """
+    n = q.shape[0]
+    if max_pivots is None:
+        max_pivots = default_max_pivots(n)
+    if refactor_every is None:
+        refactor_every = max(REFACTOR_EVERY, n)
+    z = np.zeros(n)
+    basis = np.zeros(n, dtype=np.int64)
+    if not (np.all(np.isfinite(M)) and np.all(np.isfinite(q))):
+        return Status.NUMERICAL, 0, z, np.zeros(0, dtype=np.int64)
+    code, pivots = lemke_kernel(M, q, int(max_pivots), int(refactor_every), z, basis)
+    zb = np.sort(basis[(basis >= n) & (basis < 2 * n)] - n)
+    return _STATUS[int(code)], int(pivots), snap_rounding_negatives(z), zb
+
+
+def as_problem(M, q) -> tuple[np.ndarray, np.ndarray]:
+    """Contiguous float64 copies-if-needed of (M, q), with shapes checked."""
+    M = np.ascontiguousarray(M, dtype=np.float64)
+    q = np.ascontiguousarray(q, dtype=np.float64).reshape(-1)
+    n = q.shape[0]
+    if M.shape != (n, n):
+        raise ValueError(f"LCP matrix has shape {M.shape}, expected ({n}, {n}) to match q")
+    return M, q

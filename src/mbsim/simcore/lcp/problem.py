@@ -1,0 +1,327 @@
+"""LCP result types, residuals and the acceptance test shared by every solver.
+
+The standard LCP (000 Eq. 9): given M (n x n) and q (n), find z with
+
+    w = M z + q >= 0,   z >= 0,   w' z = 0.
+
+The mixed LCP (000 Eqs. 27, 36, 45, 53) adds nb free variables x with equality rows:
+
+    [A B; C D] [x; z] + [a; b] = [0; w],   w >= 0, z >= 0, w' z = 0.
+
+Units are the formulation's: in the OS LCP (Eq. 53) z holds impulses (N s) and sliding speeds
+(m/s) and w holds velocities (m/s) and impulse slacks (N s). The solvers are unit-agnostic; the
+tolerance below is relative to the problem's own scale so that it does not depend on them.
+
+Residuals are always recomputed from the original (M, q), never read off a solver's internal
+tableau, so a result can be trusted whatever happened inside the solver:
+
+* ``residual = max_i |min(w_i, z_i)|``: zero iff complementarity and both signs hold;
+* ``sign_violation = max(0, -min(w), -min(z))``: how far w or z is negative;
+* ``eq_residual = max |A x + B z + a|`` for mixed problems (0 for standard ones).
+
+Acceptance (:func:`check`): a result is accepted when its status is ``solved``, every number is
+finite and residual, sign violation and equality residual are all <= ``tol`` with
+
+    tol = tol_rel * max(1, ||q||_inf) + ROUND * n * eps * ||M||_inf ||z||_inf,
+
+tol_rel = 1e-9 and ROUND = 10 by default, ``||M||_inf`` the induced infinity norm (max absolute
+row sum); for a mixed LCP, M, q and z are the full ones (z there means [x; z]). Why two terms:
+
+* the first is the accuracy asked for, relative to the data: 1e-9 of the largest entry of q
+  (velocities in m/s for contact rows), far below anything physically visible, and ~1e4 above
+  the rounding level of a well-conditioned solve. The ``max(1, .)`` floor keeps q = 0 from
+  demanding an exact zero (it makes the floor 1e-9 in the problem's units).
+* the second is the rounding error of a backward-stable solve and of evaluating
+  ``w = M z + q`` itself (bounded by n eps |M| |z|), with a factor 10 for pivot growth; it only
+  matters for ill-conditioned problems whose z is huge compared with q. It is deliberately NOT
+  ``tol_rel * ||M|| ||z||``: with that scale an infeasible problem (e.g. a singular PSD M with q
+  outside its range) "solved" on M + delta I returns z ~ 1/delta, and a residual of O(||q||)
+  would pass because ||M|| ||z|| is huge. With n eps it cannot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+from numba import njit
+
+from mbsim.errors import MbsimError
+
+DEFAULT_TOL_REL = 1e-9
+ROUND = 10.0
+EPS = float(np.finfo(np.float64).eps)
+
+
+class Status(StrEnum):
+    """How a solve ended. A ``StrEnum``: compares equal to its string value."""
+
+    SOLVED = "solved"  # complementary feasible point found and verified on (M, q)
+    RAY_TERMINATION = "ray_termination"  # Lemke: no blocking row; (M, q) likely has no solution
+    PIVOT_LIMIT = "pivot_limit"  # Lemke: pivot cap reached
+    ITERATION_LIMIT = "iteration_limit"  # PGS: sweep cap reached without meeting the tolerance
+    NUMERICAL = "numerical"  # singular/ill-conditioned basis or Schur block, or residual > tol
+    FAILED = "failed"  # fallback chain: every solver in the chain failed
+
+
+class LcpFailure(MbsimError):
+    """An LCP could not be solved to tolerance; the message names every attempt."""
+
+
+@dataclass
+class Attempt:
+    """One solver run inside the fallback chain."""
+
+    solver: str
+    delta: float
+    status: Status
+    pivots: int
+    residual: float
+
+    def label(self) -> str:
+        return self.solver if self.delta == 0.0 else f"{self.solver}(delta={self.delta:.1e})"
+
+
+@dataclass
+class LcpResult:
+    """Solution and diagnostics of one (standard or mixed) LCP solve.
+
+    ``pivots`` counts the Lemke pivots, or PGS sweeps, of the solver that produced the result
+    (each attempt's count is in ``attempts``).
+    ``solver`` is ``"lemke"``, ``"lemke_reg"`` (Lemke on M + delta I, then polished on M),
+    ``"pgs"``; when the whole chain failed it names the attempt with the smallest residual,
+    whose z and w are returned with status ``failed``. ``x`` holds the free variables of a mixed LCP
+    (empty for a standard one). ``attempts`` lists every run of the chain, in order.
+    """
+
+    z: np.ndarray
+    w: np.ndarray
+    status: Status
+    pivots: int
+    residual: float
+    sign_violation: float
+    solver: str
+    delta: float = 0.0
+    tol: float = 0.0
+    x: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    eq_residual: float = 0.0
+    message: str = ""
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        """Size of the LCP as posed: free plus complementarity variables."""
+        return int(self.x.shape[0] + self.z.shape[0])
+
+    @property
+    def ok(self) -> bool:
+        """True when the status is ``solved`` and every residual is within ``tol``."""
+        return (
+            self.status == Status.SOLVED
+            and bool(np.isfinite(self.residual))
+            and max(self.residual, self.sign_violation, self.eq_residual) <= self.tol
+        )
+
+    def describe(self, step: int | None = None, time: float | None = None) -> str:
+        """One sentence for a log or an error: size, where, and how every attempt ended."""
+        head = f"LCP of size {self.size}{_where(step, time)}"
+        if self.attempts:
+            parts = [f"{a.label()} {a.status} (residual {a.residual:.3g})" for a in self.attempts]
+            body = ", ".join(parts)
+        else:
+            body = f"{self.solver} {self.status} (residual {self.residual:.3g})"
+        msg = f"{head}: {body}"
+        if self.message:
+            msg += f"; {self.message}"
+        return msg
+
+
+def inf_norm(M: np.ndarray) -> float:
+    """Induced infinity norm (max absolute row sum); 0 for an empty matrix."""
+    if M.size == 0:
+        return 0.0
+    return float(_inf_norm(np.ascontiguousarray(M, dtype=np.float64)))
+
+
+@njit(cache=True)
+def _inf_norm(M):
+    out = 0.0
+    for i in range(M.shape[0]):
+        s = 0.0
+        for j in range(M.shape[1]):
+            s += abs(M[i, j])
+        out = max(out, s)
+    return out
+
+
+@njit(cache=True)
+def _max_abs(v):
+    out = 0.0
+    for i in range(v.shape[0]):
+        a = abs(v[i])
+        if not a <= out:  # also propagates nan
+            out = a
+    return out
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def _verify_kernel(M, q, v, nb, out):
+    """out = M v + q with v = [x; z]; rows < nb are equalities, the rest complementarity.
+
+    Returns (max |min(w, z)|, sign violation, max |equality row|, ||M||_inf, ||q||_inf,
+    ||v||_inf). Non-finite values give inf residuals (nan never compares as acceptable).
+    """
+    n = q.shape[0]
+    mnorm = 0.0
+    for i in range(n):
+        s = q[i]
+        a = 0.0
+        for j in range(n):
+            s += M[i, j] * v[j]
+            a += abs(M[i, j])
+        out[i] = s
+        mnorm = max(mnorm, a)
+    res = 0.0
+    sv = 0.0
+    eq = 0.0
+    for i in range(n):
+        if not (np.isfinite(out[i]) and np.isfinite(v[i])):
+            return np.inf, np.inf, np.inf, mnorm, _max_abs(q), _max_abs(v)
+        if i < nb:
+            eq = max(eq, abs(out[i]))
+        else:
+            res = max(res, abs(min(out[i], v[i])))
+            sv = max(sv, -out[i], -v[i])
+    return res, sv, eq, mnorm, _max_abs(q), _max_abs(v)
+
+
+def snap_rounding_negatives(z: np.ndarray) -> np.ndarray:
+    """Set entries in [-ROUND n eps ||z||_inf, 0) to 0 in place and return z.
+
+    A basic variable that is zero in exact arithmetic (a degenerate vertex) comes out of the
+    final solve as +-1e-16-ish; these are the only negatives removed. Anything more negative is
+    left alone and shows up as a sign violation.
+    """
+    if z.size:
+        floor = -ROUND * z.shape[0] * EPS * float(_max_abs(z))
+        z[(z < 0.0) & (z >= floor)] = 0.0
+    return z
+
+
+def _tol(tol_rel: float, n: int, mnorm: float, qn: float, zn: float) -> float:
+    if not (np.isfinite(qn) and np.isfinite(zn) and np.isfinite(mnorm)):
+        return 0.0
+    return tol_rel * max(1.0, qn) + ROUND * n * EPS * mnorm * zn
+
+
+def tolerance(M: np.ndarray, q: np.ndarray, z: np.ndarray, tol_rel: float = DEFAULT_TOL_REL):
+    """Absolute acceptance tolerance (module docstring); 0 if anything is not finite."""
+    qn = float(_max_abs(q)) if q.size else 0.0
+    zn = float(_max_abs(z)) if z.size else 0.0
+    return _tol(tol_rel, q.shape[0], inf_norm(M), qn, zn)
+
+
+def residuals(w: np.ndarray, z: np.ndarray) -> tuple[float, float]:
+    """``(max |min(w, z)|, max(0, -min w, -min z))``; inf if anything is not finite."""
+    if w.size == 0:
+        return 0.0, 0.0
+    if not (np.all(np.isfinite(w)) and np.all(np.isfinite(z))):
+        return float("inf"), float("inf")
+    res = float(np.max(np.abs(np.minimum(w, z))))
+    sv = max(0.0, -float(np.min(w)), -float(np.min(z)))
+    return res, sv
+
+
+def evaluate(
+    M: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    status: Status,
+    pivots: int,
+    solver: str,
+    delta: float = 0.0,
+    tol_rel: float = DEFAULT_TOL_REL,
+    message: str = "",
+    nb: int = 0,
+    attempts: list[Attempt] | None = None,
+) -> LcpResult:
+    """Build an :class:`LcpResult` by verifying the candidate v = [x; z] on the original (M, q).
+
+    ``nb`` is the number of leading equality rows (0 for a standard LCP). M, q and v must be
+    contiguous float64 (as returned by ``lemke.as_problem``). A solver that believes it has
+    solved the problem passes ``status=SOLVED``; if the verified residuals exceed the tolerance
+    the status is downgraded to ``NUMERICAL`` with a message, so ``solved`` always means
+    verified on the original data.
+    """
+    out = np.empty_like(q)
+    res, sv, eqr, mnorm, qn, vn = _verify_kernel(M, q, v, nb, out)
+    res, sv, eqr = float(res), float(sv), float(eqr)
+    tol = _tol(tol_rel, q.shape[0], mnorm, qn, vn)
+    worst = max(res, sv, eqr)
+    if status == Status.SOLVED and not worst <= tol:
+        status = Status.NUMERICAL
+        message = (message + "; " if message else "") + (
+            f"terminated but the residual {worst:.3g} on the original data exceeds tol {tol:.3g}"
+        )
+    return LcpResult(
+        z=v[nb:],
+        w=out[nb:],
+        status=status,
+        pivots=int(pivots),
+        residual=res,
+        sign_violation=sv,
+        solver=solver,
+        delta=float(delta),
+        tol=tol,
+        x=v[:nb],
+        eq_residual=eqr,
+        message=message,
+        attempts=[] if attempts is None else attempts,
+    )
+
+
+def check(
+    result: LcpResult,
+    tol: float | None = None,
+    step: int | None = None,
+    time: float | None = None,
+) -> str | None:
+    """Acceptance test used by the stepper: ``None`` if accepted, else a one-sentence reason.
+
+    ``tol`` is an absolute tolerance overriding ``result.tol`` (the solver's relative one);
+    ``step`` and ``time`` only go into the message.
+    """
+    t = result.tol if tol is None else tol
+    if result.status != Status.SOLVED:
+        return result.describe(step, time)
+    worst = max(result.residual, result.sign_violation, result.eq_residual)
+    if not np.isfinite(worst) or worst > t:
+        return (
+            f"LCP of size {result.size}{_where(step, time)} solved by {result.solver} has "
+            f"residual {result.residual:.3g}, sign violation {result.sign_violation:.3g} and "
+            f"equality residual {result.eq_residual:.3g}, above the tolerance {t:.3g}"
+        )
+    return None
+
+
+def ensure(
+    result: LcpResult,
+    tol: float | None = None,
+    step: int | None = None,
+    time: float | None = None,
+) -> LcpResult:
+    """Return ``result`` if :func:`check` accepts it, else raise :class:`LcpFailure`."""
+    reason = check(result, tol, step, time)
+    if reason is not None:
+        raise LcpFailure(reason)
+    return result
+
+
+def _where(step: int | None, time: float | None) -> str:
+    where = ""
+    if step is not None:
+        where += f" at step {step}"
+    if time is not None:
+        where += f" (t = {time:.6g} s)"
+    return where

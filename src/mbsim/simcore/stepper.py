@@ -1,0 +1,255 @@
+"""One time step of the OS complementarity formulation (000 Sec. 6-7), semi-implicit Euler.
+
+The pipeline (DESIGN.md "One time step"):
+
+1. kinematics and free motion: ABA at (q, v, tau) gives qdd_f; v_free = v + dt qdd_f. The
+   articulated factorisation of q stays in ``data`` for steps 4 and 7.
+2. collision: contacts (points on A and B, normal from B to A, signed gap).
+3. impacts (Sec. 7): contacts approaching faster than ``impact_velocity`` trigger the
+   compression LCP (Eq. 54, dt = 0, q from the pre-step velocity) and, with restitution, the
+   decompression LCP (Eq. 57) with the recovered impulse theta(i) = eps(i) (n . p_c(i)) n
+   (Eq. 56); the velocity after the collision replaces v and the free motion is recomputed.
+4. Lambda for the contact nodes by the Upsilon recursion, W = Q_u Lambda Q_u^T.
+5. the contact rows of the OS LCP (Eq. 53): M = [[D^T W D, E-hat], [E-bar, 0]],
+   q = D^T v_u^free, with the gap term below on the normal rows.
+6. solve (Lemke with the fallback chain; residual checked against the tolerance).
+7. impulses back to joint space in O(N): v+ = v_free + M^-1 J^T p (impulse response).
+8. integrate q with v+.
+
+Gap stabilisation (Anitescu-Potra style): the normal row asks for n . v_u+ >= -g/dt for a
+separated contact (gap g > 0 within the margin: the bodies may close the gap this step but not
+pass through, so near contacts do not stop a body early) and n . v_u+ >= -k g/dt for a
+penetrating one (g < 0), pushing the bodies apart by a fraction k = ``stabilization`` of the
+penetration per step (default 0.2: critically damped-like recovery over ~5 steps without the
+energy injection of k = 1).
+"""
+
+from __future__ import annotations
+
+import time as _time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mbsim.errors import MbsimError
+from mbsim.simcore.data import Data
+from mbsim.simcore.dynamics import aba, energy, impulse_response
+from mbsim.simcore.formulations import ContactProblem, make
+from mbsim.simcore.formulations.minimal import relative_velocity
+from mbsim.simcore.kinematics import body_velocities_kernel, integrate, node_transforms
+from mbsim.simcore.lcp import check
+
+
+class SimulationError(MbsimError):
+    """The simulation cannot continue (diverged, LCP failure): exit code 1, status failed."""
+
+
+@dataclass
+class StepOptions:
+    """Numerical settings of the stepper (SI units).
+
+    dt: time step (s). nf: friction directions (even, >= 4). mu, restitution: defaults for
+    every contact pair; ``pair_params`` maps a (body_a, body_b) pair (body indices, -1 world,
+    either order) to (mu, restitution). impact_velocity: approach speed (m/s) above which a
+    contact is treated as a collision (compression/decompression). stabilization: fraction of
+    a penetration removed per step. lcp_tol_rel: LCP acceptance tolerance relative to the
+    problem's scale (see docs/lcp.md). max_penetration (m) and max_speed (m/s or rad/s): a
+    step exceeding them is divergence.
+    """
+
+    dt: float
+    nf: int = 4
+    mu: float = 0.5
+    restitution: float = 0.0
+    pair_params: dict = field(default_factory=dict)
+    solver: str = "lemke"
+    formulation: str = "os"
+    impact_velocity: float = 1e-2
+    stabilization: float = 0.2
+    lcp_tol_rel: float = 1e-9
+    max_penetration: float = 0.05
+    max_speed: float = 1e4
+    energy_consistent_impacts: bool = False
+
+
+@dataclass
+class StepReport:
+    """What one step did: contacts with their impulses, LCP diagnostics, impacts."""
+
+    n_contacts: int = 0
+    lcp_size: int = 0
+    lcp_pivots: int = 0
+    lcp_residual: float = 0.0
+    solver: str = ""
+    max_penetration: float = 0.0
+    contacts: object = None
+    normal_impulse: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    tangent_impulse: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    sliding: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    impacts: list = field(default_factory=list)
+    step_seconds: float = 0.0
+    v_new: np.ndarray | None = None
+
+
+@dataclass
+class Impact:
+    """One contact's collision: velocities (m/s) and impulses (N s), kinetic energy (J)."""
+
+    index: int
+    normal_impulse: float
+    tangent_impulse: np.ndarray
+    normal_velocity_before: float
+    normal_velocity_after: float
+    energy_before: float
+    energy_after: float
+
+
+class OSStepper:
+    """Advances (q, v) by one step with the OS formulation; see the module docstring."""
+
+    def __init__(self, model, collision, options: StepOptions, torque=None):
+        if options.dt <= 0:
+            raise MbsimError(f"time step dt={options.dt} must be positive")
+        self.model = model
+        self.data = Data(model)
+        self.collision = collision
+        self.opt = options
+        self.torque = torque
+        self.body_vel = np.zeros((model.nb, 6))
+        self.step_index = 0
+        self.formulation = make(options.formulation)
+
+    # ------------------------------------------------------------------ helpers
+    def _pair_params(self, body_a, body_b):
+        o = self.opt
+        mu = np.full(len(body_a), o.mu)
+        eps = np.full(len(body_a), o.restitution)
+        if o.pair_params:
+            for i, (a, b) in enumerate(zip(body_a, body_b, strict=True)):
+                key = (int(a), int(b)) if (int(a), int(b)) in o.pair_params else (int(b), int(a))
+                if key in o.pair_params:
+                    mu[i], eps[i] = o.pair_params[key]
+        return mu, eps
+
+    def _kinetic(self, q, v) -> float:
+        """Kinetic energy (J) at configuration q (held in data) and joint velocity v."""
+        m, d = self.model, self.data
+        body_velocities_kernel(m.parent, m.vi, m.nvj, d.S, d.E, d.r, v, self.body_vel)
+        return float(energy(m, d, self.body_vel)[0])
+
+    def _respond(self, problem, F) -> np.ndarray:
+        """M^-1 J^T Q_u^T F for explicit contact impulses F, by the O(N) impulse response."""
+        m, d = self.model, self.data
+        return impulse_response(m, d, problem.node_body, problem.node_X, problem.node_impulses(F))
+
+    def _accept(self, res, what: str, t: float) -> None:
+        reason = check(res, step=self.step_index, time=t)
+        if reason is not None:
+            raise SimulationError(f"{what} {reason}")
+
+    # ------------------------------------------------------------------ the step
+    def step(self, q: np.ndarray, v: np.ndarray, t: float):
+        """Return (q+, v+, StepReport) for one step of length dt starting at time t."""
+        t0 = _time.perf_counter()
+        m, d, o = self.model, self.data, self.opt
+        dt = o.dt
+        tau = -m.damping * v
+        if self.torque is not None:
+            tau = tau + self.torque(t, q, v)
+        qdd = aba(m, d, q, v, tau).copy()
+        report = StepReport()
+        c = self.collision.detect(d.R_world, d.p_world) if self.collision is not None else None
+        nu = 0 if c is None else len(c.gap)
+        v_new = v + dt * qdd
+        if nu:
+            report = self._contact_step(q, v, tau, c, t)
+            v_new = report.v_new
+        q_new = integrate(m, q, v_new, dt)
+        self.step_index += 1
+        if not (np.all(np.isfinite(q_new)) and np.all(np.isfinite(v_new))):
+            raise SimulationError(
+                f"the state became NaN or infinite at step {self.step_index}, t = {t + dt:.6g} s"
+            )
+        if np.max(np.abs(v_new), initial=0.0) > o.max_speed:
+            raise SimulationError(
+                f"a joint speed exceeded {o.max_speed:g} at step {self.step_index}, "
+                f"t = {t + dt:.6g} s: the simulation diverged"
+            )
+        if report.max_penetration > o.max_penetration:
+            raise SimulationError(
+                f"penetration {report.max_penetration:.3g} m exceeded the bound "
+                f"{o.max_penetration:g} m at step {self.step_index}, t = {t + dt:.6g} s"
+            )
+        report.step_seconds = _time.perf_counter() - t0
+        return q_new, v_new, report
+
+    def _contact_step(self, q, v, tau, c, t) -> StepReport:
+        m, d, o = self.model, self.data, self.opt
+        dt = o.dt
+        nu = len(c.gap)
+        mu, eps = self._pair_params(c.body_a, c.body_b)
+        gap_velocity = np.where(c.gap > 0.0, c.gap, o.stabilization * c.gap) / dt
+        problem = ContactProblem.build(
+            m, d, q, c, tau, o.nf, mu, gap_velocity, o.solver, o.lcp_tol_rel, node_transforms
+        )
+        form = self.formulation
+        form.prepare(problem)
+        report = StepReport(contacts=c, n_contacts=nu)
+        report.max_penetration = float(max(0.0, -np.min(c.gap)))
+        impulse_total = np.zeros((nu, 3))
+
+        # --- impacts (Sec. 7): compression (Eq. 54) then decompression (Eqs. 56-57)
+        vu_minus = relative_velocity(problem, v)
+        vn_minus = np.einsum("ij,ij->i", vu_minus, c.normal)
+        # a collision is a contact approaching fast that would close its gap within this step
+        impacting = (vn_minus < -o.impact_velocity) & (c.gap + vn_minus * dt <= 0.0)
+        if np.any(impacting):
+            ke_before = self._kinetic(q, v)
+            v_c, Pc, res = form.solve(problem, v, 0.0, False)
+            self._accept(res, "compression", t)
+            impulse_total += Pc
+            if np.any(eps > 0):
+                theta = (eps * np.einsum("ij,ij->i", Pc, c.normal))[:, None] * c.normal
+                scale = 1.0
+                for _ in range(30 if o.energy_consistent_impacts else 1):
+                    # the recovered impulse is explicit: apply it, then let the LCP keep every
+                    # contact non-penetrating (q of Eq. 57 = D^T (v_c + W theta))
+                    v_t = v_c + self._respond(problem, scale * theta)
+                    v_try, Pd, res = form.solve(problem, v_t, 0.0, False)
+                    self._accept(res, "decompression", t)
+                    if not o.energy_consistent_impacts or self._kinetic(q, v_try) <= ke_before:
+                        break
+                    scale *= 0.5  # Kane's paradox guard: shrink the recovered impulse
+                v_c = v_try
+                impulse_total += Pd + scale * theta
+            ke_after = self._kinetic(q, v_c)
+            vn_after = np.einsum("ij,ij->i", relative_velocity(problem, v_c), c.normal)
+            for i in np.flatnonzero(impacting):
+                n_imp = float(impulse_total[i] @ c.normal[i])
+                report.impacts.append(
+                    Impact(
+                        int(i),
+                        n_imp,
+                        impulse_total[i] - n_imp * c.normal[i],
+                        float(vn_minus[i]),
+                        float(vn_after[i]),
+                        ke_before,
+                        ke_after,
+                    )  # fmt: skip
+                )
+            v = v_c
+        # --- the contact LCP of the step (Eq. 53 or the chosen formulation's)
+        v_new, F, res = form.solve(problem, v, dt, True)
+        self._accept(res, "contact", t)
+        report.v_new = v_new
+        impulse_total += F
+        fn = np.einsum("ij,ij->i", impulse_total, c.normal)
+        report.normal_impulse = fn
+        report.tangent_impulse = impulse_total - fn[:, None] * c.normal
+        sigma = res.z[nu * problem.k :]
+        report.sliding = sigma > 1e-9 * max(1.0, float(np.max(np.abs(sigma), initial=0.0)))
+        report.lcp_size = res.size
+        report.lcp_pivots = res.pivots
+        report.lcp_residual = max(res.residual, res.sign_violation, res.eq_residual)
+        report.solver = res.solver
+        return report
