@@ -107,3 +107,16 @@ def test_friction_steps_agree_on_active_set_and_sliding():
         assert np.array_equal(out[form][1], out["os"][1]), form
         assert np.array_equal(out[form][2], out["os"][2]), form
         assert np.allclose(out[form][0], out["os"][0], rtol=1e-6, atol=1e-8), form
+
+
+def test_nonminimal_formulations_solve_the_hinges_every_step():
+    """Without any contact NMC and NMC/OS still solve their hinge-constrained LCP (sizes 6n +
+    (6n - N) and 6n - N) and reproduce the ABA free motion to 1e-10."""
+    model = build_model([parse_urdf_string(pendulum_urdf(4))], gravity=(0, 0, -9.8))
+    q = np.array([0.5, -0.2, 0.3, 0.1])
+    v = np.array([0.3, 0.1, -0.2, 0.5])
+    ref = OSStepper(model, None, StepOptions(dt=1e-3, formulation="os")).step(q, v, 0.0)[1]
+    for form, size in (("nmc", 24 + 20), ("nmc-os", 20)):
+        _, v1, rep = OSStepper(model, None, StepOptions(dt=1e-3, formulation=form)).step(q, v, 0.0)
+        assert rep.lcp_size == size
+        assert np.allclose(v1, ref, rtol=0, atol=1e-10)

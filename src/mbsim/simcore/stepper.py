@@ -70,6 +70,7 @@ class StepOptions:
     max_penetration: float = 0.05
     max_speed: float = 1e4
     energy_consistent_impacts: bool = False
+    pair_params_fn: object = None
 
 
 @dataclass
@@ -104,6 +105,18 @@ class Impact:
     energy_after: float
 
 
+def _no_contacts():
+    """An empty contact set (for formulations that solve their LCP every step)."""
+    from types import SimpleNamespace
+
+    z3 = np.zeros((0, 3))
+    zi = np.zeros(0, dtype=np.int64)
+    return SimpleNamespace(
+        body_a=zi, body_b=zi, geom_a=zi, geom_b=zi, point_a=z3, point_b=z3, local_a=z3,
+        local_b=z3, normal=z3, gap=np.zeros(0), pair_id=zi, feature_key=zi,
+    )  # fmt: skip
+
+
 class OSStepper:
     """Advances (q, v) by one step with the OS formulation; see the module docstring."""
 
@@ -120,8 +133,11 @@ class OSStepper:
         self.formulation = make(options.formulation)
 
     # ------------------------------------------------------------------ helpers
-    def _pair_params(self, body_a, body_b):
+    def _pair_params(self, contacts):
         o = self.opt
+        if o.pair_params_fn is not None:
+            return o.pair_params_fn(contacts)
+        body_a, body_b = contacts.body_a, contacts.body_b
         mu = np.full(len(body_a), o.mu)
         eps = np.full(len(body_a), o.restitution)
         if o.pair_params:
@@ -161,7 +177,9 @@ class OSStepper:
         c = self.collision.detect(d.R_world, d.p_world) if self.collision is not None else None
         nu = 0 if c is None else len(c.gap)
         v_new = v + dt * qdd
-        if nu:
+        if nu or self.formulation.always_solves:
+            if c is None:
+                c = _no_contacts()
             report = self._contact_step(q, v, tau, c, t)
             v_new = report.v_new
         q_new = integrate(m, q, v_new, dt)
@@ -187,7 +205,7 @@ class OSStepper:
         m, d, o = self.model, self.data, self.opt
         dt = o.dt
         nu = len(c.gap)
-        mu, eps = self._pair_params(c.body_a, c.body_b)
+        mu, eps = self._pair_params(c)
         gap_velocity = np.where(c.gap > 0.0, c.gap, o.stabilization * c.gap) / dt
         problem = ContactProblem.build(
             m, d, q, c, tau, o.nf, mu, gap_velocity, o.solver, o.lcp_tol_rel, node_transforms
@@ -195,7 +213,7 @@ class OSStepper:
         form = self.formulation
         form.prepare(problem)
         report = StepReport(contacts=c, n_contacts=nu)
-        report.max_penetration = float(max(0.0, -np.min(c.gap)))
+        report.max_penetration = float(max(0.0, -np.min(c.gap, initial=0.0)))
         impulse_total = np.zeros((nu, 3))
 
         # --- impacts (Sec. 7): compression (Eq. 54) then decompression (Eqs. 56-57)

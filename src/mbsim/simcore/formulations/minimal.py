@@ -50,6 +50,8 @@ class OS:
     """Operational space formulation (Sec. 6): Lambda by Upsilon, impulses in O(N)."""
 
     name = "os"
+    #: solve only when there are contacts (free motion is ABA's)
+    always_solves = False
 
     def __init__(self):
         self._W = None

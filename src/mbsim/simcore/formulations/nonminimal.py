@@ -52,6 +52,8 @@ class NMC:
     """Non-minimal coordinates with hinge constraints (Eq. 27)."""
 
     name = "nmc"
+    #: the hinges are constraints of the LCP, so it is solved every step, contacts or not
+    always_solves = True
 
     def __init__(self):
         self._Iinv = None
