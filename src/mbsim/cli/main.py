@@ -12,7 +12,10 @@ import sys
 import typer
 
 from mbsim import __version__
+from mbsim.cli import export as export_cmd
 from mbsim.cli import info as info_cmd
+from mbsim.cli import inspect as inspect_cmd
+from mbsim.cli import plot as plot_cmd
 from mbsim.cli import samples as samples_cmd
 from mbsim.errors import MbsimError
 
@@ -46,6 +49,13 @@ def _root(
 
 app.command("info", help="Describe a robot: bodies, joints, DoFs, masses, collision shapes.")(
     info_cmd.info
+)
+app.command("inspect", help="Summarise a results file; --events lists its events.")(
+    inspect_cmd.inspect
+)
+app.command("export", help="Export a results table to CSV or NPZ.")(export_cmd.export)
+app.command("plot", help="Plot joints, body heights/speeds, energy and events (matplotlib).")(
+    plot_cmd.plot
 )
 app.add_typer(samples_cmd.app, name="samples", help="List, locate or copy the bundled samples.")
 

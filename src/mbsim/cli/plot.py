@@ -1,0 +1,248 @@
+"""``mbsim plot``: a figure of joint positions, body heights or speeds, energy and events
+against time, drawn with matplotlib (the ``plot`` extra).
+
+Axes units: time in s, joint positions in rad (revolute) or m (prismatic), body heights (z of
+the body frame origin, world frame) in m, body speeds (of the body frame origin) in m/s,
+energies in J. Figure size in pixels (``--width``/``--height``) at ``--dpi``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import typer
+
+from mbsim.cli.export import check_output, write_atomic
+from mbsim.errors import MbsimError
+from mbsim.io.results import Results, load_results
+
+QUANTITIES = ("height", "speed")
+FORMATS = ("png", "pdf", "svg")
+_KIND_COLORS = {
+    "contact_begin": "tab:green",
+    "contact_end": "tab:gray",
+    "impact": "tab:red",
+    "stick": "tab:blue",
+    "slip": "tab:orange",
+}
+MAX_PIXELS = 20000
+
+
+def plot(
+    results: Path = typer.Argument(..., help="Results file (HDF5) written by mbsim run."),
+    joint: list[str] = typer.Option(
+        [], "--joint", "-j", help="Joint (or q coordinate) to plot; repeat for several."
+    ),
+    body: list[str] = typer.Option([], "--body", "-b", help="Body to plot; repeat for several."),
+    quantity: list[str] = typer.Option(
+        [],
+        "--quantity",
+        "-q",
+        help="height or speed, one per --body in order (one value applies to all).",
+    ),
+    energy: bool = typer.Option(False, "--energy", help="Plot kinetic, potential, total energy."),
+    events: bool = typer.Option(False, "--events", help="Mark events with vertical lines."),
+    output: Path = typer.Option(None, "--output", "-o", help="Figure file (.png, .pdf, .svg)."),
+    width: int = typer.Option(1200, "--width", help="Figure width in pixels."),
+    height: int = typer.Option(800, "--height", help="Figure height in pixels."),
+    dpi: int = typer.Option(100, "--dpi", help="Dots per inch (text and line scale)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing figure file."),
+) -> None:
+    """Plot joints, body heights/speeds and energy against time (all joints and energy when
+    nothing is selected)."""
+    if output is None:
+        raise MbsimError("mbsim plot needs an output file: -o figure.png.")
+    fmt = output.suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise MbsimError(
+            f"{output}: unknown figure format {output.suffix or '(no suffix)'!r}; "
+            f"use one of {', '.join('.' + f for f in FORMATS)}."
+        )
+    for name, value in (("--width", width), ("--height", height)):
+        if not 16 <= value <= MAX_PIXELS:
+            raise MbsimError(f"{name} {value} is out of range: give 16 to {MAX_PIXELS} pixels.")
+    if not 10 <= dpi <= 2000:
+        raise MbsimError(f"--dpi {dpi} is out of range: give 10 to 2000.")
+    figure_cls = _matplotlib()
+    check_output(output, force)
+    r = load_results(results)
+    panels = build_panels(r, joint, body, quantity, energy)
+    fig = figure_cls(figsize=(width / dpi, height / dpi), dpi=dpi, layout="constrained")
+    draw(fig, r, panels, events)
+    write_atomic(output, lambda fh: fig.savefig(fh, format=fmt, dpi=dpi))
+    typer.echo(str(output))
+
+
+def _matplotlib():
+    """matplotlib's Figure class (no pyplot: no global state, no GUI backend)."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise MbsimError(
+            "mbsim plot needs matplotlib, which is not installed: "
+            "pip install 'mbsim-contact[plot]' (or pip install matplotlib)."
+        ) from exc
+    return Figure
+
+
+# --------------------------------------------------------------------------- data
+
+
+def _q_trees(r: Results) -> list[int]:
+    """Tree index of every q coordinate (free joints have 7 coordinates, others 1)."""
+    out: list[int] = []
+    for b, jtype in enumerate(r.joint_types):
+        out += [int(r.body_trees[b])] * (7 if jtype == "floating" else 1)
+    return out if len(out) == len(r.q_names) else [0] * len(r.q_names)
+
+
+def _split(name: str, r: Results) -> tuple[int | None, str]:
+    """``tree/name`` -> (tree index, name); a bare name -> (None, name)."""
+    tree, sep, rest = name.partition("/")
+    if sep and tree in r.tree_names:
+        return r.tree_names.index(tree), rest
+    return None, name
+
+
+def joint_columns(r: Results, name: str) -> list[int]:
+    """q columns of a joint (all coordinates of a free joint) or of one q coordinate."""
+    tree, bare = _split(name, r)
+    trees = _q_trees(r)
+    hits = [
+        k
+        for k, q in enumerate(r.q_names)
+        if (q == bare or q.startswith(bare + ".")) and (tree is None or trees[k] == tree)
+    ]
+    if not hits:
+        raise MbsimError(
+            f"{r.path}: --joint {name!r}: no such joint (q names: {', '.join(r.q_names[:20])}"
+            f"{', ...' if len(r.q_names) > 20 else ''})."
+        )
+    if tree is None and len({trees[k] for k in hits}) > 1:
+        owners = sorted({r.tree_names[trees[k]] for k in hits})
+        raise MbsimError(
+            f"{r.path}: --joint {name!r} is ambiguous ({', '.join(owners)} all have it); "
+            f"write TREE/{name}."
+        )
+    return hits
+
+
+def body_index(r: Results, name: str) -> int:
+    """Index of a body by name (``tree/name`` when several trees have it)."""
+    tree, bare = _split(name, r)
+    hits = [
+        b
+        for b, n in enumerate(r.body_names)
+        if n == bare and (tree is None or int(r.body_trees[b]) == tree)
+    ]
+    if not hits:
+        raise MbsimError(
+            f"{r.path}: --body {name!r}: no such body (bodies: {', '.join(r.body_names[:20])}"
+            f"{', ...' if len(r.body_names) > 20 else ''})."
+        )
+    if len(hits) > 1:
+        raise MbsimError(f"{r.path}: --body {name!r} is ambiguous; write TREE/{name}.")
+    return hits[0]
+
+
+def body_series(r: Results, b: int, quantity: str) -> np.ndarray:
+    """Height (z, m) or speed (m/s, by central differences of the position) of body ``b``."""
+    pos = r.body_pose[:, b, :3]  # type: ignore[index]
+    if quantity == "height":
+        return pos[:, 2]
+    if len(r.time) < 2:
+        return np.full(len(r.time), np.nan)
+    vel = np.gradient(pos, r.time, axis=0)
+    return np.linalg.norm(vel, axis=1)
+
+
+def build_panels(
+    r: Results, joints: list[str], bodies: list[str], quantities: list[str], energy: bool
+) -> list[tuple[str, str, list[tuple[str, np.ndarray]]]]:
+    """(title, y label, [(label, series)]) per panel, validating every selection."""
+    if not joints and not bodies and not energy:
+        joints = list(dict.fromkeys(q.split(".")[0] for q in r.q_names))
+        energy = True
+    panels = []
+    if joints:
+        series = []
+        for name in joints:
+            for k in joint_columns(r, name):
+                series.append((r.q_names[k], r.q[:, k]))
+        panels.append(("joint positions", "q [rad or m]", series))
+    if quantities and not bodies:
+        raise MbsimError("--quantity needs a --body to apply to.")
+    if bodies:
+        if not quantities:
+            quantities = ["height"]
+        if len(quantities) == 1:
+            quantities = quantities * len(bodies)
+        if len(quantities) != len(bodies):
+            raise MbsimError(
+                f"give one --quantity per --body ({len(bodies)} bodies, "
+                f"{len(quantities)} quantities), or a single one for all."
+            )
+        for q in quantities:
+            if q not in QUANTITIES:
+                raise MbsimError(f"--quantity {q!r} is not one of {', '.join(QUANTITIES)}.")
+        if r.body_pose is None:
+            raise MbsimError(
+                f"{r.path}: body heights and speeds need body poses, which this run did not "
+                "record; rerun with output.body_poses = true (--body-poses)."
+            )
+        for q in QUANTITIES:
+            series = [
+                (f"{name} {q}", body_series(r, body_index(r, name), q))
+                for name, qq in zip(bodies, quantities, strict=True)
+                if qq == q
+            ]
+            if series:
+                unit = "z [m]" if q == "height" else "speed [m/s]"
+                panels.append((f"body {q}", unit, series))
+    if energy:
+        panels.append(
+            (
+                "energy",
+                "energy [J]",
+                [(n, r.energy[:, k]) for k, n in enumerate(("kinetic", "potential", "total"))],
+            )
+        )
+    return panels
+
+
+# --------------------------------------------------------------------------- drawing
+
+
+def draw(fig, r: Results, panels, events: bool) -> None:
+    """One axes per panel, shared time axis; events as vertical lines coloured by kind."""
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    kinds = r.event_kind_names() if events and len(r.events.get("time", [])) else None
+    for ax, (title, ylabel, series) in zip(axes, panels, strict=True):
+        for label, y in series:
+            ax.plot(r.time, y, label=label, linewidth=1.0)
+        if kinds is not None:
+            for kind in dict.fromkeys(kinds):
+                t = r.events["time"][kinds == kind]
+                ax.vlines(
+                    t,
+                    0,
+                    1,
+                    transform=ax.get_xaxis_transform(),
+                    colors=_KIND_COLORS.get(kind, "k"),
+                    linewidth=0.6,
+                    alpha=0.7,
+                    label=f"{kind} ({len(t)})",
+                )
+        ax.set_title(title)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        if len(series) <= 16 or kinds is not None:
+            ax.legend(loc="best", fontsize="small", ncols=2 if len(series) > 6 else 1)
+    axes[-1].set_xlabel("time [s]")
+    status = "" if r.status == "complete" else f" [{r.status}]"
+    fig.suptitle(f"{os.path.basename(r.path)}{status}")
+
+
+__all__ = ["plot", "build_panels", "joint_columns", "body_index", "body_series", "draw"]
