@@ -38,8 +38,10 @@ def all_urdfs() -> list[Path]:
 class PinTwin:
     """A Pinocchio model of the same URDF plus index maps to and from an mbsim Model."""
 
-    def __init__(self, model, urdf: Path, floating: bool):
-        if floating:
+    def __init__(self, model, urdf: Path | None = None, floating: bool = False, pin_model=None):
+        if pin_model is not None:
+            self.pm = pin_model
+        elif floating:
             self.pm = pin.buildModelFromUrdf(str(urdf), pin.JointModelFreeFlyer())
         else:
             self.pm = pin.buildModelFromUrdf(str(urdf))

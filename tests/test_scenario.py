@@ -200,14 +200,14 @@ def test_defaults_fill_every_key(tmp_path: Path, monkeypatch):
         0.0,
         4,
     )
-    assert (c.self_collision, c.disabled_pairs, c.srdf, c.pairs) == (False, (), None, ())
+    assert (c.self_collision, c.disabled_pairs, c.srdf, c.pairs) == (True, (), None, ())
     assert s.environments == () and s.closures == ()
     # the unwritten output path is <scenario stem>.h5 in the current folder
     assert s.output.path == tmp_path / "mini.h5"
     assert (s.output.record_every, s.output.record_contacts, s.output.body_poses) == (
         1,
         False,
-        False,
+        True,
     )
     assert s.output.dump_lcp == "none"
 

@@ -104,3 +104,15 @@ def test_spatial_inertia_kinetic_energy():
     vc = v0 + np.cross(w, c)  # velocity of the centre of mass
     ke = 0.5 * m * vc @ vc + 0.5 * w @ Ic @ w
     assert np.isclose(0.5 * V @ spatial_inertia(m, c, Ic) @ V, ke, rtol=1e-14)
+
+
+def test_body_pose_quaternions_match_scipy():
+    from mbsim.simcore.kinematics import body_poses_kernel
+
+    rot = Rotation.random(500, random_state=4)
+    p = np.random.default_rng(4).normal(size=(500, 3))
+    out = np.zeros((500, 7))
+    body_poses_kernel(rot.as_matrix(), p, out)
+    q = rot.as_quat()  # scalar-last
+    q = np.hstack([q[:, 3:], q[:, :3]]) * np.sign(q[:, 3:])
+    assert np.allclose(out[:, :3], p) and np.allclose(out[:, 3:], q, atol=1e-14)

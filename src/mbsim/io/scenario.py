@@ -141,7 +141,7 @@ _CONTACT_DEFAULTS: dict[str, Any] = {
     "mu": 0.5,
     "restitution": 0.0,
     "friction_directions": 4,
-    "self_collision": False,
+    "self_collision": True,
     "disabled_pairs": [],
     "srdf": "",
     "pairs": [],
@@ -150,7 +150,7 @@ _OUTPUT_DEFAULTS: dict[str, Any] = {
     "path": None,  # <scenario stem>.h5 in the current directory
     "record_every": 1,
     "record_contacts": False,
-    "body_poses": False,
+    "body_poses": True,
     "dump_lcp": "none",
 }
 _ROBOT_KEYS = ("urdf", "base", "base_pose", "q0", "v0", "torque", "pd", "srdf")
@@ -279,7 +279,7 @@ class Contact:
     mu: float = 0.5
     restitution: float = 0.0
     friction_directions: int = 4
-    self_collision: bool = False
+    self_collision: bool = True
     disabled_pairs: tuple[tuple[str, str], ...] = ()
     srdf: Path | None = None
     pairs: tuple[PairOverride, ...] = ()
@@ -306,7 +306,7 @@ class Output:
     path: Path
     record_every: int = 1
     record_contacts: bool = False
-    body_poses: bool = False
+    body_poses: bool = True
     dump_lcp: str = "none"
 
 

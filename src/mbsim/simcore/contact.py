@@ -47,6 +47,8 @@ def friction_matrix(normal: np.ndarray, nf: int) -> np.ndarray:
     if nf < 4 or nf % 2:
         raise ValueError(f"friction directions nf={nf} must be an even number >= 4")
     n = np.atleast_2d(np.asarray(normal, dtype=float))
+    if n.shape[0] == 0:
+        return np.zeros((0, 3, nf + 1))
     t1, t2 = tangent_basis(n)
     angles = 2.0 * np.pi * np.arange(nf) / nf
     D = np.empty((len(n), 3, nf + 1))

@@ -211,6 +211,22 @@ def body_velocities_kernel(parent, vi, nvj, S, E, r, v, out):
 
 
 @njit(cache=True)
+def propagate_bias(parent, E, r, c, out):
+    """out_i = Xup_i out_p + c_i: the velocity-product accelerations accumulated from the root
+    (c-hat, so that V = Jb v + dt c-hat after a step in the non-minimal formulations)."""
+    tmp = np.empty(6)
+    for i in range(parent.shape[0]):
+        p = parent[i]
+        if p >= 0:
+            xform_motion(E[i], r[i], out[p], tmp)
+            for a in range(6):
+                out[i, a] = tmp[a] + c[i, a]
+        else:
+            for a in range(6):
+                out[i, a] = c[i, a]
+
+
+@njit(cache=True)
 def point_velocities_kernel(body_vel, R_world, bodies, local_points, out):
     """World-frame linear velocity of points fixed on bodies (-1 = static world: zero).
 
@@ -287,3 +303,52 @@ def integrate(model, q, v, dt, out=None) -> np.ndarray:
     out = np.empty(model.nq) if out is None else out
     integrate_kernel(model.jtype, model.qi, model.vi, q, v, float(dt), out)
     return out
+
+
+@njit(cache=True)
+def body_poses_kernel(R_world, p_world, out):
+    """out[i] = [x y z qw qx qy qz] of body i (unit quaternion with qw >= 0, Shepperd's
+    method: take the largest of 1 + trace and 1 + 2 R_kk - trace for stability)."""
+    for i in range(R_world.shape[0]):
+        R = R_world[i]
+        tr = R[0, 0] + R[1, 1] + R[2, 2]
+        if tr >= R[0, 0] and tr >= R[1, 1] and tr >= R[2, 2]:
+            s = np.sqrt(1.0 + tr) * 2.0
+            w, x, y, z = (
+                0.25 * s,
+                (R[2, 1] - R[1, 2]) / s,
+                (R[0, 2] - R[2, 0]) / s,
+                (R[1, 0] - R[0, 1]) / s,
+            )
+        elif R[0, 0] >= R[1, 1] and R[0, 0] >= R[2, 2]:
+            s = np.sqrt(1.0 + 2.0 * R[0, 0] - tr) * 2.0
+            w, x, y, z = (
+                (R[2, 1] - R[1, 2]) / s,
+                0.25 * s,
+                (R[0, 1] + R[1, 0]) / s,
+                (R[0, 2] + R[2, 0]) / s,
+            )
+        elif R[1, 1] >= R[2, 2]:
+            s = np.sqrt(1.0 + 2.0 * R[1, 1] - tr) * 2.0
+            w, x, y, z = (
+                (R[0, 2] - R[2, 0]) / s,
+                (R[0, 1] + R[1, 0]) / s,
+                0.25 * s,
+                (R[1, 2] + R[2, 1]) / s,
+            )
+        else:
+            s = np.sqrt(1.0 + 2.0 * R[2, 2] - tr) * 2.0
+            w, x, y, z = (
+                (R[1, 0] - R[0, 1]) / s,
+                (R[0, 2] + R[2, 0]) / s,
+                (R[1, 2] + R[2, 1]) / s,
+                0.25 * s,
+            )
+        if w < 0.0:
+            w, x, y, z = -w, -x, -y, -z
+        for k in range(3):
+            out[i, k] = p_world[i, k]
+        out[i, 3] = w
+        out[i, 4] = x
+        out[i, 5] = y
+        out[i, 6] = z

@@ -142,27 +142,6 @@ def mat6T_vec(A, x, out):
         out[i] = s
 
 
-@njit(cache=True, inline="always")
-def congruence_T(X, A, tmp, out):
-    """out = X^T A X for 6x6 X and A (tmp is 6x6 scratch).
-
-    Used to move an inertia-like quantity from a child frame to its parent (X the child's
-    parent-to-child motion transform).
-    """
-    for i in range(6):
-        for j in range(6):
-            s = 0.0
-            for k in range(6):
-                s += A[i, k] * X[k, j]
-            tmp[i, j] = s
-    for i in range(6):
-        for j in range(6):
-            s = 0.0
-            for k in range(6):
-                s += X[k, i] * tmp[k, j]
-            out[i, j] = s
-
-
 def spatial_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
     """The 6x6 spatial inertia of a rigid body about its frame origin.
 

@@ -217,10 +217,13 @@ class OSStepper:
         impulse_total = np.zeros((nu, 3))
 
         # --- impacts (Sec. 7): compression (Eq. 54) then decompression (Eqs. 56-57)
-        vu_minus = relative_velocity(problem, v)
-        vn_minus = np.einsum("ij,ij->i", vu_minus, c.normal)
-        # a collision is a contact approaching fast that would close its gap within this step
-        impacting = (vn_minus < -o.impact_velocity) & (c.gap + vn_minus * dt <= 0.0)
+        if nu:
+            vu_minus = relative_velocity(problem, v)
+            vn_minus = np.einsum("ij,ij->i", vu_minus, c.normal)
+            # a collision: a contact approaching fast that would close its gap within the step
+            impacting = (vn_minus < -o.impact_velocity) & (c.gap + vn_minus * dt <= 0.0)
+        else:
+            impacting = np.zeros(0, dtype=bool)
         if np.any(impacting):
             ke_before = self._kinetic(q, v)
             v_c, Pc, res = form.solve(problem, v, 0.0, False)

@@ -30,9 +30,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from mbsim.simcore.kinematics import forward_kinematics
+from mbsim.simcore.kinematics import forward_kinematics, propagate_bias
 from mbsim.simcore.lcp import solve_mixed_lcp
-from mbsim.simcore.spatial import plucker_np
 
 
 def _complement(S: np.ndarray) -> np.ndarray:
@@ -48,6 +47,33 @@ def _skew(p):
     return np.array([[0, -p[2], p[1]], [p[2], 0, -p[0]], [-p[1], p[0], 0]])
 
 
+def _plucker_batch(E: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """X(E_k, r_k) for every body at once, (nb, 6, 6) (spatial.py convention)."""
+    nb = E.shape[0]
+    X = np.zeros((nb, 6, 6))
+    X[:, :3, :3] = E
+    X[:, 3:, 3:] = E
+    rx = np.zeros((nb, 3, 3))
+    rx[:, 0, 1], rx[:, 0, 2], rx[:, 1, 2] = -r[:, 2], r[:, 1], -r[:, 0]
+    rx[:, 1, 0], rx[:, 2, 0], rx[:, 2, 1] = r[:, 2], -r[:, 1], r[:, 0]
+    X[:, 3:, :3] = -E @ rx
+    return X
+
+
+def _cross_force_batch(V: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """V x* F row by row (spatial.py cross_force), (nb, 6)."""
+    w0, w1, w2, u0, u1, u2 = V.T
+    n0, n1, n2, f0, f1, f2 = F.T
+    out = np.empty_like(V)
+    out[:, 0] = w1 * n2 - w2 * n1 + u1 * f2 - u2 * f1
+    out[:, 1] = w2 * n0 - w0 * n2 + u2 * f0 - u0 * f2
+    out[:, 2] = w0 * n1 - w1 * n0 + u0 * f1 - u1 * f0
+    out[:, 3] = w1 * f2 - w2 * f1
+    out[:, 4] = w2 * f0 - w0 * f2
+    out[:, 5] = w0 * f1 - w1 * f0
+    return out
+
+
 class NMC:
     """Non-minimal coordinates with hinge constraints (Eq. 27)."""
 
@@ -56,35 +82,55 @@ class NMC:
     always_solves = True
 
     def __init__(self):
-        self._Iinv = None
+        self._model = None
+
+    def _setup(self, m) -> None:
+        """What depends on the model only: inverse inertias, hinge complements, row layout."""
+        self._model = m
+        self._Iinv = np.linalg.inv(m.inertia)  # constant in body frames
+        # joints other than free ones have a constant S in the body frame, so a constant P
+        self.P = [_complement(m.S[i, :, : m.nvj[i]]) for i in range(m.nb)]
+        counts = [P.shape[1] for P in self.P]
+        self.row0 = np.concatenate([[0], np.cumsum(counts)]).astype(int)
+        self.row_body = np.repeat(np.arange(m.nb), counts)
+        self.PT = np.vstack([P.T for P in self.P]) if sum(counts) else np.zeros((0, 6))
+        self.dof_body = np.repeat(np.arange(m.nb), m.nvj)
+        self.dof_col = np.concatenate([np.arange(k) for k in m.nvj]) if m.nb else np.zeros(0, int)
 
     def prepare(self, problem) -> None:
         m, d = problem.model, problem.data
+        if self._model is not m:
+            self._setup(m)
         nb = m.nb
-        if self._Iinv is None:
-            self._Iinv = np.linalg.inv(m.inertia)  # constant in body frames
-        self.X = np.array([plucker_np(d.E[i], d.r[i]) for i in range(nb)])
-        self.S = [d.S[i, :, : m.nvj[i]].copy() for i in range(nb)]
-        self.P = [_complement(S) for S in self.S]
-        self.row0 = np.concatenate([[0], np.cumsum([P.shape[1] for P in self.P])]).astype(int)
+        self.X = _plucker_batch(d.E, d.r)
+        self.S = d.S
         nh = int(self.row0[-1])
+        rows = np.arange(nh)
+        cols = np.arange(6)
         Gb = np.zeros((nh, 6 * nb))
-        for i in range(nb):
-            P = self.P[i]
-            r = slice(self.row0[i], self.row0[i + 1])
-            Gb[r, 6 * i : 6 * i + 6] = P.T
-            p = m.parent[i]
-            if p >= 0:
-                Gb[r, 6 * p : 6 * p + 6] = -P.T @ self.X[i]
+        Gb[rows[:, None], 6 * self.row_body[:, None] + cols] = self.PT
+        par = m.parent[self.row_body]
+        has = par >= 0
+        Gb[rows[has, None], 6 * par[has, None] + cols] = -np.einsum(
+            "rj,rjk->rk", self.PT[has], self.X[self.row_body[has]]
+        )
         self.Gb = Gb
         c = problem.contacts
         Gu = np.zeros((3 * problem.nu, 6 * nb))
-        for i in range(problem.nu):
-            sides = ((c.body_a[i], c.local_a[i], 1.0), (c.body_b[i], c.local_b[i], -1.0))
-            for body, local, sign in sides:
-                if body >= 0:
-                    block = d.R_world[body] @ np.hstack([-_skew(local), np.eye(3)])
-                    Gu[3 * i : 3 * i + 3, 6 * body : 6 * body + 6] += sign * block
+        for body, local, sign in ((c.body_a, c.local_a, 1.0), (c.body_b, c.local_b, -1.0)):
+            idx = np.flatnonzero(body >= 0)
+            if not len(idx):
+                continue
+            b = body[idx]
+            p = local[idx]
+            px = np.zeros((len(idx), 3, 3))
+            px[:, 0, 1], px[:, 0, 2], px[:, 1, 2] = -p[:, 2], p[:, 1], -p[:, 0]
+            px[:, 1, 0], px[:, 2, 0], px[:, 2, 1] = p[:, 2], -p[:, 1], p[:, 0]
+            R = d.R_world[b]
+            blocks = np.concatenate([-R @ px, R], axis=2)  # R [-p^, 1], (n, 3, 6)
+            r3 = 3 * idx[:, None, None] + np.arange(3)[None, :, None]
+            c6 = 6 * b[:, None, None] + cols[None, None, :]
+            np.add.at(Gu, (r3, c6), sign * blocks)
         self.Gu = Gu
 
     def _body_state(self, problem, v, dt):
@@ -94,37 +140,29 @@ class NMC:
         V = d.vel.copy()
         f = np.zeros((m.nb, 6))
         if dt > 0.0:
-            for k in range(m.nb):
-                IV = m.inertia[k] @ V[k]
-                w, lin = V[k, :3], V[k, 3:]
-                gyro = np.concatenate(
-                    [np.cross(w, IV[:3]) + np.cross(lin, IV[3:]), np.cross(w, IV[3:])]
-                )
-                ag = np.concatenate([np.zeros(3), d.R_world[k].T @ m.gravity])
-                f[k] = -gyro + m.inertia[k] @ ag
-            for i in range(m.nb):
-                ft = self.S[i] @ problem.tau[m.vi[i] : m.vi[i] + m.nvj[i]]
-                f[i] += ft
-                if m.parent[i] >= 0:
-                    f[m.parent[i]] -= self.X[i].T @ ft
-        rhs = np.concatenate([dt * (P.T @ d.cbias[i]) for i, P in enumerate(self.P)] + [[]])
-        chat = np.zeros((m.nb, 6))
-        for i in range(m.nb):
-            chat[i] = d.cbias[i]
-            if m.parent[i] >= 0:
-                chat[i] += self.X[i] @ chat[m.parent[i]]
+            IV = np.einsum("kij,kj->ki", m.inertia, V)
+            ag = np.zeros((m.nb, 6))
+            ag[:, 3:] = np.einsum("kji,j->ki", d.R_world, m.gravity)  # R_k^T g
+            f = -_cross_force_batch(V, IV) + np.einsum("kij,kj->ki", m.inertia, ag)
+            tau_pad = np.zeros((m.nb, 6))
+            tau_pad[self.dof_body, self.dof_col] = problem.tau
+            ft = np.einsum("kij,kj->ki", self.S, tau_pad)
+            f += ft
+            has = m.parent >= 0
+            np.add.at(f, m.parent[has], -np.einsum("kji,kj->ki", self.X[has], ft[has]))
+        rhs = dt * np.einsum("rj,rj->r", self.PT, d.cbias[self.row_body])
+        chat = np.empty((m.nb, 6))
+        propagate_bias(m.parent, d.E, d.r, d.cbias, chat)
         self.contact_shift = -dt * (self.Gu @ chat.ravel())
         return V, dt * f, rhs
 
     def _joint_velocities(self, problem, Vp, dt, cbias):
         m = problem.model
-        v = np.zeros(m.nv)
-        for i in range(m.nb):
-            rel = Vp[i] - dt * cbias[i]
-            if m.parent[i] >= 0:
-                rel = rel - self.X[i] @ Vp[m.parent[i]]
-            v[m.vi[i] : m.vi[i] + m.nvj[i]] = self.S[i].T @ rel
-        return v
+        rel = Vp - dt * cbias
+        has = m.parent >= 0
+        rel[has] -= np.einsum("kij,kj->ki", self.X[has], Vp[m.parent[has]])
+        sv = np.einsum("kji,kj->ki", self.S, rel)  # S^T rel, first nvj entries valid
+        return sv[self.dof_body, self.dof_col]
 
     def solve(self, problem, v, dt, gap):
         m = problem.model
