@@ -88,3 +88,26 @@ def test_samples_path_works_with_info():
 def test_help_lists_every_command():
     out = run("--help", check_rc=0).stdout
     assert "info" in out and "samples" in out
+
+
+def test_info_lists_checked_pairs_and_the_papers_lcp_sizes():
+    """pendulum-6 with a floor: C(6, 2) - 5 adjacent = 10 self pairs plus 6 floor pairs; the
+    LCP sizes for 4 contacts, nf = 4 are Table 2's (OS 24, NMC/OS 54, NMC 90) and MC = N + 24."""
+    data = json.loads(
+        run("info", str(SAMPLES / "pendulum-6.urdf"), "--floor", "--json", check_rc=0).stdout
+    )
+    pairs = {tuple(p) for p in data["checked_pairs"]}
+    assert len(pairs) == 16
+    assert ("link1", "link2") not in pairs and ("link1", "link3") in pairs
+    dims = data["lcp_dimensions"]
+    assert (dims["os"], dims["nmc-os"], dims["nmc"], dims["mc"], dims["rmc"]) == (
+        24,
+        54,
+        90,
+        30,
+        24,
+    )
+    no_self = json.loads(
+        run("info", str(SAMPLES / "pendulum-6.urdf"), "--no-self-collision", "--json").stdout
+    )
+    assert no_self["checked_pairs"] == []

@@ -8,4 +8,18 @@ from mbsim.errors import MbsimError
 
 __version__ = "0.1.0"
 
-__all__ = ["MbsimError", "__version__"]
+
+def __getattr__(name):
+    # Lazy: importing mbsim must stay cheap (the CLI imports it for --version).
+    if name == "Simulator":
+        from mbsim.simulator import Simulator
+
+        return Simulator
+    if name == "load_results":
+        from mbsim.io.results import load_results
+
+        return load_results
+    raise AttributeError(f"module 'mbsim' has no attribute {name!r}")
+
+
+__all__ = ["MbsimError", "Simulator", "__version__", "load_results"]

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import typer
 
+from mbsim.collision.scene import CollisionScene
 from mbsim.io.urdf import load_urdf
+from mbsim.simcore.formulations import lcp_dimension
 from mbsim.simcore.model import Model, build_model
 
 
@@ -17,16 +19,44 @@ def info(
     floating: bool = typer.Option(
         False, "--floating", help="Attach the root link by a 6-DoF free joint (not welded)."
     ),
+    floor: bool = typer.Option(False, "--floor", help="Include the built-in ground plane."),
+    self_collision: bool = typer.Option(
+        True, "--self-collision/--no-self-collision", help="Check the robot's own links."
+    ),
+    contacts: int = typer.Option(4, "--contacts", help="Contacts assumed for the LCP sizes."),
+    friction_directions: int = typer.Option(4, help="Friction polyhedron edges (nf)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
-    """Print the body tree, DoFs, masses, collision shapes and loader warnings."""
+    """Print the body tree, DoFs, masses, collision shapes, checked pairs and LCP sizes."""
     spec = load_urdf(urdf, base="floating" if floating else "fixed")
     model = build_model([spec])
     summary = summarize(model)
+    summary["checked_pairs"] = checked_pairs(model, floor, self_collision)
+    summary["lcp_dimensions"] = {
+        "contacts": contacts,
+        "friction_directions": friction_directions,
+        **{
+            f: lcp_dimension(f, model.nb, model.nv, 0, contacts, friction_directions)
+            for f in ("os", "rmc", "mc", "nmc", "nmc-os")
+        },
+    }
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
     typer.echo(render(model, summary))
+
+
+def checked_pairs(model: Model, floor: bool, self_collision: bool) -> list[list[str]]:
+    """Link pairs the collision scene will test (after adjacency, static and user filters)."""
+    scene = CollisionScene.from_model(model, floor=floor, self_collision=self_collision)
+    links = scene.links
+    pairs = set()
+    n = len(links)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if scene.allowed[i, j]:
+                pairs.add(tuple(sorted((links[i], links[j]))))
+    return [list(p) for p in sorted(pairs)]
 
 
 def summarize(model: Model) -> dict:
@@ -84,6 +114,19 @@ def render(model: Model, s: dict) -> str:
     ]
     if s["mimic_joints"]:
         lines.append(f"mimic joints (bilateral constraints): {', '.join(s['mimic_joints'])}")
+    pairs = s.get("checked_pairs")
+    if pairs is not None:
+        shown = ", ".join(f"{a}-{b}" for a, b in pairs[:12])
+        more = f" and {len(pairs) - 12} more" if len(pairs) > 12 else ""
+        lines.append(
+            f"collision pairs checked: {len(pairs)}" + (f" ({shown}{more})" if pairs else "")
+        )
+    dims = s.get("lcp_dimensions")
+    if dims is not None:
+        lines.append(
+            f"LCP size with {dims['contacts']} contacts, nf = {dims['friction_directions']}: "
+            + ", ".join(f"{f.upper()} {dims[f]}" for f in ("os", "rmc", "mc", "nmc", "nmc-os"))
+        )
     if s["warnings"]:
         lines.append(f"warnings ({len(s['warnings'])}):")
         lines += [f"  - {w}" for w in s["warnings"]]

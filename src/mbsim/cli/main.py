@@ -12,10 +12,12 @@ import sys
 import typer
 
 from mbsim import __version__
+from mbsim.cli import bench as bench_cmd
 from mbsim.cli import export as export_cmd
 from mbsim.cli import info as info_cmd
 from mbsim.cli import inspect as inspect_cmd
 from mbsim.cli import plot as plot_cmd
+from mbsim.cli import run as run_cmd
 from mbsim.cli import samples as samples_cmd
 from mbsim.errors import MbsimError
 
@@ -47,6 +49,7 @@ def _root(
     _state["debug"] = debug
 
 
+app.command("run", help="Simulate a URDF or a TOML scenario; write results to HDF5.")(run_cmd.run)
 app.command("info", help="Describe a robot: bodies, joints, DoFs, masses, collision shapes.")(
     info_cmd.info
 )
@@ -58,6 +61,7 @@ app.command("plot", help="Plot joints, body heights/speeds, energy and events (m
     plot_cmd.plot
 )
 app.add_typer(samples_cmd.app, name="samples", help="List, locate or copy the bundled samples.")
+app.add_typer(bench_cmd.app, name="bench", help="Run the papers' benchmarks (e.g. pendulum).")
 
 
 def main() -> None:

@@ -1,0 +1,208 @@
+"""``mbsim run``: simulate a URDF robot or a TOML scenario and write an HDF5 results file.
+
+Progress goes to stderr (rich), the summary (or ``--json``) to stdout. Exit codes: 0 complete,
+1 the simulation failed or was interrupted (the file says which), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import signal
+import sys
+from pathlib import Path
+
+import typer
+
+from mbsim.errors import MbsimError
+from mbsim.io.results import ResultsWriter, load_results, model_info
+from mbsim.io.scenario import load_scenario, load_scenario_text, parse_value, scenario_from_urdf
+from mbsim.samples.catalog import bundled_dir
+from mbsim.simcore.stepper import SimulationError
+from mbsim.simulator import Simulator
+
+
+def run(
+    source: str = typer.Argument(
+        None, help="URDF of the robot, a .toml scenario, or sample:NAME (see `mbsim samples`)."
+    ),
+    env: list[str] = typer.Option(None, "--env", help="Environment URDF (repeatable)."),
+    floor: bool = typer.Option(None, "--floor/--no-floor", help="Built-in ground plane z = 0."),
+    duration: float = typer.Option(None, "--duration", help="Simulated time, s."),
+    dt: float = typer.Option(None, "--dt", help="Time step, s."),
+    formulation: str = typer.Option(None, help="os | rmc | mc | nmc | nmc-os."),
+    solver: str = typer.Option(None, help="lemke | pgs."),
+    mu: float = typer.Option(None, "--mu", help="Friction coefficient."),
+    restitution: float = typer.Option(None, "--restitution", help="Coefficient of restitution."),
+    friction_directions: int = typer.Option(None, help="Edges of the friction polyhedron."),
+    base: str = typer.Option(None, "--base", help="fixed | floating (single robot)."),
+    set_: list[str] = typer.Option(
+        None, "--set", help="Override a scenario key: --set contact.mu=0.3 (repeatable)."
+    ),
+    out: Path = typer.Option(None, "--out", "-o", help="Results file (default: NAME.h5)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing results file."),
+    record_every: int = typer.Option(None, help="Record every K-th step."),
+    record_contacts: bool = typer.Option(None, "--record-contacts", help="Store every contact."),
+    body_poses: bool = typer.Option(
+        None, "--body-poses/--no-body-poses", help="Store every body's pose (default: on)."
+    ),
+    from_: Path = typer.Option(
+        None, "--from", help="Repeat the run recorded in this results file."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Simulate and write trajectories, contact events and diagnostics to HDF5."""
+    flags = {
+        "environments": env or None,
+        "floor": floor,
+        "duration": duration,
+        "dt": dt,
+        "formulation": formulation,
+        "solver": solver,
+        "mu": mu,
+        "restitution": restitution,
+        "friction_directions": friction_directions,
+        "base": base,
+        "output": str(out) if out is not None else None,
+        "record_every": record_every,
+        "record_contacts": record_contacts,
+        "body_poses": body_poses,
+    }
+    flags = {k: v for k, v in flags.items() if v is not None}
+    overrides = _overrides(set_ or [])
+    scenario = _scenario(source, from_, flags, overrides)
+    sim = Simulator(scenario)
+    sc = sim.scenario
+    writer = ResultsWriter(
+        sc.output.path,
+        model_info=model_info(sim.model),
+        scenario_toml=sc.to_toml(),
+        input_files=sc.input_files(),
+        command=" ".join(shlex.quote(a) for a in ["mbsim", *sys.argv[1:]]),
+        formulation=sc.simulation.formulation,
+        dt=sc.simulation.dt,
+        duration=sc.simulation.duration,
+        force=force,
+        record_every=sc.output.record_every,
+        body_poses=sc.output.body_poses,
+        contacts=sc.output.record_contacts,
+    )
+    status, message, summary = "complete", "", None
+    stop = {"requested": False}
+
+    def request_stop(signum, frame):
+        # finish the current step and its writes, then stop: no half-written records
+        stop["requested"] = True
+
+    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with writer:
+            try:
+                summary = _run_with_progress(
+                    sim, writer, quiet or as_json, lambda: stop["requested"]
+                )
+            except SimulationError as exc:
+                status, message = "failed", str(exc)
+                writer.finish("failed", message)
+            else:
+                status, message = summary.status, summary.message
+                writer.finish(status, message)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if status != "complete":
+        summary = None
+    if summary is None:
+        typer.echo(f"mbsim: {status}: {message} (results so far in {sc.output.path})", err=True)
+        raise typer.Exit(1)
+    summary.status = status
+    _print_summary(summary, sc, as_json)
+
+
+def _overrides(items: list[str]) -> dict:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise MbsimError(f"--set {item!r} must look like KEY=VALUE, e.g. contact.mu=0.3")
+        out[key.strip()] = parse_value(value.strip())
+    return out
+
+
+def _scenario(source, from_, flags, overrides):
+    if from_ is not None:
+        if source is not None:
+            raise MbsimError("give either a URDF/scenario or --from RESULTS.h5, not both")
+        return _from_results(from_, flags, overrides)
+    if source is None:
+        raise MbsimError("mbsim run needs a URDF, a .toml scenario, sample:NAME or --from FILE")
+    if source.endswith(".toml"):
+        if source.startswith("sample:"):
+            path = bundled_dir() / source[len("sample:") :]
+            if not path.is_file():
+                raise MbsimError(f"{source}: no such bundled scenario (see `mbsim samples list`)")
+            source = str(path)
+        return load_scenario(source, overrides, flags=flags)
+    return scenario_from_urdf(source, overrides, **flags)
+
+
+def _from_results(path: Path, flags, overrides):
+    path = path.resolve()
+    if not path.is_file():
+        raise MbsimError(f"{path}: results file does not exist")
+    text = load_results(path).scenario_toml
+    if "output" not in flags:
+        raise MbsimError(f"--from {path.name}: give --out for the new results file")
+    return load_scenario_text(str(text), source=path, overrides=overrides, flags=flags)
+
+
+def _run_with_progress(sim, writer, quiet, should_stop):
+    if quiet:
+        return sim.run(writer, should_stop=should_stop)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    n = sim.scenario.simulation.n_steps
+    cols = (
+        TextColumn("[bold]t = {task.fields[t]:.3f} s"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TextColumn("{task.fields[rate]:.0f} steps/s, {task.fields[nc]} contacts"),
+        TimeRemainingColumn(),
+    )
+    import time
+
+    start = time.perf_counter()
+    with Progress(*cols, transient=True, console=_stderr_console()) as bar:
+        task = bar.add_task("run", total=n, t=0.0, rate=0.0, nc=0)
+
+        def progress(step, total, t, nc):
+            rate = step / max(time.perf_counter() - start, 1e-9)
+            bar.update(task, completed=step, t=t, rate=rate, nc=nc)
+
+        return sim.run(writer, progress=progress, should_stop=should_stop)
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _print_summary(summary, sc, as_json):
+    d = summary.as_dict()
+    d["results"] = str(sc.output.path)
+    if as_json:
+        typer.echo(json.dumps(d, indent=2))
+        return
+    ev = ", ".join(f"{v} {k}" for k, v in sorted(summary.events.items()) if v) or "none"
+    lines = [
+        f"mbsim run: {summary.status}, {summary.steps} steps, {summary.sim_time:.6g} s simulated "
+        f"in {summary.wall_seconds:.3g} s ({d['steps_per_second'] or 0:.0f} steps/s, "
+        f"real-time factor {summary.real_time_factor:.3g})",
+        f"events: {ev}",
+        f"max penetration: {summary.max_penetration:.3g} m; worst LCP residual: "
+        f"{summary.worst_lcp_residual:.3g}; impacts that gained energy: {summary.energy_gains}",
+        f"results: {sc.output.path}",
+    ]
+    typer.echo("\n".join(lines))

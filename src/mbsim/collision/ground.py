@@ -1,0 +1,87 @@
+"""The built-in ground plane (numba): contacts of any shape with the half-space n . x <= d.
+
+Exact: a shape's contacts with a plane are the points of its core closest to the plane, so
+the kernel keeps every core vertex (sphere centre, capsule ends, box and convex vertices, a
+mesh's hull vertices: the lowest points of any point set are hull vertices) whose distance to
+the plane, less the radius, is within the margin. A cylinder has no vertices: on each end cap,
+its rim point deepest along -n and the four rim points on its local +-x, +-y axes (the support
+polygon of a standing cylinder; when upright the deepest point is not unique and the +x one is
+taken). The plane is B, the shape A; the normal is the plane normal (m, unit).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from mbsim.collision.manifold import K_CYL_RIM, K_GROUND, key_of, put
+from mbsim.collision.primitives import dot3
+from mbsim.collision.shapes import CYLINDER
+from mbsim.collision.table import HLEN, KIND, RAD, V0, VN
+
+
+@njit(cache=True)
+def ground_contacts(g, si, sf, V, Rw, pw, hn, hd, margin, buf, keys):
+    """Shape g (A) against the half-space hn . x <= hd (B). Returns the point count."""
+    R = Rw[g]
+    p = pw[g]
+    count = 0
+    pa = np.empty(3)
+    pb = np.empty(3)
+    if si[g, KIND] == CYLINDER:
+        return cylinder_plane(g, sf, R, p, hn, hd, margin, buf, keys)
+    r = sf[g, RAD]
+    v = np.empty(3)
+    for i in range(si[g, VN]):
+        row = si[g, V0] + i
+        for a in range(3):
+            v[a] = R[a, 0] * V[row, 0] + R[a, 1] * V[row, 1] + R[a, 2] * V[row, 2] + p[a]
+        h = dot3(hn, v) - hd
+        if h - r <= margin:
+            for a in range(3):
+                pa[a] = v[a] - r * hn[a]
+                pb[a] = v[a] - h * hn[a]
+            count = put(buf, keys, count, pa, pb, hn, h - r, key_of(K_GROUND, i, 0, 0))
+    return count
+
+
+@njit(cache=True)
+def cylinder_plane(g, sf, R, p, hn, hd, margin, buf, keys):
+    """Cylinder rims against the plane: on each end cap, the rim point deepest along -hn and
+    the four rim points on the local +-x, +-y axes (the support polygon of a standing
+    cylinder); every one within the margin is a candidate."""
+    r, h = sf[g, RAD], sf[g, HLEN]
+    axis = R[:, 2]
+    w = np.empty(3)
+    na = dot3(hn, axis)
+    for a in range(3):
+        w[a] = -(hn[a] - na * axis[a])
+    lw = np.sqrt(dot3(w, w))
+    if lw < 1e-12:
+        w[:] = R[:, 0]  # upright: every rim point is equally deep; pick local +x
+    else:
+        w /= lw
+    count = 0
+    q = np.empty(3)
+    pb = np.empty(3)
+    for cap in range(2):
+        zs = h if cap == 1 else -h
+        for slot in range(5):
+            for a in range(3):
+                e = p[a] + zs * axis[a]
+                if slot == 0:
+                    q[a] = e + r * w[a]
+                elif slot == 1:
+                    q[a] = e + r * R[a, 0]
+                elif slot == 2:
+                    q[a] = e + r * R[a, 1]
+                elif slot == 3:
+                    q[a] = e - r * R[a, 0]
+                else:
+                    q[a] = e - r * R[a, 1]
+            gap = dot3(hn, q) - hd
+            if gap <= margin:
+                for a in range(3):
+                    pb[a] = q[a] - gap * hn[a]
+                count = put(buf, keys, count, q, pb, hn, gap, key_of(K_CYL_RIM, cap, slot, 0))
+    return count

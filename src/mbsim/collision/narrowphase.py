@@ -1,0 +1,330 @@
+"""The per-step kernel (numba): shape poses, then every candidate pair and the ground plane
+through the cheap rejections (:mod:`~mbsim.collision.prefilter`) to the contact kernel of its
+kinds, each pair's points reduced to the cap (:mod:`~mbsim.collision.manifold`), and the
+result arrays.
+
+Which method each pair gets (exact = closed form or finite enumeration, error ~1e-15 m):
+
+=====================================  ===================================================
+pair                                   method
+=====================================  ===================================================
+any shape - ground plane               exact (:mod:`~mbsim.collision.ground`)
+sphere - sphere, sphere/capsule -      exact: closest points of the core segments; parallel
+capsule                                overlapping capsules give both ends of the overlap
+                                       (:mod:`~mbsim.collision.round_pairs`)
+sphere - box, cylinder or mesh         exact: closest point on the solid (mesh: brute
+                                       force over its triangles)
+{sphere, capsule, box, convex} pairs   exact: SAT + feature enumeration + face clipping
+                                       (:mod:`mbsim.collision.polytope`) when the work
+                                       (vertex x face + edge x edge counts) is under
+                                       ``work_limit``; else FCL
+capsule - mesh                         exact: signed mesh distance of the core's ends and of
+                                       its point nearest the mesh (brute force over the
+                                       triangles, if 7 x triangles <= work_limit)
+mesh - box or convex                   exact for vertex-face contacts: mesh vertices against
+                                       the polytope, polytope vertices against the mesh
+                                       (:mod:`~mbsim.collision.mesh_pairs`); FCL's collide
+                                       when no vertex is within the margin
+cylinder - other, mesh - other         FCL, refined (:mod:`mbsim.collision.fcl_narrow`)
+=====================================  ===================================================
+
+Pairs are ordered (A, B) with B static when one is (the ground plane is always B), else A the
+lower shape index; normals point from B to A; gap = (point_a - point_b) . normal.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from mbsim.collision.ground import ground_contacts
+from mbsim.collision.manifold import reduce_manifold
+from mbsim.collision.mesh_pairs import capsule_mesh, mesh_polytope
+from mbsim.collision.polytope import (
+    convex_pair,
+    shape_edges,
+    shape_faces,
+    world_poly,
+)
+from mbsim.collision.prefilter import boxes_apart, hulls_apart, outside_box
+from mbsim.collision.round_pairs import round_pair, sphere_solid
+from mbsim.collision.shapes import BOX, CAPSULE, CONVEX, CYLINDER, MESH, SPHERE
+from mbsim.collision.table import (
+    BCX,
+    BODY,
+    BR,
+    EN,
+    FN,
+    KIND,
+    MTN,
+    RAD,
+    VN,
+)
+
+
+@njit(cache=True)
+def shape_poses(si, sf, local_R, local_p, R_world, p_world, Rw, pw, bc, include_static):
+    """World pose of every shape, R = R_body R_local and p = R_body p_local + p_body (m), and
+    the world centre ``bc`` of its bounding sphere. Static shapes only if include_static."""
+    for g in range(si.shape[0]):
+        b = si[g, BODY]
+        if b < 0:
+            if not include_static:
+                continue
+            Rw[g] = local_R[g]
+            pw[g] = local_p[g]
+        else:
+            Rb = R_world[b]
+            for a in range(3):
+                s = p_world[b, a]
+                for k in range(3):
+                    s += Rb[a, k] * local_p[g, k]
+                    t = 0.0
+                    for m in range(3):
+                        t += Rb[a, m] * local_R[g, m, k]
+                    Rw[g, a, k] = t
+                pw[g, a] = s
+        for a in range(3):
+            bc[g, a] = pw[g, a] + (
+                Rw[g, a, 0] * sf[g, BCX]
+                + Rw[g, a, 1] * sf[g, BCX + 1]
+                + Rw[g, a, 2] * sf[g, BCX + 2]
+            )
+
+
+@njit(cache=True)
+def unpack(fpack, ipack, offs):
+    """The shape table's arrays (see :mod:`mbsim.collision.table`) from their packed form."""
+    n, nv, nf, nfv, ne, nd, nmv, nmt = (
+        offs[0],
+        offs[1],
+        offs[2],
+        offs[3],
+        offs[4],
+        offs[5],
+        offs[6],
+        offs[7],
+    )
+    o = 0
+    sf = fpack[o : o + 15 * n].reshape((n, 15))
+    o += 15 * n
+    V = fpack[o : o + 3 * nv].reshape((nv, 3))
+    o += 3 * nv
+    FN_ = fpack[o : o + 3 * nf].reshape((nf, 3))
+    o += 3 * nf
+    FD_ = fpack[o : o + nf]
+    o += nf
+    ED = fpack[o : o + 3 * nd].reshape((nd, 3))
+    o += 3 * nd
+    MV = fpack[o : o + 3 * nmv].reshape((nmv, 3))
+    o += 3 * nmv
+    MB = fpack[o : o + 4 * nmt].reshape((nmt, 4))
+    o = 0
+    si = ipack[o : o + 14 * n].reshape((n, 14))
+    o += 14 * n
+    FP = ipack[o : o + 2 * nf].reshape((nf, 2))
+    o += 2 * nf
+    FV = ipack[o : o + nfv]
+    o += nfv
+    E = ipack[o : o + 2 * ne].reshape((ne, 2))
+    o += 2 * ne
+    MT = ipack[o : o + 3 * nmt].reshape((nmt, 3))
+    return si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+@njit(cache=True)
+def _flip(buf, keys, count):
+    """Swap the roles of A and B in the first ``count`` rows (points swapped, normal negated)."""
+    for k in range(count):
+        for a in range(3):
+            t = buf[k, a]
+            buf[k, a] = buf[k, 3 + a]
+            buf[k, 3 + a] = t
+            buf[k, 6 + a] = -buf[k, 6 + a]
+
+
+@njit(cache=True)
+def _polytope_work(ga, gb, si):
+    """Operation count of the exact convex kernel: vertex x face both ways + edge x edge."""
+    va, vb = si[ga, VN], si[gb, VN]
+    return va * si[gb, FN] + vb * si[ga, FN] + si[ga, EN] * si[gb, EN] + 1
+
+
+@njit(cache=True)
+def pair_contacts(
+    ga, gb, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit, buf, keys
+):  # fmt: skip
+    """Contacts of shapes A = ga and B = gb into the pair buffer.
+
+    Returns the count, or -1 when the pair is FCL's (cylinder or mesh involved, or a convex
+    pair above ``work_limit``), -2 when only FCL's collide is needed (see mesh_polytope)."""
+    ka, kb = si[ga, KIND], si[gb, KIND]
+    round_a = ka == SPHERE or ka == CAPSULE
+    round_b = kb == SPHERE or kb == CAPSULE
+    if round_a and round_b:
+        return round_pair(ga, gb, si, sf, Rw, pw, margin, buf, keys)
+    if ka == SPHERE and (kb == BOX or kb == CYLINDER or kb == MESH):
+        return sphere_solid(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys)
+    if kb == SPHERE and (ka == BOX or ka == CYLINDER or ka == MESH):
+        count = sphere_solid(gb, ga, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys)
+        _flip(buf, keys, count)
+        return count
+    if ka == CAPSULE and kb == MESH and 7 * si[gb, MTN] <= work_limit:
+        return capsule_mesh(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys)
+    if kb == CAPSULE and ka == MESH and 7 * si[ga, MTN] <= work_limit:
+        count = capsule_mesh(gb, ga, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys)
+        _flip(buf, keys, count)
+        return count
+    poly_a = ka == BOX or ka == CONVEX
+    poly_b = kb == BOX or kb == CONVEX
+    if ka == MESH and poly_b:
+        return mesh_polytope(
+            ga, gb, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit,
+            buf, keys,
+        )  # fmt: skip
+    if kb == MESH and poly_a:
+        count = mesh_polytope(
+            gb, ga, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit,
+            buf, keys,
+        )  # fmt: skip
+        _flip(buf, keys, count)
+        return count
+    convex_a = round_a or poly_a
+    convex_b = round_b or poly_b
+    if not (convex_a and convex_b) or _polytope_work(ga, gb, si) > work_limit:
+        return -1
+    vA, nA, dA, edA = world_poly(ga, si, V, FN_, FD_, ED, Rw, pw)
+    vB, nB, dB, edB = world_poly(gb, si, V, FN_, FD_, ED, Rw, pw)
+    return convex_pair(
+        vA, nA, dA, shape_faces(ga, si, FP), shape_edges(ga, si, E), edA, sf[ga, RAD],
+        vB, nB, dB, shape_faces(gb, si, FP), shape_edges(gb, si, E), edB, sf[gb, RAD],
+        FV, margin, buf, keys,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _emit(ga, gb, buf, keys, count, cap, chosen, out_i, out_f, nc):
+    m = reduce_manifold(buf, keys, count, cap, chosen)
+    for c in range(m):
+        row = chosen[c]
+        if nc < out_i.shape[0]:
+            out_i[nc, 0] = ga
+            out_i[nc, 1] = gb
+            out_i[nc, 2] = keys[row]
+            for k in range(10):
+                out_f[nc, k] = buf[row, k]
+        nc += 1
+    return nc
+
+
+@njit(cache=True)
+def narrowphase(
+    pairs, allowed, fpack, ipack, offs, Rw, pw, bc, ground, params, buf, keys, out_i, out_f,
+    fcl_out,
+):  # fmt: skip
+    """Contacts of the candidate pairs and of every shape against the ground plane.
+
+    pairs: candidate shape pairs from the broadphase (any order, may repeat). allowed:
+    (n+1, n+1) filter matrix (row/column n = ground plane). fpack/ipack/offs: the packed shape
+    table. Rw, pw, bc: shape poses and bounding-sphere centres (world). ground: (nx, ny, nz,
+    d) of the plane n . x <= d, d = nan for none. params: (margin m, cap, work_limit). Writes
+    rows of out_i (A, B, key) and out_f (point_a, point_b, normal, gap) and returns (needed
+    rows, FCL pair count); when a count exceeds its buffer the caller grows it and calls
+    again. FCL's pairs go to fcl_out as (A, B, collide only).
+    """
+    si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB = unpack(fpack, ipack, offs)
+    margin = params[0]
+    cap = int(params[1])
+    work_limit = int(params[2])
+    n = si.shape[0]
+    chosen = np.empty(max(cap, 1), dtype=np.int64)
+    nc = 0
+    nfcl = 0
+    for k in range(pairs.shape[0]):
+        i, j = pairs[k, 0], pairs[k, 1]
+        if i == j or not allowed[i, j]:
+            continue
+        dx = bc[i, 0] - bc[j, 0]
+        dy = bc[i, 1] - bc[j, 1]
+        dz = bc[i, 2] - bc[j, 2]
+        reach = sf[i, BR] + sf[j, BR] + margin
+        if dx * dx + dy * dy + dz * dz > reach * reach:
+            continue
+        if outside_box(i, j, si, sf, Rw, pw, bc, margin) or outside_box(
+            j, i, si, sf, Rw, pw, bc, margin
+        ):
+            continue
+        if (
+            si[i, KIND] != SPHERE
+            and si[j, KIND] != SPHERE
+            and boxes_apart(i, j, sf, Rw, pw, margin)
+        ):
+            continue
+        if si[i, BODY] < 0 or (si[j, BODY] >= 0 and j < i):
+            i, j = j, i  # B static if either is; otherwise A the lower index
+        count = pair_contacts(i, j, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin,
+                              work_limit, buf, keys)  # fmt: skip
+        if count < 0:
+            if hulls_apart(i, j, si, sf, V, Rw, pw, bc, margin, 12):
+                continue
+            if nfcl < fcl_out.shape[0]:
+                fcl_out[nfcl, 0] = i
+                fcl_out[nfcl, 1] = j
+                fcl_out[nfcl, 2] = 1 if count == -2 else 0
+            nfcl += 1
+            continue
+        nc = _emit(i, j, buf, keys, count, cap, chosen, out_i, out_f, nc)
+    if not np.isnan(ground[3]):
+        hn = ground[:3]
+        for g in range(n):
+            if si[g, BODY] < 0 or not allowed[g, n]:
+                continue
+            h = hn[0] * bc[g, 0] + hn[1] * bc[g, 1] + hn[2] * bc[g, 2] - ground[3]
+            if h - sf[g, BR] > margin:
+                continue
+            count = ground_contacts(g, si, sf, V, Rw, pw, hn, ground[3], margin, buf, keys)
+            nc = _emit(g, n, buf, keys, count, cap, chosen, out_i, out_f, nc)
+    return nc, nfcl
+
+
+@njit(cache=True)
+def finish(out_i, out_f, nc, ipack, offs, n_total, R_world, p_world):
+    """The result arrays, packed: ints (6, nc) = body_a, body_b, geom_a, geom_b, pair_id,
+    feature_key; floats (5, nc, 3) = point_a, point_b, local_a, local_b, normal, and gaps (nc,).
+    Local points are R_body^T (p - p_body); static points stay in world coordinates.
+    pair_id = A * n_total + B."""
+    n = offs[0]
+    si = ipack[: 14 * n].reshape((n, 14))
+    ints = np.empty((6, nc), np.int64)
+    vecs = np.empty((5, nc, 3))
+    gap = np.empty(nc)
+    for c in range(nc):
+        a, b = out_i[c, 0], out_i[c, 1]
+        ba = si[a, BODY] if a < n else -1
+        bb = si[b, BODY] if b < n else -1
+        ints[0, c] = ba
+        ints[1, c] = bb
+        ints[2, c] = a
+        ints[3, c] = b
+        ints[4, c] = a * n_total + b
+        ints[5, c] = out_i[c, 2]
+        gap[c] = out_f[c, 9]
+        for k in range(3):
+            vecs[0, c, k] = out_f[c, k]
+            vecs[1, c, k] = out_f[c, 3 + k]
+            vecs[4, c, k] = out_f[c, 6 + k]
+        for side in range(2):
+            body = ba if side == 0 else bb
+            if body < 0:
+                for k in range(3):
+                    vecs[2 + side, c, k] = vecs[side, c, k]
+            else:
+                for k in range(3):
+                    s = 0.0
+                    for m in range(3):
+                        s += R_world[body, m, k] * (vecs[side, c, m] - p_world[body, m])
+                    vecs[2 + side, c, k] = s
+    return ints, vecs, gap

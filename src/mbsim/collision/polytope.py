@@ -1,0 +1,499 @@
+"""Exact contact between two convex "cores swept by a radius" (numba).
+
+Spheres (a point swept by r), capsules (a segment swept by r), boxes and convex meshes
+(polytopes, r = 0) are all a convex *core* plus a radius. For a pair (A, B) with cores
+(vertices, faces with outward normals and offsets, edges, edge directions, in world
+coordinates) the kernel finds every contact point within ``margin`` of touching:
+
+1. **Separating axes (SAT).** Over the face normals of B and of A and the normalised cross
+   products of their edge directions, the largest separation s of the cores (the exact
+   signed distance when the cores overlap: min penetration over these axes is the
+   penetration depth of two convex polytopes). If s - rA - rB > margin there is no contact.
+   Ties prefer B's faces, then A's, then edge pairs (tolerance ``SAT_TOL``), so a face of the
+   static shape is the reference whenever possible.
+2. **Separated cores (s > 0).** The exact closest points by enumerating feature pairs:
+   every vertex against every face polygon of the other core (or its edges/vertex when it
+   has no faces) and every edge against every edge. The gap is the distance minus rA + rB.
+3. **Manifold.** When the contact normal is a face normal of either core (always for
+   penetration found on a face axis; for separated cores when the exact normal is within
+   ``ALIGN_COS`` of one), the *incident* face of the other core (the face most opposed to the
+   normal, its segment or its point) is clipped against the side planes of the *reference*
+   face (Sutherland-Hodgman) and every clipped point within the margin is a contact, its gap
+   the distance to the reference plane less the radii. This gives the support polygon of a
+   box or mesh face resting on a face, and both ends of a capsule lying on one. Edge-edge
+   penetration gives the single closest point of the two supporting edges.
+
+All numbers are metres; normals are unit vectors from B to A (B's point plus gap times the
+normal is A's point).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from mbsim.collision.manifold import (
+    K_DEEPEST,
+    K_EDGE_EDGE,
+    K_EDGES,
+    K_REF_A,
+    K_REF_B,
+    K_VERT_A,
+    K_VERT_B,
+    key_of,
+    put,
+)
+from mbsim.collision.primitives import (
+    closest_on_polygon,
+    closest_on_segment,
+    cross3,
+    dot3,
+    segment_segment,
+)
+from mbsim.collision.table import D0, DN, E0, EN, F0, FN, V0, VN
+
+#: Separations (m) closer than this are a tie in the SAT: float64 noise on sizes up to
+#: ~100 m is ~1e-14 m, so ties are real ties; 1e-9 m is far below anything physical.
+SAT_TOL = 1e-9
+#: A separated-core contact normal within acos(ALIGN_COS) ~ 4.5e-5 rad of a face normal is a
+#: face contact (closest features vertex-face or edge-face reach it exactly, up to rounding).
+ALIGN_COS = 1.0 - 1e-9
+#: Points within this distance (m) of a vertex, edge or side plane lie on it (key labelling).
+ON_TOL = 1e-9
+
+
+@njit(cache=True)
+def world_poly(g, si, V, FN_, FD_, ED_, Rw, pw):
+    """Shape g's core in world coordinates: (vertices, face normals, face offsets, edge dirs)."""
+    R = Rw[g]
+    p = pw[g]
+    v0, vn = si[g, V0], si[g, VN]
+    f0, fn = si[g, F0], si[g, FN]
+    d0, dn = si[g, D0], si[g, DN]
+    wv = np.empty((vn, 3))
+    for i in range(vn):
+        for a in range(3):
+            wv[i, a] = R[a, 0] * V[v0 + i, 0] + R[a, 1] * V[v0 + i, 1] + R[a, 2] * V[v0 + i, 2]
+            wv[i, a] += p[a]
+    wn = np.empty((fn, 3))
+    wd = np.empty(fn)
+    for i in range(fn):
+        s = 0.0
+        for a in range(3):
+            wn[i, a] = (
+                R[a, 0] * FN_[f0 + i, 0] + R[a, 1] * FN_[f0 + i, 1] + R[a, 2] * FN_[f0 + i, 2]
+            )
+            s += wn[i, a] * p[a]
+        wd[i] = FD_[f0 + i] + s
+    wed = np.empty((dn, 3))
+    for i in range(dn):
+        for a in range(3):
+            wed[i, a] = (
+                R[a, 0] * ED_[d0 + i, 0] + R[a, 1] * ED_[d0 + i, 1] + R[a, 2] * ED_[d0 + i, 2]
+            )
+    return wv, wn, wd, wed
+
+
+@njit(cache=True)
+def shape_faces(g, si, FP):
+    """Rows of FP (face polygon start/count) of shape g."""
+    return FP[si[g, F0] : si[g, F0] + si[g, FN]]
+
+
+@njit(cache=True)
+def shape_edges(g, si, E):
+    return E[si[g, E0] : si[g, E0] + si[g, EN]]
+
+
+@njit(cache=True)
+def _min_dot(v, u):
+    m = np.inf
+    for i in range(v.shape[0]):
+        d = v[i, 0] * u[0] + v[i, 1] * u[1] + v[i, 2] * u[2]
+        if d < m:
+            m = d
+    return m
+
+
+@njit(cache=True)
+def _max_dot(v, u):
+    m = -np.inf
+    for i in range(v.shape[0]):
+        d = v[i, 0] * u[0] + v[i, 1] * u[1] + v[i, 2] * u[2]
+        if d > m:
+            m = d
+    return m
+
+
+@njit(cache=True)
+def sat(vA, nA, dA, edA, vB, nB, dB, edB, limit, axis, faces=True):
+    """Largest core separation over the candidate axes (module docstring, step 1).
+
+    Returns (s, type, i, j): type 1 = face i of B (axis = its normal), 0 = face i of A (axis =
+    minus its normal), 2 = edge directions i of A and j of B. ``axis`` receives the unit
+    normal from B to A. Stops early once s > limit. faces=False: edge pairs only.
+    """
+    best = -np.inf
+    typ, bi, bj = -1, -1, -1
+    for f in range(nB.shape[0] if faces else 0):
+        s = _min_dot(vA, nB[f]) - dB[f]
+        if s > best + SAT_TOL or typ < 0:
+            best, typ, bi = s, 1, f
+            axis[:] = nB[f]
+            if best > limit:
+                return best, typ, bi, bj
+    for f in range(nA.shape[0] if faces else 0):
+        s = _min_dot(vB, nA[f]) - dA[f]
+        if s > best + SAT_TOL or typ < 0:
+            best, typ, bi = s, 0, f
+            axis[:] = -nA[f]
+            if best > limit:
+                return best, typ, bi, bj
+    u = np.empty(3)
+    for i in range(edA.shape[0]):
+        for j in range(edB.shape[0]):
+            cross3(edA[i], edB[j], u)
+            ln = np.sqrt(dot3(u, u))
+            if ln < 1e-9:
+                continue  # parallel edges: their plane normals are face axes already
+            u /= ln
+            s1 = _min_dot(vA, u) - _max_dot(vB, u)  # A on the +u side
+            s2 = _min_dot(vB, u) - _max_dot(vA, u)  # A on the -u side
+            s = max(s1, s2)
+            if s > best + SAT_TOL or typ < 0:
+                best, typ, bi, bj = s, 2, i, j
+                if s1 >= s2:
+                    axis[:] = u
+                else:
+                    axis[:] = -u
+                if best > limit:
+                    return best, typ, bi, bj
+    return best, typ, bi, bj
+
+
+@njit(cache=True)
+def point_to_core(p, v, n, d, fp, e, FV, q, tmp):
+    """Squared distance from p (outside the core) to the core; closest point into q (tmp:
+    scratch (3,)). Returns (d2, feature index): a face, an edge, or a vertex, whichever the
+    core has."""
+    best = np.inf
+    feat = -1
+    if n.shape[0] > 0:
+        for f in range(n.shape[0]):
+            if dot3(n[f], p) - d[f] <= 0.0:
+                continue  # p behind this face's plane: the closest point is on another face
+            d2 = closest_on_polygon(p, v, FV, fp[f, 0], fp[f, 1], n[f], tmp)
+            if d2 < best:
+                best, feat = d2, f
+                q[:] = tmp
+    elif e.shape[0] > 0:
+        for k in range(e.shape[0]):
+            closest_on_segment(p, v[e[k, 0]], v[e[k, 1]], tmp)
+            d2 = (p[0] - tmp[0]) ** 2 + (p[1] - tmp[1]) ** 2 + (p[2] - tmp[2]) ** 2
+            if d2 < best:
+                best, feat = d2, k
+                q[:] = tmp
+    else:
+        for k in range(v.shape[0]):
+            d2 = (p[0] - v[k, 0]) ** 2 + (p[1] - v[k, 1]) ** 2 + (p[2] - v[k, 2]) ** 2
+            if d2 < best:
+                best, feat = d2, k
+                q[:] = v[k]
+    return best, feat
+
+
+@njit(cache=True)
+def closest_features(vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb):
+    """Exact closest points of two disjoint convex cores (module docstring, step 2).
+
+    Returns (squared distance, key kind, feature of A, feature of B)."""
+    best = np.inf
+    kind, fa, fb = 0, 0, 0
+    q = np.empty(3)
+    tmp = np.empty(3)
+    for i in range(vA.shape[0]):
+        d2, f = point_to_core(vA[i], vB, nB, dB, fpB, eB, FV, q, tmp)
+        if d2 < best:
+            best, kind, fa, fb = d2, K_VERT_A, i, f
+            pa[:] = vA[i]
+            pb[:] = q
+    for i in range(vB.shape[0]):
+        d2, f = point_to_core(vB[i], vA, nA, dA, fpA, eA, FV, q, tmp)
+        if d2 < best:
+            best, kind, fa, fb = d2, K_VERT_B, f, i
+            pa[:] = q
+            pb[:] = vB[i]
+    c1 = np.empty(3)
+    c2 = np.empty(3)
+    for i in range(eA.shape[0]):
+        for j in range(eB.shape[0]):
+            segment_segment(vA[eA[i, 0]], vA[eA[i, 1]], vB[eB[j, 0]], vB[eB[j, 1]], c1, c2)
+            d2 = (c1[0] - c2[0]) ** 2 + (c1[1] - c2[1]) ** 2 + (c1[2] - c2[2]) ** 2
+            if d2 < best:
+                best, kind, fa, fb = d2, K_EDGES, i, j
+                pa[:] = c1
+                pb[:] = c2
+    return best, kind, fa, fb
+
+
+@njit(cache=True)
+def _incident(v, n, fp, FV, normal, poly):
+    """The incident feature of a core against reference normal ``normal``: its face most
+    opposed to it, else its segment, else its point. Fills ``poly``; returns (count, face)."""
+    if n.shape[0] > 0:
+        best = np.inf
+        fi = 0
+        for f in range(n.shape[0]):
+            c = dot3(n[f], normal)
+            if c < best:
+                best, fi = c, f
+        start, count = fp[fi, 0], fp[fi, 1]
+        for k in range(count):
+            poly[k] = v[FV[start + k]]
+        return count, fi
+    count = v.shape[0]
+    for k in range(count):
+        poly[k] = v[k]
+    return count, 0
+
+
+@njit(cache=True)
+def clip_manifold(
+    ref_is_b, vR, nR, dR, fpR, fr, rR, vI, nI, fpI, rI, FV, margin, buf, keys, count
+):  # fmt: skip
+    """Clip the incident feature of core I against reference face ``fr`` of core R and
+    append every point within the margin (module docstring, step 3). Returns the new count.
+
+    ref_is_b: True when R is B (normal = nR[fr]), False when R is A (normal = -nR[fr]).
+    """
+    nr = nR[fr]
+    rstart, rcount = fpR[fr, 0], fpR[fr, 1]
+    size = rcount + (vI.shape[0] if nI.shape[0] == 0 else 0) + 2
+    for f in range(fpI.shape[0]):
+        size = max(size, rcount + fpI[f, 1] + 2)
+    size *= 2
+    poly = np.empty((size, 3))
+    incident = np.empty((size, 3))
+    m, fi = _incident(vI, nI, fpI, FV, nr, poly)
+    m0 = m
+    for k in range(m):
+        incident[k] = poly[k]
+    out = np.empty((size, 3))
+    side = np.empty(3)
+    e = np.empty(3)
+    for s in range(rcount):
+        if m == 0:
+            break
+        a = vR[FV[rstart + s]]
+        b = vR[FV[rstart + (s + 1) % rcount]]
+        for k in range(3):
+            e[k] = b[k] - a[k]
+        cross3(e, nr, side)
+        ln = np.sqrt(dot3(side, side))
+        side /= ln
+        off = dot3(side, a)
+        n_out = 0
+        for k in range(m):
+            cur = poly[k]
+            prev = poly[(k - 1) % m]
+            dc = dot3(side, cur) - off
+            dp = dot3(side, prev) - off
+            if dc <= 0.0:
+                if dp > 0.0:
+                    t = dp / (dp - dc)
+                    out[n_out] = prev + t * (cur - prev)
+                    n_out += 1
+                out[n_out] = cur
+                n_out += 1
+            elif dp <= 0.0:
+                t = dp / (dp - dc)
+                out[n_out] = prev + t * (cur - prev)
+                n_out += 1
+        m = n_out
+        for k in range(m):
+            poly[k] = out[k]
+    n = np.empty(3)
+    sign = 1.0 if ref_is_b else -1.0
+    for k in range(3):
+        n[k] = sign * nr[k]
+    pa = np.empty(3)
+    pb = np.empty(3)
+    for k in range(m):
+        q = poly[k]
+        h = dot3(nr, q) - dR[fr]
+        gap = h - rR - rI
+        if gap > margin:
+            continue
+        sub = _label(q, incident, m0, vR, FV, rstart, rcount, nr, k)
+        if ref_is_b:  # I is A
+            for a in range(3):
+                pa[a] = q[a] - rI * n[a]
+                pb[a] = q[a] - h * nr[a] + rR * n[a]
+            key = key_of(K_REF_B, fr, fi, sub)
+        else:  # I is B, R is A
+            for a in range(3):
+                pb[a] = q[a] + rI * n[a]
+                pa[a] = q[a] - h * nr[a] - rR * n[a]
+            key = key_of(K_REF_A, fr, fi, sub)
+        count = put(buf, keys, count, pa, pb, n, gap, key)
+    return count
+
+
+@njit(cache=True)
+def _label(q, incident, m0, vR, FV, rstart, rcount, nr, index):
+    """Stable id of a clipped point: an incident vertex k -> k; on incident edge e and
+    reference side s -> (1 << 18) + 512 e + s; at reference corner s -> (2 << 18) + s."""
+    for k in range(m0):
+        if (q[0] - incident[k, 0]) ** 2 + (q[1] - incident[k, 1]) ** 2 + (
+            q[2] - incident[k, 2]
+        ) ** 2 < ON_TOL * ON_TOL:
+            return k
+    sides = 0
+    first = -1
+    e = np.empty(3)
+    side = np.empty(3)
+    for s in range(rcount):
+        a = vR[FV[rstart + s]]
+        b = vR[FV[rstart + (s + 1) % rcount]]
+        for k in range(3):
+            e[k] = b[k] - a[k]
+        cross3(e, nr, side)
+        side /= np.sqrt(dot3(side, side))
+        if abs(dot3(side, q) - dot3(side, a)) < ON_TOL:
+            sides += 1
+            if first < 0:
+                first = s
+            elif s == rcount - 1 and first == 0:
+                first = s  # the corner between the last and first sides
+    if sides >= 2:
+        return (2 << 18) + first
+    if sides == 1:
+        tmp = np.empty(3)
+        for k in range(m0):
+            closest_on_segment(q, incident[k], incident[(k + 1) % m0], tmp)
+            if (q[0] - tmp[0]) ** 2 + (q[1] - tmp[1]) ** 2 + (q[2] - tmp[2]) ** 2 < ON_TOL**2:
+                return (1 << 18) + 512 * k + first
+    return (3 << 18) + index
+
+
+@njit(cache=True)
+def convex_pair(
+    vA, nA, dA, fpA, eA, edA, rA, vB, nB, dB, fpB, eB, edB, rB, FV, margin, buf, keys
+):  # fmt: skip
+    """All contacts of cores A and B within ``margin`` into the pair buffer (module
+    docstring); returns how many were written."""
+    axis = np.empty(3)
+    s, typ, i, j = sat(vA, nA, dA, edA, vB, nB, dB, edB, margin + rA + rB, axis)
+    if typ < 0 or s - rA - rB > margin:
+        return 0
+    count = 0
+    # Cores apart by more than the tie tolerance: exact closest points. (Touching cores, s ~ 0,
+    # would give a closest-point direction made of rounding noise; the SAT axis is exact.)
+    if s > SAT_TOL:
+        pa = np.empty(3)
+        pb = np.empty(3)
+        d2, fk, fa, fb = closest_features(vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb)
+        d = np.sqrt(d2)
+        gap = d - rA - rB
+        if gap > margin:
+            return 0
+        n = (pa - pb) / d
+        fbest, cb = -1, -np.inf
+        for f in range(nB.shape[0]):
+            c = dot3(nB[f], n)
+            if c > cb:
+                cb, fbest = c, f
+        fabest, ca = -1, -np.inf
+        for f in range(nA.shape[0]):
+            c = -dot3(nA[f], n)
+            if c > ca:
+                ca, fabest = c, f
+        if cb >= ALIGN_COS and cb >= ca:
+            count = clip_manifold(
+                True, vB, nB, dB, fpB, fbest, rB, vA, nA, fpA, rA, FV, margin, buf, keys, 0
+            )
+        elif ca >= ALIGN_COS:
+            count = clip_manifold(
+                False, vA, nA, dA, fpA, fabest, rA, vB, nB, fpB, rB, FV, margin, buf, keys, 0
+            )
+        for k in range(count):
+            if abs(buf[k, 9] - gap) <= ON_TOL:
+                return count
+        return put(buf, keys, count, pa - rA * n, pb + rB * n, n, gap, key_of(fk, fa, fb, 0))
+    if typ == 1:
+        count = clip_manifold(
+            True, vB, nB, dB, fpB, i, rB, vA, nA, fpA, rA, FV, margin, buf, keys, 0
+        )
+    elif typ == 0:
+        count = clip_manifold(
+            False, vA, nA, dA, fpA, i, rA, vB, nB, fpB, rB, FV, margin, buf, keys, 0
+        )
+    if count > 0:
+        return count
+    if typ != 2 and s >= -SAT_TOL:
+        # touching on a face axis, but at a vertex or edge outside that face: the closest
+        # features (coincident points) are the contact, the face normal a valid normal
+        pa = np.empty(3)
+        pb = np.empty(3)
+        _, fk, fa, fb = closest_features(vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb)
+        return put(
+            buf, keys, 0, pa - rA * axis, pb + rB * axis, axis, s - rA - rB,
+            key_of(fk, fa, fb, 0),
+        )  # fmt: skip
+    if typ != 2 and edA.shape[0] > 0 and edB.shape[0] > 0:
+        # penetration on a face axis whose clipped incident feature fell outside the reference
+        # face (a tie within SAT_TOL between a face and an edge pair): use the best edge pair
+        s2, t2, i, j = sat(vA, nA, dA, edA, vB, nB, dB, edB, np.inf, axis, False)
+        if t2 == 2:
+            typ, s = 2, s2
+    if typ == 2:
+        # supporting edges: A's edge along dir i deepest towards B, B's along j towards A
+        ea = _support_edge(vA, eA, edA[i], axis, -1.0)
+        eb = _support_edge(vB, eB, edB[j], axis, 1.0)
+        c1 = np.empty(3)
+        c2 = np.empty(3)
+        segment_segment(vA[eA[ea, 0]], vA[eA[ea, 1]], vB[eB[eb, 0]], vB[eB[eb, 1]], c1, c2)
+        return put(
+            buf, keys, 0, c1 - rA * axis, c2 + rB * axis, axis, s - rA - rB,
+            key_of(K_EDGE_EDGE, ea, eb, 0),
+        )  # fmt: skip
+    # a point or segment core deep in a polytope near the rim of the reference face: report the
+    # deepest vertex of the incident core
+    if typ == 1:
+        k = _argmin_dot(vA, axis)
+        return put(
+            buf, keys, 0, vA[k] - rA * axis, vA[k] - s * axis + rB * axis, axis, s - rA - rB,
+            key_of(K_DEEPEST, k, 0, 0),
+        )  # fmt: skip
+    k = _argmin_dot(vB, -axis)
+    return put(
+        buf, keys, 0, vB[k] + s * axis - rA * axis, vB[k] + rB * axis, axis, s - rA - rB,
+        key_of(K_DEEPEST, 0, k, 0),
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _argmin_dot(v, u):
+    best, bk = np.inf, 0
+    for k in range(v.shape[0]):
+        d = dot3(v[k], u)
+        if d < best:
+            best, bk = d, k
+    return bk
+
+
+@njit(cache=True)
+def _support_edge(v, e, direction, axis, sign):
+    """Index of the edge parallel to ``direction`` extreme along sign * axis."""
+    best, be = -np.inf, 0
+    d = np.empty(3)
+    for k in range(e.shape[0]):
+        for a in range(3):
+            d[a] = v[e[k, 1], a] - v[e[k, 0], a]
+        ln = np.sqrt(dot3(d, d))
+        if ln == 0.0 or abs(dot3(d, direction)) < (1.0 - 1e-9) * ln:
+            continue
+        h = sign * 0.5 * (dot3(v[e[k, 0]], axis) + dot3(v[e[k, 1]], axis))
+        if h > best:
+            best, be = h, k
+    return be

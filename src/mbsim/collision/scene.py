@@ -1,0 +1,251 @@
+"""CollisionScene: every contact of a Model's shapes at given body poses, as flat arrays.
+
+Usage::
+
+    scene = CollisionScene.from_model(model, floor=True, srdf="panda.srdf")
+    forward_kinematics(model, data, q)
+    contacts = scene.detect(data.R_world, data.p_world)
+
+One :meth:`CollisionScene.detect` call (step 2 of the time step in docs/architecture.md):
+
+1. shape poses from body poses (numba);
+2. broadphase candidate pairs (FCL dynamic AABB trees, :mod:`mbsim.collision.broadphase`);
+3. filters and exact kernels for every candidate pair and for the ground plane
+   (:mod:`mbsim.collision.narrowphase`), FCL for the rest (:mod:`mbsim.collision.fcl_narrow`);
+4. manifolds reduced to at most ``manifold_cap`` points per pair
+   (:mod:`mbsim.collision.manifold`).
+
+Shapes are indexed as ``model.geometries``; the ground plane, when enabled, is shape index
+``len(model.geometries)`` on body -1 with link name ``ground_plane``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from mbsim.collision.broadphase import TAGS_WORK, BruteForceBroadphase, FclBroadphase
+from mbsim.collision.fcl_narrow import FclNarrowphase
+from mbsim.collision.filters import GROUND_LINK, allowed_pairs
+from mbsim.collision.geometry import build_records
+from mbsim.collision.manifold import reduce_manifold
+from mbsim.collision.narrowphase import finish, narrowphase, shape_poses
+from mbsim.collision.shapes import KIND_NAMES
+from mbsim.collision.table import build_table
+from mbsim.errors import GeometryError
+
+#: Default contact margin, m: pairs closer than this (gap < margin) are reported.
+DEFAULT_MARGIN = 1e-3
+#: Default number of contact points kept per pair.
+DEFAULT_CAP = 4
+#: Largest operation count (vertex x face + edge x edge) for the exact convex kernel; above
+#: it a convex pair goes to FCL (GJK/EPA + face refinement). 20000 keeps a pair under ~50 us.
+DEFAULT_WORK_LIMIT = 20000
+#: Default broadphase slack, m: FCL's proxies are grown by this and re-sent to FCL only when a
+#: shape may have moved farther since the last time (see broadphase.dirty_proxies).
+DEFAULT_SLACK = 0.01
+
+
+@dataclass(slots=True)
+class Contacts:
+    """Contacts of one step, as arrays of length nc (SI units, world frame unless stated).
+
+    body_a, body_b: body indices (-1 = the static world); geom_a, geom_b: shape indices
+    (``scene.links[geom]`` names the URDF link). point_a, point_b (nc, 3): the contact point on
+    each shape; local_a, local_b: the same in the body frames (world frame for body -1).
+    normal (nc, 3): unit, from B to A. gap (nc,): (point_a - point_b) . normal, m, negative =
+    penetration. pair_id: geom_a * n_shapes + geom_b (stable). feature_key: which features of
+    the pair made the point (stable while they stay in contact); (pair_id, feature_key)
+    identifies a contact across steps.
+    """
+
+    body_a: np.ndarray
+    body_b: np.ndarray
+    geom_a: np.ndarray
+    geom_b: np.ndarray
+    point_a: np.ndarray
+    point_b: np.ndarray
+    local_a: np.ndarray
+    local_b: np.ndarray
+    normal: np.ndarray
+    gap: np.ndarray
+    pair_id: np.ndarray
+    feature_key: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.gap.shape[0])
+
+
+class CollisionScene:
+    """The collision world of a Model (module docstring). Build with :meth:`from_model`."""
+
+    def __init__(
+        self,
+        model,
+        *,
+        floor: bool = False,
+        margin: float = DEFAULT_MARGIN,
+        self_collision: bool = True,
+        disabled_pairs: Iterable[tuple[str, str]] = (),
+        srdf: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
+        groups: Mapping[str, Iterable[str]] | None = None,
+        convex: bool | Collection[str] = False,
+        manifold_cap: int = DEFAULT_CAP,
+        package_dirs: Mapping[str, str | os.PathLike[str]] | None = None,
+        broadphase: str = "fcl",
+        broadphase_slack: float = DEFAULT_SLACK,
+        work_limit: int = DEFAULT_WORK_LIMIT,
+    ) -> None:
+        if not (np.isfinite(margin) and margin >= 0.0):
+            raise GeometryError(f"collision margin {margin!r} m must be finite and >= 0.")
+        if int(manifold_cap) != manifold_cap or manifold_cap < 1:
+            raise GeometryError(f"manifold_cap {manifold_cap!r} must be a positive integer.")
+        if broadphase not in ("fcl", "bruteforce"):
+            raise GeometryError(f"broadphase {broadphase!r} must be 'fcl' or 'bruteforce'.")
+        self.model = model
+        self.margin = float(margin)
+        self.cap = int(manifold_cap)
+        self.work_limit = int(work_limit)
+        self.notes: list[str] = []
+        self.records = build_records(model, convex=convex, package_dirs=package_dirs)
+        self.table = build_table(self.records)
+        n = self.table.n
+        self.n_shapes = n + 1  # the ground plane's index is n whether or not it exists
+        self.floor = bool(floor)
+        self.ground_index = n if floor else -1
+        self.ground = np.array([0.0, 0.0, 1.0, 0.0 if floor else np.nan])
+        self.links = [r.link for r in self.records] + [GROUND_LINK]
+        body = np.array([r.body for r in self.records] + [-1], dtype=np.int64)
+        tree = np.array([r.tree for r in self.records] + [-1], dtype=np.int64)
+        self.allowed = allowed_pairs(
+            model,
+            body,
+            tree,
+            self.links,
+            self_collision=self_collision,
+            disabled_pairs=disabled_pairs,
+            srdf=srdf,
+            groups=groups,
+            notes=self.notes,
+        )
+        if not floor:
+            self.allowed[n, :] = False
+            self.allowed[:, n] = False
+        if broadphase == "fcl" and not TAGS_WORK:
+            self.notes.append(
+                "python-fcl does not report broadphase pairs as expected; using the "
+                "all-pairs bounding-sphere broadphase"
+            )
+            broadphase = "bruteforce"
+        self.broadphase_kind = broadphase
+        if not (np.isfinite(broadphase_slack) and broadphase_slack >= 0.0):
+            raise GeometryError(f"broadphase_slack {broadphase_slack!r} m must be finite and >= 0.")
+        if broadphase == "fcl":
+            self._broad = FclBroadphase(self.records, self.margin, broadphase_slack)
+        else:
+            self._broad = BruteForceBroadphase(body[:n], self.allowed[:n, :n])
+        self._fcl = FclNarrowphase(self.records, self.table, self.margin, self.cap)
+        t = self.table
+        self._fpack, self._ipack, self._offs = t.pack()
+        self._params = np.array([self.margin, self.cap, self.work_limit], dtype=float)
+        self._Rw = np.zeros((n, 3, 3))
+        self._pw = np.zeros((n, 3))
+        self._bc = np.zeros((n, 3))
+        shape_poses(
+            t.si, t.sf, t.local_R, t.local_p, np.zeros((0, 3, 3)), np.zeros((0, 3)), self._Rw,
+            self._pw, self._bc, True,
+        )  # fmt: skip
+        biggest = int(t.si[:, 3].max()) if n else 0
+        k = max(biggest, 4 * t.max_poly + 8) + 4 * max(16, 4 * self.cap) + 64
+        self._buf = np.zeros((k, 10))
+        self._keys = np.zeros(k, dtype=np.int64)
+        self._grow(256)
+
+    @classmethod
+    def from_model(cls, model, **options) -> CollisionScene:
+        """Build the scene of ``model``. Options (all keywords):
+
+        floor (False): add the ground plane z <= 0 (a half-space, static).
+        margin (1e-3 m): report pairs with gap < margin.
+        self_collision (True): check shapes of the same robot against each other.
+        disabled_pairs: link-name pairs never checked; srdf: SRDF file(s) whose
+        ``<disable_collisions>`` are never checked; groups: {name: links}, links of one group
+        never checked against each other (see :mod:`mbsim.collision.filters`).
+        convex (False): True, or link names, to replace meshes by their convex hulls.
+        manifold_cap (4): most contact points kept per pair.
+        package_dirs: {package: folder} for ``package://`` meshes.
+        broadphase ("fcl"): or "bruteforce" (all pairs, bounding spheres; no FCL calls).
+        broadphase_slack (0.01 m): FCL proxies are re-sent only after moving this far.
+        work_limit (20000): largest convex pair the exact kernel takes (else FCL).
+        """
+        return cls(model, **options)
+
+    def _grow(self, rows: int) -> None:
+        self._out_i = np.zeros((rows, 3), dtype=np.int64)
+        self._out_f = np.zeros((rows, 10))
+        self._fcl_pairs = np.zeros((rows, 3), dtype=np.int64)
+
+    def shape_poses(self, R_world: np.ndarray, p_world: np.ndarray):
+        """World rotation (n, 3, 3) and position (n, 3) of every shape (views, reused)."""
+        t = self.table
+        shape_poses(
+            t.si, t.sf, t.local_R, t.local_p, R_world, p_world, self._Rw, self._pw, self._bc,
+            False,
+        )  # fmt: skip
+        return self._Rw, self._pw
+
+    def detect(self, R_world: np.ndarray, p_world: np.ndarray) -> Contacts:
+        """All contacts for body poses ``R_world`` (nb, 3, 3), ``p_world`` (nb, 3) (as
+        filled by :func:`mbsim.simcore.kinematics.forward_kinematics`)."""
+        Rw, pw = self.shape_poses(R_world, p_world)
+        pairs = self._broad.candidates(Rw, pw)
+        while True:
+            nc, nfcl = narrowphase(
+                pairs, self.allowed, self._fpack, self._ipack, self._offs, Rw, pw, self._bc,
+                self.ground, self._params, self._buf, self._keys, self._out_i, self._out_f,
+                self._fcl_pairs,
+            )  # fmt: skip
+            if nc <= self._out_i.shape[0] and nfcl <= self._fcl_pairs.shape[0]:
+                break
+            self._grow(2 * max(nc, nfcl, self._out_i.shape[0]))
+        if nfcl:
+            nc = self._fcl_contacts(nfcl, nc, Rw, pw)
+        ints, vecs, gap = finish(
+            self._out_i, self._out_f, nc, self._ipack, self._offs, self.n_shapes, R_world, p_world
+        )
+        return Contacts(
+            ints[0], ints[1], ints[2], ints[3], vecs[0], vecs[1], vecs[2], vecs[3], vecs[4], gap,
+            ints[4], ints[5],
+        )  # fmt: skip
+
+    def _fcl_contacts(self, nfcl: int, nc: int, Rw, pw) -> int:
+        """Run FCL on the pairs the kernels handed over; appends rows, returns the count."""
+        chosen = np.empty(self.cap, dtype=np.int64)
+        pairs = {(int(a), int(b), bool(c)) for a, b, c in self._fcl_pairs[:nfcl]}
+        for ga, gb, collide_only in sorted(pairs):
+            count = self._fcl.pair(ga, gb, Rw, pw, self._buf, self._keys, collide_only)
+            m = reduce_manifold(self._buf, self._keys, count, self.cap, chosen)
+            if nc + m > self._out_i.shape[0]:
+                self._out_i = np.concatenate(
+                    [self._out_i[:nc], np.zeros((nc + 2 * m, 3), np.int64)]
+                )
+                self._out_f = np.concatenate([self._out_f[:nc], np.zeros((nc + 2 * m, 10))])
+            for c in chosen[:m]:
+                self._out_i[nc] = (ga, gb, self._keys[c])
+                self._out_f[nc] = self._buf[c]
+                nc += 1
+        return nc
+
+    def describe(self, contacts: Contacts, i: int) -> str:
+        """One line naming contact i's links, shape kinds and gap (for messages)."""
+        a, b = int(contacts.geom_a[i]), int(contacts.geom_b[i])
+        return (
+            f"{self.links[a]} ({self._kind(a)}) - {self.links[b]} ({self._kind(b)}): "
+            f"gap {contacts.gap[i]:.6g} m"
+        )
+
+    def _kind(self, g: int) -> str:
+        return "half-space" if g >= self.table.n else KIND_NAMES[self.records[g].kind]

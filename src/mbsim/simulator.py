@@ -1,0 +1,344 @@
+"""mbsim.Simulator: a scenario made runnable -- model, collision scene, stepper and recording.
+
+    sim = Simulator(load_scenario("scene.toml"))
+    summary = sim.run(writer)          # or: for _ in range(n): sim.step()
+
+The simulator owns the state (q, v, t), calls the stepper (simcore/stepper.py) once per step,
+turns each step's contacts into events (contact begin/end by the collision module's stable
+(pair, feature) identity, impacts, stick/slip transitions) and hands recorded steps to a
+:class:`~mbsim.io.results.ResultsWriter`.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mbsim.collision.scene import CollisionScene
+from mbsim.errors import MbsimError
+from mbsim.io.scenario import build_scenario_model
+from mbsim.simcore.data import Data
+from mbsim.simcore.dynamics import energy
+from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
+from mbsim.simcore.model import FREE
+from mbsim.simcore.stepper import OSStepper, StepOptions
+
+
+def dof_index(model, tree: int, name: str, names: tuple[str, ...], first) -> int:
+    """Index into q (``names=model.q_names``, ``first=model.qi``) or v of coordinate ``name`` of
+    tree ``tree``; KeyError if that tree has none."""
+    for i in range(model.nb):
+        if model.tree_of[i] != tree:
+            continue
+        start = first[i]
+        count = model.nqj[i] if names is model.q_names else model.nvj[i]
+        for k in range(start, start + count):
+            if names[k] == name:
+                return k
+    raise KeyError(name)
+
+
+@dataclass
+class RunSummary:
+    """What a run did (for the CLI's summary and --json)."""
+
+    steps: int = 0
+    sim_time: float = 0.0
+    wall_seconds: float = 0.0
+    events: dict = field(default_factory=dict)
+    max_penetration: float = 0.0
+    worst_lcp_residual: float = 0.0
+    energy_gains: int = 0
+    status: str = "complete"
+    message: str = ""
+
+    @property
+    def real_time_factor(self) -> float:
+        return self.sim_time / self.wall_seconds if self.wall_seconds > 0 else float("inf")
+
+    def as_dict(self) -> dict:
+        return {
+            "status": self.status,
+            "message": self.message,
+            "steps": self.steps,
+            "simulated_seconds": self.sim_time,
+            "wall_seconds": self.wall_seconds,
+            "steps_per_second": self.steps / self.wall_seconds if self.wall_seconds else None,
+            "real_time_factor": self.real_time_factor,
+            "events": dict(self.events),
+            "max_penetration_m": self.max_penetration,
+            "worst_lcp_residual": self.worst_lcp_residual,
+            "impacts_gaining_energy": self.energy_gains,
+        }
+
+
+class Simulator:
+    """A runnable scenario. See the module docstring."""
+
+    def __init__(self, scenario):
+        # loads every URDF, builds the forest and checks the scenario's names against it
+        self.model, _, sc = build_scenario_model(scenario)
+        self.scenario = sc
+        m = self.model
+        c = sc.contact
+        srdfs = [r.srdf for r in sc.robots if r.srdf is not None]
+        if c.srdf is not None:
+            srdfs.append(c.srdf)
+        self.scene = CollisionScene.from_model(
+            m,
+            floor=c.floor,
+            margin=c.margin,
+            self_collision=c.self_collision,
+            disabled_pairs=[(_link(a), _link(b)) for a, b in c.disabled_pairs],
+            srdf=srdfs or None,
+        )
+        self._pair_mu_eps = {}
+        for p in c.pairs:
+            mu = p.mu if p.mu is not None else c.mu
+            eps = p.restitution if p.restitution is not None else c.restitution
+            val = (mu, eps)
+            self._pair_mu_eps[(_link(p.a), _link(p.b))] = val
+            self._pair_mu_eps[(_link(p.b), _link(p.a))] = val
+        self.options = StepOptions(
+            dt=sc.simulation.dt,
+            nf=c.friction_directions,
+            mu=c.mu,
+            restitution=c.restitution,
+            solver=sc.simulation.solver,
+            formulation=sc.simulation.formulation,
+            pair_params_fn=self._contact_params if self._pair_mu_eps else None,
+        )
+        self._torque_const, self._pd = self._controls()
+        self.stepper = OSStepper(
+            m, self.scene, self.options, torque=self._torque if self._has_torque else None
+        )
+        self.data = Data(m)
+        self.q, self.v = self._initial_state()
+        self.t = 0.0
+        self.step_index = 0
+        self._active: dict = {}
+        self.lint = list(m.lint) + list(self.scene.notes)
+
+    # ------------------------------------------------------------------ set-up
+    def _robot_trees(self):
+        """(tree index, Robot) pairs: robots are the first trees of the model, in order."""
+        return enumerate(self.scenario.robots)
+
+    def _initial_state(self):
+        m = self.model
+        q = m.neutral_q()
+        v = np.zeros(m.nv)
+        for tree, r in self._robot_trees():
+            for name, value in r.q0.items():
+                q[self._index(tree, r, name, "q")] = value
+            for name, value in r.v0.items():
+                v[self._index(tree, r, name, "v")] = value
+        for i in range(m.nb):
+            if m.jtype[i] == FREE:
+                quat = q[m.qi[i] + 3 : m.qi[i] + 7]
+                n = np.linalg.norm(quat)
+                if not n > 0:
+                    raise MbsimError(
+                        f"robot '{self.model.tree_names[m.tree_of[i]]}': the initial quaternion "
+                        f"of joint '{m.joint_names[i]}' is zero"
+                    )
+                q[m.qi[i] + 3 : m.qi[i] + 7] = quat / n
+        return q, v
+
+    def _index(self, tree, robot, name, kind):
+        m = self.model
+        names, first = (m.q_names, m.qi) if kind == "q" else (m.v_names, m.vi)
+        try:
+            return dof_index(m, tree, name, names, first)
+        except KeyError:
+            where = self.scenario.source or robot.urdf
+            raise MbsimError(
+                f"{where}: robot.{robot.name}.{kind}0 names '{name}', which is not a "
+                f"{'coordinate' if kind == 'q' else 'velocity'} of {robot.urdf.name}"
+            ) from None
+
+    def _controls(self):
+        m = self.model
+        tau = np.zeros(m.nv)
+        pd = []
+        for tree, r in self._robot_trees():
+            for name, value in r.torque.items():
+                tau[self._index(tree, r, name, "v")] += value
+            for name, gain in r.pd.items():
+                qi = self._index(tree, r, name, "q")
+                vi = self._index(tree, r, name, "v")
+                pd.append((qi, vi, gain.target, gain.kp, gain.kd))
+        self._has_torque = bool(np.any(tau) or pd)
+        return tau, pd
+
+    def _torque(self, t, q, v):
+        tau = self._torque_const.copy()
+        for qi, vi, target, kp, kd in self._pd:
+            tau[vi] += kp * (target - q[qi]) - kd * v[vi]
+        return tau
+
+    def _contact_params(self, contacts):
+        links = self.scene.links
+        mu = np.full(len(contacts.gap), self.options.mu)
+        eps = np.full(len(contacts.gap), self.options.restitution)
+        for i in range(len(contacts.gap)):
+            key = (links[contacts.geom_a[i]], links[contacts.geom_b[i]])
+            if key in self._pair_mu_eps:
+                mu[i], eps[i] = self._pair_mu_eps[key]
+        return mu, eps
+
+    # ------------------------------------------------------------------ stepping
+    def step(self):
+        """Advance one step; returns the stepper's report."""
+        q, v, report = self.stepper.step(self.q, self.v, self.t)
+        self.q, self.v = q, v
+        self.t = (self.step_index + 1) * self.options.dt
+        self.step_index += 1
+        return report
+
+    def energy(self) -> np.ndarray:
+        """[kinetic, potential, total] (J) of the current state."""
+        forward_kinematics(self.model, self.data, self.q, self.v)
+        return energy(self.model, self.data)
+
+    def body_poses(self) -> np.ndarray:
+        """(nb, 7) [x y z qw qx qy qz] of every body (current state; call after energy())."""
+        out = np.empty((self.model.nb, 7))
+        body_poses_kernel(self.data.R_world, self.data.p_world, out)
+        return out
+
+    def events_of(self, report) -> dict:
+        """Event columns (dict of arrays) for the step just taken: contact_begin/contact_end by
+        contact identity, impacts, and stick/slip transitions of persisting contacts."""
+        c = report.contacts
+        rows = []
+        now = {}
+        if c is not None and len(c.gap):
+            keys = list(zip(c.pair_id.tolist(), c.feature_key.tolist(), strict=True))
+            for i, key in enumerate(keys):
+                sliding = bool(report.sliding[i]) if len(report.sliding) else False
+                now[key] = (i, sliding)
+                if key not in self._active:
+                    rows.append(("contact_begin", i))
+                elif self._active[key][1] != sliding:
+                    rows.append(("slip" if sliding else "stick", i))
+            for imp in report.impacts:
+                rows.append(("impact", imp.index, imp))
+        ended = [k for k in self._active if k not in now]
+        self._active_prev, self._active = self._active, now
+        return rows, ended
+
+    def run(
+        self, writer=None, progress=None, record_every: int | None = None, should_stop=None
+    ) -> RunSummary:
+        """Run the scenario to its duration. ``writer``: a ResultsWriter (or None);
+        ``progress(step, n_steps, t, n_contacts)`` is called about every 50 ms of wall time;
+        ``should_stop()`` is polled between steps and ends the run early with status
+        ``interrupted`` (a signal handler sets it, so no step or write is cut in half).
+        Raises SimulationError on divergence/LCP failure (the caller records the status)."""
+        sc = self.scenario
+        n_steps = sc.simulation.n_steps
+        every = record_every or sc.output.record_every
+        summary = RunSummary()
+        t_wall = _time.perf_counter()
+        last_progress = 0.0
+        self._record(writer, None, summary, every)
+        for _ in range(n_steps):
+            if should_stop is not None and should_stop():
+                summary.status = "interrupted"
+                summary.message = "interrupted by the user (Ctrl-C or SIGTERM)"
+                break
+            report = self.step()
+            summary.steps += 1
+            summary.max_penetration = max(summary.max_penetration, report.max_penetration)
+            summary.worst_lcp_residual = max(summary.worst_lcp_residual, report.lcp_residual)
+            summary.energy_gains += sum(
+                1 for i in report.impacts if i.energy_after > i.energy_before
+            )
+            self._record(writer, report, summary, every)
+            if progress is not None:
+                now = _time.perf_counter()
+                if now - last_progress > 0.05:
+                    progress(self.step_index, n_steps, self.t, report.n_contacts)
+                    last_progress = now
+        summary.sim_time = self.t
+        summary.wall_seconds = _time.perf_counter() - t_wall
+        return summary
+
+    def _record(self, writer, report, summary, every):
+        k = self.step_index
+        if report is not None:
+            rows, ended = self.events_of(report)
+            for row in rows:
+                summary.events[row[0]] = summary.events.get(row[0], 0) + 1
+            summary.events["contact_end"] = summary.events.get("contact_end", 0) + len(ended)
+            if writer is not None:
+                self._write_events(writer, report, rows, ended)
+        if writer is None or k % every:
+            return
+        e = self.energy()
+        pose = self.body_poses() if sc_body_poses(self.scenario) else None
+        writer.append_state(self.t, self.q, self.v, e, body_pose=pose, step=k)
+        if report is None:
+            writer.append_diagnostics(time=self.t, step=k)
+            return
+        writer.append_diagnostics(
+            time=self.t,
+            step=k,
+            lcp_size=report.lcp_size,
+            lcp_pivots=report.lcp_pivots,
+            lcp_residual=report.lcp_residual,
+            n_contacts=report.n_contacts,
+            max_penetration=report.max_penetration,
+            step_seconds=report.step_seconds,
+            solver=report.solver or "none",
+        )
+        c = report.contacts
+        if c is not None and len(c.gap):
+            writer.append_contacts(
+                time=self.t, step=k, body_a=c.body_a, body_b=c.body_b,
+                point=0.5 * (c.point_a + c.point_b), normal=c.normal,
+                normal_impulse=report.normal_impulse, tangent_impulse=report.tangent_impulse,
+                normal_velocity_before=np.nan, normal_velocity_after=np.nan, gap=c.gap,
+            )  # fmt: skip
+
+    def _write_events(self, writer, report, rows, ended):
+        c = report.contacts
+        k = self.step_index
+        for row in rows:
+            kind, i = row[0], row[1]
+            imp = row[2] if kind == "impact" else None
+            writer.append_events(
+                time=self.t, step=k, kind=kind, body_a=c.body_a[i], body_b=c.body_b[i],
+                point=0.5 * (c.point_a[i] + c.point_b[i]), normal=c.normal[i],
+                normal_impulse=imp.normal_impulse if imp else report.normal_impulse[i],
+                tangent_impulse=imp.tangent_impulse if imp else report.tangent_impulse[i],
+                normal_velocity_before=imp.normal_velocity_before if imp else np.nan,
+                normal_velocity_after=imp.normal_velocity_after if imp else np.nan,
+                energy_before=imp.energy_before if imp else np.nan,
+                energy_after=imp.energy_after if imp else np.nan,
+            )  # fmt: skip
+        prev = self._active_prev
+        old = getattr(self, "_last_contacts", None)
+        for key in ended:
+            i = prev[key][0]
+            if old is None:
+                continue
+            writer.append_events(
+                time=self.t, step=k, kind="contact_end", body_a=old.body_a[i],
+                body_b=old.body_b[i], point=0.5 * (old.point_a[i] + old.point_b[i]),
+                normal=old.normal[i], normal_impulse=0.0, tangent_impulse=np.zeros(3),
+                normal_velocity_before=np.nan, normal_velocity_after=np.nan,
+            )  # fmt: skip
+        self._last_contacts = c
+
+
+def sc_body_poses(scenario) -> bool:
+    return bool(scenario.output.body_poses)
+
+
+def _link(ref: str) -> str:
+    """'tree/link' -> 'link' (the collision scene names links without their tree)."""
+    return ref.split("/", 1)[1] if "/" in ref else ref
