@@ -134,3 +134,44 @@ def test_killed_or_interrupted_run_leaves_a_readable_file(tmp_path, sig, status)
     assert len(res.time) >= 50 and np.all(np.isfinite(res.q))
     if sig == signal.SIGINT:
         assert proc.returncode == 1
+
+
+def test_dump_lcp_all_writes_replayable_problems(tmp_path):
+    """With output.dump_lcp = "all" every LCP the run solved is in /lcp_dumps; solving a
+    dumped (M, q) again gives a complementary solution equal to the recorded one."""
+    from mbsim.simcore.lcp import load_lcp, replay
+
+    urdf = tmp_path / "ball.urdf"
+    urdf.write_text(BALL)
+    out = tmp_path / "dump.h5"
+    run(
+        "run", urdf, "--base", "floating", "--floor", "--duration", "0.4", "--dt", "1e-3",
+        "--set", "robot.ball.q0.root_joint.z=0.3", "--set", "output.dump_lcp=\"all\"",
+        "--out", out, "--quiet", check_rc=0,
+    )  # fmt: skip
+    with h5py.File(out, "r") as h5:
+        names = list(h5["lcp_dumps"])
+        n_solved = int(np.count_nonzero(h5["diagnostics/lcp_size"][:]))
+        assert len(names) >= n_solved > 0
+        assert any(n.endswith("_compression") for n in names)  # the landing was an impact
+        dump = load_lcp(h5["lcp_dumps"], names[-1])
+    again = replay(dump)
+    w = dump.M @ again.z + dump.q
+    assert np.min(w) > -1e-9 and np.min(again.z) >= 0 and abs(w @ again.z) < 1e-9
+    assert np.allclose(again.z, dump.result.z, atol=1e-9)
+
+
+def test_energy_blow_up_fails_the_run_with_status_failed(tmp_path):
+    """A constant 1e5 N m torque on a 1 kg pendulum link (nothing to collide with) pumps energy
+    without bound: the run must stop with exit 1, status failed and a message naming the step
+    and the energies."""
+    out = tmp_path / "boom.h5"
+    proc = run(
+        "run", "sample:pendulum-3", "--duration", "5", "--dt", "1e-3",
+        "--set", "robot.pendulum-3.torque.joint_3=1e5", "--set", "contact.self_collision=false",
+        "--out", out, "--quiet",
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "diverged" in proc.stderr and "Traceback" not in proc.stderr
+    with h5py.File(out, "r") as h5:
+        assert h5.attrs["status"] == "failed" and "energy" in h5.attrs["message"]

@@ -22,8 +22,13 @@ from mbsim.io.scenario import build_scenario_model
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
+from mbsim.simcore.lcp import dump_lcp
 from mbsim.simcore.model import FREE
-from mbsim.simcore.stepper import OSStepper, StepOptions
+from mbsim.simcore.stepper import OSStepper, SimulationError, StepOptions
+
+#: Steps between energy divergence checks, and the allowed growth factor (see _check_energy).
+ENERGY_CHECK_EVERY = 100
+ENERGY_BLOWUP = 100.0
 
 
 def dof_index(model, tree: int, name: str, names: tuple[str, ...], first) -> int:
@@ -230,6 +235,20 @@ class Simulator:
         self._active_prev, self._active = self._active, now
         return rows, ended
 
+    def attach_lcp_dumps(self, writer) -> None:
+        """Send the LCPs ``output.dump_lcp`` asks for to ``/lcp_dumps`` in the results file
+        (replay them with ``mbsim.simcore.lcp.load_lcp`` and ``replay``)."""
+        mode = self.scenario.output.dump_lcp
+        if mode == "none" or writer is None:
+            return
+        group = writer.group("lcp_dumps")
+
+        def dump(name, M, q, res, nb, step, time):
+            dump_lcp(group, name, M, q, res, nb=nb, step=step, time=time)
+
+        self.options.dump_lcp = mode
+        self.options.dump_fn = dump
+
     def run(
         self, writer=None, progress=None, record_every: int | None = None, should_stop=None
     ) -> RunSummary:
@@ -242,9 +261,11 @@ class Simulator:
         n_steps = sc.simulation.n_steps
         every = record_every or sc.output.record_every
         summary = RunSummary()
+        self.attach_lcp_dumps(writer)
         t_wall = _time.perf_counter()
         last_progress = 0.0
         self._record(writer, None, summary, every)
+        e0 = float(self.energy()[2])
         for _ in range(n_steps):
             if should_stop is not None and should_stop():
                 summary.status = "interrupted"
@@ -258,6 +279,8 @@ class Simulator:
                 1 for i in report.impacts if i.energy_after > i.energy_before
             )
             self._record(writer, report, summary, every)
+            if self.step_index % ENERGY_CHECK_EVERY == 0:
+                self._check_energy(e0)
             if progress is not None:
                 now = _time.perf_counter()
                 if now - last_progress > 0.05:
@@ -266,6 +289,17 @@ class Simulator:
         summary.sim_time = self.t
         summary.wall_seconds = _time.perf_counter() - t_wall
         return summary
+
+    def _check_energy(self, e0: float) -> None:
+        """Divergence by energy: total energy above E0 + ENERGY_BLOWUP (|E0| + 1 J) stops the
+        run. Joint torques can add energy legitimately, so the bound is generous; a numerical
+        blow-up grows exponentially and crosses it within a few steps anyway."""
+        e = float(self.energy()[2])
+        if not e <= e0 + ENERGY_BLOWUP * (abs(e0) + 1.0):
+            raise SimulationError(
+                f"the total energy grew from {e0:.6g} J to {e:.6g} J by step {self.step_index}, "
+                f"t = {self.t:.6g} s: the simulation diverged"
+            )
 
     def _record(self, writer, report, summary, every):
         k = self.step_index

@@ -945,6 +945,12 @@ class ResultsWriter:
             self._fail(f"writing the results failed ({exc})")
         self._set_final(status, message)
 
+    def group(self, name: str) -> h5py.Group:
+        """An extra top-level group for auxiliary records (e.g. ``lcp_dumps``), created on
+        first use; its content is written directly, outside the buffered tables."""
+        self._check_open()
+        return self._file.require_group(name)
+
     def __enter__(self) -> ResultsWriter:
         return self
 

@@ -37,7 +37,7 @@ from mbsim.simcore.dynamics import aba, energy, impulse_response
 from mbsim.simcore.formulations import ContactProblem, make
 from mbsim.simcore.formulations.minimal import relative_velocity
 from mbsim.simcore.kinematics import body_velocities_kernel, integrate, node_transforms
-from mbsim.simcore.lcp import check
+from mbsim.simcore.lcp import check, should_dump
 
 
 class SimulationError(MbsimError):
@@ -71,6 +71,8 @@ class StepOptions:
     max_speed: float = 1e4
     energy_consistent_impacts: bool = False
     pair_params_fn: object = None
+    dump_lcp: str = "none"
+    dump_fn: object = None
 
 
 @dataclass
@@ -159,6 +161,11 @@ class OSStepper:
         return impulse_response(m, d, problem.node_body, problem.node_X, problem.node_impulses(F))
 
     def _accept(self, res, what: str, t: float) -> None:
+        o = self.opt
+        if o.dump_fn is not None and should_dump(o.dump_lcp, res):
+            M, q, nb = self.formulation.last_lcp
+            name = f"step_{self.step_index:09d}_{what}"
+            o.dump_fn(name, M, q, res, nb, self.step_index, t)
         reason = check(res, step=self.step_index, time=t)
         if reason is not None:
             raise SimulationError(f"{what} {reason}")

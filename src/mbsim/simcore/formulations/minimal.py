@@ -73,6 +73,7 @@ class OS:
     def solve(self, problem, v, dt, gap):
         v_free = free_velocity(problem, v, dt)
         M, q = problem.contact_rows(self.W(problem), relative_velocity(problem, v_free), gap)
+        self.last_lcp = (M, q, 0)
         res = solve_lcp(M, q, solver=problem.solver, tol_rel=problem.tol_rel)
         F = problem.impulses(res.z)
         return v_free + self.respond(problem, F), F, res
@@ -121,5 +122,6 @@ class MC(RMC):
         q = np.zeros(N + nz)
         q[:N] = -self._Mq @ v_free
         q[N : N + GD.shape[1]] = problem.gap_rows(gap)
+        self.last_lcp = (M, q, N)
         res = solve_mixed_lcp(M, q, N, solver=problem.solver, tol_rel=problem.tol_rel)
         return res.x.copy(), problem.impulses(res.z), res

@@ -187,6 +187,7 @@ class NMC:
         q[:nb6] = -(Ib @ V.ravel() + dtf.ravel())
         q[nb6 : nb6 + nh] = -rhs
         q[nb6 + nh : nb6 + nh + nk] = Db.T @ self.contact_shift + problem.gap_rows(gap)
+        self.last_lcp = (M, q, nb6 + nh)
         res = solve_mixed_lcp(M, q, nb6 + nh, solver=problem.solver, tol_rel=problem.tol_rel)
         Vp = res.x[:nb6].reshape(m.nb, 6)
         return self._joint_velocities(problem, Vp, dt, cbias), problem.impulses(res.z), res
@@ -232,6 +233,7 @@ class NMCOS(NMC):
         Vf = V_free.ravel()
         q[:nh] = self.Gb @ Vf - rhs
         q[nh : nh + nk] = Db.T @ (self.Gu @ Vf + self.contact_shift) + problem.gap_rows(gap)
+        self.last_lcp = (M, q, nh)
         res = solve_mixed_lcp(M, q, nh, solver=problem.solver, tol_rel=problem.tol_rel)
         F = problem.impulses(res.z)
         p = np.concatenate([res.x, F.ravel()])
