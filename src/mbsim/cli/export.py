@@ -19,7 +19,7 @@ import numpy as np
 import typer
 
 from mbsim.errors import MbsimError
-from mbsim.io.results import Results, load_results
+from mbsim.io.results import Results, check_output_path, load_results
 
 FORMATS = ("csv", "npz")
 WHATS = ("trajectory", "events", "contacts", "diagnostics")
@@ -60,16 +60,7 @@ def export(
 
 def check_output(path: Path, force: bool) -> None:
     """Refuse an output path that cannot or must not be written, naming it (exit 2)."""
-    p = Path(os.path.abspath(path))
-    if p.is_dir():
-        raise MbsimError(f"{p}: is a directory; give a file name.")
-    if p.exists() and not force:
-        raise MbsimError(f"{p}: already exists; use --force to overwrite it.")
-    folder = p.parent
-    if not folder.is_dir():
-        raise MbsimError(f"{p}: the folder {folder} does not exist.")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise MbsimError(f"{p}: the folder {folder} is not writable.")
+    check_output_path(path, force)
 
 
 def write_atomic(path: Path, write: Callable[[io.BufferedWriter], None]) -> None:

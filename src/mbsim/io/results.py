@@ -500,6 +500,23 @@ def _column(name: str, value: object, dtype, shape: tuple[int, ...], n: int) -> 
         ) from None
 
 
+def check_output_path(path: str | os.PathLike[str], force: bool) -> None:
+    """Refuse an output file that cannot or must not be written, naming it: a directory, an
+    existing file without ``force``, a missing or unwritable folder (ResultsError)."""
+    p = Path(os.path.abspath(os.fspath(path)))
+    if p.is_dir():
+        raise ResultsError(f"{p}: is a directory; give a file name.")
+    if p.exists() and not force:
+        raise ResultsError(f"{p}: already exists; use --force to overwrite it.")
+    folder = p.parent
+    if not folder.exists():
+        raise ResultsError(f"{p}: the folder {folder} does not exist.")
+    if not folder.is_dir():
+        raise ResultsError(f"{p}: {folder} is not a folder.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ResultsError(f"{p}: the folder {folder} is not writable.")
+
+
 class ResultsWriter:
     """Stream a run into an HDF5 results file (schema version 1; see the module docstring).
 
@@ -599,18 +616,7 @@ class ResultsWriter:
     # ----------------------------------------------------------------- set-up
 
     def _check_target(self, force: bool) -> None:
-        p = self.path
-        if p.is_dir():
-            raise ResultsError(f"{p}: is a directory; give a file name for the results.")
-        if p.exists() and not force:
-            raise ResultsError(f"{p}: already exists; use --force to overwrite it.")
-        folder = p.parent
-        if not folder.exists():
-            raise ResultsError(f"{p}: the folder {folder} does not exist.")
-        if not folder.is_dir():
-            raise ResultsError(f"{p}: {folder} is not a folder.")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise ResultsError(f"{p}: the folder {folder} is not writable.")
+        check_output_path(self.path, force)
 
     def _check_space(self, needed: int) -> None:
         free = _free_bytes(str(self.path.parent))
