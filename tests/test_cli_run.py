@@ -19,7 +19,7 @@ import h5py
 import numpy as np
 import pytest
 
-from mbsim.io.results import load_results
+from mbsim.io.results import EVENT_KINDS, load_results
 
 MBSIM = Path(sys.executable).with_name("mbsim")
 SAMPLES = Path(__file__).parents[1] / "src" / "mbsim" / "sample_robots"
@@ -175,3 +175,24 @@ def test_energy_blow_up_fails_the_run_with_status_failed(tmp_path):
     assert "diverged" in proc.stderr and "Traceback" not in proc.stderr
     with h5py.File(out, "r") as h5:
         assert h5.attrs["status"] == "failed" and "energy" in h5.attrs["message"]
+
+
+def test_bouncing_ball_events_pair_begin_with_end(tmp_path):
+    """Restitution 0.8: each landing is a contact_begin (and an impact) and each lift-off a
+    contact_end with the floor's normal +z; the ball is in the air at the end (t = 0.9 s is
+    between bounces: the second apex is 0.39 * 0.64^2 m up), so begins == ends."""
+    urdf = tmp_path / "ball.urdf"
+    urdf.write_text(BALL)
+    out = tmp_path / "bounce.h5"
+    run(
+        "run", urdf, "--base", "floating", "--floor", "--duration", "0.9", "--dt", "1e-4",
+        "--restitution", "0.8", "--set", "robot.ball.q0.root_joint.z=0.5", "--out", out,
+        "--quiet", check_rc=0,
+    )  # fmt: skip
+    res = load_results(out)
+    kinds = np.asarray(res.events["kind"])
+    begin = kinds == EVENT_KINDS.index("contact_begin")
+    end = kinds == EVENT_KINDS.index("contact_end")
+    assert begin.sum() >= 1 and begin.sum() == end.sum()
+    assert np.allclose(np.asarray(res.events["normal"])[end], [0.0, 0.0, 1.0])
+    assert np.all(np.asarray(res.events["body_b"])[end] == -1)

@@ -123,7 +123,8 @@ class Simulator:
         self.q, self.v = self._initial_state()
         self.t = 0.0
         self.step_index = 0
-        self._active: dict = {}
+        self._active: dict = {}  # contact identity -> (index, sliding) at the last step
+        self._prev_contacts = None
         self.lint = list(m.lint) + list(self.scene.notes)
 
     # ------------------------------------------------------------------ set-up
@@ -214,9 +215,10 @@ class Simulator:
         body_poses_kernel(self.data.R_world, self.data.p_world, out)
         return out
 
-    def events_of(self, report) -> dict:
-        """Event columns (dict of arrays) for the step just taken: contact_begin/contact_end by
-        contact identity, impacts, and stick/slip transitions of persisting contacts."""
+    def events_of(self, report) -> tuple[list, list]:
+        """Events of the step just taken: ``rows`` of (kind, contact index[, impact]) for
+        contact_begin (by contact identity), stick/slip transitions of persisting contacts and
+        impacts, and ``ended``: (previous step's contacts, index) of every contact that ended."""
         c = report.contacts
         rows = []
         now = {}
@@ -231,8 +233,9 @@ class Simulator:
                     rows.append(("slip" if sliding else "stick", i))
             for imp in report.impacts:
                 rows.append(("impact", imp.index, imp))
-        ended = [k for k in self._active if k not in now]
-        self._active_prev, self._active = self._active, now
+        prev = self._prev_contacts
+        ended = [(prev, i) for key, (i, _) in self._active.items() if key not in now]
+        self._active, self._prev_contacts = now, c
         return rows, ended
 
     def attach_lcp_dumps(self, writer) -> None:
@@ -313,7 +316,7 @@ class Simulator:
         if writer is None or k % every:
             return
         e = self.energy()
-        pose = self.body_poses() if sc_body_poses(self.scenario) else None
+        pose = self.body_poses() if self.scenario.output.body_poses else None
         writer.append_state(self.t, self.q, self.v, e, body_pose=pose, step=k)
         if report is None:
             writer.append_diagnostics(time=self.t, step=k)
@@ -354,23 +357,13 @@ class Simulator:
                 energy_before=imp.energy_before if imp else np.nan,
                 energy_after=imp.energy_after if imp else np.nan,
             )  # fmt: skip
-        prev = self._active_prev
-        old = getattr(self, "_last_contacts", None)
-        for key in ended:
-            i = prev[key][0]
-            if old is None:
-                continue
+        for old, i in ended:
             writer.append_events(
                 time=self.t, step=k, kind="contact_end", body_a=old.body_a[i],
                 body_b=old.body_b[i], point=0.5 * (old.point_a[i] + old.point_b[i]),
                 normal=old.normal[i], normal_impulse=0.0, tangent_impulse=np.zeros(3),
                 normal_velocity_before=np.nan, normal_velocity_after=np.nan,
             )  # fmt: skip
-        self._last_contacts = c
-
-
-def sc_body_poses(scenario) -> bool:
-    return bool(scenario.output.body_poses)
 
 
 def _link(ref: str) -> str:
