@@ -251,6 +251,7 @@ def test_layout_is_plain_h5py_readable(tmp_path: Path):
                 "lcp_residual",
                 "n_contacts",
                 "max_penetration",
+                "constraint_error",
                 "step_seconds",
                 "solver",
             },  # fmt: skip

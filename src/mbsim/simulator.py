@@ -19,12 +19,13 @@ import numpy as np
 from mbsim.collision.scene import CollisionScene
 from mbsim.errors import MbsimError
 from mbsim.io.scenario import build_scenario_model
+from mbsim.simcore.bilateral import Bilateral, closures_from_scenario
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
 from mbsim.simcore.model import FREE
-from mbsim.simcore.stepper import OSStepper, SimulationError, StepOptions
+from mbsim.simcore.stepper import OSStepper, SimulationError, StepOptions, rk4_friction_message
 
 #: Steps between energy divergence checks, and the allowed growth factor (see _check_energy).
 ENERGY_CHECK_EVERY = 100
@@ -54,6 +55,7 @@ class RunSummary:
     wall_seconds: float = 0.0
     events: dict = field(default_factory=dict)
     max_penetration: float = 0.0
+    max_constraint_error: float = 0.0
     worst_lcp_residual: float = 0.0
     energy_gains: int = 0
     status: str = "complete"
@@ -74,6 +76,7 @@ class RunSummary:
             "real_time_factor": self.real_time_factor,
             "events": dict(self.events),
             "max_penetration_m": self.max_penetration,
+            "max_constraint_error": self.max_constraint_error,
             "worst_lcp_residual": self.worst_lcp_residual,
             "impacts_gaining_energy": self.energy_gains,
         }
@@ -114,13 +117,23 @@ class Simulator:
             solver=sc.simulation.solver,
             formulation=sc.simulation.formulation,
             pair_params_fn=self._contact_params if self._pair_mu_eps else None,
+            delassus=sc.simulation.delassus,
+            dynamics=sc.simulation.dynamics,
+            integrator=sc.simulation.integrator,
+            gap_floor=_gap_floor(sc),
         )
+        _check_rk4(sc)
         self._torque_const, self._pd = self._controls()
-        self.stepper = OSStepper(
-            m, self.scene, self.options, torque=self._torque if self._has_torque else None
-        )
         self.data = Data(m)
         self.q, self.v = self._initial_state()
+        self.bilateral = Bilateral(m, closures_from_scenario(m, sc.closures), q0=self.q)
+        self.stepper = OSStepper(
+            m,
+            self.scene,
+            self.options,
+            torque=self._torque if self._has_torque else None,
+            bilateral=self.bilateral,
+        )
         self.t = 0.0
         self.step_index = 0
         self._active: dict = {}  # contact identity -> (index, sliding) at the last step
@@ -277,6 +290,9 @@ class Simulator:
             report = self.step()
             summary.steps += 1
             summary.max_penetration = max(summary.max_penetration, report.max_penetration)
+            summary.max_constraint_error = max(
+                summary.max_constraint_error, report.constraint_error
+            )
             summary.worst_lcp_residual = max(summary.worst_lcp_residual, report.lcp_residual)
             summary.energy_gains += sum(
                 1 for i in report.impacts if i.energy_after > i.energy_before
@@ -329,6 +345,7 @@ class Simulator:
             lcp_residual=report.lcp_residual,
             n_contacts=report.n_contacts,
             max_penetration=report.max_penetration,
+            constraint_error=report.constraint_error,
             step_seconds=report.step_seconds,
             solver=report.solver or "none",
         )
@@ -364,6 +381,34 @@ class Simulator:
                 normal=old.normal[i], normal_impulse=0.0, tangent_impulse=np.zeros(3),
                 normal_velocity_before=np.nan, normal_velocity_after=np.nan,
             )  # fmt: skip
+
+
+#: Default g_Neps (m) with integrator = "rk4": 001 Sec. 4.1 caps the penetration the LCP may
+#: correct at the order of the first-order scheme's own penetration error, 1e-5 m there.
+RK4_GAP_FLOOR = -1e-5
+
+
+def _gap_floor(sc):
+    """contact.gap_floor, or the rk4 default; None = the Euler stepper's stabilisation rule."""
+    if sc.contact.gap_floor is not None:
+        return sc.contact.gap_floor
+    return RK4_GAP_FLOOR if sc.simulation.integrator == "rk4" else None
+
+
+def _check_rk4(sc) -> None:
+    """Refuse rk4 with friction anywhere (001 Sec. 4.1), naming the scenario key."""
+    if sc.simulation.integrator != "rk4":
+        return
+    where = sc.source or "the scenario"
+    if sc.contact.mu > 0.0:
+        raise MbsimError(
+            f"{where}: contact.mu = {sc.contact.mu:g}: {rk4_friction_message(sc.contact.mu)}"
+        )
+    for i, p in enumerate(sc.contact.pairs):
+        if p.mu is not None and p.mu > 0.0:
+            raise MbsimError(
+                f"{where}: contact.pairs.{i}.mu = {p.mu:g}: {rk4_friction_message(p.mu)}"
+            )
 
 
 def _link(ref: str) -> str:

@@ -244,6 +244,13 @@ def _diagnostic_cols() -> list[_Col]:
         _Col("lcp_residual", np.float64, (), "mixed", "complementarity residual of the solution"),
         _Col("n_contacts", np.int32, (), "1", "active contacts in the step"),
         _Col("max_penetration", np.float64, (), "m", "deepest penetration (0 if none)"),
+        _Col(
+            "constraint_error",
+            np.float64,
+            (),
+            "m or rad",
+            "largest loop-closure or mimic-joint position error at the step start (0 if none)",
+        ),
         _Col("step_seconds", np.float64, (), "s", "wall-clock time spent on the step"),
         _Col(
             "solver",
@@ -832,6 +839,7 @@ class ResultsWriter:
         lcp_residual: float = 0.0,
         n_contacts: int = 0,
         max_penetration: float = 0.0,
+        constraint_error: float = 0.0,
         step_seconds: float = float("nan"),
         solver: str | int = "none",
     ) -> None:
@@ -855,6 +863,7 @@ class ResultsWriter:
                 "lcp_residual": float(lcp_residual),
                 "n_contacts": int(n_contacts),
                 "max_penetration": float(max_penetration),
+                "constraint_error": float(constraint_error),
                 "step_seconds": float(step_seconds),
                 "solver": code,
             }

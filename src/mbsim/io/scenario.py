@@ -145,6 +145,7 @@ _CONTACT_DEFAULTS: dict[str, Any] = {
     "disabled_pairs": [],
     "srdf": "",
     "pairs": [],
+    "gap_floor": None,  # absent: the stepper's rule (see docs/scenario-format.md)
 }
 _OUTPUT_DEFAULTS: dict[str, Any] = {
     "path": None,  # <scenario stem>.h5 in the current directory
@@ -283,6 +284,7 @@ class Contact:
     disabled_pairs: tuple[tuple[str, str], ...] = ()
     srdf: Path | None = None
     pairs: tuple[PairOverride, ...] = ()
+    gap_floor: float | None = None
 
 
 @dataclass(frozen=True)
@@ -1012,6 +1014,11 @@ def _contact(ctx: _Ctx, value: object) -> Contact:
         disabled_pairs=tuple(disabled),
         srdf=_file(ctx, (*path, "srdf"), srdf, "SRDF") if srdf else None,
         pairs=tuple(pairs),
+        gap_floor=(
+            None
+            if t["gap_floor"] is None
+            else _float(ctx, (*path, "gap_floor"), t["gap_floor"], le=0.0)
+        ),
     )
 
 
@@ -1124,6 +1131,8 @@ def _to_raw(s: Scenario) -> dict:
         "srdf": str(c.srdf) if c.srdf is not None else "",
         "pairs": pairs,
     }
+    if c.gap_floor is not None:
+        raw["contact"]["gap_floor"] = c.gap_floor
     if s.closures:
         raw["closure"] = []
         for cl in s.closures:

@@ -33,11 +33,23 @@ import numpy as np
 
 from mbsim.errors import MbsimError
 from mbsim.simcore.data import Data
-from mbsim.simcore.dynamics import aba, energy, impulse_response
+from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.formulations import ContactProblem, make
 from mbsim.simcore.formulations.minimal import relative_velocity
+from mbsim.simcore.forward import make_dynamics
 from mbsim.simcore.kinematics import body_velocities_kernel, integrate, node_transforms
 from mbsim.simcore.lcp import check, should_dump
+
+INTEGRATORS = ("euler", "rk4")
+
+
+def rk4_friction_message(mu) -> str:
+    """Why rk4 is refused with friction (001 Sec. 4.1)."""
+    return (
+        f"integrator rk4 needs frictionless contact, but mu = {mu:g}: with the LCP impulses "
+        "held as constant forces over an RK4 step, Coulomb friction is no longer guaranteed "
+        'to dissipate energy (001 Sec. 4.1); use integrator = "euler" or set mu = 0'
+    )
 
 
 class SimulationError(MbsimError):
@@ -73,6 +85,10 @@ class StepOptions:
     pair_params_fn: object = None
     dump_lcp: str = "none"
     dump_fn: object = None
+    delassus: str = "upsilon"
+    dynamics: str = "aba"
+    integrator: str = "euler"
+    gap_floor: float | None = None
 
 
 @dataclass
@@ -92,6 +108,12 @@ class StepReport:
     impacts: list = field(default_factory=list)
     step_seconds: float = 0.0
     v_new: np.ndarray | None = None
+    #: velocity the step's LCP started from: v, or the velocity after the step's impacts
+    v_start: np.ndarray | None = None
+    #: largest loop-closure / mimic position error at the start of the step (m or rad)
+    constraint_error: float = 0.0
+    #: bilateral rows dropped as redundant this step (bilateral.independent_rows)
+    redundant_rows: int = 0
 
 
 @dataclass
@@ -122,7 +144,7 @@ def _no_contacts():
 class OSStepper:
     """Advances (q, v) by one step with the OS formulation; see the module docstring."""
 
-    def __init__(self, model, collision, options: StepOptions, torque=None):
+    def __init__(self, model, collision, options: StepOptions, torque=None, bilateral=None):
         if options.dt <= 0:
             raise MbsimError(f"time step dt={options.dt} must be positive")
         self.model = model
@@ -130,9 +152,19 @@ class OSStepper:
         self.collision = collision
         self.opt = options
         self.torque = torque
+        #: loop closures and mimic joints (simcore/bilateral.py), or None
+        self.bilateral = bilateral if bilateral else None
         self.body_vel = np.zeros((model.nb, 6))
         self.step_index = 0
-        self.formulation = make(options.formulation)
+        self.formulation = make(options.formulation, delassus=options.delassus)
+        self.dynamics = make_dynamics(options.dynamics, model)
+        if options.integrator not in INTEGRATORS:
+            raise MbsimError(
+                f"unknown integrator {options.integrator!r}; expected one of "
+                f"{', '.join(INTEGRATORS)}"
+            )
+        if options.integrator == "rk4" and (options.mu > 0.0 or options.pair_params_fn):
+            raise MbsimError(rk4_friction_message(options.mu))
 
     # ------------------------------------------------------------------ helpers
     def _pair_params(self, contacts):
@@ -156,9 +188,10 @@ class OSStepper:
         return float(energy(m, d, self.body_vel)[0])
 
     def _respond(self, problem, F) -> np.ndarray:
-        """M^-1 J^T Q_u^T F for explicit contact impulses F, by the O(N) impulse response."""
-        m, d = self.model, self.data
-        return impulse_response(m, d, problem.node_body, problem.node_X, problem.node_impulses(F))
+        """M^-1 J^T Q_u^T F for explicit contact impulses F (O(N) on the ABA path)."""
+        return self.dynamics.respond(
+            self.data, problem.node_body, problem.node_X, problem.node_impulses(F)
+        )
 
     def _accept(self, res, what: str, t: float) -> None:
         o = self.opt
@@ -170,26 +203,70 @@ class OSStepper:
         if reason is not None:
             raise SimulationError(f"{what} {reason}")
 
+    def _joint_forces(self, t, q, v) -> np.ndarray:
+        """Applied joint forces: URDF damping and the scenario's torques (N m or N)."""
+        tau = -self.model.damping * v
+        if self.torque is not None:
+            tau = tau + self.torque(t, q, v)
+        return tau
+
+    def _rk4(self, q, v_start, tau_c, t):
+        """Advance with classical RK4 holding the step's constraint impulses as constant joint
+        forces ``tau_c`` (001 Sec. 4.1, F_c = I_c / dt): the Euler step's
+        v+ = v_s + dt M^-1 (tau - C(q, v_s)) + M^-1 h gives h / dt = RNEA(q, v_s, (v+ - v_s)/dt)
+        - tau, the generalized force of every contact and bilateral impulse; v_s is the
+        velocity after any impact of the step (the impulsive jump is kept as it is). Stages on
+        free joints compose q with the stage velocity (kinematics.integrate). The held force
+        makes the scheme first order across a contact event and fourth order between them.
+        """
+        m, d, dt = self.model, self.data, self.opt.dt
+
+        def accel(ts, qs, vs):
+            return self.dynamics.accel(d, qs, vs, self._joint_forces(ts, qs, vs) + tau_c)
+
+        h = 0.5 * dt
+        k1v, k1a = v_start, accel(t, q, v_start)
+        q2 = integrate(m, q, k1v, h)
+        k2v = v_start + h * k1a
+        k2a = accel(t + h, q2, k2v)
+        q3 = integrate(m, q, k2v, h)
+        k3v = v_start + h * k2a
+        k3a = accel(t + h, q3, k3v)
+        q4 = integrate(m, q, k3v, dt)
+        k4v = v_start + dt * k3a
+        k4a = accel(t + dt, q4, k4v)
+        v_avg = (k1v + 2.0 * k2v + 2.0 * k3v + k4v) / 6.0
+        v_new = v_start + dt * (k1a + 2.0 * k2a + 2.0 * k3a + k4a) / 6.0
+        return integrate(m, q, v_avg, dt), v_new
+
     # ------------------------------------------------------------------ the step
     def step(self, q: np.ndarray, v: np.ndarray, t: float):
         """Return (q+, v+, StepReport) for one step of length dt starting at time t."""
         t0 = _time.perf_counter()
         m, d, o = self.model, self.data, self.opt
         dt = o.dt
-        tau = -m.damping * v
-        if self.torque is not None:
-            tau = tau + self.torque(t, q, v)
-        qdd = aba(m, d, q, v, tau).copy()
+        tau = self._joint_forces(t, q, v)
+        qdd = self.dynamics.accel(d, q, v, tau)
         report = StepReport()
         c = self.collision.detect(d.R_world, d.p_world) if self.collision is not None else None
         nu = 0 if c is None else len(c.gap)
         v_new = v + dt * qdd
-        if nu or self.formulation.always_solves:
+        v_start = v
+        tau_c = np.zeros(m.nv)
+        if nu or self.formulation.always_solves or self.bilateral is not None:
             if c is None:
                 c = _no_contacts()
             report = self._contact_step(q, v, tau, c, t)
             v_new = report.v_new
-        q_new = integrate(m, q, v_new, dt)
+            v_start = report.v_start
+            if o.integrator == "rk4":
+                # h / dt = RNEA(q, v_s, (v+ - v_s)/dt) - tau: the constraint impulses of the
+                # Euler step as a generalized force (see _rk4)
+                tau_c = rnea(m, d, q, v_start, (v_new - v_start) / dt) - tau
+        if o.integrator == "rk4":
+            q_new, v_new = self._rk4(q, v_start, tau_c, t)
+        else:
+            q_new = integrate(m, q, v_new, dt)
         self.step_index += 1
         if not (np.all(np.isfinite(q_new)) and np.all(np.isfinite(v_new))):
             raise SimulationError(
@@ -213,13 +290,19 @@ class OSStepper:
         dt = o.dt
         nu = len(c.gap)
         mu, eps = self._pair_params(c)
-        gap_velocity = np.where(c.gap > 0.0, c.gap, o.stabilization * c.gap) / dt
+        if o.gap_floor is None:
+            gap_velocity = np.where(c.gap > 0.0, c.gap, o.stabilization * c.gap) / dt
+        else:  # 001 Sec. 4.1: position-level gap, penetration capped at g_Neps
+            gap_velocity = np.maximum(c.gap, o.gap_floor) / dt
         problem = ContactProblem.build(
-            m, d, q, c, tau, o.nf, mu, gap_velocity, o.solver, o.lcp_tol_rel, node_transforms
-        )
+            m, d, q, c, tau, o.nf, mu, gap_velocity, o.solver, o.lcp_tol_rel, node_transforms,
+            bilateral=self.bilateral, dt=dt, dynamics=self.dynamics,
+        )  # fmt: skip
         form = self.formulation
         form.prepare(problem)
         report = StepReport(contacts=c, n_contacts=nu)
+        report.constraint_error = problem.bilateral_error
+        report.redundant_rows = problem.n_redundant
         report.max_penetration = float(max(0.0, -np.min(c.gap, initial=0.0)))
         impulse_total = np.zeros((nu, 3))
 
@@ -270,6 +353,7 @@ class OSStepper:
         v_new, F, res = form.solve(problem, v, dt, True)
         self._accept(res, "contact", t)
         report.v_new = v_new
+        report.v_start = v
         impulse_total += F
         fn = np.einsum("ij,ij->i", impulse_total, c.normal)
         report.normal_impulse = fn

@@ -11,10 +11,14 @@ from mbsim.simcore.formulations.nonminimal import NMC, NMCOS
 FORMULATIONS = {f.name: f for f in (OS, RMC, MC, NMC, NMCOS)}
 
 
-def make(name: str):
-    """A fresh formulation object by name (os, rmc, mc, nmc, nmc-os)."""
+def make(name: str, delassus: str = "upsilon"):
+    """A fresh formulation object by name (os, rmc, mc, nmc, nmc-os). ``delassus`` picks the
+    Lambda algorithm of the OS formulation (upsilon, pv-osimr, dense); the others form their
+    compliance their own way (Table 1), so it does not apply to them."""
     if name not in FORMULATIONS:
         raise ValueError(f"unknown formulation {name!r}; expected one of {', '.join(FORMULATIONS)}")
+    if name == "os":
+        return OS(delassus=delassus)
     return FORMULATIONS[name]()
 
 

@@ -62,9 +62,24 @@ class ContactProblem:
     gap_velocity: np.ndarray
     solver: str = "lemke"
     tol_rel: float = 1e-9
+    Qb: np.ndarray | None = None
+    Gm: np.ndarray | None = None
+    ub: np.ndarray | None = None
+    bilateral_error: float = 0.0
+    n_redundant: int = 0
+    bilateral: object = None
+    #: the forward-dynamics path (simcore/forward.py); the stepper sets it
+    dynamics: object = None
 
     @classmethod
-    def build(cls, model, data, q, contacts, tau, nf, mu, gap_velocity, solver, tol_rel, X_fn):
+    def build(
+        cls, model, data, q, contacts, tau, nf, mu, gap_velocity, solver, tol_rel, X_fn,
+        bilateral=None, dt=0.0, dynamics=None,
+    ):  # fmt: skip
+        """The problem of one step. ``bilateral``: a :class:`~mbsim.simcore.bilateral.
+        Bilateral` (loop closures, mimic joints) or None; its nodes follow the contact nodes,
+        its rows are reduced to an independent subset (bilateral.independent_rows) and their
+        stabilised targets use the step ``dt``."""
         c = contacts
         moving_a = c.body_a >= 0
         moving_b = c.body_b >= 0
@@ -76,10 +91,66 @@ class ContactProblem:
         na = int(np.count_nonzero(moving_a))
         ia[moving_a] = np.arange(na)
         ib[moving_b] = na + np.arange(len(node_body) - na)
-        return cls(
-            model, data, q, c, tau, node_body, node_point, X_fn(data, node_body, node_point), ia,
-            ib, friction_matrix(c.normal, nf), mu, gap_velocity, solver, tol_rel,
+        extra = {}
+        if bilateral:
+            rows = bilateral.rows(data, q)
+            n_contact_nodes = len(node_body)
+            node_body = np.concatenate([node_body, rows.node_body]).astype(np.int64)
+            node_point = np.concatenate([node_point, rows.node_point])
+            extra = dict(rows=rows, offset=n_contact_nodes)
+        node_X = X_fn(data, node_body, node_point)
+        problem = cls(
+            model, data, q, c, tau, node_body, node_point, node_X, ia, ib,
+            friction_matrix(c.normal, nf), mu, gap_velocity, solver, tol_rel,
         )  # fmt: skip
+        if dynamics is None:
+            from mbsim.simcore.forward import AbaDynamics
+
+            dynamics = AbaDynamics(model)
+        problem.dynamics = dynamics
+        if extra:
+            problem._attach_bilateral(bilateral, extra["rows"], extra["offset"], dt)
+        return problem
+
+    def _attach_bilateral(self, bilateral, rows, offset, dt) -> None:
+        """Place the bilateral rows on the full node list and keep an independent subset."""
+        from mbsim.simcore.bilateral import independent_rows
+        from mbsim.simcore.kinematics import node_jacobian
+
+        nn = len(self.node_body)
+        Q = np.zeros((rows.n, 6 * nn))
+        Q[:, 6 * offset :] = rows.Q
+        Jc = node_jacobian(self.model, self.data, rows.node_body, self.node_X[offset:])
+        keep = independent_rows(rows.Q @ Jc + rows.G)
+        self.bilateral = bilateral
+        self.Qb = Q[keep]
+        self.Gm = rows.G[keep]
+        self.ub = bilateral.target(rows.error[keep], dt)
+        self.bilateral_error = float(np.max(np.abs(rows.error), initial=0.0))
+        self.n_redundant = rows.n - len(keep)
+
+    @property
+    def nb(self) -> int:
+        """Number of (independent) bilateral rows."""
+        return 0 if self.Qb is None else self.Qb.shape[0]
+
+    def bilateral_target(self, gap: bool) -> np.ndarray:
+        """U-bar of the bilateral rows: the stabilised target in a time step (``gap``), zero
+        in an impulsive phase."""
+        return self.ub if gap and self.nb else np.zeros(self.nb)
+
+    def contact_row_matrix(self) -> np.ndarray:
+        """Q_u (3 nu, 6 nnodes): relative linear velocity of each contact (A minus B) from
+        the stacked world-aligned node velocities (Eq. 46)."""
+        nn = len(self.node_body)
+        Q = np.zeros((3 * self.nu, 6 * nn))
+        eye = np.eye(3)
+        for i in range(self.nu):
+            if self.ia[i] >= 0:
+                Q[3 * i : 3 * i + 3, 6 * self.ia[i] + 3 : 6 * self.ia[i] + 6] += eye
+            if self.ib[i] >= 0:
+                Q[3 * i : 3 * i + 3, 6 * self.ib[i] + 3 : 6 * self.ib[i] + 6] -= eye
+        return Q
 
     @property
     def nu(self) -> int:

@@ -23,6 +23,11 @@ J(q) v+ the minimal-coordinate stepper constrains (Anitescu-Potra velocity-level
   body by body from the rows that touch the body (block-diagonal I^-1, never a dense inverse),
   size (6n - N) + nu (nf + 2).
 Finally qdot_i+ = S_i^T (V_i+ - Xup_i V_p+ - dt c_i).
+
+Loop closures and mimic joints (simcore/bilateral.py) become further equality rows after the
+hinges: a closure node on body k at point p (body frame) moves with [[R_k, 0], [-R_k p^, R_k]]
+(V_k+ - dt c-hat_k), and a mimic row G_m qdot+ uses the qdot+ map above; their right-hand
+side is the stabilised target U-bar. Sizes grow by nb as in Table 1.
 """
 
 from __future__ import annotations
@@ -114,7 +119,8 @@ class NMC:
         Gb[rows[has, None], 6 * par[has, None] + cols] = -np.einsum(
             "rj,rjk->rk", self.PT[has], self.X[self.row_body[has]]
         )
-        self.Gb = Gb
+        self.nh = nh
+        self.Gb = Gb if not problem.nb else np.vstack([Gb, self._bilateral_rows(problem)])
         c = problem.contacts
         Gu = np.zeros((3 * problem.nu, 6 * nb))
         for body, local, sign in ((c.body_a, c.local_a, 1.0), (c.body_b, c.local_b, -1.0)):
@@ -133,8 +139,55 @@ class NMC:
             np.add.at(Gu, (r3, c6), sign * blocks)
         self.Gu = Gu
 
-    def _body_state(self, problem, v, dt):
-        """(V (nb, 6), dt * f (nb, 6), hinge right-hand side dt P^T c) at velocity v."""
+    def _node_map(self, problem) -> np.ndarray:
+        """(6 nnodes, 6 nb): world-aligned node velocities from body velocities."""
+        m, d = problem.model, problem.data
+        nn = len(problem.node_body)
+        Nm = np.zeros((6 * nn, 6 * m.nb))
+        for a, (k, p) in enumerate(zip(problem.node_body, problem.node_point, strict=True)):
+            R = d.R_world[k]
+            Nm[6 * a : 6 * a + 3, 6 * k : 6 * k + 3] = R
+            Nm[6 * a + 3 : 6 * a + 6, 6 * k : 6 * k + 3] = -R @ _skew(p)
+            Nm[6 * a + 3 : 6 * a + 6, 6 * k + 3 : 6 * k + 6] = R
+        return Nm
+
+    def _qdot_map(self, problem) -> np.ndarray:
+        """(nv, 6 nb): qdot = S_i^T (V_i - Xup_i V_p) (the velocity-product part aside)."""
+        m = problem.model
+        Jq = np.zeros((m.nv, 6 * m.nb))
+        for i in range(m.nb):
+            for k in range(m.nvj[i]):
+                row = m.vi[i] + k
+                s = self.S[i, :, k]
+                Jq[row, 6 * i : 6 * i + 6] = s
+                if m.parent[i] >= 0:
+                    p = m.parent[i]
+                    Jq[row, 6 * p : 6 * p + 6] = -s @ self.X[i]
+        return Jq
+
+    def _bilateral_rows(self, problem) -> np.ndarray:
+        """Closure and mimic rows on the body velocities (nb, 6 nbodies)."""
+        self._Nm = self._node_map(problem)
+        self._Jq = self._qdot_map(problem) if np.any(problem.Gm) else None
+        rows = problem.Qb @ self._Nm
+        if self._Jq is not None:
+            rows = rows + problem.Gm @ self._Jq
+        return rows
+
+    def _bilateral_rhs(self, problem, dt, gap) -> np.ndarray:
+        """Right-hand side of the bilateral rows: U-bar + dt (Q_b N c-hat + G_m S^T c)."""
+        m, d = problem.model, problem.data
+        chat = np.empty((m.nb, 6))
+        propagate_bias(m.parent, d.E, d.r, d.cbias, chat)
+        rhs = problem.bilateral_target(gap) + dt * (problem.Qb @ (self._Nm @ chat.ravel()))
+        if self._Jq is not None:
+            cq = np.einsum("kji,kj->ki", self.S, d.cbias)[self.dof_body, self.dof_col]
+            rhs = rhs + dt * (problem.Gm @ cq)
+        return rhs
+
+    def _body_state(self, problem, v, dt, gap=True):
+        """(V (nb, 6), dt * f (nb, 6), right-hand side of the equality rows: dt P^T c for the
+        hinges, then the bilateral rows) at velocity v."""
         m, d = problem.model, problem.data
         forward_kinematics(m, d, problem.q, v)
         V = d.vel.copy()
@@ -154,6 +207,8 @@ class NMC:
         chat = np.empty((m.nb, 6))
         propagate_bias(m.parent, d.E, d.r, d.cbias, chat)
         self.contact_shift = -dt * (self.Gu @ chat.ravel())
+        if problem.nb:
+            rhs = np.concatenate([rhs, self._bilateral_rhs(problem, dt, gap)])
         return V, dt * f, rhs
 
     def _joint_velocities(self, problem, Vp, dt, cbias):
@@ -167,7 +222,7 @@ class NMC:
     def solve(self, problem, v, dt, gap):
         m = problem.model
         nb6 = 6 * m.nb
-        V, dtf, rhs = self._body_state(problem, v, dt)
+        V, dtf, rhs = self._body_state(problem, v, dt, gap)
         cbias = problem.data.cbias.copy()
         nh = self.Gb.shape[0]
         Db = problem.Dblock()
@@ -214,7 +269,7 @@ class NMCOS(NMC):
 
     def solve(self, problem, v, dt, gap):
         m = problem.model
-        V, dtf, rhs = self._body_state(problem, v, dt)
+        V, dtf, rhs = self._body_state(problem, v, dt, gap)
         cbias = problem.data.cbias.copy()
         V_free = V + np.einsum("kij,kj->ki", self._Iinv, dtf)
         nh = self.Gb.shape[0]
