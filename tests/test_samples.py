@@ -33,8 +33,9 @@ EXPECTED_FILES = {
     "chain-8.urdf",
 }
 #: Bundled URDFs made by other generators or imported, each checked by its own test file:
-#: fourbar.urdf (samples/linkages.py, tests/test_bilateral.py).
-OTHER_BUNDLED = {"fourbar.urdf"}
+#: fourbar.urdf (samples/linkages.py, tests/test_bilateral.py); the dual-arm files
+#: (samples/dual_arm.py, tests/test_dual_arm.py).
+OTHER_BUNDLED = {"fourbar.urdf", "dual-arm.urdf", "dual-arm-hub.urdf", "dual-arm-wheel.urdf"}
 
 
 
