@@ -34,9 +34,12 @@ EXPECTED_FILES = {
 }
 #: Bundled URDFs made by other generators or imported, each checked by its own test file:
 #: fourbar.urdf (samples/linkages.py, tests/test_bilateral.py); the dual-arm files
-#: (samples/dual_arm.py, tests/test_dual_arm.py).
-OTHER_BUNDLED = {"fourbar.urdf", "dual-arm.urdf", "dual-arm-hub.urdf", "dual-arm-wheel.urdf"}
-
+#: (samples/dual_arm.py, tests/test_dual_arm.py); panda.urdf and table.urdf, imported and
+#: hand-written (tests/test_mesh_arm.py).
+OTHER_BUNDLED = {
+    "fourbar.urdf", "dual-arm.urdf", "dual-arm-hub.urdf", "dual-arm-wheel.urdf", "panda.urdf",
+    "table.urdf",
+}  # fmt: skip
 
 
 def _xml(text: str) -> etree._Element:

@@ -31,10 +31,15 @@ def copy(
     name: str = typer.Argument(..., help="Sample name, e.g. pendulum-12."),
     dest: Path = typer.Argument(..., help="Folder to copy the URDF into."),
 ) -> None:
-    """Copy a sample's URDF into a folder."""
+    """Copy a sample's URDF into a folder (with the folder of meshes beside it, if any)."""
     src = sample_path(name)
     if not dest.is_dir():
         raise MbsimError(f"{dest}: destination folder does not exist.")
     target = dest / src.name
     shutil.copyfile(src, target)
+    # imported robots keep their meshes in a folder named like the URDF, referenced by
+    # relative paths, so the copy is usable only with that folder beside it
+    assets = src.parent / src.stem
+    if assets.is_dir():
+        shutil.copytree(assets, dest / src.stem, dirs_exist_ok=True)
     typer.echo(str(target))

@@ -1,0 +1,568 @@
+"""mbsim against PyBullet and MuJoCo on the n-link pendulum of the OS paper (000 Sec. 8).
+
+The scenario is mbsim's own (``mbsim.bench.pendulum_scenario``, the same as
+``sample_robots/pendulum-12.toml``): the bundled ``pendulum-N.urdf`` loaded as it is by each
+simulator, in ``pendulum-environment.urdf`` (a floor whose top is z = 0 and a wall whose face
+is x = 4 m), dt = 0.1 ms, gravity 9.8 m/s^2, Coulomb friction 0.5, restitution 0.7,
+self-collision on (every pair of links except parent and child), joint_1 starting at pi/4 rad
+with 1 rad/s, all other joints at 0 and at rest, no joint damping.
+
+For each simulator and N (``--links``, default 12 and 30), in the same process:
+
+* speed: ``--repeat`` runs (default 3) of the whole simulated duration (``--duration``,
+  default 3 s = 30,000 steps) with nothing but the step call in the loop; the median steps per
+  second of thread CPU time (robust on a shared machine: time spent descheduled does not
+  count; BLAS is limited to one thread) and of wall time; mbsim's CPU rate divided by each
+  peer's (below 1: mbsim is slower).
+* behaviour: one more run records the sphere centres after every step; from those, with the
+  same formulas for every simulator: the first time a sphere comes within 1 mm (mbsim's
+  contact margin) of the floor, of the wall and of a non-adjacent sphere, and the largest
+  penetration of the floor, the wall and of two non-adjacent spheres into each other.
+
+How each peer is set up, and the differences that remain:
+
+* Restitution. mbsim applies Newton's law at each impact (compression and decompression
+  LCPs). MuJoCo has no coefficient of restitution: its soft contacts are spring-dampers set by
+  ``solref = [timeconst, dampratio]``. Bullet multiplies the two bodies' coefficients and adds
+  its position correction to the rebound. So the script first drops a 1 kg ball 1 m onto the
+  floor (4.4 m/s) in each simulator, reports the rebound ratio with the nominal setting
+  (MuJoCo: dampratio = -ln(e) / sqrt(pi^2 + ln(e)^2) = 0.113, the damping ratio of a free
+  spring-damper that rebounds with e = 0.7; Bullet: sqrt(0.7) on each body) and calibrates
+  the setting by bisection until the ball rebounds at 0.7, then uses the calibrated value
+  (``--no-calibrate`` keeps the nominal one). The calibration holds at 4.4 m/s only: the
+  peers' effective restitution varies with the impact speed, mbsim's does not.
+* MuJoCo (``mujoco.MjSpec.from_file`` on the URDF; floor and wall added as box geoms with the
+  sizes and poses read from the environment URDF): Euler integrator, Newton solver, pyramidal
+  friction cone with condim 3 (4 edges, like mbsim's 4 friction directions), friction
+  [0.5, 0, 0] on every geom (MuJoCo takes the larger of two geoms'), solref timeconst 1 ms
+  (10 steps; the default 20 ms is meant for 2 ms steps), solimp at its default. Contacts are
+  soft: some penetration is part of the model.
+* PyBullet (``loadURDF`` of both URDFs with fixed bases, ``URDF_USE_SELF_COLLISION``, which
+  skips parent-child pairs): friction sqrt(0.5) on every body (the product is 0.5); the
+  default velocity motors disabled; link and joint damping set to 0; the joint speed clamp
+  raised from Bullet's 100 rad/s (the 30-link pendulum's tip links exceed it) to 1e4 rad/s;
+  ``contactProcessingThreshold`` 0, without which Bullet's speculative contacts (made 2 cm
+  before touching) are already a few steps old at impact and get no restitution at all at
+  this time step (bullet3 issue 3094, PR 3096). Its solver is projected Gauss-Seidel with
+  50 iterations and Baumgarte position correction, with the default friction model.
+* mbsim: the OS formulation with Lemke's method, velocity-level contacts with gap
+  stabilisation, margin 1 mm, friction polyhedron with 4 directions.
+
+Usage: ``python benchmarks/bench_peers.py [--links 12 30] [--duration 3] [--repeat 3]
+[--no-calibrate] [--simulators mbsim mujoco pybullet] [--markdown]``. Results go to
+docs/results.md with the machine and date; nothing here is asserted by tests. Needs the
+``bench`` extra (``pip install mujoco pybullet``).
+"""
+
+from __future__ import annotations
+
+import os
+
+# One BLAS thread, so thread CPU time is all the CPU time a step uses (set before numpy loads).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import math  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+from lxml import etree  # noqa: E402
+
+from mbsim.bench import pendulum_scenario  # noqa: E402
+from mbsim.samples.catalog import sample_path  # noqa: E402
+
+DT = 1e-4  # s
+GRAVITY = 9.8  # m/s^2
+MU = 0.5
+RESTITUTION = 0.7
+Q1, W1 = math.pi / 4, 1.0  # joint_1: rad, rad/s
+WALL_X = 4.0  # m, wall face
+CONTACT_GAP = 1e-3  # m: "in contact" for the first-contact times (mbsim's margin)
+MJ_TIMECONST = 1e-3  # s
+MJ_DAMPRATIO = -math.log(RESTITUTION) / math.sqrt(math.pi**2 + math.log(RESTITUTION) ** 2)
+
+
+def radius(n: int) -> float:
+    """Sphere radius of pendulum-N (12 m overall, N spheres)."""
+    return 6.0 / n
+
+
+def environment_boxes(path: Path) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(name, full size, centre) of every collision box of a static environment URDF whose
+    links hang off the world by fixed joints without rotation (pendulum-environment.urdf)."""
+    robot = etree.parse(str(path)).getroot()
+    offset = {}
+    for joint in robot.iter("joint"):
+        origin = joint.find("origin")
+        assert joint.get("type") == "fixed" and joint.find("parent").get("link") == "world"
+        assert origin is None or not any(float(v) for v in origin.get("rpy", "0 0 0").split())
+        xyz = origin.get("xyz", "0 0 0") if origin is not None else "0 0 0"
+        offset[joint.find("child").get("link")] = np.array(xyz.split(), dtype=float)
+    boxes = []
+    for link in robot.iter("link"):
+        for col in link.iter("collision"):
+            origin = col.find("origin")
+            assert origin is None or not any(float(v) for v in origin.get("rpy", "0 0 0").split())
+            xyz = origin.get("xyz", "0 0 0") if origin is not None else "0 0 0"
+            size = np.array(col.find("geometry/box").get("size").split(), dtype=float)
+            centre = offset[link.get("name")] + np.array(xyz.split(), dtype=float)
+            boxes.append((link.get("name"), size, centre))
+    return boxes
+
+
+# --------------------------------------------------------------------------- simulators
+
+
+class MbsimPendulum:
+    name = "mbsim (OS)"
+
+    def __init__(self, n: int, duration: float):
+        self.n, self.duration = n, duration
+        self.local = np.array([0.0, 0.0, -radius(n)])
+        warm = self._new(20 * DT)  # numba kernels compiled/loaded outside the timing
+        for _ in range(20):
+            warm.step()
+        self.reset()
+
+    def _new(self, duration):
+        from mbsim.simulator import Simulator
+
+        return Simulator(pendulum_scenario(self.n, "os", duration, DT))
+
+    def reset(self):
+        self.sim = self._new(self.duration)
+
+    def step(self):
+        self.sim.step()
+
+    def centres(self) -> np.ndarray:
+        d = self.sim.stepper.data
+        n = self.n
+        return d.p_world[:n] + d.R_world[:n] @ self.local
+
+
+class MujocoPendulum:
+    name = "MuJoCo"
+    dampratio = MJ_DAMPRATIO  # replaced by the calibrated value unless --no-calibrate
+
+    @staticmethod
+    def configure(spec, dampratio: float) -> None:
+        """Options and contact parameters of the benchmark on a MuJoCo spec."""
+        import mujoco
+
+        spec.option.timestep = DT
+        spec.option.gravity = [0.0, 0.0, -GRAVITY]
+        spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
+        spec.option.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
+        for g in spec.geoms:
+            g.friction = [MU, 0.0, 0.0]
+            g.condim = 3
+            g.solref = [MJ_TIMECONST, dampratio]
+
+    def __init__(self, n: int, duration: float):
+        import mujoco
+
+        self.mj, self.n = mujoco, n
+        spec = mujoco.MjSpec.from_file(str(sample_path(f"pendulum-{n}")))
+        for name, size, centre in environment_boxes(sample_path("pendulum-environment")):
+            g = spec.worldbody.add_geom()
+            g.name, g.type = name, mujoco.mjtGeom.mjGEOM_BOX
+            g.size, g.pos = size / 2, centre
+        self.configure(spec, self.dampratio)
+        self.m = spec.compile()
+        self.d = mujoco.MjData(self.m)
+        body = [self.m.body(f"link{k}").id for k in range(1, n + 1)]
+        self.spheres = np.array([int(np.flatnonzero(self.m.geom_bodyid == b)[0]) for b in body])
+        j1 = self.m.joint("joint_1")
+        self.qa, self.va = int(j1.qposadr[0]), int(j1.dofadr[0])
+        assert self.m.nv == n and not self.m.dof_damping.any()
+        self.reset()
+
+    def reset(self):
+        self.mj.mj_resetData(self.m, self.d)
+        self.d.qpos[self.qa], self.d.qvel[self.va] = Q1, W1
+        self.mj.mj_forward(self.m, self.d)
+
+    def step(self):
+        self.mj.mj_step(self.m, self.d)
+
+    def centres(self) -> np.ndarray:
+        return self.d.geom_xpos[self.spheres].copy()
+
+
+class BulletPendulum:
+    name = "PyBullet"
+    restitution = RESTITUTION  # replaced by the calibrated value unless --no-calibrate
+    max_joint_velocity = 1e4  # rad/s: lifts Bullet's default clamp of 100 rad/s
+
+    @staticmethod
+    def configure(pb, cid) -> None:
+        pb.setGravity(0.0, 0.0, -GRAVITY, physicsClientId=cid)
+        pb.setTimeStep(DT, physicsClientId=cid)
+
+    @staticmethod
+    def materials(pb, cid, bodies, restitution: float) -> None:
+        """Bullet multiplies the two bodies' coefficients: sqrt on every body gives mu and e
+        for every pair. contactProcessingThreshold 0: with Bullet's default (speculative
+        contacts from 2 cm away) the contact is already old at impact and gets no restitution
+        at this time step (bullet3 issue 3094, PR 3096)."""
+        for b in bodies:
+            for link in range(-1, pb.getNumJoints(b, physicsClientId=cid)):
+                pb.changeDynamics(
+                    b, link,
+                    lateralFriction=math.sqrt(MU), restitution=math.sqrt(restitution),
+                    rollingFriction=0.0, spinningFriction=0.0, contactProcessingThreshold=0.0,
+                    linearDamping=0.0, angularDamping=0.0, jointDamping=0.0,
+                    physicsClientId=cid,
+                )  # fmt: skip
+                if link >= 0 and BulletPendulum.max_joint_velocity is not None:
+                    pb.changeDynamics(
+                        b, link, maxJointVelocity=BulletPendulum.max_joint_velocity,
+                        physicsClientId=cid,
+                    )  # fmt: skip
+
+    def __init__(self, n: int, duration: float):
+        import pybullet as pb
+
+        self.pb, self.n = pb, n
+        self.cid = pb.connect(pb.DIRECT)
+        self.configure(pb, self.cid)
+        env = pb.loadURDF(
+            str(sample_path("pendulum-environment")), useFixedBase=True, physicsClientId=self.cid
+        )
+        self.body = pb.loadURDF(
+            str(sample_path(f"pendulum-{n}")),
+            useFixedBase=True,
+            flags=pb.URDF_USE_SELF_COLLISION,
+            physicsClientId=self.cid,
+        )
+        self.materials(pb, self.cid, (env, self.body), self.restitution)
+        self.joints = list(range(pb.getNumJoints(self.body, physicsClientId=self.cid)))
+        assert len(self.joints) == n
+        pb.setJointMotorControlArray(
+            self.body, self.joints, pb.VELOCITY_CONTROL, forces=[0.0] * n,
+            physicsClientId=self.cid,
+        )  # fmt: skip
+        self.reset()
+
+    def reset(self):
+        pb = self.pb
+        for j in self.joints:
+            q, w = (Q1, W1) if j == 0 else (0.0, 0.0)
+            pb.resetJointState(self.body, j, q, targetVelocity=w, physicsClientId=self.cid)
+
+    def step(self):
+        self.pb.stepSimulation(physicsClientId=self.cid)
+
+    def centres(self) -> np.ndarray:
+        # link frames of a pybullet multibody are the inertial frames: the sphere centres
+        states = self.pb.getLinkStates(
+            self.body, self.joints, computeForwardKinematics=1, physicsClientId=self.cid
+        )
+        return np.array([s[0] for s in states])
+
+    def __del__(self):
+        try:
+            self.pb.disconnect(physicsClientId=self.cid)
+        except Exception:  # the client may already be gone at interpreter shutdown
+            pass
+
+
+SIMULATORS = {"mbsim": MbsimPendulum, "mujoco": MujocoPendulum, "pybullet": BulletPendulum}
+
+
+# --------------------------------------------------------------------------- measurement
+
+
+def timed(sim, steps: int, repeat: int) -> tuple[float, float]:
+    """Median steps per CPU second and per wall second over ``repeat`` full runs."""
+    cpu, wall = [], []
+    for _ in range(repeat):
+        sim.reset()
+        step = sim.step
+        c0, w0 = time.thread_time(), time.perf_counter()
+        for _ in range(steps):
+            step()
+        cpu.append(steps / (time.thread_time() - c0))
+        wall.append(steps / (time.perf_counter() - w0))
+    return statistics.median(cpu), statistics.median(wall)
+
+
+def trajectory(sim, steps: int) -> np.ndarray:
+    """Sphere centres after every step, (steps, n, 3)."""
+    sim.reset()
+    out = np.empty((steps, sim.n, 3))
+    for k in range(steps):
+        sim.step()
+        out[k] = sim.centres()
+    return out
+
+
+def behaviour(traj: np.ndarray, n: int) -> dict:
+    """First floor, wall and self contact times and the largest penetrations (m), from the
+    sphere centres: gaps are exact for spheres against the planes x = 4 and z = 0 and each
+    other."""
+    r = radius(n)
+    t = (np.arange(len(traj)) + 1) * DT
+    floor_gap = traj[:, :, 2].min(axis=1) - r
+    wall_gap = WALL_X - traj[:, :, 0].max(axis=1) - r
+    i, j = np.triu_indices(n, k=2)  # non-adjacent pairs
+    self_gap = np.full(len(traj), np.inf)
+    if len(i):
+        for a in range(0, len(traj), 2000):
+            c = traj[a : a + 2000]
+            self_gap[a : a + 2000] = np.linalg.norm(c[:, i] - c[:, j], axis=2).min(axis=1) - 2 * r
+
+    def first(gap):
+        hit = np.flatnonzero(gap <= CONTACT_GAP)
+        return float(t[hit[0]]) if hit.size else math.nan
+
+    return {
+        "first_floor_s": first(floor_gap),
+        "first_wall_s": first(wall_gap),
+        "first_self_s": first(self_gap),
+        "pen_floor_m": max(0.0, float(-floor_gap.min())),
+        "pen_wall_m": max(0.0, float(-wall_gap.min())),
+        "pen_self_m": max(0.0, float(-self_gap.min())),
+    }
+
+
+def compare(n: int, duration: float, repeat: int, which) -> list[dict]:
+    steps = int(round(duration / DT))
+    rows = []
+    for key in which:
+        sim = SIMULATORS[key](n, duration)
+        cpu, wall = timed(sim, steps, repeat)
+        row = {"links": n, "simulator": sim.name, "steps": steps, "cpu_rate": cpu}
+        row["wall_rate"] = wall
+        row.update(behaviour(trajectory(sim, steps), n))
+        rows.append(row)
+        print(
+            f"  {sim.name}, {n} links: {cpu:.0f} steps/s (CPU), {wall:.0f} (wall)", file=sys.stderr
+        )
+        del sim
+    base = next((r["cpu_rate"] for r in rows if r["simulator"].startswith("mbsim")), math.nan)
+    for row in rows:
+        row["mbsim_ratio"] = base / row["cpu_rate"]
+    return rows
+
+
+# --------------------------------------------------------------------------- restitution
+
+
+BALL = """<?xml version="1.0"?>
+<robot name="ball">
+  <link name="ball">
+    <inertial><mass value="1.0"/>
+      <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><geometry><sphere radius="0.5"/></geometry></collision>
+  </link>
+</robot>
+"""
+DROP_Z, DROP_STEPS = 1.5, 6000  # ball centre 1 m above its touching height; 0.6 s
+
+
+def _rebound(vz) -> float:
+    """-v(after) / v(before) of the first impact in a vertical-velocity history."""
+    vz = np.asarray(vz)
+    k = int(np.argmin(vz))  # fastest downwards: just before the first impact
+    return float(vz[k : k + 200].max() / -vz[k])
+
+
+def rebound_mbsim() -> float:
+    from mbsim.io.scenario import load_scenario_text
+    from mbsim.simulator import Simulator
+
+    with tempfile.TemporaryDirectory() as tmp:
+        urdf = Path(tmp) / "ball.urdf"
+        urdf.write_text(BALL)
+        text = f"""[simulation]
+duration = {DROP_STEPS * DT!r}
+dt = {DT!r}
+gravity = [0.0, 0.0, {-GRAVITY!r}]
+[robot.ball]
+urdf = "{urdf}"
+base = "floating"
+q0 = {{ "root_joint.z" = {DROP_Z!r} }}
+[environment.room]
+urdf = "{sample_path("pendulum-environment")}"
+[contact]
+mu = {MU!r}
+restitution = {RESTITUTION!r}
+[output]
+path = "/dev/null"
+"""
+        sim = Simulator(load_scenario_text(text, source="<ball drop>"))
+        vz = []
+        for _ in range(DROP_STEPS):
+            sim.step()
+            vz.append(sim.v[2])
+    return _rebound(vz)
+
+
+def rebound_mujoco(dampratio: float) -> float:
+    import mujoco
+
+    spec = mujoco.MjSpec.from_string(
+        '<mujoco><worldbody><geom type="box" size="20 20 0.1" pos="0 0 -0.1"/>'
+        f'<body pos="0 0 {DROP_Z}"><freejoint/><geom type="sphere" size="0.5" mass="1"/></body>'
+        "</worldbody></mujoco>"
+    )
+    MujocoPendulum.configure(spec, dampratio)
+    m = spec.compile()
+    d = mujoco.MjData(m)
+    vz = []
+    for _ in range(DROP_STEPS):
+        mujoco.mj_step(m, d)
+        vz.append(d.qvel[2])
+    return _rebound(vz)
+
+
+def rebound_pybullet(restitution: float) -> float:
+    import pybullet as pb
+
+    cid = pb.connect(pb.DIRECT)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            urdf = Path(tmp) / "ball.urdf"
+            urdf.write_text(BALL)
+            BulletPendulum.configure(pb, cid)
+            env = pb.loadURDF(
+                str(sample_path("pendulum-environment")), useFixedBase=True, physicsClientId=cid
+            )
+            ball = pb.loadURDF(str(urdf), [0.0, 0.0, DROP_Z], physicsClientId=cid)
+            BulletPendulum.materials(pb, cid, (env, ball), restitution)
+            vz = []
+            for _ in range(DROP_STEPS):
+                pb.stepSimulation(physicsClientId=cid)
+                vz.append(pb.getBaseVelocity(ball, physicsClientId=cid)[0][2])
+    finally:
+        pb.disconnect(physicsClientId=cid)
+    return _rebound(vz)
+
+
+def calibrate(fn, lo: float, hi: float, increasing: bool, iters: int = 30) -> float:
+    """The parameter in [lo, hi] for which fn gives a rebound of RESTITUTION (bisection)."""
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        if (fn(mid) < RESTITUTION) == increasing:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def restitution_settings(which, do_calibrate: bool) -> list[dict]:
+    """Per peer: the nominal parameter, its measured rebound, and (if asked) the calibrated one."""
+    rows = []
+    if "mbsim" in which:
+        r = rebound_mbsim()
+        rows.append({"simulator": "mbsim (OS)", "setting": f"restitution {RESTITUTION}",
+                     "rebound": r, "used": None})  # fmt: skip
+    if "mujoco" in which:
+        r = rebound_mujoco(MJ_DAMPRATIO)
+        row = {"simulator": "MuJoCo", "setting": f"solref dampratio {MJ_DAMPRATIO:.4f}",
+               "rebound": r, "used": MJ_DAMPRATIO}  # fmt: skip
+        if do_calibrate:
+            zeta = calibrate(rebound_mujoco, 0.01, 1.0, increasing=False)
+            row.update(used=zeta, calibrated=f"dampratio {zeta:.4f}",
+                       calibrated_rebound=rebound_mujoco(zeta))  # fmt: skip
+        MujocoPendulum.dampratio = row["used"]
+        rows.append(row)
+    if "pybullet" in which:
+        r = rebound_pybullet(RESTITUTION)
+        row = {"simulator": "PyBullet", "setting": f"restitution {RESTITUTION}",
+               "rebound": r, "used": RESTITUTION}  # fmt: skip
+        if do_calibrate:
+            e = calibrate(rebound_pybullet, 0.0, 1.0, increasing=True)
+            row.update(used=e, calibrated=f"restitution {e:.4f}",
+                       calibrated_rebound=rebound_pybullet(e))  # fmt: skip
+        BulletPendulum.restitution = row["used"]
+        rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _time(s: float) -> str:
+    return "-" if math.isnan(s) else f"{s:.4f}"
+
+
+def table(rows, markdown: bool) -> str:
+    head = [
+        "links", "simulator", "steps/s (CPU)", "steps/s (wall)", "mbsim / this (CPU)",
+        "first floor contact s", "first wall contact s", "first self contact s",
+        "max pen. floor mm", "max pen. wall mm", "max pen. self mm",
+    ]  # fmt: skip
+    lines = []
+    for r in rows:
+        lines.append(
+            [
+                str(r["links"]), r["simulator"], f"{r['cpu_rate']:.0f}", f"{r['wall_rate']:.0f}",
+                f"{r['mbsim_ratio']:.2f}", _time(r["first_floor_s"]), _time(r["first_wall_s"]),
+                _time(r["first_self_s"]), f"{r['pen_floor_m'] * 1e3:.3f}",
+                f"{r['pen_wall_m'] * 1e3:.3f}", f"{r['pen_self_m'] * 1e3:.3f}",
+            ]
+        )  # fmt: skip
+    return _format(head, lines, markdown) + "\n\n(-: no contact within the simulated time)"
+
+
+def restitution_table(rows, markdown: bool) -> str:
+    head = ["simulator", "nominal setting", "rebound", "calibrated setting (used)", "rebound"]
+    lines = [
+        [r["simulator"], r["setting"], f"{r['rebound']:.3f}", r.get("calibrated", "-"),
+         f"{r['calibrated_rebound']:.3f}" if "calibrated_rebound" in r else "-"]
+        for r in rows
+    ]  # fmt: skip
+    return _format(head, lines, markdown)
+
+
+def _format(head, lines, markdown: bool) -> str:
+    if markdown:
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out += ["| " + " | ".join(x) + " |" for x in lines]
+        return "\n".join(out)
+    widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:>{w}}}" for w in widths)
+    return "\n".join([fmt.format(*head)] + [fmt.format(*x) for x in lines])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--links", type=int, nargs="+", default=[12, 30])
+    ap.add_argument("--duration", type=float, default=3.0, help="simulated seconds (3)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per case; median (3)")
+    ap.add_argument("--simulators", nargs="+", default=list(SIMULATORS), choices=SIMULATORS)
+    ap.add_argument(
+        "--no-calibrate", action="store_true",
+        help="use the nominal restitution settings of the peers instead of calibrated ones",
+    )  # fmt: skip
+    ap.add_argument("--markdown", action="store_true", help="print markdown tables")
+    args = ap.parse_args(argv)
+    import mujoco
+    import pybullet
+
+    print(
+        f"# {time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, mujoco {mujoco.__version__},"
+        f" pybullet API {pybullet.getAPIVersion()}; {args.duration:g} s simulated at dt = "
+        f"{DT * 1e3:g} ms ({int(round(args.duration / DT))} steps), median of {args.repeat}\n"
+    )
+    rest = restitution_settings(args.simulators, not args.no_calibrate)
+    print("Restitution: rebound of a 1 kg ball dropped 1 m onto the floor (4.4 m/s), asked 0.7:\n")
+    print(restitution_table(rest, args.markdown) + "\n")
+    rows = []
+    for n in args.links:
+        rows += compare(n, args.duration, args.repeat, args.simulators)
+    print(table(rows, args.markdown))
+
+
+if __name__ == "__main__":
+    main()
