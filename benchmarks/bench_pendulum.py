@@ -8,7 +8,7 @@
   dt = 0.4, 0.2, 0.1 ms.
 * The OS step's phase breakdown for 12 and 30 links (median microseconds per contact step).
 
-Usage: python benchmarks/bench_pendulum.py [--links 3 6 12] [--duration 3] [--png fig6.png]
+Usage: python benchmarks/bench_pendulum.py [--links 3 6 12] [--duration 4] [--png fig6.png]
 Results are recorded in docs/results.md with the machine and date.
 """
 
@@ -21,7 +21,13 @@ import time
 
 import numpy as np
 
-from mbsim.bench import PAPER_TABLE_2, pendulum_scenario, phase_breakdown, run_pendulum
+from mbsim.bench import (
+    DEFAULT_DURATION,
+    PAPER_TABLE_2,
+    pendulum_scenario,
+    phase_breakdown,
+    run_pendulum,
+)
 from mbsim.simulator import Simulator
 
 
@@ -110,7 +116,7 @@ def phases(duration):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--links", type=int, nargs="*", default=[3, 6, 12, 15, 24, 30])
-    ap.add_argument("--duration", type=float, default=3.0)
+    ap.add_argument("--duration", type=float, default=DEFAULT_DURATION)
     ap.add_argument("--png", default="")
     ap.add_argument("--skip", nargs="*", default=[], choices=["table2", "fig6", "phases"])
     args = ap.parse_args(argv)

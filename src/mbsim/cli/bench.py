@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from mbsim.bench import PAPER_TABLE_2, run_pendulum
+from mbsim.bench import DEFAULT_DURATION, PAPER_TABLE_2, run_pendulum
 
 app = typer.Typer(help="Benchmarks from the papers.", no_args_is_help=True)
 
@@ -14,7 +14,7 @@ app = typer.Typer(help="Benchmarks from the papers.", no_args_is_help=True)
 @app.command("pendulum")
 def pendulum(
     links: int = typer.Option(12, "--links", "-n", help="Number of pendulum links."),
-    duration: float = typer.Option(3.0, help="Simulated time per run, s."),
+    duration: float = typer.Option(DEFAULT_DURATION, help="Simulated time per run, s."),
     formulations: str = typer.Option("os,nmc-os", help="Comma-separated formulations."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
 ) -> None:
