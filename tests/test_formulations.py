@@ -120,3 +120,19 @@ def test_nonminimal_formulations_solve_the_hinges_every_step():
         _, v1, rep = OSStepper(model, None, StepOptions(dt=1e-3, formulation=form)).step(q, v, 0.0)
         assert rep.lcp_size == size
         assert np.allclose(v1, ref, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("dynamics", ["aba", "crba"])
+def test_delassus_algorithms_give_the_same_step(dynamics):
+    """OS with Lambda by Upsilon (000 Appendix), PV-OSIMr (003 Alg. 3) or the dense J M^-1 J^T:
+    the same v+ to 1e-9 (the three matrices agree to ~1e-12, tests/test_pv_osimr.py)."""
+    model, det, q, v = state_in_contact(6)
+    out = {}
+    for delassus in ("upsilon", "pv-osimr", "dense"):
+        opts = StepOptions(dt=1e-4, mu=0.5, delassus=delassus, dynamics=dynamics)
+        st = OSStepper(model, det, opts)
+        _, v1, rep = st.step(q.copy(), v.copy(), 0.0)
+        assert rep.n_contacts >= 2
+        out[delassus] = v1
+    for name in ("pv-osimr", "dense"):
+        np.testing.assert_allclose(out[name], out["upsilon"], rtol=1e-9, atol=1e-10)

@@ -95,7 +95,9 @@ class OS:
         if self.delassus == "pv-osimr":
             from mbsim.simcore.pv_osimr import compliance_pv_osimr
 
-            return compliance_pv_osimr(m, d, problem.node_body, problem.node_X)
+            # the ABA path has just factorised q; the dense path has not
+            refresh = not problem.dynamics.factorised
+            return compliance_pv_osimr(m, d, problem.node_body, problem.node_X, refresh=refresh)
         if self.delassus == "dense":
             return compliance_dense(m, d, problem.q, problem.node_body, problem.node_X)
         raise ValueError(f"unknown delassus {self.delassus!r}")
