@@ -154,3 +154,25 @@ class PinTwin:
         self.pd = self.pm.createData()
         J = pin.computeFrameJacobian(self.pm, self.pd, q_pin, fid, pin.LOCAL_WORLD_ALIGNED)
         return np.vstack([J[3:], J[:3]])[:, self.vperm] @ self.T(q)
+
+
+def twin_or_skip(urdf: Path, base: str):
+    """(mbsim model, PinTwin) of an example-robot-data URDF, or pytest.skip with the reason:
+    Pinocchio cannot load it, mbsim rejects it by design, or it has no moving joints."""
+    import pytest
+
+    from mbsim.errors import MbsimError
+    from mbsim.io.urdf import load_urdf
+    from mbsim.simcore.model import build_model
+
+    try:
+        pin.buildModelFromUrdf(str(urdf))
+    except Exception as exc:  # Pinocchio's own refusal: not ours to test
+        pytest.skip(f"Pinocchio cannot load {urdf.name}: {exc}")
+    try:
+        model = build_model([load_urdf(urdf, base=base)])
+    except MbsimError as exc:
+        pytest.skip(f"mbsim rejects {urdf.name} by design: {exc}")
+    if model.nv == 0:
+        pytest.skip(f"{urdf.name} has no moving joints")
+    return model, PinTwin(model, urdf, floating=(base == "floating"))

@@ -19,15 +19,12 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from mbsim.errors import MbsimError
-from mbsim.io.urdf import load_urdf
 from mbsim.simcore.compliance import compliance_upsilon
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import aba, articulated_factor, crba, impulse_response, rnea
 from mbsim.simcore.kinematics import forward_kinematics, node_transforms
-from mbsim.simcore.model import build_model
 from mbsim.simcore.spatial import plucker_np
-from pin_oracle import PinTwin, all_urdfs, robots_dir
+from pin_oracle import all_urdfs, robots_dir, twin_or_skip
 
 RTOL = 1e-9
 URDFS = all_urdfs()
@@ -37,18 +34,7 @@ def rel_err(a, b):
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-12))
 
 
-def twin(urdf, base):
-    try:
-        pin.buildModelFromUrdf(str(urdf))
-    except Exception as exc:  # Pinocchio's own refusal: not ours to test
-        pytest.skip(f"Pinocchio cannot load {urdf.name}: {exc}")
-    try:
-        model = build_model([load_urdf(urdf, base=base)])
-    except MbsimError as exc:
-        pytest.skip(f"mbsim rejects {urdf.name} by design: {exc}")
-    if model.nv == 0:
-        pytest.skip(f"{urdf.name} has no moving joints")
-    return model, PinTwin(model, urdf, floating=(base == "floating"))
+twin = twin_or_skip
 
 
 def test_example_robot_data_is_there():

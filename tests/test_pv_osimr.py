@@ -30,8 +30,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mbsim.errors import MbsimError
-from mbsim.io.urdf import load_urdf
 from mbsim.simcore.compliance import compliance_dense, compliance_upsilon, upsilon
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import articulated_factor, crba, impulse_response
@@ -40,7 +38,7 @@ from mbsim.simcore.model import build_model
 from mbsim.simcore.pv_osimr import branching_inverse_inertias, compliance_pv_osimr
 from mbsim.simcore.spatial import plucker_np
 from mbsim.simcore.spec import JointSpec, LinkSpec, RobotSpec
-from pin_oracle import PinTwin, all_urdfs, robots_dir
+from pin_oracle import all_urdfs, robots_dir, twin_or_skip
 from random_trees import random_inertial, random_pose, random_tree
 
 RTOL = 1e-10
@@ -102,19 +100,7 @@ def check_all_routes(model, data, q, bodies, points, rng):
     return lam
 
 
-def twin(urdf, base):
-    """The same loading and skips as tests/test_dynamics_vs_pinocchio.py."""
-    try:
-        pin.buildModelFromUrdf(str(urdf))
-    except Exception as exc:  # Pinocchio's own refusal: not ours to test
-        pytest.skip(f"Pinocchio cannot load {urdf.name}: {exc}")
-    try:
-        model = build_model([load_urdf(urdf, base=base)])
-    except MbsimError as exc:
-        pytest.skip(f"mbsim rejects {urdf.name} by design: {exc}")
-    if model.nv == 0:
-        pytest.skip(f"{urdf.name} has no moving joints")
-    return model, PinTwin(model, urdf, floating=(base == "floating"))
+twin = twin_or_skip
 
 
 def test_example_robot_data_is_there():

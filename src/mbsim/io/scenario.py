@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import MbsimError
+from mbsim.simcore.spatial import rpy_matrix
 
 __all__ = [
     "FLAG_KEYS",
@@ -176,21 +177,8 @@ class Pose:
 
     def matrix(self) -> np.ndarray:
         """The 4x4 homogeneous transform."""
-        r, p, y = self.rpy
-        cr, sr, cp, sp, cy, sy = (
-            math.cos(r),
-            math.sin(r),
-            math.cos(p),
-            math.sin(p),
-            math.cos(y),
-            math.sin(y),
-        )
         T = np.eye(4)
-        T[:3, :3] = [
-            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-            [-sp, cp * sr, cp * cr],
-        ]
+        T[:3, :3] = rpy_matrix(self.rpy)
         T[:3, 3] = self.xyz
         return T
 

@@ -64,6 +64,7 @@ from pathlib import Path
 import numpy as np
 
 from mbsim.samples.generators import _HEADER, _num, _vec
+from mbsim.simcore.spatial import rpy_matrix
 
 # --------------------------------------------------------------------------- dimensions (m)
 
@@ -332,28 +333,8 @@ def _solid(name: str, mass: float, shape: _Shape, collide: bool = True) -> _Link
         moments = cylinder_inertia(mass, s["radius"], s["length"])
     else:
         moments = capsule_inertia(mass, s["radius"], s["length"])
-    R = _rpy_matrix(shape.rpy)
+    R = rpy_matrix(shape.rpy)
     return _Link(name, mass, shape.xyz, _rotate(moments, R), [shape], collide)
-
-
-def _rpy_matrix(rpy) -> np.ndarray:
-    """URDF fixed-axis roll-pitch-yaw: R = Rz(yaw) Ry(pitch) Rx(roll)."""
-    r, p, y = rpy
-    cr, sr, cp, sp, cy, sy = (
-        math.cos(r),
-        math.sin(r),
-        math.cos(p),
-        math.sin(p),
-        math.cos(y),
-        math.sin(y),
-    )
-    return np.array(
-        [
-            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-            [-sp, cp * sr, cp * cr],
-        ]
-    )
 
 
 def _capsule_x(x0: float, x1: float, radius: float, name: str = "") -> _Shape:
@@ -584,7 +565,7 @@ def wheel_inertia() -> tuple[float, np.ndarray]:
     for k in range(4):
         a = math.pi / 4.0 + k * math.pi / 2.0
         u = np.array([0.0, math.cos(a), math.sin(a)])
-        R = _rpy_matrix((a - math.pi / 2.0, 0.0, 0.0))  # z -> u
+        R = rpy_matrix((a - math.pi / 2.0, 0.0, 0.0))  # z -> u
         c = d * u
         total = total + _rotate(own, R) + SPOKE_MASS * (c @ c * np.eye(3) - np.outer(c, c))
     mass = RIM_MASS + HUB_MASS + 4 * SPOKE_MASS

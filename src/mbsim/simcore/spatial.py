@@ -375,3 +375,16 @@ def congruence_sym(E, r, A, out):
             out[i, 3 + j] = b[3 * i + j]
             out[3 + j, i] = b[3 * i + j]
             out[3 + i, 3 + j] = d[3 * i + j]
+
+
+def rpy_matrix(rpy) -> np.ndarray:
+    """Rotation of URDF fixed-axis roll-pitch-yaw angles (rad): R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    r, p, y = (float(a) for a in rpy)
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    return np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
