@@ -12,6 +12,7 @@ import sys
 import typer
 
 from mbsim import __version__
+from mbsim.cli import batch as batch_cmd
 from mbsim.cli import bench as bench_cmd
 from mbsim.cli import export as export_cmd
 from mbsim.cli import info as info_cmd
@@ -50,6 +51,9 @@ def _root(
 
 
 app.command("run", help="Simulate a URDF or a TOML scenario; write results to HDF5.")(run_cmd.run)
+app.command("batch", help="Run a parameter sweep (TOML) on local cores or a Dask cluster.")(
+    batch_cmd.batch
+)
 app.command("info", help="Describe a robot: bodies, joints, DoFs, masses, collision shapes.")(
     info_cmd.info
 )
