@@ -143,3 +143,40 @@ def chain_com_x(sim) -> float:
     forward_kinematics(m, d, sim.q)
     com = np.array([d.p_world[k] + d.R_world[k] @ m.com[k] for k in range(m.nb)])
     return float(np.sum(m.mass * com[:, 0]) / np.sum(m.mass))
+
+
+def test_rk4_allowed_with_friction_when_nothing_can_touch(tmp_path):
+    """mu only matters where contacts can occur: a pendulum with no floor and no self-contact
+    runs rk4 with the default mu = 0.5 (001 Fig. 7's setting)."""
+    urdf = tmp_path / "pendulum8.urdf"
+    urdf.write_text(chain_urdf(8, pinned=True))
+    sc = scenario_from_urdf(
+        str(urdf), integrator="rk4", self_collision=False, duration=0.01, dt=1e-3, output=None
+    )
+    assert sc.contact.mu == 0.5
+    summary = Simulator(sc).run()
+    assert summary.status == "complete" and summary.steps == 10
+
+
+def test_energy_consistent_impacts_is_a_scenario_key():
+    sc = load_scenario(
+        bundled_dir() / "pendulum-3.toml", {"contact.energy_consistent_impacts": True}
+    )
+    assert sc.contact.energy_consistent_impacts
+    sim = Simulator(sc)
+    assert sim.stepper.opt.energy_consistent_impacts
+    assert "energy_consistent_impacts = true" in sc.to_toml()
+
+
+@pytest.mark.parametrize("dynamics", ["aba", "crba"])
+def test_contact_step_solves_the_free_motion_once(dynamics):
+    """The stepper's forward dynamics at (q, v) is reused by the contact LCP's free motion
+    (a second solve at the same state would only cost time)."""
+    model, det, q, v = state_in_contact(4)
+    st = OSStepper(model, det, StepOptions(dt=1e-4, dynamics=dynamics, impact_velocity=1e9))
+    calls = []
+    accel = st.dynamics.accel
+    st.dynamics.accel = lambda *a: (calls.append(1), accel(*a))[1]
+    _, _, rep = st.step(q.copy(), v.copy(), 0.0)
+    assert rep.n_contacts > 0 and not rep.impacts
+    assert len(calls) == 1

@@ -147,6 +147,7 @@ _CONTACT_DEFAULTS: dict[str, Any] = {
     "srdf": "",
     "pairs": [],
     "gap_floor": None,  # absent: the stepper's rule (see docs/scenario-format.md)
+    "energy_consistent_impacts": False,
 }
 _OUTPUT_DEFAULTS: dict[str, Any] = {
     "path": None,  # <scenario stem>.h5 in the current directory
@@ -273,6 +274,7 @@ class Contact:
     srdf: Path | None = None
     pairs: tuple[PairOverride, ...] = ()
     gap_floor: float | None = None
+    energy_consistent_impacts: bool = False
 
 
 @dataclass(frozen=True)
@@ -1007,6 +1009,9 @@ def _contact(ctx: _Ctx, value: object) -> Contact:
             if t["gap_floor"] is None
             else _float(ctx, (*path, "gap_floor"), t["gap_floor"], le=0.0)
         ),
+        energy_consistent_impacts=_bool(
+            ctx, (*path, "energy_consistent_impacts"), t["energy_consistent_impacts"]
+        ),
     )
 
 
@@ -1121,6 +1126,8 @@ def _to_raw(s: Scenario) -> dict:
     }
     if c.gap_floor is not None:
         raw["contact"]["gap_floor"] = c.gap_floor
+    if c.energy_consistent_impacts:
+        raw["contact"]["energy_consistent_impacts"] = True
     if s.closures:
         raw["closure"] = []
         for cl in s.closures:

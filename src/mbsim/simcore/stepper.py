@@ -163,7 +163,12 @@ class OSStepper:
                 f"unknown integrator {options.integrator!r}; expected one of "
                 f"{', '.join(INTEGRATORS)}"
             )
-        if options.integrator == "rk4" and (options.mu > 0.0 or options.pair_params_fn):
+        can_touch = collision is not None
+        if (
+            options.integrator == "rk4"
+            and can_touch
+            and (options.mu > 0.0 or options.pair_params_fn)
+        ):
             raise MbsimError(rk4_friction_message(options.mu))
 
     # ------------------------------------------------------------------ helpers
@@ -256,7 +261,7 @@ class OSStepper:
         if nu or self.formulation.always_solves or self.bilateral is not None:
             if c is None:
                 c = _no_contacts()
-            report = self._contact_step(q, v, tau, c, t)
+            report = self._contact_step(q, v, tau, c, t, qdd)
             v_new = report.v_new
             v_start = report.v_start
             if o.integrator == "rk4":
@@ -285,7 +290,7 @@ class OSStepper:
         report.step_seconds = _time.perf_counter() - t0
         return q_new, v_new, report
 
-    def _contact_step(self, q, v, tau, c, t) -> StepReport:
+    def _contact_step(self, q, v, tau, c, t, qdd) -> StepReport:
         m, d, o = self.model, self.data, self.opt
         dt = o.dt
         nu = len(c.gap)
@@ -298,6 +303,7 @@ class OSStepper:
             m, d, q, c, tau, o.nf, mu, gap_velocity, o.solver, o.lcp_tol_rel, node_transforms,
             bilateral=self.bilateral, dt=dt, dynamics=self.dynamics,
         )  # fmt: skip
+        problem.free_accel = (v, qdd)  # qdd at (q, v): the free motion needs no second solve
         form = self.formulation
         form.prepare(problem)
         report = StepReport(contacts=c, n_contacts=nu)

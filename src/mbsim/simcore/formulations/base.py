@@ -70,6 +70,8 @@ class ContactProblem:
     bilateral: object = None
     #: the forward-dynamics path (simcore/forward.py); the stepper sets it
     dynamics: object = None
+    #: (v, qdd) already solved at (q, v) by the stepper, reused by the free motion
+    free_accel: tuple | None = None
 
     @classmethod
     def build(

@@ -35,6 +35,8 @@ def free_velocity(problem, v, dt) -> np.ndarray:
     factorisation of q in data)."""
     if dt == 0.0:
         return v.copy()
+    if problem.free_accel is not None and problem.free_accel[0] is v:
+        return v + dt * problem.free_accel[1]  # same (q, v, tau): already solved this step
     return v + dt * problem.dynamics.accel(problem.data, problem.q, v, problem.tau)
 
 
