@@ -106,3 +106,35 @@ def relative_compliance(Lam: np.ndarray, node_a: np.ndarray, node_b: np.ndarray)
                         block += si * sj * lin[ni, :, nj, :]
             W[3 * i : 3 * i + 3, 3 * j : 3 * j + 3] = block
     return W
+
+
+def curvature_drift(R_world, vel, chat, contacts, dt: float) -> np.ndarray:
+    """The normal displacement (m, (nu,)) a step of length dt adds beyond the velocity-level
+    row: 1/2 dt^2 n . (a_A - a_B), with a the contact points' accelerations at zero joint
+    acceleration (the J-dot v term: centripetal and Coriolis).
+
+    The contact rows constrain n . J(q) v+, a first-order prediction of the gap; a point on a
+    rotating body moves on a curve, so each step drifts by 1/2 dt^2 n . J-dot v (about 4e-5 m
+    per ms-step for a chain rolling on a contact, docs/results.md, 001 Fig. 8). Adding it to
+    the gap makes the prediction second order. Point acceleration of a body point p (body
+    frame) from the body's spatial velocity (w, v) and bias acceleration (alpha, a) (chat,
+    body frame, Featherstone's spatial convention): R (a + alpha x p + w x (v + w x p)).
+    """
+    out = np.zeros(len(contacts.gap))
+    if not len(out):
+        return out
+    acc = np.zeros((len(out), 3))
+    for body, local, sign in (
+        (contacts.body_a, contacts.local_a, 1.0),
+        (contacts.body_b, contacts.local_b, -1.0),
+    ):
+        idx = np.flatnonzero(body >= 0)
+        if not len(idx):
+            continue
+        k = body[idx]
+        p = local[idx]
+        w, v = vel[k, :3], vel[k, 3:]
+        al, a = chat[k, :3], chat[k, 3:]
+        a_local = a + np.cross(al, p) + np.cross(w, v + np.cross(w, p))
+        acc[idx] += sign * np.einsum("kij,kj->ki", R_world[k], a_local)
+    return 0.5 * dt * dt * np.einsum("ij,ij->i", acc, contacts.normal)
