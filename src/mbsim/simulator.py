@@ -254,6 +254,27 @@ class Simulator:
         self._active, self._prev_contacts = now, c
         return rows, ended
 
+    def open_writer(self, command: str, force: bool = False):
+        """A ResultsWriter for this run at ``output.path``: model, scenario text, input file
+        hashes and the command line recorded, as ``mbsim run`` and ``mbsim batch`` write it."""
+        from mbsim.io.results import ResultsWriter, model_info
+
+        sc = self.scenario
+        return ResultsWriter(
+            sc.output.path,
+            model_info=model_info(self.model),
+            scenario_toml=sc.to_toml(),
+            input_files=sc.input_files(),
+            command=command,
+            formulation=sc.simulation.formulation,
+            dt=sc.simulation.dt,
+            duration=sc.simulation.duration,
+            force=force,
+            record_every=sc.output.record_every,
+            body_poses=sc.output.body_poses,
+            contacts=sc.output.record_contacts,
+        )
+
     def attach_lcp_dumps(self, writer) -> None:
         """Send the LCPs ``output.dump_lcp`` asks for to ``/lcp_dumps`` in the results file
         (replay them with ``mbsim.simcore.lcp.load_lcp`` and ``replay``)."""

@@ -11,27 +11,6 @@ import json
 import re
 
 _BARE_RE = re.compile(r"[A-Za-z0-9_-]+")
-_TOKEN = r"(?:[A-Za-z0-9_-]+|\"(?:[^\"\\]|\\.)*\"|'[^']*')"
-_TOKEN_RE = re.compile(_TOKEN)
-_DOTTED_RE = re.compile(rf"\s*{_TOKEN}(?:\s*\.\s*{_TOKEN})*\s*")
-
-
-def split_key(text: str) -> tuple[str, ...] | None:
-    """``'robot.box.q0."root_joint.z"'`` -> ``("robot", "box", "q0", "root_joint.z")``;
-    None when ``text`` is not a TOML dotted key."""
-    if not _DOTTED_RE.fullmatch(text):
-        return None
-    parts = []
-    for tok in _TOKEN_RE.findall(text):
-        if tok.startswith('"'):
-            try:
-                tok = json.loads(tok)
-            except json.JSONDecodeError:
-                return None
-        elif tok.startswith("'"):
-            tok = tok[1:-1]
-        parts.append(tok)
-    return tuple(parts)
 
 
 def join_key(parts: tuple[str, ...]) -> str:

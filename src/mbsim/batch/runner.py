@@ -131,27 +131,13 @@ def run_task(task: RunTask, should_stop=None) -> dict:
     if should_stop():
         return outcome("not_run", "the sweep was stopped before this run started")
     try:
-        from mbsim.io.results import ResultsWriter, model_info
         from mbsim.io.scenario import load_scenario
         from mbsim.simulator import Simulator
 
         scenario = load_scenario(task.scenario, task.overrides, flags={"output": task.path})
         sim = Simulator(scenario)
-        sc = sim.scenario
-        writer = ResultsWriter(
-            sc.output.path,
-            model_info=model_info(sim.model),
-            scenario_toml=sc.to_toml(),
-            input_files=sc.input_files(),
-            command=task.command,
-            formulation=sc.simulation.formulation,
-            dt=sc.simulation.dt,
-            duration=sc.simulation.duration,
-            force=True,  # the plan decided this file is to be (re)written
-            record_every=sc.output.record_every,
-            body_poses=sc.output.body_poses,
-            contacts=sc.output.record_contacts,
-        )
+        # force: the plan decided this file is to be (re)written
+        writer = sim.open_writer(task.command, force=True)
     except MbsimError as exc:
         return outcome("failed", str(exc))
     except Exception as exc:  # a bug must not stop the sweep either; say what it was

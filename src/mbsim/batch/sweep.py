@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import math
 import os
 import tomllib
@@ -47,8 +46,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mbsim.batch.keys import is_prefix, join_key, split_key
+from mbsim.batch.keys import is_prefix, join_key
 from mbsim.errors import MbsimError
+from mbsim.io.scenario import format_value, split_key
 
 __all__ = ["MAX_RUNS", "Axis", "RunSpec", "Sweep", "SweepError", "load_sweep"]
 
@@ -235,19 +235,8 @@ class _Ctx:
     def error(self, path: tuple, why: str, value: object = ...) -> SweepError:
         # the parts are table names of the sweep file and canonical dotted keys: join as is
         key = ".".join(str(p) for p in path)
-        shown = "" if value is ... else f" = {_fmt(value)}"
+        shown = "" if value is ... else f" = {format_value(value)}"
         return SweepError(f"{self.source}: {key}{shown}: {why}.")
-
-
-def _fmt(value: object) -> str:
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "a table"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _hint(key: str, allowed) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import typer
 
 from mbsim.errors import MbsimError
-from mbsim.io.results import ResultsWriter, load_results, model_info
+from mbsim.io.results import load_results
 from mbsim.io.scenario import load_scenario, load_scenario_text, parse_value, scenario_from_urdf
 from mbsim.samples.catalog import bundled_dir
 from mbsim.simcore.stepper import SimulationError
@@ -74,19 +74,8 @@ def run(
     scenario = _scenario(source, from_, flags, overrides)
     sim = Simulator(scenario)
     sc = sim.scenario
-    writer = ResultsWriter(
-        sc.output.path,
-        model_info=model_info(sim.model),
-        scenario_toml=sc.to_toml(),
-        input_files=sc.input_files(),
-        command=" ".join(shlex.quote(a) for a in ["mbsim", *sys.argv[1:]]),
-        formulation=sc.simulation.formulation,
-        dt=sc.simulation.dt,
-        duration=sc.simulation.duration,
-        force=force,
-        record_every=sc.output.record_every,
-        body_poses=sc.output.body_poses,
-        contacts=sc.output.record_contacts,
+    writer = sim.open_writer(
+        " ".join(shlex.quote(a) for a in ["mbsim", *sys.argv[1:]]), force=force
     )
     status, message, summary = "complete", "", None
     stop = {"requested": False}

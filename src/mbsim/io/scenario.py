@@ -489,7 +489,7 @@ class _Ctx:
 
     def error(self, path: tuple, why: str, value: object = _NO_VALUE) -> ScenarioError:
         key = _fmt_path(path)
-        shown = "" if value is _NO_VALUE else f" = {_fmt_value(value)}"
+        shown = "" if value is _NO_VALUE else f" = {format_value(value)}"
         if self.is_overridden(path):
             where = f"{self.label}:" if self.everything_overridden else f"{self.label}: override"
             return ScenarioError(f"{where} {key}{shown}: {why}.")
@@ -510,7 +510,8 @@ def _fmt_path(path: Iterable) -> str:
     return ".".join(parts) if parts else "(top level)"
 
 
-def _fmt_value(value: object) -> str:
+def format_value(value: object) -> str:
+    """A value as one short TOML-like phrase for error messages (strings quoted, tables named)."""
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, bool):
@@ -536,14 +537,14 @@ def _locate(text: str, path: tuple) -> int | None:
         cand: tuple | None
         m = re.match(r"^\[\[\s*([^\[\]]+?)\s*\]\]\s*(#.*)?$", s)
         if m:
-            name = _split_key(m.group(1))
+            name = split_key(m.group(1))
             if name is None:
                 continue
             counts[name] = counts.get(name, -1) + 1
             header = (*name, str(counts[name]))
             cand = header
         elif (m := re.match(r"^\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$", s)) and "=" not in s:
-            name = _split_key(m.group(1))
+            name = split_key(m.group(1))
             if name is None:
                 continue
             header = name
@@ -552,7 +553,7 @@ def _locate(text: str, path: tuple) -> int | None:
             m = re.match(rf"^({_KEY_TOKEN}(?:\s*\.\s*{_KEY_TOKEN})*)\s*=", s)
             if not m:
                 continue
-            key = _split_key(m.group(1))
+            key = split_key(m.group(1))
             if key is None:
                 continue
             cand = header + key
@@ -561,7 +562,7 @@ def _locate(text: str, path: tuple) -> int | None:
     return best_line
 
 
-def _split_key(text: str) -> tuple[str, ...] | None:
+def split_key(text: str) -> tuple[str, ...] | None:
     """Split a TOML dotted key into its parts (quotes removed); None if it is not one."""
     if not _DOTTED_RE.fullmatch(text):
         return None
@@ -642,7 +643,7 @@ def _apply_flags(ctx: _Ctx, raw: dict, flags: Mapping[str, object]) -> dict:
 
 
 def _parse_dotted(ctx: _Ctx, key: str) -> tuple:
-    parts = _split_key(key)
+    parts = split_key(key)
     if not parts:
         raise ScenarioError(f"{ctx.label}: override key {key!r} is not a dotted key.")
     # Integer segments index arrays (closure.0.distance, contact.pairs.1.mu).
