@@ -7,7 +7,9 @@ include it):
 
 * ``aba``      mbsim ABA, O(N)               vs ``pin.aba``
 * ``crba``     mbsim CRBA                    vs ``pin.crba``
-* ``lambda``   mbsim Upsilon Lambda (000 Eqs. 64-69), O(N) + O(nc^2)
+* ``lambda``   mbsim Upsilon Lambda (000 Eqs. 64-69), O(N) + O(nc^2), from q:
+             ``compliance_upsilon(..., q=q)`` (pose kinematics, articulated and Upsilon
+             sweeps and assembly in one compiled call)
                                              vs ``pin.computeDelassusMatrix`` (6D contacts)
 * ``dense``    mbsim dense Lambda = J M^-1 J^T (CRBA + Cholesky), O(N^3)
 
@@ -40,7 +42,6 @@ from mbsim.samples.generators import pendulum_urdf
 from mbsim.simcore.compliance import compliance_dense, compliance_upsilon
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import aba, crba
-from mbsim.simcore.kinematics import forward_kinematics
 from mbsim.simcore.model import build_model
 from mbsim.simcore.spatial import plucker_np
 from pin_oracle import PinTwin  # noqa: E402  (the tests' convention maps, one source of truth)
@@ -116,8 +117,9 @@ class Case:
         pin.initConstraintDynamics(pm, self.pd, self.cms, self.cds)
 
     def mbsim_lambda(self):
-        forward_kinematics(self.model, self.data, self.q)
-        return compliance_upsilon(self.model, self.data, self.node_bodies, self.node_X)
+        # from q: the pose kinematics run inside the same compiled call (as compliance_dense
+        # runs forward_kinematics inside its call)
+        return compliance_upsilon(self.model, self.data, self.node_bodies, self.node_X, q=self.q)
 
     def dense_lambda(self):
         return compliance_dense(self.model, self.data, self.q, self.node_bodies, self.node_X)

@@ -119,6 +119,143 @@ def forward_kinematics_kernel(
             cbias[i, 5] -= w0 * vJ[4] - w1 * vJ[3]
 
 
+# fdlibm: pi/2 = _PIO2_1 + _PIO2_2 + _PIO2_2T (33 + 33 + 53 bits, __ieee754_rem_pio2) and the
+# __kernel_sin / __kernel_cos minimax coefficients on [-pi/4, pi/4]
+_PIO2_1 = 1.57079632673412561417e00
+_PIO2_2 = 6.07710050630396597660e-11
+_PIO2_2T = 2.02226624879595063154e-21
+_S1, _S2, _S3 = -1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04
+_S4, _S5, _S6 = 2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10
+_C1, _C2, _C3 = 4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05
+_C4, _C5, _C6 = -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11
+
+
+@njit(cache=True, inline="always")
+def sincos(x):
+    """(sin x, cos x) in one evaluation, within 1.5 ulp of the correctly rounded values for
+    |x| < 1e5 (libm's sin and cos otherwise, and for NaN/inf).
+
+    Cody-Waite reduction by pi/2 in three parts (n pi/2 exact for |n| < 2^20) and fdlibm's
+    __kernel_sin/__kernel_cos polynomials: about 30 flops and one branch instead of a libm
+    call, which matters where kinematics run per body per step.
+    """
+    if not (abs(x) < 1e5):
+        return np.sin(x), np.cos(x)
+    n = np.floor(x * 0.63661977236758134308 + 0.5)  # nearest multiple of pi/2
+    y = ((x - n * _PIO2_1) - n * _PIO2_2) - n * _PIO2_2T
+    z = y * y
+    ps = _S2 + z * (_S3 + z * (_S4 + z * (_S5 + z * _S6)))
+    sn = y + (z * y) * (_S1 + z * ps)
+    pc = z * (_C1 + z * (_C2 + z * (_C3 + z * (_C4 + z * (_C5 + z * _C6)))))
+    hz = 0.5 * z
+    w = 1.0 - hz
+    cs = w + (((1.0 - w) - hz) + z * pc)
+    k = int(n) & 3
+    if k == 0:
+        return sn, cs
+    if k == 1:
+        return cs, -sn
+    if k == 2:
+        return -sn, -cs
+    return -cs, sn
+
+
+@njit(cache=True)
+def forward_poses_kernel(parent, jtype, qi, S, tree_E, tree_r, axis, q, E, r, R_world, p_world):
+    """The pose part of :func:`forward_kinematics_kernel` alone: (E, r), R_world, p_world and
+    the q-dependent S of free joints, without velocities (what a q-only quantity such as
+    Lambda needs). Same formulas in the same order, except that a revolute joint's sine and
+    cosine come from :func:`sincos` (so results agree with forward_kinematics to about an
+    ulp), and E is kept in scalars, which saves the reloads the array form needs."""
+    nb = parent.shape[0]
+    EJ = np.empty((3, 3))
+    for i in range(nb):
+        jt = jtype[i]
+        p = parent[i]
+        if jt == REVOLUTE:
+            k0, k1, k2 = axis[i, 0], axis[i, 1], axis[i, 2]
+            s, c = sincos(q[qi[i]])
+            t = 1.0 - c
+            x0, x1, x2 = tree_E[i, 0, 0], tree_E[i, 1, 0], tree_E[i, 2, 0]
+            kx = t * (k0 * x0 + k1 * x1 + k2 * x2)
+            e00 = c * x0 - s * (k1 * x2 - k2 * x1) + kx * k0
+            e10 = c * x1 - s * (k2 * x0 - k0 * x2) + kx * k1
+            e20 = c * x2 - s * (k0 * x1 - k1 * x0) + kx * k2
+            x0, x1, x2 = tree_E[i, 0, 1], tree_E[i, 1, 1], tree_E[i, 2, 1]
+            kx = t * (k0 * x0 + k1 * x1 + k2 * x2)
+            e01 = c * x0 - s * (k1 * x2 - k2 * x1) + kx * k0
+            e11 = c * x1 - s * (k2 * x0 - k0 * x2) + kx * k1
+            e21 = c * x2 - s * (k0 * x1 - k1 * x0) + kx * k2
+            x0, x1, x2 = tree_E[i, 0, 2], tree_E[i, 1, 2], tree_E[i, 2, 2]
+            kx = t * (k0 * x0 + k1 * x1 + k2 * x2)
+            e02 = c * x0 - s * (k1 * x2 - k2 * x1) + kx * k0
+            e12 = c * x1 - s * (k2 * x0 - k0 * x2) + kx * k1
+            e22 = c * x2 - s * (k0 * x1 - k1 * x0) + kx * k2
+            E[i, 0, 0], E[i, 0, 1], E[i, 0, 2] = e00, e01, e02
+            E[i, 1, 0], E[i, 1, 1], E[i, 1, 2] = e10, e11, e12
+            E[i, 2, 0], E[i, 2, 1], E[i, 2, 2] = e20, e21, e22
+            r0, r1, r2 = tree_r[i, 0], tree_r[i, 1], tree_r[i, 2]
+            r[i, 0], r[i, 1], r[i, 2] = r0, r1, r2
+            if p < 0:
+                R_world[i, 0, 0], R_world[i, 0, 1], R_world[i, 0, 2] = e00, e10, e20
+                R_world[i, 1, 0], R_world[i, 1, 1], R_world[i, 1, 2] = e01, e11, e21
+                R_world[i, 2, 0], R_world[i, 2, 1], R_world[i, 2, 2] = e02, e12, e22
+                p_world[i, 0], p_world[i, 1], p_world[i, 2] = r0, r1, r2
+            else:
+                for a in range(3):
+                    a0, a1, a2 = R_world[p, a, 0], R_world[p, a, 1], R_world[p, a, 2]
+                    pa = p_world[p, a]
+                    R_world[i, a, 0] = a0 * e00 + a1 * e01 + a2 * e02
+                    R_world[i, a, 1] = a0 * e10 + a1 * e11 + a2 * e12
+                    R_world[i, a, 2] = a0 * e20 + a1 * e21 + a2 * e22
+                    p_world[i, a] = pa + a0 * r0 + a1 * r1 + a2 * r2
+            continue
+        if jt == PRISMATIC:
+            k0, k1, k2 = axis[i, 0], axis[i, 1], axis[i, 2]
+            d = q[qi[i]]
+            for a in range(3):
+                for b in range(3):
+                    E[i, a, b] = tree_E[i, a, b]
+                r[i, a] = tree_r[i, a] + d * (
+                    tree_E[i, 0, a] * k0 + tree_E[i, 1, a] * k1 + tree_E[i, 2, a] * k2
+                )
+        else:
+            o = qi[i]
+            quat_to_rotation(q[o + 3], q[o + 4], q[o + 5], q[o + 6], EJ)
+            for a in range(3):
+                for b in range(3):
+                    E[i, a, b] = (
+                        EJ[0, a] * tree_E[i, 0, b]
+                        + EJ[1, a] * tree_E[i, 1, b]
+                        + EJ[2, a] * tree_E[i, 2, b]
+                    )
+                r[i, a] = tree_r[i, a] + (
+                    tree_E[i, 0, a] * q[o] + tree_E[i, 1, a] * q[o + 1] + tree_E[i, 2, a] * q[o + 2]
+                )
+            for a in range(3):
+                for b in range(3):
+                    S[i, 3 + a, b] = EJ[b, a]
+        if p < 0:
+            for a in range(3):
+                for b in range(3):
+                    R_world[i, a, b] = E[i, b, a]
+                p_world[i, a] = r[i, a]
+        else:
+            for a in range(3):
+                for b in range(3):
+                    R_world[i, a, b] = (
+                        R_world[p, a, 0] * E[i, b, 0]
+                        + R_world[p, a, 1] * E[i, b, 1]
+                        + R_world[p, a, 2] * E[i, b, 2]
+                    )
+                p_world[i, a] = (
+                    p_world[p, a]
+                    + R_world[p, a, 0] * r[i, 0]
+                    + R_world[p, a, 1] * r[i, 1]
+                    + R_world[p, a, 2] * r[i, 2]
+                )
+
+
 def forward_kinematics(model, data, q, v=None) -> None:
     """Fill ``data`` with poses, transforms and velocities for configuration ``q`` and
     velocity ``v`` (zero if None)."""
