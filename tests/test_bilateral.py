@@ -369,3 +369,29 @@ def test_fourbar_scenario_runs_and_records_the_closure_error(tmp_path):
     assert 0.0 < summary.max_constraint_error < FOURBAR_CLOSURE_BOUND
     _, t4 = sim.q[0], rocker_angle(sim.q[0], 1.8)
     assert abs(wrap(sim.q[2] - t4)) < 2 * FOURBAR_CLOSURE_BOUND / ROCKER
+
+
+def test_bad_closure_is_one_sentence_naming_the_file(tmp_path):
+    """A closure between two static links (an environment's wall and the world) cannot
+    move anything: the CLI says so in one line naming the scenario file, exit code 2."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    for name in ("fourbar.urdf", "pendulum-environment.urdf"):
+        shutil.copy(bundled_dir() / name, tmp_path / name)
+    text = (bundled_dir() / "fourbar.toml").read_text()
+    text = text.replace('a = "coupler"\nb = "rocker"', 'a = "room/wall"\nb = "world"')
+    text += '\n[environment.room]\nurdf = "pendulum-environment.urdf"\n'
+    scenario = tmp_path / "bad.toml"
+    scenario.write_text(text)
+    mbsim = Path(sys.executable).with_name("mbsim")
+    proc = subprocess.run(
+        [str(mbsim), "run", str(scenario), "--out", str(tmp_path / "x.h5")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert str(scenario) in lines[0] and "both sides are fixed to the world" in lines[0]

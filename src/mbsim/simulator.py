@@ -19,7 +19,7 @@ import numpy as np
 from mbsim.collision.scene import CollisionScene
 from mbsim.errors import MbsimError
 from mbsim.io.scenario import build_scenario_model
-from mbsim.simcore.bilateral import Bilateral, closures_from_scenario
+from mbsim.simcore.bilateral import Bilateral, ConstraintError, closures_from_scenario
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
@@ -129,7 +129,10 @@ class Simulator:
         self._torque_const, self._pd = self._controls()
         self.data = Data(m)
         self.q, self.v = self._initial_state()
-        self.bilateral = Bilateral(m, closures_from_scenario(m, sc.closures), q0=self.q)
+        try:
+            self.bilateral = Bilateral(m, closures_from_scenario(m, sc.closures), q0=self.q)
+        except ConstraintError as exc:
+            raise MbsimError(f"{sc.source or 'the scenario'}: {exc}") from None
         self.stepper = OSStepper(
             m,
             self.scene if self.scene.allowed.any() else None,

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mbsim.errors import MbsimError
+from mbsim.simcore.bilateral import ConstraintError
 from mbsim.simcore.contact import curvature_drift
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
@@ -315,10 +316,13 @@ class OSStepper:
             propagate_bias(m.parent, d.E, d.r, d.cbias, chat)
             target = target + curvature_drift(d.R_world, d.vel, chat, c, dt)
         gap_velocity = target / dt
-        problem = ContactProblem.build(
-            m, d, q, c, tau, o.nf, mu, gap_velocity, o.solver, o.lcp_tol_rel, node_transforms,
-            bilateral=self.bilateral, dt=dt, dynamics=self.dynamics,
-        )  # fmt: skip
+        try:
+            problem = ContactProblem.build(
+                m, d, q, c, tau, o.nf, mu, gap_velocity, o.solver, o.lcp_tol_rel,
+                node_transforms, bilateral=self.bilateral, dt=dt, dynamics=self.dynamics,
+            )  # fmt: skip
+        except ConstraintError as exc:  # e.g. a distance closure's points came together
+            raise SimulationError(f"at step {self.step_index}, t = {t:.6g} s: {exc}") from None
         problem.free_accel = (v, qdd)  # qdd at (q, v): the free motion needs no second solve
         form = self.formulation
         form.prepare(problem)
