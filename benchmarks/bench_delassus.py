@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import platform
 import statistics
 import sys
 import time
@@ -54,6 +53,7 @@ import pinocchio as pin
 import scipy.linalg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from bench_compliance import machine  # noqa: E402  (same machine line in both tables)
 from mbsim.io.urdf import load_urdf, parse_urdf_string
 from mbsim.simcore.compliance import compliance_upsilon
 from mbsim.simcore.data import Data
@@ -352,18 +352,6 @@ def robot_cases():
         links, offs, lin = zip(*nodes, strict=True)
         out.append(Case("robots", name, model, pm, list(links), list(offs), list(lin)))
     return out
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {platform.machine()}, Python {platform.python_version()}, pin {pin.__version__}"
 
 
 def main(argv=None) -> int:

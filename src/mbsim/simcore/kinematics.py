@@ -20,6 +20,31 @@ from mbsim.simcore.model import FREE, PRISMATIC, REVOLUTE
 from mbsim.simcore.spatial import cross_motion, plucker, quat_to_rotation, xform_motion
 
 
+@njit(cache=True, inline="always")
+def world_pose(i, p, E, r, R_world, p_world):
+    """World pose of body i from its parent p's (world if p < 0): R_i = R_p E_i^T,
+    p_i = p_p + R_p r_i (E, r: the Plücker transform from the parent frame)."""
+    if p < 0:
+        for a in range(3):
+            for b in range(3):
+                R_world[i, a, b] = E[i, b, a]
+            p_world[i, a] = r[i, a]
+    else:
+        for a in range(3):
+            for b in range(3):
+                R_world[i, a, b] = (
+                    R_world[p, a, 0] * E[i, b, 0]
+                    + R_world[p, a, 1] * E[i, b, 1]
+                    + R_world[p, a, 2] * E[i, b, 2]
+                )
+            p_world[i, a] = (
+                p_world[p, a]
+                + R_world[p, a, 0] * r[i, 0]
+                + R_world[p, a, 1] * r[i, 1]
+                + R_world[p, a, 2] * r[i, 2]
+            )
+
+
 @njit(cache=True)
 def forward_kinematics_kernel(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world, vel, cbias
@@ -76,26 +101,7 @@ def forward_kinematics_kernel(
                 for b in range(3):
                     S[i, 3 + a, b] = EJ[b, a]
         p = parent[i]
-        # world pose: R_i = R_p E_i^T, p_i = p_p + R_p r_i
-        if p < 0:
-            for a in range(3):
-                for b in range(3):
-                    R_world[i, a, b] = E[i, b, a]
-                p_world[i, a] = r[i, a]
-        else:
-            for a in range(3):
-                for b in range(3):
-                    R_world[i, a, b] = (
-                        R_world[p, a, 0] * E[i, b, 0]
-                        + R_world[p, a, 1] * E[i, b, 1]
-                        + R_world[p, a, 2] * E[i, b, 2]
-                    )
-                p_world[i, a] = (
-                    p_world[p, a]
-                    + R_world[p, a, 0] * r[i, 0]
-                    + R_world[p, a, 1] * r[i, 1]
-                    + R_world[p, a, 2] * r[i, 2]
-                )
+        world_pose(i, p, E, r, R_world, p_world)
         n = nvj[i]
         o = vi[i]
         for a in range(6):
@@ -235,25 +241,7 @@ def forward_poses_kernel(parent, jtype, qi, S, tree_E, tree_r, axis, q, E, r, R_
             for a in range(3):
                 for b in range(3):
                     S[i, 3 + a, b] = EJ[b, a]
-        if p < 0:
-            for a in range(3):
-                for b in range(3):
-                    R_world[i, a, b] = E[i, b, a]
-                p_world[i, a] = r[i, a]
-        else:
-            for a in range(3):
-                for b in range(3):
-                    R_world[i, a, b] = (
-                        R_world[p, a, 0] * E[i, b, 0]
-                        + R_world[p, a, 1] * E[i, b, 1]
-                        + R_world[p, a, 2] * E[i, b, 2]
-                    )
-                p_world[i, a] = (
-                    p_world[p, a]
-                    + R_world[p, a, 0] * r[i, 0]
-                    + R_world[p, a, 1] * r[i, 1]
-                    + R_world[p, a, 2] * r[i, 2]
-                )
+        world_pose(i, p, E, r, R_world, p_world)
 
 
 def forward_kinematics(model, data, q, v=None) -> None:
