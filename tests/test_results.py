@@ -498,7 +498,10 @@ def test_load_results_rejects_what_is_not_a_results_file(tmp_path: Path):
 # --------------------------------------------------------------------------- real processes
 
 CHILD = f"""
-import sys, time
+import signal, sys, time
+# a shell's background job inherits SIGINT ignored, and Python then raises no
+# KeyboardInterrupt: restore the default so the test does not depend on how it was started
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from test_results import INFO, ball
 from mbsim.io.results import ResultsWriter
@@ -541,9 +544,12 @@ def _run_child(tmp_path: Path, stop_after: float, sig: int, settle: float = 0.0)
         else:
             pytest.fail(f"writer process ended early: {proc.stderr.read()}")
         proc.send_signal(sig)
-        for line in proc.stdout:  # drain: rows printed before the signal landed
+        try:  # drain the rows printed before the signal landed; never hang the suite
+            rest, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"writer process did not stop within 30 s of signal {sig}")
+        for line in rest.splitlines():
             last = int(line.split()[1])
-        proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
