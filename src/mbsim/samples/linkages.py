@@ -65,7 +65,10 @@ def fourbar_urdf() -> str:
     about +y points the bar along (cos q, 0, -sin q). The loop is closed in the scenario:
     coupler tip (COUPLER, 0, 0) to rocker tip (ROCKER, 0, 0), both in their link frames.
     """
-    lines = [_HEADER.rstrip("\n"), _NOTICE.replace("generators.{func}", "linkages.fourbar_urdf").rstrip("\n")]
+    lines = [
+        _HEADER.rstrip("\n"),
+        _NOTICE.replace("generators.{func}", "linkages.fourbar_urdf").rstrip("\n"),
+    ]
     lines.append('<robot name="fourbar">')
     lines.append('  <link name="world"/>')
     lines += _bar("crank", CRANK)
