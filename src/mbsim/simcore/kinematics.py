@@ -21,6 +21,25 @@ from mbsim.simcore.spatial import cross_motion, plucker, quat_to_rotation, xform
 
 
 @njit(cache=True, inline="always")
+def free_joint_transform(i, o, q, tree_E, tree_r, EJ, E, r, S):
+    """Xup of free joint i (q[o:o+7] = [x y z qw qx qy qz]): E = R_J^T E_T, r = r_T + E_T^T p,
+    and S's linear block R_J^T: v = [p-dot (joint frame); w (body frame)], the body-frame
+    linear velocity is R_J^T p-dot, so S depends on q. ``EJ`` is 3x3 scratch (R_J)."""
+    quat_to_rotation(q[o + 3], q[o + 4], q[o + 5], q[o + 6], EJ)  # R_J (child -> joint)
+    for a in range(3):
+        for b in range(3):
+            E[i, a, b] = (
+                EJ[0, a] * tree_E[i, 0, b] + EJ[1, a] * tree_E[i, 1, b] + EJ[2, a] * tree_E[i, 2, b]
+            )
+        r[i, a] = tree_r[i, a] + (
+            tree_E[i, 0, a] * q[o] + tree_E[i, 1, a] * q[o + 1] + tree_E[i, 2, a] * q[o + 2]
+        )
+    for a in range(3):
+        for b in range(3):
+            S[i, 3 + a, b] = EJ[b, a]
+
+
+@njit(cache=True, inline="always")
 def world_pose(i, p, E, r, R_world, p_world):
     """World pose of body i from its parent p's (world if p < 0): R_i = R_p E_i^T,
     p_i = p_p + R_p r_i (E, r: the Plücker transform from the parent frame)."""
@@ -83,23 +102,7 @@ def forward_kinematics_kernel(
                     tree_E[i, 0, a] * k0 + tree_E[i, 1, a] * k1 + tree_E[i, 2, a] * k2
                 )
         else:
-            o = qi[i]
-            quat_to_rotation(q[o + 3], q[o + 4], q[o + 5], q[o + 6], EJ)  # R_J (child -> joint)
-            for a in range(3):
-                for b in range(3):
-                    E[i, a, b] = (
-                        EJ[0, a] * tree_E[i, 0, b]
-                        + EJ[1, a] * tree_E[i, 1, b]
-                        + EJ[2, a] * tree_E[i, 2, b]
-                    )
-                r[i, a] = tree_r[i, a] + (
-                    tree_E[i, 0, a] * q[o] + tree_E[i, 1, a] * q[o + 1] + tree_E[i, 2, a] * q[o + 2]
-                )
-            # v = [p-dot (joint frame); w (body frame)]: the body-frame linear velocity is
-            # R_J^T p-dot, so S's linear block is R_J^T and depends on q.
-            for a in range(3):
-                for b in range(3):
-                    S[i, 3 + a, b] = EJ[b, a]
+            free_joint_transform(i, qi[i], q, tree_E, tree_r, EJ, E, r, S)
         p = parent[i]
         world_pose(i, p, E, r, R_world, p_world)
         n = nvj[i]
@@ -226,21 +229,7 @@ def forward_poses_kernel(parent, jtype, qi, S, tree_E, tree_r, axis, q, E, r, R_
                     tree_E[i, 0, a] * k0 + tree_E[i, 1, a] * k1 + tree_E[i, 2, a] * k2
                 )
         else:
-            o = qi[i]
-            quat_to_rotation(q[o + 3], q[o + 4], q[o + 5], q[o + 6], EJ)
-            for a in range(3):
-                for b in range(3):
-                    E[i, a, b] = (
-                        EJ[0, a] * tree_E[i, 0, b]
-                        + EJ[1, a] * tree_E[i, 1, b]
-                        + EJ[2, a] * tree_E[i, 2, b]
-                    )
-                r[i, a] = tree_r[i, a] + (
-                    tree_E[i, 0, a] * q[o] + tree_E[i, 1, a] * q[o + 1] + tree_E[i, 2, a] * q[o + 2]
-                )
-            for a in range(3):
-                for b in range(3):
-                    S[i, 3 + a, b] = EJ[b, a]
+            free_joint_transform(i, qi[i], q, tree_E, tree_r, EJ, E, r, S)
         world_pose(i, p, E, r, R_world, p_world)
 
 
