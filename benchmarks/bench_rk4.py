@@ -30,12 +30,16 @@ drift dCM and the penetration of P and Q are measured for
 * (b) rk4, position-level gap, no cap (``gap_floor = -inf``);
 * (c) rk4, ``gap_floor = 0`` (velocity level once penetrating: 001's switch after impact);
 * (d) rk4, ``gap_floor = -1e-5`` m (001's g_Neps, mbsim's rk4 default);
-* (e), (f) rk4, ``gap_floor = -5e-5`` and ``-1e-4`` m: 001's rule of thumb (g_Neps of the order
-  of the Euler scheme's own penetration) applied to our (a'), which penetrates 5e-5 m.
 
-``gap_floor`` is set on ``sim.options`` (the stepper's ``opt``; -inf is not a TOML-friendly
-override). Penetrations are measured from the end-of-step kinematics (sphere centre height
-minus radius). No timing here, so the shared machine does not matter.
+with mbsim's rk4 contact rows, written for the held-force step's own position update
+(``rk4_gap_rows = "trapezoid"``, stepper docstring), and (b*)-(d*) the same with 001's literal
+procedure, rows for the Euler update q + dt v+ (``rk4_gap_rows = "euler"``), plus (e*)
+``gap_floor = -5e-5`` m: 001's rule of thumb (g_Neps of the order of the Euler scheme's own
+penetration) applied to our (a'), which penetrated 5e-5 m before the J-dot v gap prediction.
+
+``gap_floor`` and ``rk4_gap_rows`` are set on ``sim.options`` (the stepper's ``opt``; -inf is
+not a TOML-friendly override). Penetrations are measured from the end-of-step kinematics
+(sphere centre height minus radius). No timing here, so the shared machine does not matter.
 
 Usage: python benchmarks/bench_rk4.py [--quick] [--fig7-png docs/fig7-energy.png]
        [--fig8-png docs/fig8-chain3.png]
@@ -68,15 +72,17 @@ Q0_FIG8 = {
     "base_z": 2.3 + 0.5 * math.sin(THETA) - 1.0,
     "joint_1": THETA,
 }
-#: Fig. 8 cases: label -> (integrator, gap_floor); None = mbsim's Euler rule
+#: Fig. 8 cases: label -> (integrator, gap_floor, rk4_gap_rows); None = mbsim's Euler rule
 FIG8_CASES = {
-    "(a) euler, mbsim gap rule": ("euler", None),
-    "(a') euler, gap_floor=-inf": ("euler", -math.inf),
-    "(b) rk4, gap_floor=-inf": ("rk4", -math.inf),
-    "(c) rk4, gap_floor=0": ("rk4", 0.0),
-    "(d) rk4, gap_floor=-1e-5": ("rk4", -1e-5),
-    "(e) rk4, gap_floor=-5e-5": ("rk4", -5e-5),
-    "(f) rk4, gap_floor=-1e-4": ("rk4", -1e-4),
+    "(a) euler, mbsim gap rule": ("euler", None, "trapezoid"),
+    "(a') euler, gap_floor=-inf": ("euler", -math.inf, "trapezoid"),
+    "(b) rk4, gap_floor=-inf": ("rk4", -math.inf, "trapezoid"),
+    "(c) rk4, gap_floor=0": ("rk4", 0.0, "trapezoid"),
+    "(d) rk4, gap_floor=-1e-5": ("rk4", -1e-5, "trapezoid"),
+    "(b*) rk4, Euler rows, gap_floor=-inf": ("rk4", -math.inf, "euler"),
+    "(c*) rk4, Euler rows, gap_floor=0": ("rk4", 0.0, "euler"),
+    "(d*) rk4, Euler rows, gap_floor=-1e-5": ("rk4", -1e-5, "euler"),
+    "(e*) rk4, Euler rows, gap_floor=-5e-5": ("rk4", -5e-5, "euler"),
 }
 
 
@@ -156,7 +162,7 @@ def fig7_plot(res: dict, png: str) -> None:
 
 
 # ----------------------------------------------------------------------------------- Fig. 8
-def fig8_run(integrator: str, gap_floor, duration: float, margin: float) -> dict:
+def fig8_run(integrator: str, gap_floor, rows: str, duration: float, margin: float) -> dict:
     urdf = _urdf("chain-3.urdf", chain_urdf(3))
     sc = scenario_from_urdf(
         urdf, name="chain", floor=True, self_collision=False, mu=0.0, restitution=0.0,
@@ -165,6 +171,7 @@ def fig8_run(integrator: str, gap_floor, duration: float, margin: float) -> dict
     )  # fmt: skip
     sim = Simulator(sc)
     sim.options.gap_floor = gap_floor
+    sim.options.rk4_gap_rows = rows
     assert sim.stepper.opt is sim.options
     m = sim.model
     d = Data(m)
@@ -209,7 +216,7 @@ def fig8_run(integrator: str, gap_floor, duration: float, margin: float) -> dict
 
 
 def fig8(duration: float, margin: float) -> dict:
-    return {label: fig8_run(i, g, duration, margin) for label, (i, g) in FIG8_CASES.items()}
+    return {label: fig8_run(*case, duration, margin) for label, case in FIG8_CASES.items()}
 
 
 def fig8_table(res: dict, duration: float, margin: float) -> None:
@@ -244,8 +251,8 @@ def fig8_plot(res: dict, png: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(3, 1, figsize=(9, 10), sharex=True)
-    colors = ("tab:red", "tab:orange", "tab:blue", "tab:green", "tab:purple", "tab:pink",
-              "tab:brown")  # fmt: skip
+    colors = ("tab:red", "tab:orange", "tab:blue", "tab:green", "tab:purple", "tab:cyan",
+              "tab:olive", "tab:pink", "tab:brown")  # fmt: skip
     for (label, r), c in zip(res.items(), colors, strict=True):
         ax[0].semilogy(r["t"], np.maximum(np.abs(r["dcm"]), 1e-16), color=c, lw=0.8,
                        label=label)  # fmt: skip

@@ -25,6 +25,15 @@ energy injection of k = 1). The gap is first advanced by the second-order term t
 row cannot see, 1/2 dt^2 n . J-dot v (contact.curvature_drift; ``curvature_correction``), so
 a contact point on a rotating body does not drift into the surface by that much every step.
 With ``gap_floor`` set (001 Sec. 4.1's g_Neps) the rule is n . v_u+ >= -max(g, g_Neps)/dt.
+
+With ``integrator = "rk4"`` the step's impulses are held as the force I/dt over a classical RK4
+step (001 Sec. 4.1). Under a constant force the position moves by dt (v_s + v+)/2 to first
+order (the stages' velocity average; v_s the velocity after the step's impacts), not by dt v+,
+so the normal rows ask n . (v_s + v+)/2 >= -g/dt, i.e. n . v+ >= -(2 g/dt + n . v_s). The
+Euler-step rows that 001 uses let the point move by dt n . (v_s - v+)/2 more than the LCP
+allowed: more than g_Neps = -1e-5 m per step on a chain turning about a contact, which the
+cap cannot undo. Impacts have already brought n . v_s to >= 0 at a contact about to close, so
+the doubled allowance does not throw a closing contact back out.
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ from mbsim.simcore.kinematics import (
 from mbsim.simcore.lcp import check, should_dump
 
 INTEGRATORS = ("euler", "rk4")
+RK4_GAP_ROWS = ("trapezoid", "euler")
 
 
 def rk4_friction_message(mu) -> str:
@@ -76,7 +86,11 @@ class StepOptions:
     contact is treated as a collision (compression/decompression). stabilization: fraction of
     a penetration removed per step. lcp_tol_rel: LCP acceptance tolerance relative to the
     problem's scale (see docs/lcp.md). max_penetration (m) and max_speed (m/s or rad/s): a
-    step exceeding them is divergence.
+    step exceeding them is divergence. integrator: "euler" or "rk4" (001 Sec. 4.1).
+    gap_floor: 001's g_Neps (m), None for the stabilisation rule (module docstring).
+    rk4_gap_rows: with rk4, "trapezoid" writes the normal rows for the held-force step's own
+    position update, n . (v_s + v+)/2 >= -g/dt; "euler" keeps 001's literal procedure, rows
+    for q + dt v+ (its Fig. 8 bounce and ratcheting penetration; docs/results.md).
     """
 
     dt: float
@@ -100,6 +114,7 @@ class StepOptions:
     integrator: str = "euler"
     gap_floor: float | None = None
     curvature_correction: bool = True
+    rk4_gap_rows: str = "trapezoid"
 
 
 @dataclass
@@ -169,6 +184,11 @@ class OSStepper:
         self.step_index = 0
         self.formulation = make(options.formulation, delassus=options.delassus)
         self.dynamics = make_dynamics(options.dynamics, model)
+        if options.rk4_gap_rows not in RK4_GAP_ROWS:
+            raise MbsimError(
+                f"unknown rk4_gap_rows {options.rk4_gap_rows!r}; expected one of "
+                f"{', '.join(RK4_GAP_ROWS)}"
+            )
         if options.integrator not in INTEGRATORS:
             raise MbsimError(
                 f"unknown integrator {options.integrator!r}; expected one of "
@@ -375,6 +395,12 @@ class OSStepper:
                     )  # fmt: skip
                 )
             v = v_c
+        if o.integrator == "rk4" and o.rk4_gap_rows == "trapezoid" and nu:
+            # RK4 with the held force moves the contact point by dt n . (v_s + v+)/2 (the
+            # stages' velocity average, to first order), not by dt n . v+ as Euler does:
+            # n . (v_s + v+)/2 >= -target/dt, i.e. n . v+ >= -(2 target/dt + n . v_s)
+            vn_start = np.einsum("ij,ij->i", relative_velocity(problem, v), c.normal)
+            problem.gap_velocity = 2.0 * gap_velocity + vn_start
         # --- the contact LCP of the step (Eq. 53 or the chosen formulation's)
         v_new, F, res = form.solve(problem, v, dt, True)
         self._accept(res, "contact", t)
