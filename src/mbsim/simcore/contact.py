@@ -22,42 +22,89 @@ of size nu (nf + 2) (Table 1). Units: impulses N s, velocities m/s.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 
-def tangent_basis(normal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Two unit tangents (t1, t2) with (t1, t2, n) right-handed, for each row of ``normal``.
-
-    t1 is the normalised projection of the world axis least aligned with n, so the basis is
-    a smooth function of n away from those switching cones and deterministic everywhere.
-    """
-    n = np.atleast_2d(np.asarray(normal, dtype=float))
-    axis = np.zeros_like(n)
-    axis[np.arange(len(n)), np.argmin(np.abs(n), axis=1)] = 1.0
-    t1 = axis - np.sum(axis * n, axis=1, keepdims=True) * n
-    t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
-    t2 = np.cross(n, t1)
-    return t1, t2
+@njit(cache=True)
+def _friction_kernel(n, cos_a, sin_a, D):
+    """Fill D (nu, 3, nf + 1) from unit normals n (nu, 3): column 0 is n, column 1 + j is
+    cos_a[j] t1 + sin_a[j] t2 (see friction_matrix)."""
+    for i in range(n.shape[0]):
+        n0, n1, n2 = n[i, 0], n[i, 1], n[i, 2]
+        # the world axis least aligned with n (first of ties, as argmin), projected off n
+        axis = 0
+        if abs(n1) < abs(n0):
+            axis = 1
+        if abs(n2) < abs(n[i, axis]):
+            axis = 2
+        nk = n[i, axis]
+        t10, t11, t12 = -nk * n0, -nk * n1, -nk * n2
+        if axis == 0:
+            t10 += 1.0
+        elif axis == 1:
+            t11 += 1.0
+        else:
+            t12 += 1.0
+        inv = 1.0 / np.sqrt(t10 * t10 + t11 * t11 + t12 * t12)
+        t10 *= inv
+        t11 *= inv
+        t12 *= inv
+        t20 = n1 * t12 - n2 * t11  # t2 = n x t1
+        t21 = n2 * t10 - n0 * t12
+        t22 = n0 * t11 - n1 * t10
+        D[i, 0, 0], D[i, 1, 0], D[i, 2, 0] = n0, n1, n2
+        for j in range(cos_a.shape[0]):
+            c, s = cos_a[j], sin_a[j]
+            D[i, 0, j + 1] = c * t10 + s * t20
+            D[i, 1, j + 1] = c * t11 + s * t21
+            D[i, 2, j + 1] = c * t12 + s * t22
 
 
 def friction_matrix(normal: np.ndarray, nf: int) -> np.ndarray:
     """D(i) for every contact: (nu, 3, nf + 1) with columns [n, d_1, ..., d_nf] (Eq. 7).
 
-    d_j = cos(2 pi j / nf) t1 + sin(2 pi j / nf) t2, j = 0 .. nf-1.
+    d_j = cos(2 pi j / nf) t1 + sin(2 pi j / nf) t2, j = 0 .. nf-1, with (t1, t2, n)
+    right-handed: t1 is the normalised projection of the world axis least aligned with n (so
+    the basis is a smooth function of n away from those switching cones and deterministic
+    everywhere) and t2 = n x t1.
     """
     if nf < 4 or nf % 2:
         raise ValueError(f"friction directions nf={nf} must be an even number >= 4")
-    n = np.atleast_2d(np.asarray(normal, dtype=float))
-    if n.shape[0] == 0:
-        return np.zeros((0, 3, nf + 1))
-    t1, t2 = tangent_basis(n)
+    n = np.ascontiguousarray(np.atleast_2d(np.asarray(normal, dtype=float)))
     angles = 2.0 * np.pi * np.arange(nf) / nf
     D = np.empty((len(n), 3, nf + 1))
-    D[:, :, 0] = n
-    D[:, :, 1:] = (
-        t1[:, :, None] * np.cos(angles)[None, None, :]
-        + t2[:, :, None] * np.sin(angles)[None, None, :]
-    )
+    _friction_kernel(n, np.cos(angles), np.sin(angles), D)
     return D
+
+
+@njit(cache=True)
+def _contact_lcp_kernel(W, D, mu, v_free, M, q):
+    nu, _, k = D.shape
+    size_b = nu * k
+    WD = np.empty((3, k))
+    for i in range(nu):
+        for j in range(nu):
+            # block (i, j) of D^T W D: D(i)^T W_ij D(j)
+            for r in range(3):
+                for b in range(k):
+                    acc = 0.0
+                    for c in range(3):
+                        acc += W[3 * i + r, 3 * j + c] * D[j, c, b]
+                    WD[r, b] = acc
+            for a in range(k):
+                for b in range(k):
+                    acc = 0.0
+                    for r in range(3):
+                        acc += D[i, r, a] * WD[r, b]
+                    M[k * i + a, k * j + b] = acc
+        for a in range(1, k):
+            M[k * i + a, size_b + i] = 1.0  # E-hat
+            M[size_b + i, k * i + a] = -1.0  # E-bar
+        M[size_b + i, k * i] = mu[i]
+        for a in range(k):
+            q[k * i + a] = (
+                D[i, 0, a] * v_free[i, 0] + D[i, 1, a] * v_free[i, 1] + (D[i, 2, a] * v_free[i, 2])
+            )
 
 
 def contact_lcp(W: np.ndarray, D: np.ndarray, mu: np.ndarray, v_free: np.ndarray):
@@ -68,21 +115,33 @@ def contact_lcp(W: np.ndarray, D: np.ndarray, mu: np.ndarray, v_free: np.ndarray
     free motion (m/s, normal component possibly shifted by a gap term). z = [beta; sigma].
     """
     nu, _, k = D.shape
-    nf = k - 1
-    size_b = nu * k
-    Dblk = np.zeros((3 * nu, size_b))
-    for i in range(nu):
-        Dblk[3 * i : 3 * i + 3, k * i : k * i + k] = D[i]
-    M = np.zeros((size_b + nu, size_b + nu))
-    M[:size_b, :size_b] = Dblk.T @ W @ Dblk
-    for i in range(nu):
-        M[k * i + 1 : k * i + k, size_b + i] = 1.0  # E-hat
-        M[size_b + i, k * i] = mu[i]  # E-bar
-        M[size_b + i, k * i + 1 : k * i + k] = -1.0
-    q = np.zeros(size_b + nu)
-    q[:size_b] = np.einsum("ijk,ij->ik", D, v_free).ravel()
-    del nf
+    size = nu * k + nu
+    M = np.zeros((size, size))
+    q = np.zeros(size)
+    _contact_lcp_kernel(
+        np.ascontiguousarray(W, dtype=float), np.ascontiguousarray(D, dtype=float),
+        np.ascontiguousarray(mu, dtype=float), np.ascontiguousarray(v_free, dtype=float), M, q,
+    )  # fmt: skip
     return M, q
+
+
+@njit(cache=True)
+def _relative_compliance_kernel(Lam, node_a, node_b, W):
+    nu = node_a.shape[0]
+    for i in range(nu):
+        for j in range(nu):
+            for si in range(2):
+                ni = node_a[i] if si == 0 else node_b[i]
+                if ni < 0:
+                    continue
+                for sj in range(2):
+                    nj = node_a[j] if sj == 0 else node_b[j]
+                    if nj < 0:
+                        continue
+                    sign = 1.0 if si == sj else -1.0
+                    for r in range(3):
+                        for c in range(3):
+                            W[3 * i + r, 3 * j + c] += sign * Lam[6 * ni + 3 + r, 6 * nj + 3 + c]
 
 
 def relative_compliance(Lam: np.ndarray, node_a: np.ndarray, node_b: np.ndarray) -> np.ndarray:
@@ -90,22 +149,45 @@ def relative_compliance(Lam: np.ndarray, node_a: np.ndarray, node_b: np.ndarray)
 
     Lam: (6 nc, 6 nc) for world-aligned nodes (rows [angular; linear] per node); node_a[i],
     node_b[i]: node indices of contact i's points on A and on B (-1 for the static world,
-    which contributes nothing). Returns (3 nu, 3 nu).
+    which contributes nothing). Returns (3 nu, 3 nu): block (i, j) is the sum over the
+    points of i and j of (+1 on A, -1 on B) products times Lambda's linear-linear block.
     """
-    nu = len(node_a)
-    lin = Lam.reshape(Lam.shape[0] // 6, 6, Lam.shape[1] // 6, 6)[:, 3:, :, 3:]
-    W = np.zeros((3 * nu, 3 * nu))
-    for i in range(nu):
-        for j in range(nu):
-            block = np.zeros((3, 3))
-            for ni, si in ((node_a[i], 1.0), (node_b[i], -1.0)):
-                if ni < 0:
-                    continue
-                for nj, sj in ((node_a[j], 1.0), (node_b[j], -1.0)):
-                    if nj >= 0:
-                        block += si * sj * lin[ni, :, nj, :]
-            W[3 * i : 3 * i + 3, 3 * j : 3 * j + 3] = block
+    W = np.zeros((3 * len(node_a), 3 * len(node_a)))
+    _relative_compliance_kernel(
+        np.ascontiguousarray(Lam, dtype=float), np.asarray(node_a, dtype=np.int64),
+        np.asarray(node_b, dtype=np.int64), W,
+    )  # fmt: skip
     return W
+
+
+@njit(cache=True, inline="always")
+def _point_bias_accel_normal(R_world, vel, chat, k, p, n):
+    """n . R (a + alpha x p + w x (v + w x p)): the normal world acceleration at zero joint
+    acceleration of point p (body frame) on body k (see curvature_drift)."""
+    w0, w1, w2 = vel[k, 0], vel[k, 1], vel[k, 2]
+    p0, p1, p2 = p[0], p[1], p[2]
+    u0 = vel[k, 3] + w1 * p2 - w2 * p1  # v + w x p
+    u1 = vel[k, 4] + w2 * p0 - w0 * p2
+    u2 = vel[k, 5] + w0 * p1 - w1 * p0
+    al0, al1, al2 = chat[k, 0], chat[k, 1], chat[k, 2]
+    a0 = chat[k, 3] + al1 * p2 - al2 * p1 + w1 * u2 - w2 * u1
+    a1 = chat[k, 4] + al2 * p0 - al0 * p2 + w2 * u0 - w0 * u2
+    a2 = chat[k, 5] + al0 * p1 - al1 * p0 + w0 * u1 - w1 * u0
+    acc = 0.0
+    for r in range(3):
+        acc += n[r] * (R_world[k, r, 0] * a0 + R_world[k, r, 1] * a1 + R_world[k, r, 2] * a2)
+    return acc
+
+
+@njit(cache=True)
+def _curvature_kernel(R_world, vel, chat, body_a, local_a, body_b, local_b, normal, scale, out):
+    for i in range(out.shape[0]):
+        acc = 0.0
+        if body_a[i] >= 0:
+            acc += _point_bias_accel_normal(R_world, vel, chat, body_a[i], local_a[i], normal[i])
+        if body_b[i] >= 0:
+            acc -= _point_bias_accel_normal(R_world, vel, chat, body_b[i], local_b[i], normal[i])
+        out[i] = scale * acc
 
 
 def curvature_drift(R_world, vel, chat, contacts, dt: float) -> np.ndarray:
@@ -121,20 +203,10 @@ def curvature_drift(R_world, vel, chat, contacts, dt: float) -> np.ndarray:
     body frame, Featherstone's spatial convention): R (a + alpha x p + w x (v + w x p)).
     """
     out = np.zeros(len(contacts.gap))
-    if not len(out):
-        return out
-    acc = np.zeros((len(out), 3))
-    for body, local, sign in (
-        (contacts.body_a, contacts.local_a, 1.0),
-        (contacts.body_b, contacts.local_b, -1.0),
-    ):
-        idx = np.flatnonzero(body >= 0)
-        if not len(idx):
-            continue
-        k = body[idx]
-        p = local[idx]
-        w, v = vel[k, :3], vel[k, 3:]
-        al, a = chat[k, :3], chat[k, 3:]
-        a_local = a + np.cross(al, p) + np.cross(w, v + np.cross(w, p))
-        acc[idx] += sign * np.einsum("kij,kj->ki", R_world[k], a_local)
-    return 0.5 * dt * dt * np.einsum("ij,ij->i", acc, contacts.normal)
+    if len(out):
+        c = contacts
+        _curvature_kernel(
+            R_world, vel, chat, c.body_a, np.ascontiguousarray(c.local_a), c.body_b,
+            np.ascontiguousarray(c.local_b), np.ascontiguousarray(c.normal), 0.5 * dt * dt, out,
+        )  # fmt: skip
+    return out

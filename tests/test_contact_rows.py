@@ -1,0 +1,84 @@
+"""The contact-model kernels of simcore/contact.py against their definitions in 000 Sec. 2
+and Eqs. 46, 49, 53, written here densely with NumPy: D(i) (Eq. 7) from its properties, W =
+Q_u Lambda Q_u^T with an explicit Q_u, and M = [[D^T W D, E-hat], [E-bar, 0]],
+q = [D^T v; 0] from block matrices. Tolerances: 1e-12, rounding of sums of a few products of
+O(1) numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mbsim.simcore.contact import contact_lcp, friction_matrix, relative_compliance
+
+
+def unit_normals(rng, count):
+    n = rng.normal(size=(count, 3))
+    n /= np.linalg.norm(n, axis=1)[:, None]
+    axes = np.vstack([np.eye(3), -np.eye(3), [[1, 1, 0]] / np.sqrt(2)])
+    return np.vstack([n, axes])
+
+
+@pytest.mark.parametrize("nf", [4, 6, 8])
+def test_friction_directions_are_evenly_spaced_unit_tangents(nf):
+    n = unit_normals(np.random.default_rng(0), 40)
+    D = friction_matrix(n, nf)
+    assert D.shape == (len(n), 3, nf + 1)
+    np.testing.assert_allclose(D[:, :, 0], n, atol=0)
+    d = D[:, :, 1:]
+    np.testing.assert_allclose(np.linalg.norm(d, axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(np.einsum("ij,ijk->ik", n, d), 0.0, atol=1e-12)
+    # consecutive directions 2 pi / nf apart, turning right-handedly about n
+    t1 = d[:, :, 0]
+    t2 = np.cross(n, t1)
+    ang = 2 * np.pi * np.arange(nf) / nf
+    expect = t1[:, :, None] * np.cos(ang) + t2[:, :, None] * np.sin(ang)
+    np.testing.assert_allclose(d, expect, atol=1e-12)
+    # every direction's opposite is in the set (the polyhedron of Fig. 2)
+    np.testing.assert_allclose(d[:, :, : nf // 2], -d[:, :, nf // 2 :], atol=1e-12)
+
+
+def test_friction_matrix_refuses_odd_or_few_directions():
+    with pytest.raises(ValueError, match="even number"):
+        friction_matrix(np.array([[0.0, 0.0, 1.0]]), 5)
+    assert friction_matrix(np.zeros((0, 3)), 4).shape == (0, 3, 5)
+
+
+def test_relative_compliance_is_qu_lambda_qu_transpose():
+    rng = np.random.default_rng(1)
+    n_nodes = 5
+    A = rng.normal(size=(6 * n_nodes, 6 * n_nodes))
+    Lam = A @ A.T
+    node_a = np.array([0, 1, 3, 4])
+    node_b = np.array([-1, 2, -1, 0])  # -1: the static world
+    Qu = np.zeros((3 * len(node_a), 6 * n_nodes))
+    for i, (a, b) in enumerate(zip(node_a, node_b, strict=True)):
+        Qu[3 * i : 3 * i + 3, 6 * a + 3 : 6 * a + 6] += np.eye(3)
+        if b >= 0:
+            Qu[3 * i : 3 * i + 3, 6 * b + 3 : 6 * b + 6] -= np.eye(3)
+    W = relative_compliance(Lam, node_a, node_b)
+    np.testing.assert_allclose(W, Qu @ Lam @ Qu.T, atol=1e-12 * np.abs(Lam).max())
+
+
+@pytest.mark.parametrize(("nu", "nf"), [(1, 4), (3, 6), (5, 8)])
+def test_contact_lcp_is_eq53_contact_block(nu, nf):
+    rng = np.random.default_rng(nu)
+    k = nf + 1
+    A = rng.normal(size=(3 * nu, 3 * nu))
+    W = A @ A.T
+    D = friction_matrix(unit_normals(rng, nu)[:nu], nf)
+    mu = rng.random(nu)
+    v = rng.normal(size=(nu, 3))
+    M, q = contact_lcp(W, D, mu, v)
+    Dblk = np.zeros((3 * nu, nu * k))
+    Ehat = np.zeros((nu * k, nu))
+    Ebar = np.zeros((nu, nu * k))
+    for i in range(nu):
+        Dblk[3 * i : 3 * i + 3, k * i : k * i + k] = D[i]
+        Ehat[k * i + 1 : k * i + k, i] = 1.0
+        Ebar[i, k * i] = mu[i]
+        Ebar[i, k * i + 1 : k * i + k] = -1.0
+    M_ref = np.block([[Dblk.T @ W @ Dblk, Ehat], [Ebar, np.zeros((nu, nu))]])
+    q_ref = np.concatenate([Dblk.T @ v.ravel(), np.zeros(nu)])
+    np.testing.assert_allclose(M, M_ref, atol=1e-12 * np.abs(W).max())
+    np.testing.assert_allclose(q, q_ref, atol=1e-12)
