@@ -246,7 +246,7 @@ class OSStepper:
             tau = tau + self.torque(t, q, v)
         return tau
 
-    def _rk4(self, q, v_start, tau_c, t):
+    def _rk4(self, q, v_start, tau_c, t, k1a):
         """Advance with classical RK4 holding the step's constraint impulses as constant joint
         forces ``tau_c`` (001 Sec. 4.1, F_c = I_c / dt): the Euler step's
         v+ = v_s + dt M^-1 (tau - C(q, v_s)) + M^-1 h gives h / dt = RNEA(q, v_s, (v+ - v_s)/dt)
@@ -254,6 +254,8 @@ class OSStepper:
         velocity after any impact of the step (the impulsive jump is kept as it is). Stages on
         free joints compose q with the stage velocity (kinematics.integrate). The held force
         makes the scheme first order across a contact event and fourth order between them.
+        ``k1a`` is the first stage's acceleration, already known: qdd(q, v, tau) without
+        constraint impulses, (v+ - v_s)/dt with them (the held force was built to give it).
         """
         m, d, dt = self.model, self.data, self.opt.dt
 
@@ -261,7 +263,7 @@ class OSStepper:
             return self.dynamics.accel(d, qs, vs, self._joint_forces(ts, qs, vs) + tau_c)
 
         h = 0.5 * dt
-        k1v, k1a = v_start, accel(t, q, v_start)
+        k1v = v_start
         q2 = integrate(m, q, k1v, h)
         k2v = v_start + h * k1a
         k2a = accel(t + h, q2, k2v)
@@ -289,6 +291,7 @@ class OSStepper:
         v_new = v + dt * qdd
         v_start = v
         tau_c = np.zeros(m.nv)
+        k1a = qdd  # RK4's first stage
         if nu or self.formulation.always_solves or self.bilateral is not None:
             if c is None:
                 c = _no_contacts()
@@ -298,9 +301,10 @@ class OSStepper:
             if o.integrator == "rk4":
                 # h / dt = RNEA(q, v_s, (v+ - v_s)/dt) - tau: the constraint impulses of the
                 # Euler step as a generalized force (see _rk4)
-                tau_c = rnea(m, d, q, v_start, (v_new - v_start) / dt) - tau
+                k1a = (v_new - v_start) / dt
+                tau_c = rnea(m, d, q, v_start, k1a) - tau
         if o.integrator == "rk4":
-            q_new, v_new = self._rk4(q, v_start, tau_c, t)
+            q_new, v_new = self._rk4(q, v_start, tau_c, t, k1a)
         else:
             q_new = integrate(m, q, v_new, dt)
         self.step_index += 1
