@@ -18,10 +18,12 @@ Each case runs with both forward-dynamics paths of the stepper (OS formulation, 
   CRBA mass matrix, Cholesky, the dense node Jacobian for M^-1 J^T f and Lambda = J M^-1 J^T.
 
 The time of a run is the thread CPU time (``time.thread_time``) of the ``Simulator.step`` loop,
-model and collision-scene construction excluded, median over ``--repeats`` runs interleaved
-over sizes. OpenBLAS is pinned to one thread (set before numpy loads), so the dense path's
-LAPACK work runs in the timed thread. The machine is shared with other jobs, hence CPU time
-rather than wall time. Slopes are least squares in log-log over n >= ``--fit-from``.
+model and collision-scene construction excluded, the minimum over ``--repeats`` runs
+interleaved over sizes: other tenants of the shared machine only ever add time, and spread the
+repeats by up to 2x, so the minimum is the least disturbed run (the spread is printed).
+OpenBLAS is pinned to one thread (set before numpy loads), so the dense path's LAPACK work
+runs in the timed thread. CPU time rather than wall time, because the machine is shared.
+Slopes are least squares in log-log over n >= ``--fit-from``.
 
 The script also checks that both paths end in the same state, times one forward-dynamics
 call of each path per size (the per-body cost behind the DCA question of 001 Sec. 3.3) and
@@ -166,7 +168,7 @@ def slope(ns, ts, fit_from: int) -> float:
     return float(np.polyfit(x, y, 1)[0])
 
 
-def plot(png: str, sizes, med: dict, duration: float) -> None:
+def plot(png: str, sizes, best: dict, duration: float) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -178,7 +180,7 @@ def plot(png: str, sizes, med: dict, duration: float) -> None:
     for path in PATHS:
         for case in CASES:
             mk, ls = styles[case]
-            ts = [med[(n, case, path)] for n in sizes]
+            ts = [best[(n, case, path)] for n in sizes]
             ax.loglog(
                 sizes, ts, marker=mk, ls=ls, color=colors[path],
                 label=f"{LABELS[path]}, {CASE_LABELS[case]}",
@@ -187,7 +189,7 @@ def plot(png: str, sizes, med: dict, duration: float) -> None:
     # last three sizes
     n_hi = np.array([sizes[max(0, len(sizes) - 3)], sizes[-1]], dtype=float)
     for path, k in (("aba", 1), ("crba", 3)):
-        t_end = med[(sizes[-1], "PQ", path)]
+        t_end = best[(sizes[-1], "PQ", path)]
         ax.loglog(n_hi, t_end * (n_hi / n_hi[-1]) ** k, color="0.5", lw=0.8)
         ax.annotate(f"slope {k}", (n_hi[0], t_end * (n_hi[0] / n_hi[-1]) ** k), color="0.4")
     ax.set_xlabel("number of bodies n")
@@ -222,7 +224,7 @@ def main(argv=None) -> None:
         f"{os.cpu_count()} CPUs (shared), Python {platform.python_version()}, numpy "
         f"{np.__version__}; OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}"
     )
-    print(f"# chain n = {sizes}, {duration:g} s at dt = {args.dt:g} s, median of {repeats}")
+    print(f"# chain n = {sizes}, {duration:g} s at dt = {args.dt:g} s, minimum of {repeats}")
     warm_up(args.dt)
 
     runs: dict = {}
@@ -233,7 +235,7 @@ def main(argv=None) -> None:
                     r = run_once(n, case, path, duration, args.dt)
                     runs.setdefault((n, case, path), []).append(r)
             print(f"  rep done for n = {n}", file=sys.stderr, flush=True)
-    med = {k: statistics.median(r["cpu"] for r in rs) for k, rs in runs.items()}
+    best = {k: min(r["cpu"] for r in rs) for k, rs in runs.items()}
     spread = sorted(max(r["cpu"] for r in rs) / min(r["cpu"] for r in rs) for rs in runs.values())
 
     print(f"\nThread CPU seconds per {duration:g} s run ({round(duration / args.dt)} steps):\n")
@@ -241,9 +243,9 @@ def main(argv=None) -> None:
     print(f"| n | {head} | crba/aba (PQ) | contact steps (PQ) | LCP sizes (PQ) |")
     print("|---" * (2 * len(CASES) + 4) + "|")
     for n in sizes:
-        cells = " | ".join(f"{med[(n, c, p)]:.3f}" for c in CASES for p in PATHS)
+        cells = " | ".join(f"{best[(n, c, p)]:.3f}" for c in CASES for p in PATHS)
         r0 = runs[(n, "PQ", "aba")][0]
-        ratio = med[(n, "PQ", "crba")] / med[(n, "PQ", "aba")]
+        ratio = best[(n, "PQ", "crba")] / best[(n, "PQ", "aba")]
         sz = ", ".join(map(str, r0["lcp_sizes"])) or "-"
         print(f"| {n} | {cells} | {ratio:.1f} | {r0['contact_steps']} | {sz} |")
 
@@ -258,7 +260,7 @@ def main(argv=None) -> None:
     print("|---|---|---|---|")
     for case in CASES:
         for path in PATHS:
-            ts = [med[(n, case, path)] for n in sizes]
+            ts = [best[(n, case, path)] for n in sizes]
             s1 = slope(sizes, ts, args.fit_from)
             s2 = slope(sizes, ts, last3)
             print(f"| {CASE_LABELS[case]} | {LABELS[path]} | {s1:.2f} | {s2:.2f} |")
@@ -294,11 +296,11 @@ def main(argv=None) -> None:
         print("\n| case | a: n-independent us per step | b: us per body per step |")
         print("|---|---|---|")
         for c in CASES:
-            per_step = [med[(n, c, "aba")] / steps * 1e6 for n in sizes]
+            per_step = [best[(n, c, "aba")] / steps * 1e6 for n in sizes]
             b, a = np.polyfit(ns, per_step, 1)
             print(f"| {CASE_LABELS[c]} (mean over the {steps} steps) | {a:.0f} | {b:.2f} |")
     if args.png:
-        plot(args.png, sizes, med, duration)
+        plot(args.png, sizes, best, duration)
 
 
 if __name__ == "__main__":
