@@ -49,7 +49,7 @@ from mbsim.simcore.contact import curvature_drift
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.formulations import ContactProblem, make
-from mbsim.simcore.formulations.minimal import relative_velocity
+from mbsim.simcore.formulations.minimal import normal_velocity
 from mbsim.simcore.forward import make_dynamics
 from mbsim.simcore.kinematics import (
     body_velocities_kernel,
@@ -254,8 +254,10 @@ class OSStepper:
         velocity after any impact of the step (the impulsive jump is kept as it is). Stages on
         free joints compose q with the stage velocity (kinematics.integrate). The held force
         makes the scheme first order across a contact event and fourth order between them.
-        ``k1a`` is the first stage's acceleration, already known: qdd(q, v, tau) without
-        constraint impulses, (v+ - v_s)/dt with them (the held force was built to give it).
+        ``k1a`` is the first stage's acceleration when already known, else None: qdd(q, v,
+        tau) without constraint impulses, and (v+ - v_s)/dt with them when no impact changed
+        the velocity (then the applied forces at v_s are those at v, and the held force was
+        built to give exactly that).
         """
         m, d, dt = self.model, self.data, self.opt.dt
 
@@ -264,6 +266,8 @@ class OSStepper:
 
         h = 0.5 * dt
         k1v = v_start
+        if k1a is None:
+            k1a = accel(t, q, v_start)
         q2 = integrate(m, q, k1v, h)
         k2v = v_start + h * k1a
         k2a = accel(t + h, q2, k2v)
@@ -301,8 +305,10 @@ class OSStepper:
             if o.integrator == "rk4":
                 # h / dt = RNEA(q, v_s, (v+ - v_s)/dt) - tau: the constraint impulses of the
                 # Euler step as a generalized force (see _rk4)
-                k1a = (v_new - v_start) / dt
-                tau_c = rnea(m, d, q, v_start, k1a) - tau
+                dv_dt = (v_new - v_start) / dt
+                tau_c = rnea(m, d, q, v_start, dv_dt) - tau
+                # after an impact, damping and torques at v_s differ from tau (taken at v)
+                k1a = None if report.impacts else dv_dt
         if o.integrator == "rk4":
             q_new, v_new = self._rk4(q, v_start, tau_c, t, k1a)
         else:
@@ -358,8 +364,7 @@ class OSStepper:
 
         # --- impacts (Sec. 7): compression (Eq. 54) then decompression (Eqs. 56-57)
         if nu:
-            vu_minus = relative_velocity(problem, v)
-            vn_minus = np.einsum("ij,ij->i", vu_minus, c.normal)
+            vn_minus = normal_velocity(problem, v)
             # a collision: a contact approaching fast that would close its gap within the step
             impacting = (vn_minus < -o.impact_velocity) & (c.gap + vn_minus * dt <= 0.0)
         else:
@@ -384,7 +389,7 @@ class OSStepper:
                 v_c = v_try
                 impulse_total += Pd + scale * theta
             ke_after = self._kinetic(q, v_c)
-            vn_after = np.einsum("ij,ij->i", relative_velocity(problem, v_c), c.normal)
+            vn_after = normal_velocity(problem, v_c)
             for i in np.flatnonzero(impacting):
                 n_imp = float(impulse_total[i] @ c.normal[i])
                 report.impacts.append(
@@ -403,8 +408,7 @@ class OSStepper:
             # RK4 with the held force moves the contact point by dt n . (v_s + v+)/2 (the
             # stages' velocity average, to first order), not by dt n . v+ as Euler does:
             # n . (v_s + v+)/2 >= -target/dt, i.e. n . v+ >= -(2 target/dt + n . v_s)
-            vn_start = np.einsum("ij,ij->i", relative_velocity(problem, v), c.normal)
-            problem.gap_velocity = 2.0 * gap_velocity + vn_start
+            problem.gap_velocity = 2.0 * gap_velocity + normal_velocity(problem, v)
         # --- the contact LCP of the step (Eq. 53 or the chosen formulation's)
         v_new, F, res = form.solve(problem, v, dt, True)
         self._accept(res, "contact", t)

@@ -53,6 +53,11 @@ def relative_velocity(problem, v) -> np.ndarray:
     return pv[: problem.nu] - pv[problem.nu :]
 
 
+def normal_velocity(problem, v) -> np.ndarray:
+    """n . v_u for each contact (m/s, (nu,)): the approach (< 0) or separation speed."""
+    return np.einsum("ij,ij->i", relative_velocity(problem, v), problem.contacts.normal)
+
+
 def _mixed_rows(problem, K, phi, gap):
     """(M, q) of the mixed LCP of Eq. 53 from the compliance K of the rows [bilateral (nb);
     contact (3 nu)] and their free velocities ``phi``: the bilateral rows first (equalities
