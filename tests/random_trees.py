@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from mbsim.simcore.model import Model, build_model
 from mbsim.simcore.spec import Inertial, JointSpec, LinkSpec, RobotSpec
 
 
@@ -48,3 +49,15 @@ def random_tree(
             JointSpec(f"joint{k}", jtype, parent.name, f"link{k}", random_pose(rng), axis)
         )
     return RobotSpec("random", links, joints, "base", base=base)
+
+
+def random_model_and_q(
+    seed: int, n_links: int, branching: float, base: str
+) -> tuple[np.random.Generator, Model, np.ndarray] | None:
+    """(rng, model, q) for the random tree of ``seed`` with a random configuration q, or None
+    when every joint came out fixed (nothing to test): the property tests' shared set-up."""
+    rng = np.random.default_rng(seed)
+    model = build_model([random_tree(rng, n_links, branching=branching, base=base)])
+    if model.nv == 0:
+        return None
+    return rng, model, model.random_q(rng)

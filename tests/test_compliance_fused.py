@@ -33,7 +33,7 @@ from mbsim.simcore.kinematics import (
 )
 from mbsim.simcore.model import build_model
 from mbsim.simcore.spec import Inertial, JointSpec, LinkSpec, RobotSpec
-from random_trees import random_tree
+from random_trees import random_model_and_q, random_tree
 
 RTOL = 1e-9
 
@@ -79,11 +79,10 @@ def check_all(model, q, bodies, points):
     base=st.sampled_from(["fixed", "floating"]),
 )
 def test_fused_matches_dense_random_trees(seed, n_links, n_nodes, branching, base):
-    rng = np.random.default_rng(seed)
-    model = build_model([random_tree(rng, n_links, branching=branching, base=base)])
-    if model.nv == 0:
+    drawn = random_model_and_q(seed, n_links, branching, base)
+    if drawn is None:
         return
-    q = model.random_q(rng)
+    rng, model, q = drawn
     check_all(model, q, *nodes_on(rng, model, n_nodes))
 
 

@@ -23,7 +23,7 @@ from mbsim.simcore.dynamics import aba, articulated_factor, crba, impulse_respon
 from mbsim.simcore.kinematics import forward_kinematics, node_jacobian, node_transforms
 from mbsim.simcore.model import build_model
 from mbsim.simcore.spec import Inertial, JointSpec, LinkSpec, RobotSpec
-from random_trees import random_tree
+from random_trees import random_model_and_q, random_tree
 
 RTOL = 1e-9
 
@@ -46,12 +46,11 @@ def random_nodes(rng, model, n):
     base=st.sampled_from(["fixed", "floating"]),
 )
 def test_aba_rnea_crba_agree(seed, n_links, branching, base):
-    rng = np.random.default_rng(seed)
-    model = build_model([random_tree(rng, n_links, branching=branching, base=base)])
-    if model.nv == 0:
+    drawn = random_model_and_q(seed, n_links, branching, base)
+    if drawn is None:
         return
+    rng, model, q = drawn
     data = Data(model)
-    q = model.random_q(rng)
     v = rng.normal(size=model.nv)
     tau = rng.normal(size=model.nv)
     M = crba(model, data, q)
@@ -75,12 +74,11 @@ def test_aba_rnea_crba_agree(seed, n_links, branching, base):
     base=st.sampled_from(["fixed", "floating"]),
 )
 def test_upsilon_lambda_matches_dense(seed, n_links, n_nodes, branching, base):
-    rng = np.random.default_rng(seed)
-    model = build_model([random_tree(rng, n_links, branching=branching, base=base)])
-    if model.nv == 0:
+    drawn = random_model_and_q(seed, n_links, branching, base)
+    if drawn is None:
         return
+    rng, model, q = drawn
     data = Data(model)
-    q = model.random_q(rng)
     bodies, points = random_nodes(rng, model, n_nodes)
     forward_kinematics(model, data, q)
     X = node_transforms(data, bodies, points)

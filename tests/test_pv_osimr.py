@@ -39,7 +39,7 @@ from mbsim.simcore.pv_osimr import branching_inverse_inertias, compliance_pv_osi
 from mbsim.simcore.spatial import plucker_np
 from mbsim.simcore.spec import JointSpec, LinkSpec, RobotSpec
 from pin_oracle import all_urdfs, robots_dir, twin_or_skip
-from random_trees import random_inertial, random_pose, random_tree
+from random_trees import random_inertial, random_model_and_q, random_pose, random_tree
 
 RTOL = 1e-10
 URDFS = all_urdfs()
@@ -149,12 +149,11 @@ def test_pv_osimr_on_example_robots(urdf, base):
     base=st.sampled_from(["fixed", "floating"]),
 )
 def test_pv_osimr_on_random_trees(seed, n_links, n_random, branching, base):
-    rng = np.random.default_rng(seed)
-    model = build_model([random_tree(rng, n_links, branching=branching, base=base)])
-    if model.nv == 0:
+    drawn = random_model_and_q(seed, n_links, branching, base)
+    if drawn is None:
         return
+    rng, model, q = drawn
     data = Data(model)
-    q = model.random_q(rng)
     bodies = node_set(rng, model, n_random)
     points = rng.normal(size=(len(bodies), 3)) * 0.5
     check_all_routes(model, data, q, bodies, points, rng)
