@@ -40,6 +40,18 @@ def free_joint_transform(i, o, q, tree_E, tree_r, EJ, E, r, S):
 
 
 @njit(cache=True, inline="always")
+def prismatic_transform(i, d, k0, k1, k2, tree_E, tree_r, E, r):
+    """Xup of a prismatic joint slid by d (m) along axis k (joint frame): E = E_T,
+    r = r_T + d E_T^T k."""
+    for a in range(3):
+        for b in range(3):
+            E[i, a, b] = tree_E[i, a, b]
+        r[i, a] = tree_r[i, a] + d * (
+            tree_E[i, 0, a] * k0 + tree_E[i, 1, a] * k1 + tree_E[i, 2, a] * k2
+        )
+
+
+@njit(cache=True, inline="always")
 def world_pose(i, p, E, r, R_world, p_world):
     """World pose of body i from its parent p's (world if p < 0): R_i = R_p E_i^T,
     p_i = p_p + R_p r_i (E, r: the Plücker transform from the parent frame)."""
@@ -94,13 +106,7 @@ def forward_kinematics_kernel(
             for a in range(3):
                 r[i, a] = tree_r[i, a]
         elif jt == PRISMATIC:
-            d = q[qi[i]]
-            for a in range(3):
-                for b in range(3):
-                    E[i, a, b] = tree_E[i, a, b]
-                r[i, a] = tree_r[i, a] + d * (
-                    tree_E[i, 0, a] * k0 + tree_E[i, 1, a] * k1 + tree_E[i, 2, a] * k2
-                )
+            prismatic_transform(i, q[qi[i]], k0, k1, k2, tree_E, tree_r, E, r)
         else:
             free_joint_transform(i, qi[i], q, tree_E, tree_r, EJ, E, r, S)
         p = parent[i]
@@ -220,14 +226,9 @@ def forward_poses_kernel(parent, jtype, qi, S, tree_E, tree_r, axis, q, E, r, R_
                     p_world[i, a] = pa + a0 * r0 + a1 * r1 + a2 * r2
             continue
         if jt == PRISMATIC:
-            k0, k1, k2 = axis[i, 0], axis[i, 1], axis[i, 2]
-            d = q[qi[i]]
-            for a in range(3):
-                for b in range(3):
-                    E[i, a, b] = tree_E[i, a, b]
-                r[i, a] = tree_r[i, a] + d * (
-                    tree_E[i, 0, a] * k0 + tree_E[i, 1, a] * k1 + tree_E[i, 2, a] * k2
-                )
+            prismatic_transform(
+                i, q[qi[i]], axis[i, 0], axis[i, 1], axis[i, 2], tree_E, tree_r, E, r
+            )
         else:
             free_joint_transform(i, qi[i], q, tree_E, tree_r, EJ, E, r, S)
         world_pose(i, p, E, r, R_world, p_world)
