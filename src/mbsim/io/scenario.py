@@ -44,6 +44,8 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import MbsimError
+from mbsim.io.srdf import read_srdf
+from mbsim.names import BUILTIN_TREE, FLOOR, FLOOR_LINK, WORLD, split_link_ref
 from mbsim.simcore.spatial import rpy_matrix
 
 __all__ = [
@@ -85,9 +87,6 @@ BASES = ("fixed", "floating")
 DUMP_LCP = ("none", "failures", "all")
 CLOSURE_TYPES = ("ball", "weld", "distance")
 
-#: Tree name of the built-in floor (``contact.floor = true``); its one link is ``floor``.
-BUILTIN_TREE = "builtin"
-WORLD = "world"
 _RESERVED_NAMES = (WORLD, BUILTIN_TREE)
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _BARE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
@@ -451,15 +450,6 @@ def parse_value(text: str) -> object:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
-
-
-def split_link_ref(ref: str) -> tuple[str, str]:
-    """``"tree/link"`` -> ``("tree", "link")``; ``"world"`` -> ``("world", "world")``;
-    a bare ``"link"`` -> ``("", "link")``."""
-    if ref == WORLD:
-        return WORLD, WORLD
-    tree, sep, link = ref.partition("/")
-    return (tree, link) if sep else ("", ref)
 
 
 # --------------------------------------------------------------------------- context, errors
@@ -1297,11 +1287,11 @@ def validate_against_model(scenario: Scenario, model) -> Scenario:
         tree, link = split_link_ref(ref)
         tree = tree or (within or "")
         if tree == BUILTIN_TREE:
-            if link != "floor":
-                raise ctx.error(path, "the built-in tree has only the link 'floor'", ref)
+            if link != FLOOR_LINK:
+                raise ctx.error(path, f"the built-in tree has only the link {FLOOR_LINK!r}", ref)
             if not scenario.contact.floor:
                 raise ctx.error(path, "the built-in floor is off (contact.floor = false)", ref)
-            return f"{BUILTIN_TREE}/floor"
+            return FLOOR
         if tree:
             if tree not in trees:
                 known = _names_list([*trees, *([BUILTIN_TREE] if scenario.contact.floor else [])])
@@ -1313,7 +1303,7 @@ def validate_against_model(scenario: Scenario, model) -> Scenario:
                 )
             return f"{tree}/{link}"
         owners = [trees[t] for t, ls in sorted(links_by_tree.items()) if link in ls]
-        if scenario.contact.floor and link == "floor":
+        if scenario.contact.floor and link == FLOOR_LINK:
             owners.append(BUILTIN_TREE)
         if not owners:
             raise ctx.error(path, "no robot or environment has a link of this name", ref)
@@ -1417,24 +1407,6 @@ def _dof_of_q(model, k: int) -> int | None:
     return None
 
 
-def _read_srdf(path: Path) -> list[tuple[str, str]]:
-    """``<disable_collisions link1=".." link2=".."/>`` pairs of an SRDF file."""
-    from lxml import etree
-
-    # Same hardening as the URDF loader: no entities, no DTD, no network.
-    parser = etree.XMLParser(
-        resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False
-    )
-    try:
-        root = etree.parse(str(path), parser).getroot()
-    except (etree.XMLSyntaxError, OSError) as exc:
-        raise ScenarioError(f"{path}: is not a readable SRDF (XML) file: {exc}.") from exc
-    pairs = []
-    for el in root.iter("disable_collisions"):
-        a, b = el.get("link1"), el.get("link2")
-        if not a or not b:
-            raise ScenarioError(
-                f"{path}, line {el.sourceline}: <disable_collisions> needs link1 and link2."
-            )
-        pairs.append((a, b))
-    return pairs
+def _read_srdf(path: Path) -> tuple[tuple[str, str], ...]:
+    """``<disable_collisions link1=".." link2=".."/>`` pairs of an SRDF file (SrdfError)."""
+    return read_srdf(path).disabled

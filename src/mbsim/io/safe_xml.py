@@ -1,0 +1,26 @@
+"""The one XML parser mbsim uses on untrusted files (URDF, SRDF).
+
+URDF and SRDF files come from anywhere, so the parser is hardened against the classic XML
+attacks: no entity expansion (billion laughs, external entities), no DTD loading or validation,
+no network access, no huge-tree mode (libxml2's depth and size limits stay on). XInclude is
+never processed (lxml does it only when ``.xinclude()`` is called, which mbsim never does).
+Comments and processing instructions are dropped: nothing reads them.
+"""
+
+from __future__ import annotations
+
+from lxml import etree
+
+
+def safe_parser() -> etree.XMLParser:
+    """A new hardened lxml parser (module docstring); parsers are not thread-safe, so each
+    parse gets its own."""
+    return etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        remove_comments=True,
+        remove_pis=True,
+    )
