@@ -46,6 +46,16 @@ import numpy as np
 from mbsim.errors import MbsimError
 from mbsim.io.srdf import read_srdf
 from mbsim.names import BUILTIN_TREE, FLOOR, FLOOR_LINK, WORLD, split_link_ref
+from mbsim.simcore.options import (
+    BASES,
+    CLOSURE_TYPES,
+    DELASSUS,
+    DUMP_MODES,
+    DYNAMICS,
+    FORMULATIONS,
+    INTEGRATORS,
+    LCP_SOLVERS,
+)
 from mbsim.simcore.spatial import rpy_matrix
 
 __all__ = [
@@ -78,14 +88,6 @@ class ScenarioError(MbsimError):
 
 # --------------------------------------------------------------------------- schema constants
 
-FORMULATIONS = ("os", "rmc", "mc", "nmc", "nmc-os")
-SOLVERS = ("lemke", "pgs")
-INTEGRATORS = ("euler", "rk4")
-DYNAMICS = ("aba", "crba")
-DELASSUS = ("upsilon", "pv-osimr", "dense")
-BASES = ("fixed", "floating")
-DUMP_LCP = ("none", "failures", "all")
-CLOSURE_TYPES = ("ball", "weld", "distance")
 
 _RESERVED_NAMES = (WORLD, BUILTIN_TREE)
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -870,7 +872,7 @@ def _simulation(ctx: _Ctx, value: object) -> Simulation:
         duration=duration,
         dt=dt,
         formulation=_choice(ctx, (*path, "formulation"), t["formulation"], FORMULATIONS),
-        solver=_choice(ctx, (*path, "solver"), t["solver"], SOLVERS),
+        solver=_choice(ctx, (*path, "solver"), t["solver"], LCP_SOLVERS),
         gravity=_vec3(ctx, (*path, "gravity"), t["gravity"]),
         integrator=_choice(ctx, (*path, "integrator"), t["integrator"], INTEGRATORS),
         dynamics=_choice(ctx, (*path, "dynamics"), t["dynamics"], DYNAMICS),
@@ -1055,7 +1057,7 @@ def _output(ctx: _Ctx, value: object, source: Path | None) -> Output:
         record_every=_int(ctx, (*path, "record_every"), t["record_every"], ge=1),
         record_contacts=_bool(ctx, (*path, "record_contacts"), t["record_contacts"]),
         body_poses=_bool(ctx, (*path, "body_poses"), t["body_poses"]),
-        dump_lcp=_choice(ctx, (*path, "dump_lcp"), t["dump_lcp"], DUMP_LCP),
+        dump_lcp=_choice(ctx, (*path, "dump_lcp"), t["dump_lcp"], DUMP_MODES),
     )
 
 
