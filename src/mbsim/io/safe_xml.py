@@ -24,3 +24,24 @@ def safe_parser() -> etree.XMLParser:
         remove_comments=True,
         remove_pis=True,
     )
+
+
+def refused_doctype(root: etree._Element) -> str | None:
+    """Why a parsed document's DOCTYPE is refused, or None. Entity declarations are refused
+    outright (libxml2 still substitutes internal entities in attribute values even with
+    ``resolve_entities=False``, so a declared entity could silently rename a link), and so is
+    an external DTD (never loaded, so entities it defines would silently vanish)."""
+    docinfo = root.getroottree().docinfo
+    dtd = docinfo.internalDTD
+    if dtd is not None:
+        names = [e.name for e in dtd.iterentities()]
+        if names:
+            listed = ", ".join(repr(n) for n in names[:5])
+            return (
+                f"declares XML entities ({listed}) in its DOCTYPE, which mbsim refuses to expand "
+                "for safety"
+            )
+    url = docinfo.system_url or docinfo.public_id
+    if url:
+        return f"names an external DTD '{url}' in its DOCTYPE, which mbsim refuses"
+    return None

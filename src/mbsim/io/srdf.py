@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from lxml import etree
 
 from mbsim.errors import SrdfError
-from mbsim.io.safe_xml import safe_parser
+from mbsim.io.safe_xml import refused_doctype, safe_parser
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,8 @@ class Srdf:
 
 def read_srdf(path: str | os.PathLike[str]) -> Srdf:
     """Read an SRDF file; :class:`~mbsim.errors.SrdfError` (one sentence naming the file and
-    the line) if it cannot be read, is not well-formed XML or has a ``<disable_collisions>``
-    without both links."""
+    the line) if it cannot be read, is not well-formed XML, declares entities or an external
+    DTD, or has a ``<disable_collisions>`` without both links."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -40,6 +40,9 @@ def read_srdf(path: str | os.PathLike[str]) -> Srdf:
     except (etree.XMLSyntaxError, ValueError) as exc:
         msg = getattr(exc, "msg", None) or str(exc)
         raise SrdfError(f"{path}: SRDF file is not well-formed XML ({msg}).") from exc
+    why = refused_doctype(root)
+    if why is not None:
+        raise SrdfError(f"{path}: SRDF file {why}.")
     pairs = []
     for element in root.iter("disable_collisions"):
         a, b = element.get("link1"), element.get("link2")
