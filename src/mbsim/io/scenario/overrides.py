@@ -130,6 +130,7 @@ def _apply_overrides(ctx: _Ctx, raw: dict, overrides: Mapping[str, object]) -> d
     raw = copy.deepcopy(raw)
     for key, value in overrides.items():
         path = _parse_dotted(ctx, str(key))
+        path = _coordinate_path(raw, path)
         spath = tuple(str(p) for p in path)
         ctx.overridden.add(spath)
         shown = _fmt_path(spath)
@@ -160,3 +161,37 @@ def _apply_overrides(ctx: _Ctx, raw: dict, overrides: Mapping[str, object]) -> d
             else:
                 raise bad(f"{_fmt_path(spath[:i])} is a value, not a table, so it has no sub-keys")
     return raw
+
+
+#: Robot tables keyed by coordinate name, where a name may hold dots (``root_joint.z``).
+_BY_COORDINATE = ("q0", "v0", "torque")
+
+
+def _coordinate_path(raw: dict, path: tuple) -> tuple:
+    """``robot.NAME.q0.root_joint.z`` addresses the coordinate ``root_joint.z``, however the
+    file spells it (quoted ``"root_joint.z"``, nested ``root_joint = { z = .. }`` or a
+    ``[robot.NAME.q0]`` table): the path becomes ``(robot, NAME, q0, "root_joint.z")`` and
+    that table is rewritten with one flat key per coordinate, so the override replaces the
+    written value instead of adding a second spelling of it."""
+    if len(path) < 4 or path[0] != "robot" or path[2] not in _BY_COORDINATE:
+        return path
+    robots = raw.get("robot")
+    robot = robots.get(path[1]) if isinstance(robots, dict) else None
+    table = robot.get(path[2]) if isinstance(robot, dict) else None
+    if isinstance(table, dict):
+        flat = _flat_names(table)
+        if flat is not None:  # else the file itself repeats a name: validation reports it
+            robot[path[2]] = flat
+    return (*path[:3], ".".join(str(p) for p in path[3:]))
+
+
+def _flat_names(table: dict, prefix: str = "") -> dict | None:
+    """``{root_joint = {z = 1}}`` -> ``{"root_joint.z": 1}``; None if a name comes twice."""
+    out: dict = {}
+    for k, v in table.items():
+        name = f"{prefix}.{k}" if prefix else str(k)
+        items = _flat_names(v, name) if isinstance(v, dict) else {name: v}
+        if items is None or any(n in out for n in items):
+            return None
+        out.update(items)
+    return out

@@ -62,8 +62,17 @@ def load_scenario(
 ) -> Scenario:
     """Read a TOML scenario file, apply CLI ``flags`` then dotted-key ``overrides``, validate.
 
+    ``path`` may be ``sample:NAME.toml``, a bundled scenario (``mbsim samples list``).
     Raises :class:`ScenarioError` naming the file, line (when found), key, value and why.
     """
+    text = os.fspath(path)
+    if isinstance(text, str) and text.startswith("sample:"):
+        from mbsim.samples.catalog import sample_scenario_path
+
+        try:
+            path = sample_scenario_path(text[len("sample:") :])
+        except MbsimError as exc:
+            raise ScenarioError(str(exc)) from None
     source = Path(os.path.abspath(os.fspath(path)))
     if not source.exists():
         raise ScenarioError(f"{source}: scenario file does not exist.")
