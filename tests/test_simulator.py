@@ -145,3 +145,25 @@ def test_pair_table_keeps_the_global_mu_elsewhere(tmp_path):
     vx = sim.v[sim.model.v_names.index("root_joint.vx")]
     assert abs(vx) < 1e-6
     assert np.isfinite(sim.q).all()
+
+
+@pytest.mark.parametrize(
+    ("margin", "pair_margin", "touching"), [(1e-3, 1e-2, True), (1e-2, 1e-3, False)]
+)
+def test_pair_margin_decides_whether_a_near_pair_is_a_contact(
+    tmp_path, margin, pair_margin, touching
+):
+    """The box hovers 5 mm above the floor (z = 0.1 + 0.005, gravity off): a contact exactly
+    when its pair's margin exceeds 5 mm, whatever the global margin (docs/scenario-format.md:
+    a pair may override margin)."""
+    text = _box_scenario(
+        tmp_path, f'pairs = [{{ a = "box", b = "builtin/floor", margin = {pair_margin!r} }}]'
+    )
+    text = text.replace('"root_joint.z" = 0.1', '"root_joint.z" = 0.105')
+    text = text.replace(f"gravity = [0.0, 0.0, {-G!r}]", "gravity = [0.0, 0.0, 0.0]")
+    text = text.replace("floor = true\n", f"floor = true\nmargin = {margin!r}\n")
+    sim = Simulator(load_scenario_text(text))
+    report = sim.step()
+    assert (report.n_contacts > 0) is touching
+    if touching:
+        assert report.contacts.gap == pytest.approx(np.full(report.n_contacts, 0.005), abs=1e-9)

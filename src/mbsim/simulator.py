@@ -97,6 +97,7 @@ class Simulator:
             m,
             floor=c.floor,
             margin=c.margin,
+            pair_margins=[(p.a, p.b, p.margin) for p in c.pairs if p.margin is not None],
             self_collision=c.self_collision,
             disabled_pairs=c.disabled_pairs,
         )

@@ -90,6 +90,7 @@ class CollisionScene:
         *,
         floor: bool = False,
         margin: float = DEFAULT_MARGIN,
+        pair_margins: Iterable[tuple[str, str, float]] = (),
         self_collision: bool = True,
         disabled_pairs: Iterable[tuple[str, str]] = (),
         srdf: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
@@ -109,6 +110,13 @@ class CollisionScene:
             raise GeometryError(f"broadphase {broadphase!r} must be 'fcl' or 'bruteforce'.")
         self.model = model
         self.margin = float(margin)
+        pair_margins = list(pair_margins)
+        for a, b, m in pair_margins:
+            if not (np.isfinite(m) and m >= 0.0):
+                raise GeometryError(f"collision margin {m!r} m of pair {a} - {b} must be >= 0.")
+        # detection runs at the largest margin; detect() then drops contacts beyond their
+        # pair's own margin (see _margin_table)
+        self.reach = max([self.margin, *(float(m) for _, _, m in pair_margins)])
         self.cap = int(manifold_cap)
         self.work_limit = int(work_limit)
         self.notes: list[str] = []
@@ -137,6 +145,7 @@ class CollisionScene:
             groups=groups,
             notes=self.notes,
         )
+        self._margin_table = self._pair_margin_table(pair_margins)
         if not floor:
             self.allowed[n, :] = False
             self.allowed[:, n] = False
@@ -150,13 +159,13 @@ class CollisionScene:
         if not (np.isfinite(broadphase_slack) and broadphase_slack >= 0.0):
             raise GeometryError(f"broadphase_slack {broadphase_slack!r} m must be finite and >= 0.")
         if broadphase == "fcl":
-            self._broad = FclBroadphase(self.records, self.margin, broadphase_slack)
+            self._broad = FclBroadphase(self.records, self.reach, broadphase_slack)
         else:
             self._broad = BruteForceBroadphase(body[:n], self.allowed[:n, :n])
-        self._fcl = FclNarrowphase(self.records, self.table, self.margin, self.cap)
+        self._fcl = FclNarrowphase(self.records, self.table, self.reach, self.cap)
         t = self.table
         self._fpack, self._ipack, self._offs = t.pack()
-        self._params = np.array([self.margin, self.cap, self.work_limit], dtype=float)
+        self._params = np.array([self.reach, self.cap, self.work_limit], dtype=float)
         self._Rw = np.zeros((n, 3, 3))
         self._pw = np.zeros((n, 3))
         self._bc = np.zeros((n, 3))
@@ -176,6 +185,11 @@ class CollisionScene:
 
         floor (False): add the ground plane z <= 0 (a half-space, static).
         margin (1e-3 m): report pairs with gap < margin.
+        pair_margins: (link, link, margin) triples overriding ``margin`` for those links'
+        shapes (later triples win). Detection runs at the largest margin and drops each
+        contact whose gap is not below its pair's margin; a pair with a smaller margin than
+        the largest may then keep fewer than ``manifold_cap`` points (reduction happened
+        before the drop).
         self_collision (True): check shapes of the same robot against each other.
         disabled_pairs: link-name pairs (``tree/link``) never checked; srdf: SRDF file(s) whose
         ``<disable_collisions>`` are never checked; groups: {name: links}, links of one group
@@ -188,6 +202,18 @@ class CollisionScene:
         work_limit (20000): largest convex pair the exact kernel takes (else FCL).
         """
         return cls(model, **options)
+
+    def _pair_margin_table(self, pair_margins) -> np.ndarray | None:
+        """(n_shapes, n_shapes) margin of every shape pair, None when all use ``margin``."""
+        if not pair_margins:
+            return None
+        table = np.full((self.n_shapes, self.n_shapes), self.margin)
+        for a, b, m in pair_margins:
+            ia = self.shapes_of(a, "pair_margins")
+            ib = self.shapes_of(b, "pair_margins")
+            table[np.ix_(ia, ib)] = m
+            table[np.ix_(ib, ia)] = m
+        return table
 
     def _grow(self, rows: int) -> None:
         self._out_i = np.zeros((rows, 3), dtype=np.int64)
@@ -222,10 +248,17 @@ class CollisionScene:
         ints, vecs, gap = finish(
             self._out_i, self._out_f, nc, self._ipack, self._offs, self.n_shapes, R_world, p_world
         )
-        return Contacts(
+        contacts = Contacts(
             ints[0], ints[1], ints[2], ints[3], vecs[0], vecs[1], vecs[2], vecs[3], vecs[4], gap,
             ints[4], ints[5],
         )  # fmt: skip
+        if self._margin_table is None:
+            return contacts
+        keep = contacts.gap < self._margin_table[contacts.geom_a, contacts.geom_b]
+        if keep.all():
+            return contacts
+        fields = (getattr(contacts, f)[keep] for f in Contacts.__slots__)
+        return Contacts(*(np.ascontiguousarray(a) for a in fields))
 
     def _fcl_contacts(self, nfcl: int, nc: int, Rw, pw) -> int:
         """Run FCL on the pairs the kernels handed over; appends rows, returns the count."""
