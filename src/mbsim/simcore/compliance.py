@@ -43,8 +43,8 @@ import scipy.linalg
 from numba import njit
 
 from mbsim.simcore.dynamics import crba_kernel, spd_inverse
+from mbsim.simcore.joints import REVOLUTE
 from mbsim.simcore.kinematics import forward_kinematics, forward_poses_kernel, node_jacobian
-from mbsim.simcore.model import REVOLUTE
 from mbsim.simcore.spatial import congruence_sym, copy6x6, xform_force_T
 
 
