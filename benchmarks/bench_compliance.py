@@ -8,7 +8,7 @@ include it):
 * ``aba``      mbsim ABA, O(N)               vs ``pin.aba``
 * ``crba``     mbsim CRBA                    vs ``pin.crba``
 * ``lambda``   mbsim Upsilon Lambda (000 Eqs. 64-69), O(N) + O(nc^2), from q:
-             ``compliance_upsilon(..., q=q)`` (pose kinematics, articulated and Upsilon
+             ``upsilon_from_poses(..., q=q)`` (pose kinematics, articulated and Upsilon
              sweeps and assembly in one compiled call)
                                              vs ``pin.computeDelassusMatrix`` (6D contacts)
 * ``dense``    mbsim dense Lambda = J M^-1 J^T (CRBA + Cholesky), O(N^3)
@@ -39,8 +39,8 @@ import pinocchio as pin
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from mbsim.io.urdf import load_urdf, parse_urdf_string
 from mbsim.samples.generators import pendulum_urdf
-from mbsim.simcore.compliance import compliance_dense, compliance_upsilon
 from mbsim.simcore.data import Data
+from mbsim.simcore.delassus import dense_lambda, upsilon_from_poses
 from mbsim.simcore.dynamics import aba, crba
 from mbsim.simcore.model import build_model
 from mbsim.simcore.spatial import plucker_np
@@ -117,12 +117,12 @@ class Case:
         pin.initConstraintDynamics(pm, self.pd, self.cms, self.cds)
 
     def mbsim_lambda(self):
-        # from q: the pose kinematics run inside the same compiled call (as compliance_dense
+        # from q: the pose kinematics run inside the same compiled call (as dense_lambda
         # runs forward_kinematics inside its call)
-        return compliance_upsilon(self.model, self.data, self.node_bodies, self.node_X, q=self.q)
+        return upsilon_from_poses(self.model, self.data, self.node_bodies, self.node_X, q=self.q)
 
     def dense_lambda(self):
-        return compliance_dense(self.model, self.data, self.q, self.node_bodies, self.node_X)
+        return dense_lambda(self.model, self.data, self.q, self.node_bodies, self.node_X)
 
     def pin_lambda(self):
         return pin.computeDelassusMatrix(self.pm, self.pd, self.qp, self.cms, self.cds, 0.0)

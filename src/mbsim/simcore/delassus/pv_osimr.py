@@ -1,15 +1,14 @@
 """PV-OSIMr: the Delassus matrix Lambda = J M^-1 J^T in O(n + m^2) (003, Algorithm 3).
 
-Second algorithm for the operational space compliance of :mod:`mbsim.simcore.compliance`
-(same nodes, same matrix, same units: (rad/s, m/s) per (N m s, N s)). As in the paper, every
-spatial quantity of the algorithm is expressed in one inertial frame (003 Sec. II:
-"expressed in and with respect to a fixed inertial frame"): world axes, with the origin at
-the tree's root body. Any fixed frame gives the same Lambda; putting the origin on the robot
-keeps the lever arms, and so the rounding, at the robot's size (about the world origin the
-error grew to ~6e-9 relative for a robot 100 m away and ~2e-4 at 1 km). Only the inputs
-(body-frame S, the node transforms X_a) and the factorisation left in Data are body-frame. In
-this common frame a joint's propagator needs no change of frame, so neither sweep has a 6x6
-congruence per body. Paper notation:
+Same nodes, same matrix and same units as the Upsilon algorithms of this package ((rad/s, m/s)
+per (N m s, N s)). As in the paper, every spatial quantity of the algorithm is expressed in one
+inertial frame (003 Sec. II: "expressed in and with respect to a fixed inertial frame"): world
+axes, with the origin at the tree's root body. Any fixed frame gives the same Lambda; putting
+the origin on the robot keeps the lever arms, and so the rounding, at the robot's size (about
+the world origin the error grew to ~6e-9 relative for a robot 100 m away and ~2e-4 at 1 km).
+Only the inputs (body-frame S, the node transforms X_a) and the factorisation left in Data are
+body-frame. In this common frame a joint's propagator needs no change of frame, so neither
+sweep has a 6x6 congruence per body. Paper notation:
 
 * every constraint node is a fictitious *end-effector* link rigidly attached to its body
   (003 Sec. I-C); its constraint matrix K_i (m_i x 6) maps the body's spatial motion to the
@@ -57,7 +56,7 @@ Blocks between nodes of different trees are zero (their only common ancestor is 
 ``0Omega`` at a branching body, moved to body coordinates, equals Upsilon(k) of 000 Eq. 68;
 the tests use that to check the intermediate quantities, not only Lambda.
 
-Relation to :func:`~mbsim.simcore.compliance.compliance_upsilon`: ``jP_i`` is Jain's
+Relation to the Upsilon recursion (:mod:`.upsilon_body`): ``jP_i`` is Jain's
 psi(j, i), and both end in the same per-pair products. They differ in where the O(n) work
 goes: Upsilon scatters Upsilon(k) base-to-tips over all n bodies and then composes psi along
 the compressed tree, PV-OSIMr accumulates the inverse inertias tips-to-base inside the
@@ -70,6 +69,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from mbsim.simcore.delassus.nodes import as_nodes
 from mbsim.simcore.dynamics import spd_inverse
 from mbsim.simcore.spatial import plucker_np
 
@@ -593,10 +593,10 @@ def pv_osimr_kernel(
     return 0
 
 
-class _Workspace:
-    """Arrays the kernel reuses between calls on one Data (kept on it as ``_pv_osimr_ws``,
-    grown, never shrunk), and the bodies' rotational inertias about their centres of mass
-    (body axes, kg m^2)."""
+class PvOsimrWorkspace:
+    """Arrays the kernel reuses between calls on one Data (``data.pv_osimr_ws``; grown, never
+    shrunk), and the bodies' rotational inertias about their centres of mass (body axes,
+    kg m^2)."""
 
     def __init__(self, model) -> None:
         self.model = model
@@ -626,38 +626,43 @@ class _Workspace:
             self.F = np.zeros((self.cap, max(depth, 2 * self.F.shape[1]), 6, 6))
 
 
-def compliance_pv_osimr(
-    model, data, node_body, node_X, refresh: bool = True, linear=False
-) -> np.ndarray:
-    """Lambda = J M^-1 J^T for the nodes by PV-OSIMr, O(n + m^2) (003 Algorithm 3).
+def pv_osimr_from_poses(model, data, node_body, node_X, linear=False) -> np.ndarray:
+    """Lambda = J M^-1 J^T for the nodes by PV-OSIMr, O(n + m^2) (003 Algorithm 3), computing
+    the articulated factorisation inside the algorithm's own backward sweep (lines 8-11).
 
-    Same contract as :func:`mbsim.simcore.compliance.compliance_upsilon`: ``node_body[a]`` is
-    the body of node a and ``node_X[a]`` (6x6) the motion transform from that body's frame to
-    the node frame (kinematics.node_transforms); ``data`` must hold the kinematics of the
-    current q (kinematics.forward_kinematics; only the poses R_world, p_world and S are
-    read). With ``refresh`` (default) the articulated factorisation is recomputed inside the
-    algorithm's own backward sweep (003 Alg. 3 lines 8-11) and ``data.U``, ``data.Dinv`` and
-    ``data.pivots`` are left as dynamics.articulated_factor leaves them, so impulse_response
-    can follow (the articulated inertias themselves stay in the inertial frame in a private
-    workspace: ``data.IA`` is not written). With ``refresh=False`` U and Dinv are taken from
-    ``data`` as they are (after dynamics.aba or articulated_factor at this q). ``data.ups``
-    is never touched. This is compliance_upsilon's contract (with its default q=None).
+    ``data`` must hold the kinematics of the current q
+    (:func:`~mbsim.simcore.kinematics.forward_kinematics`; only the poses R_world, p_world
+    and S are read). Afterwards ``data.U``, ``data.Dinv`` and ``data.pivots`` are as
+    :func:`~mbsim.simcore.dynamics.articulated_factor` leaves them, so the impulse response
+    can follow (the articulated inertias themselves stay in the inertial frame in
+    ``data.pv_osimr_ws``: ``data.IA`` is not written); ``data.ups`` is never touched.
 
-    ``linear`` (bool, or one bool per node): True makes a node a 3D point (connect-type)
-    constraint, K = the three linear rows of X_a. Lambda is (sum m_a)^2 with m_a = 6 or 3,
-    nodes in the given order, rows [angular; linear] (6D) or [linear] (3D); for 6D nodes it
-    is compliance_upsilon's matrix (to rounding). Units: (rad/s, m/s) per (N m s, N s).
+    ``node_body[a]`` is the body of node a and ``node_X[a]`` (6x6) the motion transform from
+    that body's frame to the node frame (kinematics.node_transforms). ``linear`` (bool, or one
+    bool per node): True makes a node a 3D point (connect-type) constraint, K = the three
+    linear rows of X_a. Lambda is (sum m_a)^2 with m_a = 6 or 3, nodes in the given order, rows
+    [angular; linear] (6D) or [linear] (3D); for 6D nodes it is the Upsilon algorithms' matrix
+    (to rounding). Units: (rad/s, m/s) per (N m s, N s).
     """
-    if type(node_body) is not np.ndarray or node_body.dtype != np.int64:
-        node_body = np.ascontiguousarray(node_body, dtype=np.int64)
-    if type(node_X) is not np.ndarray or node_X.dtype != np.float64:
-        node_X = np.ascontiguousarray(node_X, dtype=np.float64)
+    return _pv_osimr(model, data, node_body, node_X, linear, True)
+
+
+def pv_osimr_after_aba(model, data, node_body, node_X, linear=False) -> np.ndarray:
+    """As :func:`pv_osimr_from_poses`, but U and Dinv are taken from ``data`` as they are:
+    call it after :func:`~mbsim.simcore.dynamics.aba` (or articulated_factor) at this q.
+    Only the kinematics and the factorisation are read; nothing in ``data`` but its
+    workspace changes."""
+    return _pv_osimr(model, data, node_body, node_X, linear, False)
+
+
+def _pv_osimr(model, data, node_body, node_X, linear, refresh: bool) -> np.ndarray:
+    node_body, node_X = as_nodes(node_body, node_X)
     nc = node_body.shape[0]
     if node_body.ndim != 1 or node_X.shape != (nc, 6, 6):
         raise ValueError(f"node_X must be ({nc}, 6, 6), got {node_X.shape}")
-    ws = data.__dict__.get("_pv_osimr_ws")
+    ws = data.pv_osimr_ws
     if ws is None or ws.model is not model:
-        ws = data._pv_osimr_ws = _Workspace(model)
+        ws = data.pv_osimr_ws = PvOsimrWorkspace(model)
     if nc > ws.cap:
         ws.ensure(nc)
     if linear is False:
@@ -675,7 +680,7 @@ def compliance_pv_osimr(
     while True:
         status = pv_osimr_kernel(
             model.parent, model.vi, model.nvj, data.S, model.mass, model.com, ws.Ic,
-            data.R_world, data.p_world, data.U, data.Dinv, data.pivots, refresh is not False,
+            data.R_world, data.p_world, data.U, data.Dinv, data.pivots, refresh,
             node_body, node_X, rows, ws.iw, ws.fw, ws.IAw, ws.F, Lam,
         )  # fmt: skip
         if status == 0:
@@ -688,11 +693,11 @@ def compliance_pv_osimr(
 
 def branching_inverse_inertias(model, data) -> dict[int, np.ndarray]:
     """``0Omega_k`` (6x6, moved to body k coordinates) of the branching bodies of the last
-    :func:`compliance_pv_osimr` call on ``data`` (003 Eq. 18), keyed by body index.
+    PV-OSIMr call on ``data`` (003 Eq. 18), keyed by body index.
 
-    For testing: these equal Upsilon(k) of 000 Eq. 68 (compliance.upsilon) at the same q.
+    For testing: these equal Upsilon(k) of 000 Eq. 68 (upsilon_body.upsilon) at the same q.
     """
-    ws = data._pv_osimr_ws
+    ws = data.pv_osimr_ws
     vid = ws.iw[_B_VID]
     nV = (ws.fw.shape[0] - _N_TMP) // 3
     out = {}
