@@ -52,3 +52,26 @@ def compress(parent, node_body, iw):
             cparent[v] = vid[j]
             cdepth[v] = cdepth[vid[j]] + 1  # preorder: the parent vertex is done already
     return nvert
+
+
+@njit(cache=True, inline="always")
+def common_vertex(va, vb, cparent, cdepth):
+    """The nearest common ancestor of compressed vertices va and vb (either may be it), or -1
+    when they lie in different trees (then Lambda's block between them is zero)."""
+    while cdepth[va] > cdepth[vb]:
+        va = cparent[va]
+    while cdepth[vb] > cdepth[va]:
+        vb = cparent[vb]
+    while va != vb and va >= 0:
+        va = cparent[va]
+        vb = cparent[vb]
+    return va
+
+
+@njit(cache=True, inline="always")
+def zero_blocks(Lam, a, b):
+    """Lambda(a, b) = Lambda(b, a)^T = 0 (6x6 blocks of nodes a and b in different trees)."""
+    for x in range(6):
+        for y in range(6):
+            Lam[6 * a + x, 6 * b + y] = 0.0
+            Lam[6 * b + y, 6 * a + x] = 0.0

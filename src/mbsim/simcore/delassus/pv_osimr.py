@@ -70,19 +70,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from mbsim.simcore.delassus import world_frame as wf
 from mbsim.simcore.delassus.nodes import as_nodes
-from mbsim.simcore.delassus.world_frame import (
-    OPTS,
-    SW0,
-    UW0,
-    WS_COLS,
-    articulated_sweep_world,
-    children_csr,
-    force_to_world,
-    inertial_parameters,
-    origin_from_root,
-    subspaces_world,
-)
 from mbsim.simcore.spatial import plucker_np
 
 # Rows of the integer workspace ``iw`` (see _Workspace): per body, per node, per vertex.
@@ -96,7 +85,7 @@ _N_TMP = 6  # 6x6 scratch matrices at the end of the float workspace
 # fastmath "contract" lets LLVM fuse multiply-adds (one rounding instead of two: never less
 # accurate); the 6x6 products below are written with a literal column count m (3 or 6) at
 # every call site so that they unroll: numba's loops with a run-time bound are ~2x slower.
-_OPTS = OPTS
+_OPTS = wf.OPTS
 
 
 @njit(inline="always", **_OPTS)
@@ -174,7 +163,7 @@ def _pass_ndof(w, Di, n, P, O, Y, Z, m, up):
         for c in range(m):
             acc = 0.0
             for a in range(6):
-                acc += w[SW0 + 6 * k + a] * P[a, c]
+                acc += w[wf.SW0 + 6 * k + a] * P[a, c]
             Y[k, c] = acc
     for k in range(n):
         for c in range(m):
@@ -194,7 +183,7 @@ def _pass_ndof(w, Di, n, P, O, Y, Z, m, up):
             for c in range(m):
                 acc = P[a, c]
                 for k in range(n):
-                    acc -= w[UW0 + 6 * k + a] * Z[k, c]
+                    acc -= w[wf.UW0 + 6 * k + a] * Z[k, c]
                 P[a, c] = acc
 
 
@@ -351,8 +340,8 @@ def pv_osimr_kernel(
                 # the inertial frame (world axes, origin at the tree's root body)
                 for c in range(6):
                     t[c] = node_X[a, r0 + k, c]
-                origin_from_root(p_world, b, troot[b], pr)
-                force_to_world(R_world[b], pr, t, t2)
+                wf.origin_from_root(p_world, b, troot[b], pr)
+                wf.force_to_world(R_world[b], pr, t, t2)
                 for c in range(6):
                     Pv[v, c, k] = t2[c]
             else:  # columns past m stay zero, so fixed-width products below see no garbage
@@ -368,12 +357,12 @@ def pv_osimr_kernel(
     # shared with the world-frame Upsilon: it runs over all bodies first, then Eqs. 16-17 over
     # the bodies that support nodes, in the same tips-to-base order.
     if refresh:
-        articulated_sweep_world(
+        wf.articulated_sweep_world(
             parent, cstart, clist, vi, nvj, S, R_world, p_world, troot, prm, U, Dinv, pivots,
             ws, tmp,
         )  # fmt: skip
     else:
-        subspaces_world(nvj, S, U, R_world, p_world, troot, ws)
+        wf.subspaces_world(nvj, S, U, R_world, p_world, troot, ws)
     Y = tmp[2]
     Z = tmp[3]
     for i in range(nb - 1, -1, -1):
@@ -391,8 +380,8 @@ def pv_osimr_kernel(
                     P[a, b] = 1.0 if a == b else 0.0
                     O[a, b] = 0.0
         if n == 1:
-            sv = w[SW0 : SW0 + 6]
-            uv = w[UW0 : UW0 + 6]
+            sv = w[wf.SW0 : wf.SW0 + 6]
+            uv = w[wf.UW0 : wf.UW0 + 6]
             if vdim[v] == 6:
                 _pass_1dof(sv, uv, Dinv[i, 0, 0], P, O, yv, 6, p >= 0)
             else:
@@ -480,9 +469,9 @@ class PvOsimrWorkspace:
         self.model = model
         self.nb = nb = model.nb
         self.cap = -1
-        self.ws = np.zeros((nb, WS_COLS))  # world-frame articulated quantities
-        self.prm = inertial_parameters(model)
-        self.cstart, self.clist = children_csr(model.parent)
+        self.ws = np.zeros((nb, wf.WS_COLS))  # world-frame articulated quantities
+        self.prm = wf.inertial_parameters(model)
+        self.cstart, self.clist = wf.children_csr(model.parent)
         self.ensure(1)
 
     def ensure(self, nc: int, depth: int = 0) -> None:

@@ -27,9 +27,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mbsim.simcore.delassus.compressed_tree import compress
+from mbsim.simcore.delassus.compressed_tree import common_vertex, compress, zero_blocks
 from mbsim.simcore.delassus.nodes import as_nodes
 from mbsim.simcore.spatial import congruence_sym, copy6x6, xform_force_T
+
+
+@njit(cache=True, inline="always")
+def _matmul6(A, B, out):
+    """out = A B for 6x6 matrices (out must not alias A or B)."""
+    for a in range(6):
+        for b in range(6):
+            s = 0.0
+            for k in range(6):
+                s += A[a, k] * B[k, b]
+            out[a, b] = s
 
 
 @njit(cache=True)
@@ -86,12 +97,7 @@ def upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch):
                         s += W[a, k] * S[i, b, k]
                     T[a, b] = (1.0 if a == b else 0.0) - s
             YT = scratch[1]
-            for a in range(6):
-                for b in range(6):
-                    s = 0.0
-                    for k in range(6):
-                        s += Y[a, k] * T[k, b]
-                    YT[a, b] = s
+            _matmul6(Y, T, YT)
             for a in range(6):
                 for b in range(6):
                     s = 0.0
@@ -101,17 +107,6 @@ def upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch):
                         for m in range(n):
                             s += S[i, a, k] * Dinv[i, k, m] * S[i, b, m]
                     ups[i, a, b] = s
-
-
-@njit(cache=True, inline="always")
-def _matmul6(A, B, out):
-    """out = A B for 6x6 matrices (out must not alias A or B)."""
-    for a in range(6):
-        for b in range(6):
-            s = 0.0
-            for k in range(6):
-                s += A[a, k] * B[k, b]
-            out[a, b] = s
 
 
 @njit(cache=True, inline="always")
@@ -196,20 +191,9 @@ def _carry_and_blocks(node_body, vid, vbody, cparent, cdepth, edge, F, ups, Lam)
     G = np.empty((6, 6))
     for a in range(nc):
         for b in range(a, nc):
-            va = vid[node_body[a]]
-            vb = vid[node_body[b]]
-            while cdepth[va] > cdepth[vb]:
-                va = cparent[va]
-            while cdepth[vb] > cdepth[va]:
-                vb = cparent[vb]
-            while va != vb and va >= 0:
-                va = cparent[va]
-                vb = cparent[vb]
+            va = common_vertex(vid[node_body[a]], vid[node_body[b]], cparent, cdepth)
             if va < 0:
-                for x in range(6):
-                    for y in range(6):
-                        Lam[6 * a + x, 6 * b + y] = 0.0
-                        Lam[6 * b + y, 6 * a + x] = 0.0
+                zero_blocks(Lam, a, b)
                 continue
             d = cdepth[va]
             _matmul6(ups[vbody[va]], F[b, d], G)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from mbsim.simcore.delassus.compressed_tree import compress
+from mbsim.simcore.delassus.compressed_tree import common_vertex, compress, zero_blocks
 from mbsim.simcore.delassus.nodes import as_nodes, as_q
 from mbsim.simcore.delassus.world_frame import (
     OPTS,
@@ -38,6 +38,7 @@ from mbsim.simcore.delassus.world_frame import (
     inertial_parameters,
     origin_from_root,
     tree_roots,
+    u_dinv_world,
 )
 from mbsim.simcore.kinematics import forward_poses_kernel
 
@@ -245,12 +246,7 @@ def lambda_world_kernel(
             for x in range(6):
                 for y in range(6):
                     sc[0, x, y] = 0.0
-        for x in range(6):
-            for c in range(n):
-                t = 0.0
-                for k in range(n):
-                    t += ws[i, UW0 + 6 * k + x] * Dinv[i, k, c]
-                sc[4, x, c] = t
+        u_dinv_world(ws[i], Dinv[i], n, sc[4])
         for x in range(6):
             for c in range(n):
                 t = 0.0
@@ -332,18 +328,9 @@ def lambda_world_kernel(
             va = vid[node_body[a]]
             vb = vid[node_body[b]]
             da, db = cdepth[va], cdepth[vb]
-            while cdepth[va] > cdepth[vb]:
-                va = cparent[va]
-            while cdepth[vb] > cdepth[va]:
-                vb = cparent[vb]
-            while va != vb and va >= 0:
-                va = cparent[va]
-                vb = cparent[vb]
+            va = common_vertex(va, vb, cparent, cdepth)
             if va < 0:
-                for x in range(6):
-                    for y in range(6):
-                        Lam[6 * a + x, 6 * b + y] = 0.0
-                        Lam[6 * b + y, 6 * a + x] = 0.0
+                zero_blocks(Lam, a, b)
                 continue
             d = cdepth[va]
             e, f = a, b  # Lambda(a, b) = H_e^T F_f, or its transpose for (e, f) = (b, a)

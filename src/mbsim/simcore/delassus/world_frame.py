@@ -47,16 +47,22 @@ IA0, UP0, SW0, UW0, WS_COLS = 0, 21, 42, 78, 114
 
 
 @njit(inline="always", **OPTS)
+def _rotate_and_shift(R, p, x, out, src, dst):
+    """out = R x on both 3-vector halves, then out[dst:dst+3] += p x out[src:src+3]."""
+    for a in range(3):
+        out[a] = R[a, 0] * x[0] + R[a, 1] * x[1] + R[a, 2] * x[2]
+        out[3 + a] = R[a, 0] * x[3] + R[a, 1] * x[4] + R[a, 2] * x[5]
+    out[dst] += p[1] * out[src + 2] - p[2] * out[src + 1]
+    out[dst + 1] += p[2] * out[src] - p[0] * out[src + 2]
+    out[dst + 2] += p[0] * out[src + 1] - p[1] * out[src]
+
+
+@njit(inline="always", **OPTS)
 def motion_to_world(R, p, x, out):
     """out = a motion vector given in body coordinates (origin at the body) expressed in
     world axes about the reference origin, p being the body origin from that reference:
     w = R w_b, v = R v_b + p x w."""
-    for a in range(3):
-        out[a] = R[a, 0] * x[0] + R[a, 1] * x[1] + R[a, 2] * x[2]
-        out[3 + a] = R[a, 0] * x[3] + R[a, 1] * x[4] + R[a, 2] * x[5]
-    out[3] += p[1] * out[2] - p[2] * out[1]
-    out[4] += p[2] * out[0] - p[0] * out[2]
-    out[5] += p[0] * out[1] - p[1] * out[0]
+    _rotate_and_shift(R, p, x, out, 0, 3)
 
 
 @njit(inline="always", **OPTS)
@@ -64,12 +70,7 @@ def force_to_world(R, p, x, out):
     """out = a force given in body coordinates (moment about the body origin) expressed in
     world axes about the reference origin (p as in motion_to_world): f = R f_b,
     n = R n_b + p x f."""
-    for a in range(3):
-        out[a] = R[a, 0] * x[0] + R[a, 1] * x[1] + R[a, 2] * x[2]
-        out[3 + a] = R[a, 0] * x[3] + R[a, 1] * x[4] + R[a, 2] * x[5]
-    out[0] += p[1] * out[5] - p[2] * out[4]
-    out[1] += p[2] * out[3] - p[0] * out[5]
-    out[2] += p[0] * out[4] - p[1] * out[3]
+    _rotate_and_shift(R, p, x, out, 3, 0)
 
 
 @njit(inline="always", **OPTS)
@@ -127,6 +128,17 @@ def inertial_parameters(model) -> np.ndarray:
         Jc = I[:3, :3] - m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
         params[i] = [m, *c, Jc[0, 0], Jc[0, 1], Jc[0, 2], Jc[1, 1], Jc[1, 2], Jc[2, 2]]
     return params
+
+
+@njit(inline="always", **OPTS)
+def u_dinv_world(w, Di, n, G):
+    """G[:, :n] = U D^-1 (6 x n) for the body whose workspace row is ``w`` (U at UW0)."""
+    for x in range(6):
+        for c in range(n):
+            t = 0.0
+            for k in range(n):
+                t += w[UW0 + 6 * k + x] * Di[k, c]
+            G[x, c] = t
 
 
 @njit(**OPTS)
@@ -259,12 +271,7 @@ def articulated_sweep_world(parent, cstart, clist, vi, nvj, S, R_world, p_world,
             pivots[vi[i] + k] = dmin
             force_to_body(Ri, pr, ws[i, UW0 + 6 * k : UW0 + 6 * k + 6], U[i, :, k])
         if p >= 0:
-            for x in range(6):
-                for c in range(n):
-                    t = 0.0
-                    for k in range(n):
-                        t += ws[i, UW0 + 6 * k + x] * Dinv[i, k, c]
-                    sc[4, x, c] = t  # G = U Dinv
+            u_dinv_world(ws[i], Dinv[i], n, sc[4])
             for x in range(6):
                 for y in range(x, 6):
                     t = sc[0, x, y]
