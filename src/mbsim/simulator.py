@@ -22,9 +22,9 @@ from mbsim.io.scenario import build_scenario_model
 from mbsim.simcore.bilateral import Bilateral, ConstraintError, closures_from_scenario
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy
+from mbsim.simcore.joints import FREE
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
-from mbsim.simcore.model import FREE
 from mbsim.simcore.stepper import OSStepper, SimulationError, StepOptions, rk4_friction_message
 
 #: Steps between energy divergence checks, and the allowed growth factor (see _check_energy).
