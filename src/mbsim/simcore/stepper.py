@@ -27,16 +27,16 @@ row cannot see, 1/2 dt^2 n . J-dot v (contact.curvature_drift; ``curvature_corre
 a contact point on a rotating body does not drift into the surface by that much every step.
 With ``gap_floor`` set (001 Sec. 4.1's g_Neps) the rule is n . v_u+ >= -max(g, g_Neps)/dt.
 
-The integrator is decided once, when the stepper is built (``OSStepper.rk4``; friction is refused by
-:func:`check_rk4_friction`, the one rule the Simulator also applies to the scenario's keys). With
-``integrator = "rk4"`` the step's impulses are held as the force I/dt over a classical RK4 step (001
-Sec. 4.1). Under a constant force the position moves by dt (v_s + v+)/2 to first order (the stages'
-velocity average; v_s the velocity after the step's impacts), not by dt v+, so the normal rows ask n
-. (v_s + v+)/2 >= -g/dt, i.e. n . v+ >= -(2 g/dt + n . v_s). The Euler-step rows that 001 uses let
-the point move by dt n . (v_s - v+)/2 more than the LCP allowed: more than g_Neps = -1e-5 m per step
-on a chain turning about a contact, which the cap cannot undo. Impacts have already brought n . v_s
-to >= 0 at a contact about to close, so the doubled allowance does not throw a closing contact back
-out.
+The integrator is decided once, when the stepper is built (``OSStepper.rk4``; friction is
+refused by :func:`check_rk4_friction`, the one rule the Simulator also applies to the
+scenario's keys). With ``integrator = "rk4"`` the step's impulses are held as the force I/dt
+over a classical RK4 step (001 Sec. 4.1). Under a constant force the position moves by dt (v_s
++ v+)/2 to first order (the stages' velocity average; v_s the velocity after the step's
+impacts), not by dt v+, so the normal rows ask n . (v_s + v+)/2 >= -g/dt, i.e. n . v+ >= -(2
+g/dt + n . v_s). The Euler-step rows that 001 uses let the point move by dt n . (v_s - v+)/2
+more than the LCP allowed: more than g_Neps = -1e-5 m per step on a chain turning about a
+contact, which the cap cannot undo. Impacts have already brought n . v_s to >= 0 at a contact
+about to close, so the doubled allowance does not throw a closing contact back out.
 """
 
 from __future__ import annotations
@@ -97,17 +97,17 @@ class StepOptions:
     """Numerical settings of the stepper (SI units), fixed once the stepper holds them
     (:meth:`OSStepper.configure` validates and swaps in a changed copy).
 
-    dt: time step (s). nf: friction directions (even, >= 4). mu, restitution: defaults for every
-    contact pair; ``pair_params_fn(contacts) -> (mu, eps)`` per contact, when some pairs have their
-    own (the Simulator's per-pair table). impact_velocity: approach speed (m/s) above which a
-    contact is treated as a collision (compression/decompression). stabilization: fraction of a
-    penetration removed per step. lcp_tol_rel: LCP acceptance tolerance relative to the problem's
-    scale (see docs/lcp.md). max_penetration (m) and max_speed (m/s or rad/s): a step exceeding them
-    is divergence. integrator: "euler" or "rk4" (001 Sec. 4.1). gap_floor: 001's g_Neps (m), None
-    for the stabilisation rule (module docstring). rk4_gap_rows: with rk4, "trapezoid" writes the
-    normal rows for the held-force step's own position update, n . (v_s + v+)/2 >= -g/dt; "euler"
-    keeps 001's literal procedure, rows for q + dt v+ (its Fig. 8 bounce and ratcheting penetration;
-    docs/results.md).
+    dt: time step (s). nf: friction directions (even, >= 4). mu, restitution: defaults for
+    every contact pair; ``pair_params_fn(contacts) -> (mu, eps)`` per contact, when some pairs
+    have their own (the Simulator's per-pair table). impact_velocity: approach speed (m/s)
+    above which a contact is treated as a collision (compression/decompression). stabilization:
+    fraction of a penetration removed per step. lcp_tol_rel: LCP acceptance tolerance relative
+    to the problem's scale (see docs/lcp.md). max_penetration (m) and max_speed (m/s or rad/s):
+    a step exceeding them is divergence. integrator: "euler" or "rk4" (001 Sec. 4.1).
+    gap_floor: 001's g_Neps (m), None for the stabilisation rule (module docstring).
+    rk4_gap_rows: with rk4, "trapezoid" writes the normal rows for the held-force step's own
+    position update, n . (v_s + v+)/2 >= -g/dt; "euler" keeps 001's literal procedure, rows for
+    q + dt v+ (its Fig. 8 bounce and ratcheting penetration; docs/results.md).
     """
 
     dt: float

@@ -11,11 +11,11 @@ with v+ = v_free + M^-1 J^T Q_u^T D beta; they differ in how the LCP matrix is o
   [[M, -G_u^T D, 0], [D^T G_u, 0, E-hat], [0, E-bar, 0]] [v+; beta; sigma] + [-M v_free; ...],
   solved by the mixed-LCP Schur complement (size N + nu (nf + 2)).
 
-Loop closures and mimic joints (simcore/bilateral.py) add n_bilateral equality rows G_b v+ = U-bar
-in front of the contact rows: the OS LCP becomes the mixed LCP of Eq. 53 with the bilateral block
-Q_b Lambda Q_b^T (plus the joint-space terms of mimic rows, below); MC gets them as equality rows
-beside the velocities (Eq. 36); RMC eliminates them with the projected inverse mass Y of Eq. 39 and
-keeps its size nu (nf + 2).
+Loop closures and mimic joints (simcore/bilateral.py) add n_bilateral equality rows G_b v+ =
+U-bar in front of the contact rows: the OS LCP becomes the mixed LCP of Eq. 53 with the
+bilateral block Q_b Lambda Q_b^T (plus the joint-space terms of mimic rows, below); MC gets
+them as equality rows beside the velocities (Eq. 36); RMC eliminates them with the projected
+inverse mass Y of Eq. 39 and keeps its size nu (nf + 2).
 
 The three classes share no base: OS and RMC assemble through formulations.assembly.
 delassus_lcp, MC through velocity_lcp; RMC and MC share the dense rows of :func:`dense_rows`.
