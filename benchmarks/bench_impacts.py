@@ -58,7 +58,7 @@ def scenario(links: int, duration: float):
 
 def run(links: int, duration: float, mode: bool, every: int) -> dict:
     sim = Simulator(scenario(links, duration))
-    sim.options.energy_consistent_impacts = mode
+    sim.stepper.configure(energy_consistent_impacts=mode)
     if sim.stepper.opt.energy_consistent_impacts is not mode:
         raise RuntimeError("energy_consistent_impacts did not reach the stepper")
     links_of = sim.scene.links

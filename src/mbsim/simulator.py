@@ -22,10 +22,10 @@ from mbsim.io.scenario import build_scenario_model
 from mbsim.simcore.bilateral import Bilateral, ConstraintError, closures_from_scenario
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy
+from mbsim.simcore.joints import FREE
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
-from mbsim.simcore.model import FREE
-from mbsim.simcore.stepper import OSStepper, SimulationError, StepOptions, rk4_friction_message
+from mbsim.simcore.stepper import OSStepper, SimulationError, StepOptions, check_rk4_friction
 
 #: Steps between energy divergence checks, and the allowed growth factor (see _check_energy).
 ENERGY_CHECK_EVERY = 100
@@ -102,7 +102,7 @@ class Simulator:
             disabled_pairs=c.disabled_pairs,
         )
         self._pair_mu, self._pair_eps = pair_parameter_table(self.scene, c)
-        self.options = StepOptions(
+        options = StepOptions(
             dt=sc.simulation.dt,
             nf=c.friction_directions,
             mu=c.mu,
@@ -129,7 +129,7 @@ class Simulator:
         self.stepper = OSStepper(
             m,
             self.scene if self.scene.allowed.any() else None,
-            self.options,
+            options,
             torque=self._torque if self._has_torque else None,
             bilateral=self.bilateral,
         )
@@ -196,6 +196,11 @@ class Simulator:
         for qi, vi, target, kp, kd in self._pd:
             tau[vi] += kp * (target - q[qi]) - kd * v[vi]
         return tau
+
+    @property
+    def options(self) -> StepOptions:
+        """The stepper's options (frozen; ``self.stepper.configure(...)`` changes them)."""
+        return self.stepper.opt
 
     def _contact_params(self, contacts):
         """(mu, restitution) of each contact, from the pair table built at set-up."""
@@ -274,11 +279,10 @@ class Simulator:
             return
         group = writer.group("lcp_dumps")
 
-        def dump(name, M, q, res, nb, step, time):
-            dump_lcp(group, name, M, q, res, nb=nb, step=step, time=time)
+        def dump(name, M, q, res, n_free, step, time):
+            dump_lcp(group, name, M, q, res, nb=n_free, step=step, time=time)
 
-        self.options.dump_lcp = mode
-        self.options.dump_fn = dump
+        self.stepper.dump_lcps(mode, dump)
 
     def run(
         self, writer=None, progress=None, record_every: int | None = None, should_stop=None
@@ -411,19 +415,11 @@ def _gap_floor(sc):
 
 
 def _check_rk4(sc) -> None:
-    """Refuse rk4 with friction anywhere (001 Sec. 4.1), naming the scenario key."""
-    if sc.simulation.integrator != "rk4":
-        return
-    where = sc.source or "the scenario"
-    if sc.contact.mu > 0.0:
-        raise MbsimError(
-            f"{where}: contact.mu = {sc.contact.mu:g}: {rk4_friction_message(sc.contact.mu)}"
-        )
-    for i, p in enumerate(sc.contact.pairs):
-        if p.mu is not None and p.mu > 0.0:
-            raise MbsimError(
-                f"{where}: contact.pairs.{i}.mu = {p.mu:g}: {rk4_friction_message(p.mu)}"
-            )
+    """Refuse rk4 with friction anywhere (stepper.check_rk4_friction), naming the scenario
+    key."""
+    frictions = [("contact.mu", sc.contact.mu)]
+    frictions += [(f"contact.pairs.{i}.mu", p.mu) for i, p in enumerate(sc.contact.pairs)]
+    check_rk4_friction(sc.simulation.integrator, frictions, sc.source or "the scenario")
 
 
 def pair_parameter_table(scene, contact) -> tuple[np.ndarray, np.ndarray]:
