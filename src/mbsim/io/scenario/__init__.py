@@ -32,23 +32,12 @@ The package, one job per module: ``types`` (dataclasses, defaults, allowed keys)
 vocabularies come from :mod:`mbsim.simcore.options`, the reserved names from :mod:`mbsim.names`.
 """
 
+from mbsim.io.scenario import types as _types
 from mbsim.io.scenario.checks import QUAT_NORM_TOL, build_scenario_model, validate_against_model
 from mbsim.io.scenario.keys import format_value, split_key
 from mbsim.io.scenario.overrides import FLAG_KEYS, ROBOT_FLAGS, parse_value
 from mbsim.io.scenario.parse import load_scenario, load_scenario_text, scenario_from_urdf
-from mbsim.io.scenario.types import (
-    Closure,
-    Contact,
-    Environment,
-    Output,
-    PairOverride,
-    PdGain,
-    Pose,
-    Robot,
-    Scenario,
-    ScenarioError,
-    Simulation,
-)
+from mbsim.io.scenario.types import *  # noqa: F403  (dataclasses, ScenarioError)
 from mbsim.names import BUILTIN_TREE, WORLD, split_link_ref
 
 __all__ = [
@@ -57,17 +46,6 @@ __all__ = [
     "QUAT_NORM_TOL",
     "ROBOT_FLAGS",
     "WORLD",
-    "Closure",
-    "Contact",
-    "Environment",
-    "Output",
-    "PairOverride",
-    "PdGain",
-    "Pose",
-    "Robot",
-    "Scenario",
-    "ScenarioError",
-    "Simulation",
     "build_scenario_model",
     "format_value",
     "load_scenario",
@@ -77,4 +55,5 @@ __all__ = [
     "split_key",
     "split_link_ref",
     "validate_against_model",
+    *_types.__all__,
 ]

@@ -14,6 +14,20 @@ from mbsim.errors import MbsimError
 from mbsim.names import BUILTIN_TREE, WORLD
 from mbsim.simcore.spatial import rpy_matrix
 
+__all__ = [
+    "Closure",
+    "Contact",
+    "Environment",
+    "Output",
+    "PairOverride",
+    "PdGain",
+    "Pose",
+    "Robot",
+    "Scenario",
+    "ScenarioError",
+    "Simulation",
+]
+
 
 class ScenarioError(MbsimError):
     """A scenario (file, override or flag) is malformed or names something that does not exist."""
