@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from mbsim.simcore.contact import contact_lcp, friction_matrix
-from mbsim.simcore.kinematics import point_velocities
+from mbsim.simcore.kinematics import body_velocities_kernel, point_velocities
 
 
 def lcp_dimension(
@@ -254,6 +254,14 @@ class ContactProblem:
                     Q[3 * i : 3 * i + 3, 6 * self.ib[i] + 3 : 6 * self.ib[i] + 6] -= eye
             self._Q_u = Q
         return self._Q_u
+
+    def node_velocities(self, v: np.ndarray) -> np.ndarray:
+        """World-aligned spatial velocities [omega; v] (nnodes, 6) of every node (contact and
+        bilateral) at joint velocity v: V_nodes(v) of the rows phi(v) = R V_nodes(v) + G v."""
+        m, d = self.model, self.data
+        vel = np.zeros((m.nb, 6))
+        body_velocities_kernel(m.parent, m.vi, m.nvj, d.S, d.E, d.r, v, vel)
+        return np.einsum("aij,aj->ai", self.node_X, vel[self.node_body])
 
     @property
     def nu(self) -> int:
