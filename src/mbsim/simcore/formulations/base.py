@@ -244,14 +244,12 @@ class ContactProblem:
         = Q_u J, the node impulses Q_u^T F and W = Q_u Lambda Q_u^T (contact.
         relative_compliance, the same map by the node indices ia/ib) all follow it."""
         if self._Q_u is None:
-            nn = len(self.node_body)
-            Q = np.zeros((3 * self.nu, 6 * nn))
-            eye = np.eye(3)
-            for i in range(self.nu):
-                if self.ia[i] >= 0:
-                    Q[3 * i : 3 * i + 3, 6 * self.ia[i] + 3 : 6 * self.ia[i] + 6] += eye
-                if self.ib[i] >= 0:
-                    Q[3 * i : 3 * i + 3, 6 * self.ib[i] + 3 : 6 * self.ib[i] + 6] -= eye
+            Q = np.zeros((3 * self.nu, 6 * len(self.node_body)))
+            axis = np.arange(3)
+            for node, sign in ((self.ia, 1.0), (self.ib, -1.0)):
+                i = np.flatnonzero(node >= 0)[:, None]
+                # each contact side has its own node, so no entry is written twice
+                Q[3 * i + axis, 6 * node[i] + 3 + axis] = sign
             self._Q_u = Q
         return self._Q_u
 
