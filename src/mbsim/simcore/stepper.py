@@ -61,8 +61,8 @@ from mbsim.simcore.kinematics import (
     propagate_bias,
 )
 from mbsim.simcore.lcp import DUMP_MODES, check, should_dump
+from mbsim.simcore.options import INTEGRATORS
 
-INTEGRATORS = ("euler", "rk4")
 RK4_GAP_ROWS = ("trapezoid", "euler")
 
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from mbsim.simcore.compliance import compliance_dense, compliance_upsilon, upsilon
 from mbsim.simcore.contact import relative_compliance
-from mbsim.simcore.dynamics import articulated_factor, crba_kernel
+from mbsim.simcore.delassus import delassus_lambda
+from mbsim.simcore.dynamics import crba_kernel
 from mbsim.simcore.formulations.assembly import delassus_lcp, velocity_lcp
 from mbsim.simcore.formulations.base import (
     Solution,
@@ -87,21 +87,10 @@ class OS:
         self.delassus = delassus
 
     def _lambda(self, problem) -> np.ndarray:
-        m, d = problem.model, problem.data
-        if self.delassus == "upsilon":
-            if not problem.dynamics.factorised:
-                articulated_factor(m, d)
-            upsilon(m, d)
-            return compliance_upsilon(m, d, problem.node_body, problem.node_X, refresh=False)
-        if self.delassus == "pv-osimr":
-            from mbsim.simcore.pv_osimr import compliance_pv_osimr
-
-            # the ABA path has just factorised q; the dense path has not
-            refresh = not problem.dynamics.factorised
-            return compliance_pv_osimr(m, d, problem.node_body, problem.node_X, refresh=refresh)
-        if self.delassus == "dense":
-            return compliance_dense(m, d, problem.q, problem.node_body, problem.node_X)
-        raise ValueError(f"unknown delassus {self.delassus!r}")
+        return delassus_lambda(
+            self.delassus, problem.model, problem.data, problem.q, problem.node_body,
+            problem.node_X, factorised=problem.dynamics.factorised,
+        )  # fmt: skip
 
     def prepare(self, problem) -> None:
         """K, the Delassus matrix of the rows: W = Q_u Lambda Q_u^T for contacts alone; with
