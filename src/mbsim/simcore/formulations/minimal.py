@@ -52,7 +52,7 @@ def joint_row_delassus(problem, K: np.ndarray, R: np.ndarray, G: np.ndarray) -> 
     d = problem.data
     W = problem.dynamics.solve_joint(d, G)
     for j in np.flatnonzero(np.any(G != 0.0, axis=1)):
-        Vn = problem.bilateral.node_velocities(d, W[:, j], problem.node_body, problem.node_X)
+        Vn = problem.node_velocities(W[:, j])
         col = R @ Vn.ravel()
         K[:, j] += col
         K[j, :] += col
@@ -120,7 +120,7 @@ class OS:
 
     def _row_velocity(self, problem, v) -> np.ndarray:
         """phi(v) = R V_nodes(v) + G v for the rows [bilateral; contact]."""
-        Vn = problem.bilateral.node_velocities(problem.data, v, problem.node_body, problem.node_X)
+        Vn = problem.node_velocities(v)
         return self._R @ Vn.ravel() + self._G @ v
 
     def solve(self, problem, v, dt, gap, accel=None) -> Solution:
