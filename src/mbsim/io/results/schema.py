@@ -224,4 +224,8 @@ def estimate_bytes(*, nq: int, nv: int, nb: int, rows: int, body_poses: bool = F
 
 
 def _mib(n: float) -> str:
-    return f"{n / (1 << 20):.1f} MiB"
+    """A byte count for a message: MiB up to 1 TiB, then TiB in 3 significant digits (a
+    size estimate of an absurd run stays a short number)."""
+    if n < 1 << 40:
+        return f"{n / (1 << 20):.1f} MiB"
+    return f"{n / (1 << 40):.3g} TiB"

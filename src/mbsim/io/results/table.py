@@ -86,6 +86,22 @@ class Table:
         self._plan: tuple[dict[str, np.ndarray], int] | None = None
 
     @property
+    def total_rows(self) -> int:
+        """Rows appended so far (committed and pending)."""
+        return self.committed + self.pending_rows
+
+    @property
+    def tail_bytes(self) -> int:
+        """Uncompressed bytes of the committed rows in the tail."""
+        return len(self.tail_rows[self.cols[0].name]) * self.row_bytes
+
+    def drop_pending(self) -> None:
+        """Forget the rows not yet written (the disk cannot take them)."""
+        self.pending = {c.name: [] for c in self.cols}
+        self.pending_rows, self.pending_bytes = 0, 0
+        self._plan = None
+
+    @property
     def committed(self) -> int:
         """Rows committed to the file (main + tail)."""
         return self.sealed + len(self.tail_rows[self.cols[0].name])

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import math
 import os
 import time as _time
 from collections.abc import Mapping, Sequence
@@ -59,6 +60,9 @@ from mbsim.io.results.table import Table, _column, _vector
 
 #: HDF5 metadata, the global heap and attribute updates need some room beyond the raw data.
 SPACE_MARGIN_BYTES = 1 << 20
+#: More recorded rows than any run can produce (1e12: at 1 us of wall time per step, 11 days):
+#: a duration / dt past it is a mistake in the numbers, said as such, not a disk-space error.
+MAX_ROWS = 10**12
 FLUSH_SECONDS = 1.0
 #: Rows buffered before a flush is forced regardless of time (bounds memory).
 FLUSH_ROWS = 4096
@@ -91,6 +95,8 @@ class ResultsWriter:
     ``input_files``: files whose sha256 is recorded. ``command``: the command line.
     ``dt``/``duration`` in s; ``record_every`` only sizes the free-space estimate.
     ``body_poses`` / ``contacts``: create ``/trajectory/body_pose`` / ``/contacts``.
+    ``records``: extra groups and their attributes (group name -> attributes), written with
+    the header, before the file's first flush (``mbsim batch`` marks its files this way).
     Raises :class:`ResultsError` (nothing is created) when the file cannot be written.
     """
 
@@ -111,6 +117,7 @@ class ResultsWriter:
         contacts: bool = False,
         flush_seconds: float = FLUSH_SECONDS,
         flush_rows: int = FLUSH_ROWS,
+        records: Mapping[str, Mapping[str, object]] | None = None,
     ) -> None:
         self.path = Path(os.path.abspath(os.fspath(path)))
         self.flush_seconds = float(flush_seconds)
@@ -128,26 +135,25 @@ class ResultsWriter:
         self.nq, self.nv, self.nb = len(self.q_names), len(self.v_names), len(self.body_names)
         self.dt = float(dt)
         self.body_poses = bool(body_poses)
-        self._check_target(force)
-        rows = int(duration / dt / max(1, record_every)) + 1 if dt > 0 else 0
-        self._check_space(
-            estimate_bytes(nq=self.nq, nv=self.nv, nb=self.nb, rows=rows, body_poses=body_poses)
-        )
+        self._check_target(force, input_files)
+        self._check_space(dt, duration, record_every)
         hashes = self._hash_inputs(input_files)
-        if force and self.path.exists():
-            try:
-                self.path.unlink()
-            except OSError as exc:
-                raise ResultsError(
-                    f"{self.path}: cannot replace the existing file ({exc.strerror or exc})."
-                ) from exc
+        # the exclusive claim on the path: from here until the file is closed no other run
+        # can open, truncate or unlink it (target.FileClaim)
+        self._claim = _target.FileClaim(self.path, force)
         try:
-            self._file = _target.create_file(self.path)
-        except OSError as exc:
+            # HDF5 must not lock it again: its own flock would conflict with the claim's
+            self._file = h5py.File(self.path, "w", locking=False)
+        except Exception as exc:
+            self._claim.release()
             raise ResultsError(f"{self.path}: cannot create the results file ({exc}).") from exc
         self._closed = False
         try:
             self._write_header(info, scenario_toml, hashes, command, formulation, dt, duration)
+            for name, attrs in (records or {}).items():
+                group = self._file.require_group(name)
+                for key, value in attrs.items():
+                    group.attrs[key] = value
             self.trajectory = Table(
                 self._file.create_group("trajectory"),
                 _trajectory_cols(self.nq, self.nv, self.nb, self.body_poses),
@@ -167,7 +173,9 @@ class ResultsWriter:
             try:
                 self._file.close()
             finally:
-                self.path.unlink(missing_ok=True)
+                if self._claim.still_ours():  # ours (claimed): removing it loses nothing
+                    self.path.unlink(missing_ok=True)
+                self._claim.release()
             if isinstance(exc, Exception):
                 raise ResultsError(f"{self.path}: cannot write the results file ({exc}).") from exc
             raise
@@ -180,10 +188,22 @@ class ResultsWriter:
 
     # ----------------------------------------------------------------- set-up
 
-    def _check_target(self, force: bool) -> None:
-        _target.check_output_path(self.path, force)
+    def _check_target(self, force: bool, inputs) -> None:
+        _target.check_output_path(self.path, force, list(inputs))
 
-    def _check_space(self, needed: int) -> None:
+    def _check_space(self, dt: float, duration: float, record_every: int) -> None:
+        """Refuse a run whose recorded rows cannot fit on the disk (or cannot be counted)."""
+        steps = duration / dt if dt > 0 else 0.0
+        rows = steps / max(1, record_every) + 1
+        if not math.isfinite(rows) or rows > MAX_ROWS:
+            raise ResultsError(
+                f"{self.path}: duration = {duration:g} s at dt = {dt:g} s is {steps:.3g} "
+                f"time steps, too many to run or record (at most {MAX_ROWS:.0e}); raise dt or "
+                "shorten the duration."
+            )
+        needed = estimate_bytes(
+            nq=self.nq, nv=self.nv, nb=self.nb, rows=int(rows), body_poses=self.body_poses
+        )
         free = _target.free_bytes(str(self.path.parent))
         if free < needed + SPACE_MARGIN_BYTES:
             raise ResultsError(
@@ -431,9 +451,14 @@ class ResultsWriter:
     # ----------------------------------------------------------------- flushing, finishing
 
     def _maybe_flush(self) -> None:
-        if (
-            max(g.pending_rows for g in self._groups) >= self.flush_rows
-            or _time.monotonic() - self._last_flush >= self.flush_seconds
+        traj, diag = self.trajectory.total_rows, self.diagnostics.total_rows
+        # Flush only between recorded steps, when /trajectory and /diagnostics hold the same
+        # number of rows, so that a killed run leaves tables of equal length (a writer that
+        # records no diagnostics flushes at any row). Memory bounds the wait.
+        between_steps = traj == diag if diag else traj > 1
+        pending = max(g.pending_rows for g in self._groups)
+        if (between_steps or pending >= 4 * self.flush_rows) and (
+            pending >= self.flush_rows or _time.monotonic() - self._last_flush >= self.flush_seconds
         ):
             self.flush()
 
@@ -444,14 +469,9 @@ class ResultsWriter:
             pending = sum(g.pending_bytes for g in self._groups)
             if not pending:
                 return
-            free = _target.free_bytes(str(self.path.parent))
-            # Compression may not shrink float data much: assume none.
-            if free < pending + SPACE_MARGIN_BYTES:
-                self._fail(
-                    f"the disk is full: {_mib(free)} free on {self.path.parent}, "
-                    f"{_mib(pending)} to write; the file holds the results up to "
-                    f"t = {self._committed_time():g} s"
-                )
+            # Compression may not shrink float data much: assume none, twice over (new
+            # chunks, then the tail rewritten), plus what finishing the file needs.
+            self._make_room(2 * pending + self._finish_bytes())
             sealed = [g.write_sealed() for g in self._groups]
             if any(sealed):
                 self._file.flush()
@@ -474,6 +494,39 @@ class ResultsWriter:
         self.flushes += 1
         self._last_flush = _time.monotonic()
 
+    def _finish_bytes(self) -> int:
+        """Disk needed to finish the file from its committed state: the tails moved into the
+        main datasets (uncompressed, at most) and the final attributes."""
+        return sum(g.tail_bytes for g in self._groups) + SPACE_MARGIN_BYTES
+
+    def _make_room(self, nbytes: int) -> None:
+        """Reserve ``nbytes`` past the end of the file before HDF5 writes (see
+        :mod:`mbsim.io.results.target`); a full disk ends the run as a clean failure with the
+        committed rows kept. Without ``fallocate`` the free space is checked instead."""
+        try:
+            reserved = self._claim.reserve(nbytes)
+        except OSError as exc:
+            self._fail_disk_full(f"({exc.strerror or exc}) reserving {_mib(nbytes)}")
+        if not reserved:
+            free = _target.free_bytes(str(self.path.parent))
+            if free < nbytes:
+                self._fail_disk_full(f"{_mib(free)} free, {_mib(nbytes)} needed")
+
+    def _fail_disk_full(self, detail: str) -> None:
+        """The disk cannot take the next flush: drop the unflushed rows, finish the file from
+        its committed rows (status failed) and raise ResultsError."""
+        message = (
+            f"the disk is full on {self.path.parent} ({detail}); the file holds the results "
+            f"up to t = {self._committed_time():g} s"
+        )
+        try:
+            for g in self._groups:
+                g.drop_pending()
+                g.close_tail()
+        except Exception:  # the committed rows stay readable through the tails
+            pass
+        self._fail(message)
+
     def _committed_time(self) -> float:
         g = self.trajectory
         if len(g.tail_rows["time"]):
@@ -485,7 +538,9 @@ class ResultsWriter:
         self._set_final("failed", message)
         raise ResultsError(f"{self.path}: {message}.")
 
-    def _set_final(self, status: str, message: str) -> None:
+    def _set_final(self, status: str, message: str) -> bool:
+        """Record the final status, close the file and give up the claim on it. False when
+        the path no longer names this run's file (another process removed or replaced it)."""
         self.status = status
         self._closed = True
         try:
@@ -502,21 +557,34 @@ class ResultsWriter:
                 self._file.close()
             except Exception:
                 pass
+            ours = self._claim.still_ours()
+            self._claim.release()
+        return ours
 
     def finish(self, status: str = "complete", message: str = "") -> None:
         """Write what is buffered, set ``status`` (complete, interrupted or failed) and
-        ``message``, close the file. A second call does nothing."""
+        ``message``, close the file. A second call does nothing. Raises ResultsError when the
+        file cannot be finished (the disk is full: status failed) or when another process
+        removed or replaced it during the run (a run never reports a file it did not write)."""
         if self._closed:
             return
         if status not in STATUSES[1:]:
             raise ValueError(f"status must be one of {STATUSES[1:]}, not {status!r}")
         self.flush()
         try:
+            self._make_room(self._finish_bytes())
             for g in self._groups:
                 g.close_tail()
+        except ResultsError:
+            raise
         except Exception as exc:
             self._fail(f"writing the results failed ({exc})")
-        self._set_final(status, message)
+        if not self._set_final(status, message):
+            self.status = "failed"
+            raise ResultsError(
+                f"{self.path}: was removed or replaced by another process while this run "
+                "wrote it; this run's results are lost."
+            )
 
     def group(self, name: str) -> h5py.Group:
         """An extra top-level group for auxiliary records (e.g. ``lcp_dumps``), created on
@@ -551,3 +619,4 @@ class ResultsWriter:
                 self._file.close()
             except Exception:
                 pass
+            self._claim.release()
