@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from mbsim.io.results.schema import (
     _diagnostic_cols,
     _trajectory_cols,
 )
+from mbsim.io.results.target import writer_holds
 
 
 @dataclass
@@ -99,7 +99,7 @@ def _open(path: Path) -> tuple[h5py.File, bool]:
     """Open read-only; returns (file, locked_by_writer). A live writer holds an exclusive
     ``flock`` on its file (mbsim.io.results.target.FileClaim): the file is then read as a
     snapshot, without HDF5's own lock."""
-    locked = _writer_holds(path)
+    locked = writer_holds(path)
     if not locked:
         try:
             return h5py.File(path, "r"), False
@@ -108,23 +108,6 @@ def _open(path: Path) -> tuple[h5py.File, bool]:
                 raise
             locked = True  # an older mbsim writing it under HDF5's own lock
     return h5py.File(path, "r", locking=False), locked
-
-
-def _writer_holds(path: Path) -> bool:
-    """True when another process holds an exclusive lock on ``path`` (a live writer)."""
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError as exc:
-        return exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
-    finally:
-        os.close(fd)  # closing drops the probe's lock
-    return False
 
 
 class _Damaged(Exception):

@@ -111,6 +111,8 @@ def check_output_path(
                     f"{p}: is an input file of this run; give another output name "
                     "(--force does not replace a run's own input)."
                 )
+        if writer_holds(p):
+            raise ResultsError(f"{p}: {IN_USE}.")
         if not force:
             raise ResultsError(f"{p}: already exists; use --force to overwrite it.")
     folder = p.parent
@@ -120,6 +122,29 @@ def check_output_path(
         raise ResultsError(f"{p}: {folder} is not a folder.")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ResultsError(f"{p}: the folder {folder} is not writable.")
+
+
+IN_USE = (
+    "another process is using this file (a run writing it, or a program holding it open); "
+    "refused, --force or not: wait for it or choose another output name"
+)
+
+
+def writer_holds(path: str | os.PathLike[str]) -> bool:
+    """True when another process holds an exclusive lock on ``path`` (a live writer)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as exc:
+        return exc.errno in _IN_USE
+    finally:
+        os.close(fd)  # closing drops the probe's lock
+    return False
 
 
 def _kind(mode: int) -> str:
@@ -194,11 +219,7 @@ class FileClaim:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno in _IN_USE:
-                raise ResultsError(
-                    f"{self.path}: another process is using this file (a run writing it, or "
-                    "a program holding it open); refused, --force or not: wait for it or "
-                    "choose another output name."
-                ) from None
+                raise ResultsError(f"{self.path}: {IN_USE}.") from None
             return  # flock unsupported (some network file systems): go on unlocked
         self.locked = True
 

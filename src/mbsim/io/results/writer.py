@@ -135,7 +135,7 @@ class ResultsWriter:
         self.nq, self.nv, self.nb = len(self.q_names), len(self.v_names), len(self.body_names)
         self.dt = float(dt)
         self.body_poses = bool(body_poses)
-        self._check_target(force, input_files)
+        self._check_target(path, force, input_files)
         self._check_space(dt, duration, record_every)
         hashes = self._hash_inputs(input_files)
         # the exclusive claim on the path: from here until the file is closed no other run
@@ -188,8 +188,8 @@ class ResultsWriter:
 
     # ----------------------------------------------------------------- set-up
 
-    def _check_target(self, force: bool, inputs) -> None:
-        _target.check_output_path(self.path, force, list(inputs))
+    def _check_target(self, path, force: bool, inputs) -> None:
+        _target.check_output_path(path, force, list(inputs))
 
     def _check_space(self, dt: float, duration: float, record_every: int) -> None:
         """Refuse a run whose recorded rows cannot fit on the disk (or cannot be counted)."""
