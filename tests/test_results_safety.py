@@ -195,11 +195,11 @@ def test_the_reader_trims_tables_of_a_killed_run_to_one_length(tmp_path: Path):
 
 @pytest.fixture
 def small_disk():
-    """A 2 MiB tmpfs (mounting needs root and a kernel that lets this process mount)."""
+    """A 4 MiB tmpfs (mounting needs root and a kernel that lets this process mount)."""
     folder = Path(f"/tmp/mbsim-full-{uuid.uuid4().hex[:8]}")
     folder.mkdir()
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)],
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)],
         capture_output=True,
         text=True,
     )
@@ -252,5 +252,35 @@ def test_a_full_disk_is_a_clean_failure_with_the_flushed_rows_kept(tmp_path, sma
     assert n > 1000 and len(r.diagnostics["time"]) == n
     z, vz, _, _ = ball(np.arange(n) * 1e-3)
     assert np.array_equal(r.q[:, 0], z) and np.array_equal(r.v[:, 0], vz)
+    with h5py.File(path, "r") as f:
+        assert all("_tail" not in f[g] for g in ("trajectory", "events", "diagnostics"))
+
+
+RUN_ON_A_FULL_DISK = """
+import sys
+import mbsim.io.results.target as target
+target.free_bytes = lambda folder: 10**15  # the pre-run estimate passes; the disk fills later
+from mbsim.cli.main import main
+sys.argv = ["mbsim", "run", "sample:pendulum-3.toml", "--duration", "600", "--out", sys.argv[1],
+            "--quiet"]
+main()
+"""
+
+
+def test_mbsim_run_on_a_full_disk_fails_with_exit_1(tmp_path, small_disk):
+    script = tmp_path / "run_full.py"
+    script.write_text(RUN_ON_A_FULL_DISK)
+    path = small_disk / "full.h5"
+    done = subprocess.run(
+        [sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mbsim: failed: "), done.stderr
+    assert "disk is full" in lines[0] and "Traceback" not in done.stderr
+    r = load_results(path)
+    assert r.status == "failed" and "disk is full" in r.message
+    assert len(r.time) > 100 and len(r.diagnostics["time"]) == len(r.time)
+    assert np.all(np.diff(r.time) > 0) and np.all(np.isfinite(r.q))
     with h5py.File(path, "r") as f:
         assert all("_tail" not in f[g] for g in ("trajectory", "events", "diagnostics"))

@@ -469,9 +469,10 @@ class ResultsWriter:
             pending = sum(g.pending_bytes for g in self._groups)
             if not pending:
                 return
-            # Compression may not shrink float data much: assume none, twice over (new
-            # chunks, then the tail rewritten), plus what finishing the file needs.
-            self._make_room(2 * pending + self._finish_bytes())
+            # Compression may not shrink float data much: assume none. The tail is rewritten
+            # in place (fixed-size uncompressed chunks), so new rows need new space once;
+            # finishing the file from the new committed state needs its own room on top.
+            self._make_room(pending + self._finish_bytes())
             sealed = [g.write_sealed() for g in self._groups]
             if any(sealed):
                 self._file.flush()
@@ -506,7 +507,7 @@ class ResultsWriter:
         try:
             reserved = self._claim.reserve(nbytes)
         except OSError as exc:
-            self._fail_disk_full(f"({exc.strerror or exc}) reserving {_mib(nbytes)}")
+            self._fail_disk_full(f"{exc.strerror or exc} while reserving {_mib(nbytes)}")
         if not reserved:
             free = _target.free_bytes(str(self.path.parent))
             if free < nbytes:
