@@ -160,6 +160,45 @@ def _safe_metrics(sim, summary, e0: float, t0: tuple[float, float]) -> dict:
         return {}
 
 
+#: Seconds to wait for a lost worker's run to close its file (a worker ended by SIGTERM, as
+#: the process pool ends the others when one dies, finishes its step and closes the file).
+LOST_WAIT_SECONDS = 10.0
+
+
+def lost_run_outcome(task: RunTask, status: str, why: str, wait: float = LOST_WAIT_SECONDS):
+    """The outcome of a run whose worker was lost, told by the run's own file so that the
+    summary and the file agree: a file of this run (its ``/batch`` identity) that ended with
+    a final status gives that status, message and metrics; a file left ``running`` (the
+    worker was killed) is marked ``status`` with ``why`` as its message, as the summary
+    says; without a file of this run, ``status`` and ``why``."""
+    import h5py
+
+    from mbsim.io.results.target import writer_holds
+
+    path = task.path
+    deadline = time.monotonic() + wait
+    while writer_holds(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if writer_holds(path):
+        return outcome(status, f"{why}; another process still writes its file")
+    try:
+        with h5py.File(path, "r+") as f:
+            record = read_record(f)
+            if record is None or record["identity"] != task.identity:
+                return outcome(status, why)  # no file of this run (it had not started)
+            final = f.attrs.get("status")
+            final = final.decode() if isinstance(final, bytes) else str(final)
+            if final in ("interrupted", "failed") or (final == "complete" and record["metrics"]):
+                message = f.attrs.get("message", "")
+                message = message.decode() if isinstance(message, bytes) else str(message)
+                return outcome(final, message, record["metrics"])
+            f.attrs["status"] = status
+            f.attrs["message"] = why
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError):
+        pass  # no file, or one HDF5 cannot open: the summary alone tells it
+    return outcome(status, why)
+
+
 def read_record(h5file) -> dict | None:
     """The ``/batch`` record of an open results file (h5py.File): run_id, identity, sweep,
     overrides, metrics (None when the run never finished); None if the file has none."""
