@@ -179,3 +179,58 @@ def test_a_scheduler_without_workers_is_waited_for_aloud(tmp_path: Path):
     assert done.returncode == 2, done
     assert "waiting for workers: 0 connected" in done.stderr
     assert "no workers after 1 s" in done.stderr.strip().splitlines()[-1]
+
+
+def test_killing_one_local_worker_leaves_summary_and_files_agreeing(tmp_path: Path):
+    import csv
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test_batch import BASE, GRID
+
+    base = BASE.replace("duration = 0.05", "duration = 600.0")
+    sweep = make_sweep(tmp_path, GRID.replace("contact.restitution = [0.0, 0.5, 0.9]", ""), base)
+    mbsim = Path(sys.executable).with_name("mbsim")
+    proc = subprocess.Popen(
+        [str(mbsim), "batch", str(sweep), "--jobs", "2", "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out = tmp_path / "out"
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline:  # both runs live, each past its first flush
+            files = [out / f"run-{i:04d}.h5" for i in range(2)]
+            try:
+                if all(len(load_results(f).time) > 10 for f in files):
+                    break
+            except Exception:  # not created yet, or mid-flush
+                pass
+            time.sleep(0.5)
+        else:
+            pytest.fail("the runs never started")
+        children = subprocess.run(
+            ["ps", "-ww", "--ppid", str(proc.pid), "-o", "pid=,args="],
+            capture_output=True,
+            text=True,
+        ).stdout.splitlines()
+        workers = [int(c.split()[0]) for c in children if "multiprocessing.spawn" in c]
+        assert len(workers) == 2, children
+        os.kill(workers[0], signal.SIGKILL)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, err
+    with open(out / "summary.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 2
+    for row in rows:
+        r = load_results(out / row["file"])
+        assert (row["status"], row["message"]) == (r.status, r.message), row
+        assert r.status in ("failed", "interrupted")

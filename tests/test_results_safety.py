@@ -284,3 +284,44 @@ def test_mbsim_run_on_a_full_disk_fails_with_exit_1(tmp_path, small_disk):
     assert np.all(np.diff(r.time) > 0) and np.all(np.isfinite(r.q))
     with h5py.File(path, "r") as f:
         assert all("_tail" not in f[g] for g in ("trajectory", "events", "diagnostics"))
+
+
+def test_mbsim_run_force_never_takes_a_live_runs_file(tmp_path: Path):
+    import signal
+    import time
+
+    mbsim = Path(sys.executable).with_name("mbsim")
+    out = tmp_path / "w.h5"
+    first = subprocess.Popen(
+        [str(mbsim), "run", "sample:pendulum-3.toml", "--duration", "600", "--out", str(out),
+         "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            try:
+                if len(load_results(out).time) > 10:
+                    break
+            except Exception:  # not created yet
+                pass
+            time.sleep(0.5)
+        else:
+            pytest.fail("the first run never flushed")
+        second = subprocess.run(
+            [str(mbsim), "run", "sample:pendulum-3.toml", "--duration", "0.01", "--out",
+             str(out), "--force", "--quiet"],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert second.returncode == 2, second.stderr
+        lines = second.stderr.strip().splitlines()
+        assert len(lines) == 1 and "another process is using this file" in lines[0]
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    r = load_results(out)
+    assert r.status == "interrupted" and r.duration == 600.0  # the first run's file, intact
+    assert len(r.time) > 10 and len(r.diagnostics["time"]) == len(r.time)
