@@ -42,7 +42,7 @@ import numpy as np
 import scipy.linalg
 from numba import njit
 
-from mbsim.simcore.dynamics import crba_kernel, spd_inverse
+from mbsim.simcore.dynamics import mass_matrix, spd_inverse
 from mbsim.simcore.kinematics import forward_kinematics, forward_poses_kernel, node_jacobian
 from mbsim.simcore.model import REVOLUTE
 from mbsim.simcore.spatial import congruence_sym, copy6x6, xform_force_T
@@ -896,10 +896,7 @@ def upsilon(model, data) -> None:
 def compliance_dense(model, data, q, node_body, node_X) -> np.ndarray:
     """Reference Lambda = J M^-1 J^T by CRBA, Cholesky and the explicit node Jacobian, O(N^3)."""
     forward_kinematics(model, data, q)
-    crba_kernel(
-        model.parent, model.vi, model.nvj, data.S, model.inertia, data.E, data.r, data.Ic,
-        data.M, data.scratch66,
-    )  # fmt: skip
+    mass_matrix(model, data)  # M + dt D with implicit damping (dynamics.aba)
     J = node_jacobian(model, data, node_body, node_X)
     if model.nv == 0:
         return np.zeros((J.shape[0], J.shape[0]))

@@ -26,6 +26,12 @@ row cannot see, 1/2 dt^2 n . J-dot v (contact.curvature_drift; ``curvature_corre
 a contact point on a rotating body does not drift into the surface by that much every step.
 With ``gap_floor`` set (001 Sec. 4.1's g_Neps) the rule is n . v_u+ >= -max(g, g_Neps)/dt.
 
+Joint damping (URDF ``<dynamics damping>``, D = diag(d)) is implicit with the Euler
+integrator: the step factorises M + dt D instead of M (data.armature = dt d, dynamics.aba),
+so (M + dt D)(v+ - v) = dt (tau - D v - C) + J^T p, the damping force taken at v+ (MuJoCo's
+implicit damping): stable for any d and dt, where the explicit force diverges once
+dt eig(M^-1 D) > 2. With rk4 damping stays an explicit force of the stages.
+
 With ``integrator = "rk4"`` the step's impulses are held as the force I/dt over a classical RK4
 step (001 Sec. 4.1). Under a constant force the position moves by dt (v_s + v+)/2 to first
 order (the stages' velocity average; v_s the velocity after the step's impacts), not by dt v+,
@@ -58,6 +64,7 @@ from mbsim.simcore.kinematics import (
     propagate_bias,
 )
 from mbsim.simcore.lcp import check, should_dump
+from mbsim.simcore.lcp.budget import limits as lcp_limits
 
 INTEGRATORS = ("euler", "rk4")
 RK4_GAP_ROWS = ("trapezoid", "euler")
@@ -91,6 +98,8 @@ class StepOptions:
     rk4_gap_rows: with rk4, "trapezoid" writes the normal rows for the held-force step's own
     position update, n . (v_s + v+)/2 >= -g/dt; "euler" keeps 001's literal procedure, rows
     for q + dt v+ (its Fig. 8 bounce and ratcheting penetration; docs/results.md).
+    lcp_max_seconds: wall-time budget (s) of all the LCP solves of one step (None: no limit);
+    a step that exceeds it fails the run with that cause (docs/lcp.md, lcp/budget.py).
     """
 
     dt: float
@@ -115,6 +124,7 @@ class StepOptions:
     gap_floor: float | None = None
     curvature_correction: bool = True
     rk4_gap_rows: str = "trapezoid"
+    lcp_max_seconds: float | None = 60.0
 
 
 @dataclass
@@ -182,8 +192,12 @@ class OSStepper:
         self.bilateral = bilateral if bilateral else None
         self.body_vel = np.zeros((model.nb, 6))
         self.step_index = 0
+        self._contacts = None
         self.formulation = make(options.formulation, delassus=options.delassus)
         self.dynamics = make_dynamics(options.dynamics, model)
+        if options.integrator == "euler":
+            # implicit joint damping: M + dt D wherever M is factorised (dynamics.aba)
+            self.data.armature[:] = options.dt * model.damping
         if options.rk4_gap_rows not in RK4_GAP_ROWS:
             raise MbsimError(
                 f"unknown rk4_gap_rows {options.rk4_gap_rows!r}; expected one of "
@@ -235,9 +249,28 @@ class OSStepper:
             M, q, nb = self.formulation.last_lcp
             name = f"step_{self.step_index:09d}_{what}"
             o.dump_fn(name, M, q, res, nb, self.step_index, t)
-        reason = check(res, step=self.step_index, time=t)
+        reason = check(res, step=self.step_index, time=t, labels=self._row_labels(res))
         if reason is not None:
             raise SimulationError(f"{what} {reason}")
+
+    def _row_labels(self, res) -> list[str] | None:
+        """Which contact each complementarity row of ``res`` belongs to (z = [beta (nf + 1
+        per contact); sigma (1 per contact)] in every formulation), for failure messages."""
+        c = self._contacts
+        nu = 0 if c is None else len(c.gap)
+        k = self.opt.nf + 1
+        if not nu or res.z.size != nu * (k + 1):
+            return None
+        names = self.model.body_names
+
+        def side(b):
+            return "world" if b < 0 else repr(names[b])
+
+        per_contact = [
+            f"contact {i} ({side(c.body_a[i])} on {side(c.body_b[i])}, gap {c.gap[i]:.3g} m)"
+            for i in range(nu)
+        ]
+        return [per_contact[i // k] for i in range(nu * k)] + per_contact
 
     def _joint_forces(self, t, q, v) -> np.ndarray:
         """Applied joint forces: URDF damping and the scenario's torques (N m or N)."""
@@ -299,7 +332,8 @@ class OSStepper:
         if nu or self.formulation.always_solves or self.bilateral is not None:
             if c is None:
                 c = _no_contacts()
-            report = self._contact_step(q, v, tau, c, t, qdd)
+            with lcp_limits(seconds=o.lcp_max_seconds):
+                report = self._contact_step(q, v, tau, c, t, qdd)
             v_new = report.v_new
             v_start = report.v_start
             if o.integrator == "rk4":
@@ -335,6 +369,7 @@ class OSStepper:
         m, d, o = self.model, self.data, self.opt
         dt = o.dt
         nu = len(c.gap)
+        self._contacts = c  # for the rows of a failure message
         mu, eps = self._pair_params(c)
         if o.gap_floor is None:
             target = np.where(c.gap > 0.0, c.gap, o.stabilization * c.gap)

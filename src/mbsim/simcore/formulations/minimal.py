@@ -25,7 +25,7 @@ import scipy.linalg
 
 from mbsim.simcore.compliance import compliance_dense, compliance_upsilon, upsilon
 from mbsim.simcore.contact import relative_compliance
-from mbsim.simcore.dynamics import articulated_factor, crba_kernel
+from mbsim.simcore.dynamics import articulated_factor, mass_matrix
 from mbsim.simcore.kinematics import node_jacobian, point_velocities
 from mbsim.simcore.lcp import solve_lcp, solve_mixed_lcp
 
@@ -104,6 +104,9 @@ class OS:
 
             # the ABA path has just factorised q; the dense path has not
             refresh = not problem.dynamics.factorised
+            if refresh and np.any(d.armature):  # PV-OSIMr's own sweep knows no armature
+                articulated_factor(m, d)
+                refresh = False
             return compliance_pv_osimr(m, d, problem.node_body, problem.node_X, refresh=refresh)
         if self.delassus == "dense":
             return compliance_dense(m, d, problem.q, problem.node_body, problem.node_X)
@@ -173,7 +176,7 @@ class RMC(OS):
 
     def prepare(self, problem) -> None:
         m, d = problem.model, problem.data
-        crba_kernel(m.parent, m.vi, m.nvj, d.S, m.inertia, d.E, d.r, d.Ic, d.M, d.scratch66)
+        mass_matrix(m, d)  # M + dt D with implicit damping (dynamics.aba)
         self._chol = scipy.linalg.cho_factor(d.M)
         J = node_jacobian(m, d, problem.node_body, problem.node_X)
         self._G = problem.Gu(J)
@@ -216,7 +219,7 @@ class MC(RMC):
 
     def prepare(self, problem) -> None:
         m, d = problem.model, problem.data
-        crba_kernel(m.parent, m.vi, m.nvj, d.S, m.inertia, d.E, d.r, d.Ic, d.M, d.scratch66)
+        mass_matrix(m, d)  # M + dt D with implicit damping (dynamics.aba)
         self._Mq = d.M.copy()
         J = node_jacobian(m, d, problem.node_body, problem.node_X)
         self._G = problem.Gu(J)
