@@ -21,7 +21,12 @@ separated contact (gap g > 0 within the margin: the bodies may close the gap thi
 pass through, so near contacts do not stop a body early) and n . v_u+ >= -k g/dt for a
 penetrating one (g < 0), pushing the bodies apart by a fraction k = ``stabilization`` of the
 penetration per step (default 0.2: critically damped-like recovery over ~5 steps without the
-energy injection of k = 1). The gap is first advanced by the second-order term the velocity
+energy injection of k = 1), at a speed capped at ``max_recovery_speed`` (default 0.5 m/s,
+as Chrono's SetMaxPenetrationRecoverySpeed): uncapped, k |g| / dt is 10 m/s for a body
+starting 5 cm deep at dt = 1 ms, which leaves the floor with 50 J/kg. With the cap a body
+leaves a penetration with at most 1/2 v_max^2 = 0.125 J/kg, less than the m g |g| its rise
+costs once |g| > v_max^2 / 2 g = 1.3 cm (smaller penetrations recover at k |g| / dt, below the
+cap). The gap is first advanced by the second-order term the velocity
 row cannot see, 1/2 dt^2 n . J-dot v (contact.curvature_drift; ``curvature_correction``), so
 a contact point on a rotating body does not drift into the surface by that much every step.
 With ``gap_floor`` set (001 Sec. 4.1's g_Neps) the rule is n . v_u+ >= -max(g, g_Neps)/dt.
@@ -98,6 +103,7 @@ class StepOptions:
     rk4_gap_rows: with rk4, "trapezoid" writes the normal rows for the held-force step's own
     position update, n . (v_s + v+)/2 >= -g/dt; "euler" keeps 001's literal procedure, rows
     for q + dt v+ (its Fig. 8 bounce and ratcheting penetration; docs/results.md).
+    max_recovery_speed: the fastest a penetration is pushed out (m/s; module docstring).
     lcp_max_seconds: wall-time budget (s) of all the LCP solves of one step (None: no limit);
     a step that exceeds it fails the run with that cause (docs/lcp.md, lcp/budget.py).
     """
@@ -124,6 +130,7 @@ class StepOptions:
     gap_floor: float | None = None
     curvature_correction: bool = True
     rk4_gap_rows: str = "trapezoid"
+    max_recovery_speed: float = 0.5
     lcp_max_seconds: float | None = 60.0
 
 
@@ -372,7 +379,9 @@ class OSStepper:
         self._contacts = c  # for the rows of a failure message
         mu, eps = self._pair_params(c)
         if o.gap_floor is None:
-            target = np.where(c.gap > 0.0, c.gap, o.stabilization * c.gap)
+            # recovery of a penetration at k |g| / dt, but never faster than the cap
+            recover = np.maximum(o.stabilization * c.gap, -o.max_recovery_speed * dt)
+            target = np.where(c.gap > 0.0, c.gap, recover)
         else:  # 001 Sec. 4.1: position-level gap, penetration capped at g_Neps
             target = np.maximum(c.gap, o.gap_floor)
         if o.curvature_correction and nu:
