@@ -185,3 +185,44 @@ def test_a_failed_step_names_the_contacts(monkeypatch):
     msg = str(exc.value)
     assert "all 5 solvers of the fallback chain failed" in msg
     assert "worst rows: contact 0 ('ball' on world, gap -0.001 m)" in msg
+
+
+def test_a_stop_request_ends_the_run_inside_a_step(monkeypatch):
+    """SIGINT/SIGTERM set the flag the simulator polls between steps; the solvers poll it too,
+    so a stop during a long step abandons that step (the state stays the last completed one)
+    and the run ends ``interrupted``. One pivot per chunk here so the dual-arm grasp's first
+    contact LCP (4 contacts, size 24) is polled mid-solve."""
+    from mbsim.io.scenario import load_scenario_text
+    from mbsim.samples import dual_arm
+    from mbsim.simulator import Simulator
+    from test_dual_arm import ROBOTS
+
+    scenario = load_scenario_text(
+        dual_arm.table1_scenario_toml("os", 4), source=ROBOTS / "table1.toml"
+    )
+    sim = Simulator(scenario)
+    q0 = sim.q.copy()
+    monkeypatch.setattr(lcp_budget, "CHUNK_FLOPS", 1.0)
+    calls = []
+
+    def should_stop():
+        calls.append(1)
+        return len(calls) >= 2  # the first poll is before step 0, the second inside it
+
+    summary = sim.run(should_stop=should_stop)
+    assert summary.status == "interrupted" and "during a step" in summary.message
+    assert summary.steps == 0 and sim.step_index == 0
+    np.testing.assert_array_equal(sim.q, q0)
+
+
+def test_chunked_lemke_follows_the_same_path(monkeypatch):
+    """Chunking only pauses the pivot loop: one pivot per chunk gives the same z, bit for bit,
+    and the same pivot count (including a recomputation of B^-1 inside the path)."""
+    M, q = hard_lcp(60, seed=5)
+    a = lemke(M, q, refactor_every=7)
+    monkeypatch.setattr(lcp_budget, "CHUNK_FLOPS", 1.0)
+    assert lcp_budget.chunk_pivots(60) == 1
+    with lcp_budget.limits(seconds=100.0):
+        b = lemke(M, q, refactor_every=7)
+    assert a.ok and b.ok and a.pivots == b.pivots >= 60
+    np.testing.assert_array_equal(a.z, b.z)

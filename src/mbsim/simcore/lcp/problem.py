@@ -313,7 +313,7 @@ def evaluate(
         message = (message + "; " if message else "") + (
             f"terminated but the residual {worst:.3g} on the original data exceeds tol {tol:.3g}"
         )
-    elif status not in (Status.SOLVED, Status.TIME_LIMIT) and worst <= tol:
+    elif status != Status.SOLVED and worst <= tol:
         # verified on (M, q): a solution, whatever the solver thought of its own end
         message = f"accepted on verification ({solver} ended {status}" + (
             f": {message})" if message else ")"
