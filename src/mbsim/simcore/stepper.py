@@ -25,9 +25,9 @@ penetration per step (default 0.2: critically damped-like recovery over ~5 steps
 energy injection of k = 1), at a speed capped at ``max_recovery_speed`` (default 0.5 m/s,
 as Chrono's SetMaxPenetrationRecoverySpeed): uncapped, k |g| / dt is 10 m/s for a body
 starting 5 cm deep at dt = 1 ms, which leaves the floor with 50 J/kg. With the cap a body
-leaves a penetration with at most 1/2 v_max^2 = 0.125 J/kg, less than the m g |g| its rise
-costs once |g| > v_max^2 / 2 g = 1.3 cm (smaller penetrations recover at k |g| / dt, below the
-cap). The gap is first advanced by the second-order term the velocity
+leaves a penetration with at most 1/2 v_max^2 = 0.125 J/kg, less than the g |g| per kg its
+rise costs once |g| > v_max^2 / 2 g = 1.3 cm; a shallower penetration may leave with up to
+that much (a hop of at most 1.3 cm). The gap is first advanced by the second-order term the velocity
 row cannot see, 1/2 dt^2 n . J-dot v (contact.curvature_drift; ``curvature_correction``), so
 a contact point on a rotating body does not drift into the surface by that much every step.
 With ``gap_floor`` set (001 Sec. 4.1's g_Neps) the rule is n . v_u+ >= -max(g, g_Neps)/dt.
