@@ -25,6 +25,8 @@ from mbsim.simcore.dynamics import energy
 from mbsim.simcore.joints import FREE
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
+from mbsim.simcore.lcp.budget import SolveInterrupted
+from mbsim.simcore.lcp.budget import limits as lcp_limits
 from mbsim.simcore.stepper import OSStepper, SimulationError, StepOptions, check_rk4_friction
 
 #: Steps between energy divergence checks, and the allowed growth factor (see _check_energy).
@@ -363,7 +365,14 @@ class Simulator:
                 summary.status = "interrupted"
                 summary.message = "interrupted by the user (Ctrl-C or SIGTERM)"
                 break
-            report = self.step()
+            try:
+                # the LCP solvers poll the flag too: a signal stops even a long step
+                with lcp_limits(stop=should_stop):
+                    report = self.step()
+            except SolveInterrupted:  # the step was abandoned whole: the state is the last one
+                summary.status = "interrupted"
+                summary.message = "interrupted by the user (Ctrl-C or SIGTERM) during a step"
+                break
             summary.steps += 1
             summary.max_penetration = max(summary.max_penetration, report.max_penetration)
             summary.max_constraint_error = max(
