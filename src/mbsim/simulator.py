@@ -261,9 +261,11 @@ class Simulator:
         """A ResultsWriter for this run at ``output.path``: model, scenario text, input file
         hashes and the command line recorded, as ``mbsim run`` and ``mbsim batch`` write it."""
         from mbsim.io.results import ResultsWriter, model_info
+        from mbsim.view.record import record_scene, scene_of
 
         sc = self.scenario
-        return ResultsWriter(
+        scene = scene_of(self.model, sc.contact.floor)  # /visual, for mbsim view
+        writer = ResultsWriter(
             sc.output.path,
             model_info=model_info(self.model),
             scenario_toml=sc.to_toml(),
@@ -277,6 +279,8 @@ class Simulator:
             body_poses=sc.output.body_poses,
             contacts=sc.output.record_contacts,
         )
+        record_scene(writer, scene)
+        return writer
 
     def attach_lcp_dumps(self, writer) -> None:
         """Send the LCPs ``output.dump_lcp`` asks for to ``/lcp_dumps`` in the results file
