@@ -1,0 +1,209 @@
+"""A results file turned into what a replay draws: shapes with triangle meshes, frames of body
+poses, events and per-frame contacts (shared by the HTML page and the glTF writer).
+
+Budgets (documented in docs/view.md):
+
+* :data:`FRAME_BUDGET` frames at most: a longer run is subsampled evenly in recorded-row index
+  (first and last rows always kept); the replay shows recorded states only, never
+  interpolated ones.
+* :data:`FACE_BUDGET` triangles per mesh file at most: a larger mesh is decimated by vertex
+  clustering (vertices merged on a cubic grid whose cell doubles until the mesh fits; shape
+  and size are kept to about one cell, which is reported).
+* :data:`EVENT_BUDGET` timeline marks at most (events subsampled evenly beyond it).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mbsim.errors import MbsimError
+from mbsim.io.results import Results, load_results
+from mbsim.view.record import SceneRecord, check_meshes, read_scene
+
+__all__ = ["EVENT_BUDGET", "FACE_BUDGET", "FRAME_BUDGET", "MeshData", "Replay", "load_replay"]
+
+FRAME_BUDGET = 2000
+FACE_BUDGET = 20000
+EVENT_BUDGET = 5000
+
+
+@dataclass
+class MeshData:
+    """Triangles of one mesh file (its own units and frame; the shape's scale and pose apply
+    on top). ``color``: the file's own material colour (RGBA in [0, 1]) or None.
+    ``cell``: the clustering cell (mesh units) if it was decimated, else 0."""
+
+    path: str
+    vertices: np.ndarray
+    faces: np.ndarray
+    color: tuple[float, float, float, float] | None = None
+    faces_before: int = 0
+    cell: float = 0.0
+
+
+@dataclass
+class Replay:
+    """Everything a replay shows. ``poses`` (F, B, 7) world poses ``[x y z qw qx qy qz]`` of
+    the model bodies at ``times`` (F); ``frame_rows`` their row indices in the file;
+    ``contacts``: per frame, ``start`` offsets (F + 1) into ``point``, ``normal``,
+    ``impulse`` (total impulse on body_a, N s, world frame)."""
+
+    path: Path
+    results: Results
+    scene: SceneRecord
+    meshes: list[MeshData]
+    times: np.ndarray
+    frame_rows: np.ndarray
+    poses: np.ndarray
+    contacts: dict[str, np.ndarray]
+    events: dict[str, np.ndarray]
+    notes: list[str] = field(default_factory=list)
+
+
+def frame_rows(n_rows: int, budget: int = FRAME_BUDGET) -> np.ndarray:
+    """Indices of the recorded rows shown: all of them, or ``budget`` evenly spaced ones
+    (first and last included)."""
+    if n_rows <= budget:
+        return np.arange(n_rows)
+    return np.unique(np.round(np.linspace(0, n_rows - 1, budget)).astype(np.int64))
+
+
+def decimate(vertices: np.ndarray, faces: np.ndarray, budget: int) -> tuple:
+    """Vertex clustering: merge the vertices in each cell of a cubic grid into their mean
+    and drop the faces that collapse, doubling the cell until at most ``budget`` faces
+    remain. Returns (vertices, faces, cell); cell = 0 when nothing had to be done."""
+    if len(faces) <= budget:
+        return vertices, faces, 0.0
+    lo, hi = vertices.min(axis=0), vertices.max(axis=0)
+    cell = float(np.linalg.norm(hi - lo)) / np.sqrt(budget)
+    while True:
+        keys = np.floor((vertices - lo) / cell).astype(np.int64)
+        _, inverse = np.unique(keys, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        n = int(inverse.max()) + 1
+        merged = np.zeros((n, 3))
+        np.add.at(merged, inverse, vertices)
+        merged /= np.bincount(inverse, minlength=n)[:, None]
+        f = inverse[faces]
+        f = f[(f[:, 0] != f[:, 1]) & (f[:, 1] != f[:, 2]) & (f[:, 0] != f[:, 2])]
+        f = np.unique(f, axis=0)
+        if len(f) <= budget:
+            return merged, f, cell
+        cell *= 2.0
+
+
+def load_mesh(path: str, budget: int = FACE_BUDGET) -> MeshData:
+    """Triangles of an STL/OBJ/DAE (anything trimesh reads), scenes flattened into one mesh."""
+    import trimesh
+
+    try:
+        mesh = trimesh.load(path, force="mesh", process=False)
+    except Exception as exc:  # trimesh raises many kinds on unreadable files
+        raise MbsimError(f"{path}: the mesh cannot be read ({exc}).") from exc
+    vertices = np.asarray(mesh.vertices, dtype=np.float64)
+    faces = np.asarray(mesh.faces, dtype=np.int64).reshape(-1, 3)
+    color = None
+    try:
+        kind = mesh.visual.kind
+        if kind in ("face", "vertex", "texture"):
+            color = tuple(float(c) / 255.0 for c in mesh.visual.main_color)
+    except Exception:  # no usable colour: the viewer picks one
+        color = None
+    n0 = len(faces)
+    v, f, cell = decimate(vertices, faces, budget)
+    return MeshData(path, v, f, color, n0, cell)
+
+
+def load_replay(
+    path: str | os.PathLike[str],
+    *,
+    max_frames: int = FRAME_BUDGET,
+    face_budget: int = FACE_BUDGET,
+    need_meshes: bool = True,
+) -> Replay:
+    """Read a results file and its meshes for a replay. MbsimError (one sentence) when the
+    file has no body poses or no scene, or a mesh moved or changed since the run."""
+    r = load_results(path)
+    p = r.path
+    if r.body_pose is None:
+        raise MbsimError(
+            f"{p}: has no body poses to replay; rerun with output.body_poses = true "
+            "(the default) in the scenario."
+        )
+    scene = read_scene(p)
+    if scene is None:
+        raise MbsimError(
+            f"{p}: has no /visual group (it was written by an mbsim without the viewer); "
+            "rerun it with `mbsim run --from` to record the scene."
+        )
+    if len(r.time) == 0:
+        raise MbsimError(f"{p}: holds no recorded state to replay.")
+    link_of = {}
+    for s in scene.shapes:
+        if s.mesh >= 0:
+            link_of.setdefault(s.mesh, s.link)
+    check_meshes(scene, str(p), link_of)
+    meshes = [load_mesh(m, face_budget) for m in scene.mesh_files] if need_meshes else []
+    notes = list(scene.notes)
+    for m in meshes:
+        if m.cell:
+            notes.append(
+                f"{m.path}: {m.faces_before} faces decimated to {len(m.faces)} "
+                f"(vertices merged within {m.cell:.3g} mesh units)"
+            )
+    rows = frame_rows(len(r.time), max_frames)
+    if len(rows) < len(r.time):
+        notes.append(f"{len(r.time)} recorded states subsampled to {len(rows)} frames")
+    return Replay(
+        path=p,
+        results=r,
+        scene=scene,
+        meshes=meshes,
+        times=r.time[rows],
+        frame_rows=rows,
+        poses=r.body_pose[rows],
+        contacts=_frame_contacts(r, rows),
+        events=_events(r, notes),
+        notes=notes,
+    )
+
+
+def _frame_contacts(r: Results, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """Contacts recorded at each shown frame's step (``/contacts``, if recorded)."""
+    n = len(rows)
+    empty = {
+        "start": np.zeros(n + 1, np.int64),
+        "point": np.zeros((0, 3)),
+        "normal": np.zeros((0, 3)),
+        "impulse": np.zeros((0, 3)),
+    }
+    c = r.contacts
+    if c is None or len(c["step"]) == 0:
+        return empty
+    steps = r.step[rows]
+    order = np.argsort(c["step"], kind="stable")
+    cs = c["step"][order]
+    lo = np.searchsorted(cs, steps, side="left")
+    hi = np.searchsorted(cs, steps, side="right")
+    pick = np.concatenate([order[a:b] for a, b in zip(lo, hi, strict=True)] or [[]]).astype(int)
+    start = np.concatenate([[0], np.cumsum(hi - lo)]).astype(np.int64)
+    impulse = c["normal_impulse"][pick, None] * c["normal"][pick] + c["tangent_impulse"][pick]
+    return {
+        "start": start,
+        "point": c["point"][pick],
+        "normal": c["normal"][pick],
+        "impulse": impulse,
+    }
+
+
+def _events(r: Results, notes: list[str]) -> dict[str, np.ndarray]:
+    e = r.events
+    n = len(e["time"])
+    keep = frame_rows(n, EVENT_BUDGET)
+    if len(keep) < n:
+        notes.append(f"{n} events: {len(keep)} of them marked on the timeline")
+    return {k: v[keep] for k, v in e.items()}
