@@ -121,10 +121,10 @@
   if (D.floor) {
     const size = Math.max(2, 4 * radius);
     const floor = new THREE.Mesh(new THREE.PlaneGeometry(size, size),
-      new THREE.MeshStandardMaterial({ color: 0xb9c2ca, roughness: 0.9 }));
+      new THREE.MeshStandardMaterial({ color: 0x7d8a96, roughness: 0.9 }));
     floor.position.set(center.x, center.y, -1e-4 * size);
     scene.add(floor);
-    const grid = new THREE.GridHelper(size, Math.round(size / Math.pow(10, Math.floor(Math.log10(size / 4)))), 0x7b8791, 0x9aa5ae);
+    const grid = new THREE.GridHelper(size, Math.round(size / Math.pow(10, Math.floor(Math.log10(size / 4)))), 0x56626d, 0x6c7883);
     grid.rotateX(Math.PI / 2);
     grid.position.set(center.x, center.y, 1e-4 * size);
     scene.add(grid);
@@ -276,10 +276,16 @@
 
   function render() {
     renderer.render(scene, camera);
+    document.documentElement.setAttribute("data-view-projection", JSON.stringify(viewProjection()));
+  }
+  function viewProjection() { // column-major projection * view of the camera (tests project with it)
+    camera.updateMatrixWorld(true);
+    return new THREE.Matrix4().multiplyMatrices(camera.projectionMatrix, camera.matrixWorldInverse).toArray();
   }
   function resize() {
     const w = host.clientWidth || 800, h = host.clientHeight || 600;
     renderer.setSize(w, h, false);
+    document.documentElement.setAttribute("data-canvas-size", w + "x" + h);
     camera.aspect = w / h;
     camera.updateProjectionMatrix();
     render();
@@ -291,13 +297,10 @@
   window.mbsimView = {
     setTime: (t) => { setPlaying(false); simTime = t; show(frameAt(t)); },
     frame: () => frame,
-    // column-major projection * view matrix of the camera (for tests that project points)
-    viewProjection: () => new THREE.Matrix4().multiplyMatrices(camera.projectionMatrix, camera.matrixWorldInverse).toArray(),
+    viewProjection,
   };
   const tParam = params.get("t");
   if (tParam !== null && isFinite(parseFloat(tParam))) window.mbsimView.setTime(parseFloat(tParam));
   else show(0);
-  camera.updateMatrixWorld(true);
-  document.documentElement.setAttribute("data-view-projection", JSON.stringify(window.mbsimView.viewProjection()));
   document.documentElement.setAttribute("data-ready", "1");
 })();
