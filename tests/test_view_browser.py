@@ -60,8 +60,7 @@ def chromium(tmp: Path, url: str, *extra: str) -> str:
 
 
 def screenshot(tmp: Path, url: str, name: str) -> np.ndarray:
-    from PIL import Image
-
+    Image = pytest.importorskip("PIL.Image", reason="Pillow reads the screenshots")
     path = tmp / name
     chromium(tmp, url, f"--screenshot={path}")
     img = np.asarray(Image.open(path).convert("RGB")).astype(int)
