@@ -140,18 +140,32 @@ def test_a_changed_or_moved_mesh_is_refused_in_one_sentence(results, tmp_path):
     assert not (tmp_path / "a.html").exists() and not (tmp_path / "b.html").exists()
 
 
-def test_a_file_without_scene_or_poses_is_refused(results, tmp_path):
+def test_a_file_without_scene_or_poses_is_rebuilt_from_its_scenario(results, tmp_path):
+    """Older files have no /visual, some no body poses: the model is rebuilt from the
+    recorded scenario; the poses must equal those the run recorded."""
     copy = tmp_path / "old.h5"
     shutil.copy(results, copy)
     with h5py.File(copy, "a") as f:
         del f["visual"]
-    proc = mbsim("view", copy, "-o", tmp_path / "x.html")
-    assert proc.returncode == 2 and "has no /visual group" in proc.stderr
-    shutil.copy(results, copy)
-    with h5py.File(copy, "a") as f:
         del f["trajectory/body_pose"]
-    proc = mbsim("view", copy, "-o", tmp_path / "x.html")
-    assert proc.returncode == 2 and "has no body poses" in proc.stderr
+    out = tmp_path / "old.html"
+    proc = mbsim("view", copy, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "scene rebuilt from the scenario's URDFs" in proc.stderr
+    d = page_data(out.read_text())
+    poses = load_results(results).body_pose
+    np.testing.assert_allclose(b64(d["poses"], "<f4").reshape(poses.shape), poses, atol=1e-6)
+    assert {s["link"] for s in d["shapes"] if s["role"] == "visual"} == {
+        "base", "bar", "tip", "ball"
+    }  # fmt: skip
+    urdf = results.parent / "pend.urdf"
+    text = urdf.read_text()
+    try:
+        urdf.write_text(text + "<!-- edited -->")
+        proc = mbsim("view", copy, "-o", tmp_path / "x.html", "--force")
+    finally:
+        urdf.write_text(text)
+    assert proc.returncode == 2 and "pend.urdf has changed since the run" in proc.stderr
 
 
 def _glb_json(data: bytes) -> tuple[dict, bytes]:

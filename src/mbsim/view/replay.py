@@ -22,7 +22,7 @@ import numpy as np
 
 from mbsim.errors import MbsimError
 from mbsim.io.results import Results, load_results
-from mbsim.view.record import SceneRecord, check_meshes, read_scene
+from mbsim.view.record import SceneRecord, check_meshes, file_sha256, read_scene, scene_of
 
 __all__ = ["EVENT_BUDGET", "FACE_BUDGET", "FRAME_BUDGET", "MeshData", "Replay", "load_replay"]
 
@@ -125,37 +125,37 @@ def load_replay(
     face_budget: int = FACE_BUDGET,
     need_meshes: bool = True,
 ) -> Replay:
-    """Read a results file and its meshes for a replay. MbsimError (one sentence) when the
-    file has no body poses or no scene, or a mesh moved or changed since the run."""
+    """Read a results file and its meshes for a replay. A file without ``/visual`` (written
+    before the viewer existed) or without body poses gets them from the model rebuilt from its
+    scenario (:func:`rebuild_model`). MbsimError (one sentence) when a mesh or, for such a
+    rebuild, a URDF moved or changed since the run."""
     r = load_results(path)
     p = r.path
-    if r.body_pose is None:
-        raise MbsimError(
-            f"{p}: has no body poses to replay; rerun with output.body_poses = true "
-            "(the default) in the scenario."
-        )
-    scene = read_scene(p)
-    if scene is None:
-        raise MbsimError(
-            f"{p}: has no /visual group (it was written by an mbsim without the viewer); "
-            "rerun it with `mbsim run --from` to record the scene."
-        )
     if len(r.time) == 0:
         raise MbsimError(f"{p}: holds no recorded state to replay.")
+    scene = read_scene(p)
+    rows = frame_rows(len(r.time), max_frames)
+    notes = []
+    model = None
+    if scene is None or r.body_pose is None:
+        model, floor = rebuild_model(r)
+        if scene is None:
+            scene = scene_of(model, floor)
+            notes.append("no /visual group in the file: scene rebuilt from the scenario's URDFs")
+    poses = r.body_pose[rows] if r.body_pose is not None else poses_from_q(model, r.q[rows])
     link_of = {}
     for s in scene.shapes:
         if s.mesh >= 0:
             link_of.setdefault(s.mesh, s.link)
     check_meshes(scene, str(p), link_of)
     meshes = [load_mesh(m, face_budget) for m in scene.mesh_files] if need_meshes else []
-    notes = list(scene.notes)
+    notes += scene.notes
     for m in meshes:
         if m.cell:
             notes.append(
                 f"{m.path}: {m.faces_before} faces decimated to {len(m.faces)} "
                 f"(vertices merged within {m.cell:.3g} mesh units)"
             )
-    rows = frame_rows(len(r.time), max_frames)
     if len(rows) < len(r.time):
         notes.append(f"{len(r.time)} recorded states subsampled to {len(rows)} frames")
     return Replay(
@@ -165,11 +165,49 @@ def load_replay(
         meshes=meshes,
         times=r.time[rows],
         frame_rows=rows,
-        poses=r.body_pose[rows],
+        poses=poses,
         contacts=_frame_contacts(r, rows),
         events=_events(r, notes),
         notes=notes,
     )
+
+
+def rebuild_model(r: Results):
+    """The run's model, rebuilt from the scenario recorded in the file (for files without
+    ``/visual`` or body poses); the URDFs must be those of the run (sha256 as recorded).
+    Returns (model, floor)."""
+    from mbsim.io.scenario import build_scenario_model, load_scenario_text
+
+    for f, digest in r.input_files.items():
+        if not os.path.isfile(f):
+            raise MbsimError(
+                f"{r.path}: has no /visual group or body poses, and its input file {f} has "
+                "moved or been deleted, so the scene cannot be rebuilt."
+            )
+        if file_sha256(f) != digest:
+            raise MbsimError(
+                f"{r.path}: has no /visual group or body poses, and its input file {f} has "
+                "changed since the run, so the scene cannot be rebuilt."
+            )
+    sc = load_scenario_text(r.scenario_toml, source=r.path)
+    model, _, sc = build_scenario_model(sc)
+    if list(model.body_names) != list(r.body_names):
+        raise MbsimError(f"{r.path}: the rebuilt model's bodies differ from the file's.")
+    return model, sc.contact.floor
+
+
+def poses_from_q(model, q: np.ndarray) -> np.ndarray:
+    """(F, B, 7) body poses ``[x y z qw qx qy qz]`` of the configurations ``q`` (F, nq), by
+    the simulator's own forward kinematics."""
+    from mbsim.simcore.data import Data
+    from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
+
+    data = Data(model)
+    out = np.empty((len(q), model.nb, 7))
+    for k in range(len(q)):
+        forward_kinematics(model, data, q[k])
+        body_poses_kernel(data.R_world, data.p_world, out[k])
+    return out
 
 
 def _frame_contacts(r: Results, rows: np.ndarray) -> dict[str, np.ndarray]:
