@@ -225,3 +225,20 @@ def test_decimation_keeps_large_meshes_within_the_face_budget_and_their_shape():
     assert f.max() < len(v)
     same = decimate(np.asarray(sphere.vertices), np.asarray(sphere.faces), 30000)
     assert same[2] == 0.0 and len(same[1]) == 20480
+
+
+@pytest.mark.parametrize("ext", ["obj", "dae", "stl"])
+def test_meshes_of_every_urdf_format_load_with_their_colour(tmp_path, ext):
+    from mbsim.view.replay import load_mesh
+
+    if ext == "dae":
+        pytest.importorskip("collada", reason="COLLADA needs pycollada (the view extra)")
+    box = trimesh.creation.box(extents=(0.1, 0.2, 0.3))
+    box.visual.face_colors = (200, 30, 40, 255)
+    path = tmp_path / f"box.{ext}"
+    box.export(path)
+    m = load_mesh(str(path))
+    np.testing.assert_allclose(np.ptp(m.vertices, axis=0), (0.1, 0.2, 0.3), atol=1e-6)
+    assert len(m.faces) == 12
+    if ext != "stl":  # STL has no colour
+        np.testing.assert_allclose(m.color[:3], (200 / 255, 30 / 255, 40 / 255), atol=0.01)

@@ -100,6 +100,14 @@ def load_mesh(path: str, budget: int = FACE_BUDGET) -> MeshData:
     """Triangles of an STL/OBJ/DAE (anything trimesh reads), scenes flattened into one mesh."""
     import trimesh
 
+    if path.lower().endswith(".dae"):
+        try:
+            import collada  # noqa: F401  (trimesh reads COLLADA through pycollada)
+        except ImportError:
+            raise MbsimError(
+                f"{path}: reading COLLADA (.dae) meshes needs pycollada: "
+                "pip install pycollada (it is in mbsim's `view` extra)."
+            ) from None
     try:
         mesh = trimesh.load(path, force="mesh", process=False)
     except Exception as exc:  # trimesh raises many kinds on unreadable files
@@ -108,9 +116,10 @@ def load_mesh(path: str, budget: int = FACE_BUDGET) -> MeshData:
     faces = np.asarray(mesh.faces, dtype=np.int64).reshape(-1, 3)
     color = None
     try:
-        kind = mesh.visual.kind
-        if kind in ("face", "vertex", "texture"):
-            color = tuple(float(c) / 255.0 for c in mesh.visual.main_color)
+        vis = mesh.visual
+        # face/vertex colours (OBJ, PLY) or a material (DAE, glTF, OBJ with .mtl)
+        rgba = vis.main_color if vis.kind in ("face", "vertex") else vis.material.main_color
+        color = tuple(float(c) / 255.0 for c in rgba)
     except Exception:  # no usable colour: the viewer picks one
         color = None
     n0 = len(faces)
