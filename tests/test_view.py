@@ -242,3 +242,18 @@ def test_meshes_of_every_urdf_format_load_with_their_colour(tmp_path, ext):
     assert len(m.faces) == 12
     if ext != "stl":  # STL has no colour
         np.testing.assert_allclose(m.color[:3], (200 / 255, 30 / 255, 40 / 255), atol=0.01)
+
+
+def test_size_is_printed_and_a_large_output_warned_about(results, tmp_path, monkeypatch, capsys):
+    from mbsim.cli import view as view_cmd
+
+    out = tmp_path / "big.html"
+    monkeypatch.setattr(view_cmd, "WARN_BYTES", 1000)  # the page is ~0.8 MB
+    view_cmd.view(results, out, "html", None, False)
+    captured = capsys.readouterr()
+    size = out.stat().st_size
+    assert f"{out}: {size / 1e6:.2f} MB, 301 frames" in captured.out
+    assert "warning:" in captured.err and "above 50 MB" in captured.err
+    monkeypatch.setattr(view_cmd, "WARN_BYTES", size)  # exactly at the limit: no warning
+    view_cmd.view(results, out, "html", None, True)
+    assert "warning:" not in capsys.readouterr().err
