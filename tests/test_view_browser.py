@@ -105,6 +105,9 @@ def test_page_renders_the_motion_without_errors(tmp_path):
         assert attrs["data-errors"] == [], attrs["data-errors"]
         assert attrs.get("data-ready") == "1"
     assert (int(first["data-frame"]), int(last["data-frame"])) == (0, len(r.time) - 1)
+    playing = dom_attrs(tmp_path, f"{url}?play=1&speed=0.05")  # the player advances
+    assert playing["data-errors"] == [] and 0 < int(playing["data-frame"]) < len(r.time) - 1
+
     vp = np.array(json.loads(first["data-view-projection"])).reshape(4, 4).T  # column-major
     assert first["data-view-projection"] == last["data-view-projection"]
     # --dump-dom lays the page out in a smaller viewport than --screenshot; the camera is the

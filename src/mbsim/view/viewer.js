@@ -1,6 +1,7 @@
 // mbsim replay player: draws the recorded body poses of a results file with three.js.
 // Data: the JSON in #mbsim-data (see src/mbsim/view/html.py). World frame z up, metres.
-// URL parameters: t=SECONDS shows that time, paused; collision=1 shows collision shapes.
+// URL parameters: t=SECONDS shows that time, paused; collision=1 shows collision shapes;
+// play=1 starts playing; speed=X sets the playback speed.
 // Test hook: window.mbsimView (setTime, frame, camera matrix); <html data-ready="1"> after the
 // first render, data-frame / data-time the frame shown.
 (function () {
@@ -302,5 +303,14 @@
   const tParam = params.get("t");
   if (tParam !== null && isFinite(parseFloat(tParam))) window.mbsimView.setTime(parseFloat(tParam));
   else show(0);
+  const speedParam = parseFloat(params.get("speed"));
+  if (isFinite(speedParam) && speedParam > 0) {
+    const opt = document.createElement("option");
+    opt.value = String(speedParam);
+    opt.textContent = speedParam + "\u00d7";
+    speedSel.appendChild(opt);
+    speedSel.value = opt.value;
+  }
+  if (params.get("play") === "1") setPlaying(true);
   document.documentElement.setAttribute("data-ready", "1");
 })();
