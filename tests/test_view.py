@@ -257,3 +257,29 @@ def test_size_is_printed_and_a_large_output_warned_about(results, tmp_path, monk
     monkeypatch.setattr(view_cmd, "WARN_BYTES", size)  # exactly at the limit: no warning
     view_cmd.view(results, out, "html", None, True)
     assert "warning:" not in capsys.readouterr().err
+
+
+def test_visuals_that_cannot_be_shown_are_named_not_dropped_silently(tmp_path):
+    from mbsim.errors import UrdfError
+    from mbsim.view.visuals import read_visuals
+
+    urdf = tmp_path / "r.urdf"
+    urdf.write_text(
+        """<robot name="r">
+  <link name="a"><visual><geometry><mesh filename="package://nowhere/a.dae"/></geometry>
+    </visual></link>
+  <link name="b"><visual><geometry><box size="1 2"/></geometry></visual>
+    <visual><origin xyz="0 0 1" rpy="0 0 1.5707963267948966"/>
+      <geometry><cylinder radius="0.1" length="0.5"/></geometry></visual></link>
+</robot>"""
+    )
+    problems: list[str] = []
+    (ok,) = read_visuals(urdf, problems)
+    assert ok.link == "b" and ok.kind == "cylinder" and ok.params == (0.1, 0.5)
+    np.testing.assert_allclose(ok.origin[:3, 3], (0, 0, 1))
+    np.testing.assert_allclose(ok.origin[:3, 0], (0, 1, 0), atol=1e-12)  # yaw 90 deg: x -> y
+    assert len(problems) == 2
+    assert "link 'a'" in problems[0] and "package://nowhere/a.dae" in problems[0]
+    assert "link 'b'" in problems[1] and "size='1 2'" in problems[1]
+    with pytest.raises(UrdfError, match="link 'a'"):
+        read_visuals(urdf)
