@@ -36,6 +36,8 @@ def view(
         raise MbsimError(f"--max-frames {max_frames} must be at least 2.")
     if output is None:
         output = Path(results.name).with_suffix("." + fmt)
+    if output.resolve() == results.resolve():
+        raise MbsimError(f"{output}: is the results file itself; give another output file.")
     check_output(output, force)
     rp = load_replay(results, max_frames=max_frames or FRAME_BUDGET)
     if fmt == "html":
