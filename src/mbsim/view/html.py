@@ -68,7 +68,6 @@ def _num(x: float) -> float | None:
 def payload(rp: Replay) -> dict:
     """The page's data (JSON): arrays of float32/uint32 as base64, little-endian."""
     r = rp.results
-    n_static = sum(1 for s in rp.scene.shapes if s.body < 0)
     moving_trees = {int(t) for t in r.body_trees}  # robots; environments have no bodies
     meshes = [
         {
@@ -114,7 +113,6 @@ def payload(rp: Replay) -> dict:
         "duration": _num(r.duration),
         "dt": _num(r.dt),
         "bodies": list(r.body_names),
-        "n_static_shapes": n_static,
         "floor": rp.scene.floor,
         "times": _b64(rp.times, "<f8"),
         "n_frames": len(rp.times),

@@ -132,7 +132,6 @@ def load_replay(
     *,
     max_frames: int = FRAME_BUDGET,
     face_budget: int = FACE_BUDGET,
-    need_meshes: bool = True,
 ) -> Replay:
     """Read a results file and its meshes for a replay. A file without ``/visual`` (written
     before the viewer existed) or without body poses gets them from the model rebuilt from its
@@ -157,7 +156,7 @@ def load_replay(
         if s.mesh >= 0:
             link_of.setdefault(s.mesh, s.link)
     check_meshes(scene, str(p), link_of)
-    meshes = [load_mesh(m, face_budget) for m in scene.mesh_files] if need_meshes else []
+    meshes = [load_mesh(m, face_budget) for m in scene.mesh_files]
     notes += scene.notes
     for m in meshes:
         if m.cell:
