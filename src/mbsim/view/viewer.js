@@ -107,15 +107,21 @@
   }
 
   // ---------------------------------------------------------------- framing, floor
+  // The camera frames the moving bodies (at the first frame, and every body position of the
+  // run), plus the environments unless they dwarf the robots (a 40 m floor around a 1 m arm).
   setFrame(0);
   scene.updateMatrixWorld(true);
-  const box = new THREE.Box3().setFromObject(scene);
+  const box = new THREE.Box3();
+  for (const g of bodyGroups) box.expandByObject(g);
   for (let k = 0; k < nf; k++) {
     for (let b = 0; b < nb; b++) {
       const o = (k * nb + b) * 7;
       box.expandByPoint(pos.set(poses[o], poses[o + 1], poses[o + 2]));
     }
   }
+  const staticBox = new THREE.Box3().setFromObject(staticGroup);
+  const diag = (b) => b.isEmpty() ? 0 : b.getSize(new THREE.Vector3()).length();
+  if (box.isEmpty() || diag(staticBox) <= 2 * diag(box)) box.union(staticBox);
   if (box.isEmpty()) box.set(new THREE.Vector3(-1, -1, 0), new THREE.Vector3(1, 1, 1));
   const center = box.getCenter(new THREE.Vector3());
   const radius = Math.max(0.05, 0.5 * box.getSize(new THREE.Vector3()).length());
@@ -130,7 +136,21 @@
     grid.position.set(center.x, center.y, 1e-4 * size);
     scene.add(grid);
   }
-  const dir = new THREE.Vector3(1.0, -1.6, 0.9).normalize();
+  // View from the front-right and above, or the first of a turn of other azimuths from which
+  // no environment shape (a wall) hides the centre of the scene.
+  const ray = new THREE.Raycaster();
+  const staticMeshes = [];
+  staticGroup.traverse((o) => { if (o.isMesh) staticMeshes.push(o); });
+  let dir = null;
+  for (let i = 0; i < 8 && dir === null; i++) {
+    const az = -Math.atan2(1.6, 1.0) + (i % 2 ? -1 : 1) * Math.ceil(i / 2) * Math.PI / 4;
+    const d = new THREE.Vector3(Math.cos(az), Math.sin(az), 0.55).normalize();
+    const eye = center.clone().addScaledVector(d, 2.2 * radius);
+    ray.set(eye, d.clone().negate());
+    ray.far = 2.2 * radius;
+    if (ray.intersectObjects(staticMeshes, false).length === 0) dir = d;
+  }
+  if (dir === null) dir = new THREE.Vector3(1.0, -1.6, 0.9).normalize();
   camera.position.copy(center).addScaledVector(dir, 2.2 * radius);
   camera.near = radius / 200;
   camera.far = radius * 200;
@@ -214,9 +234,10 @@
   });
   marks.appendChild(frag);
   const legend = document.getElementById("legend");
-  legend.innerHTML = Object.keys(counts).map((k) =>
-    '<span class="k" style="background:' + (KIND_COLORS[k] || "#000") + '"></span>' + k + " " + counts[k]).join("<br>") +
-    (D.notes.length ? "<br><small>" + D.notes.map((n) => n.replace(/&/g, "&amp;").replace(/</g, "&lt;")).join("<br>") + "</small>" : "");
+  const lines = Object.keys(counts).map((k) =>
+    '<span class="k" style="background:' + (KIND_COLORS[k] || "#000") + '"></span>' + k + " " + counts[k]);
+  for (const n of D.notes) lines.push("<small>" + n.replace(/&/g, "&amp;").replace(/</g, "&lt;") + "</small>");
+  legend.innerHTML = lines.join("<br>");
   if (!legend.innerHTML) legend.style.display = "none";
   document.getElementById("title").textContent = D.title + (D.status !== "complete" ? " (" + D.status + ")" : "");
 
