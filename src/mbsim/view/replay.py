@@ -80,6 +80,8 @@ def decimate(vertices: np.ndarray, faces: np.ndarray, budget: int) -> tuple:
         return vertices, faces, 0.0
     lo, hi = vertices.min(axis=0), vertices.max(axis=0)
     cell = float(np.linalg.norm(hi - lo)) / np.sqrt(budget)
+    if not cell > 0:  # every vertex in one point: nothing to draw anyway
+        return vertices[:1], faces[:0], 0.0
     while True:
         keys = np.floor((vertices - lo) / cell).astype(np.int64)
         _, inverse = np.unique(keys, axis=0, return_inverse=True)
