@@ -80,6 +80,20 @@ INERTIA_ATOL = 1e-15
 #: 1 g point mass 3 cm off its axis, far below anything that matters dynamically.
 INERTIA_REPAIR_MAX = 1e-6
 AXIS_UNIT_TOL = 1e-6
+#: Range of every length the loader accepts (m): shape sizes lie in [LENGTH_MIN, LENGTH_MAX],
+#: origin offsets within +-LENGTH_MAX. 1e-9 m is below any machined feature; 1e6 m (1000 km)
+#: is beyond any robot or scene, and keeps FCL's broad phase far from overflow (it crashes on
+#: 1e200 m boxes). Mesh scale factors obey the same bounds in absolute value.
+LENGTH_MIN, LENGTH_MAX = 1e-9, 1e6
+#: Largest mass (kg) and principal moment of inertia (kg m^2) accepted: a 1000 t body, and
+#: such a body with a 30 m radius of gyration. Zero and tiny values are fine here (the model
+#: builder reports a massless moving body); larger ones only come from typos or fuzzing and
+#: would swamp the mass matrix's conditioning.
+MASS_MAX, INERTIA_MAX = 1e6, 1e9
+#: Mimic multiplier and offset bound (dimensionless; rad or m).
+MIMIC_MAX = 1e6
+#: Longest message (characters): a million-link file must not print megabytes.
+MESSAGE_MAX = 600
 _BASE_POSE_TOL = 1e-6
 
 # Shape tag -> (attribute, allowed counts, commas allowed). yourdfpy splits box sizes and mesh
@@ -116,8 +130,16 @@ class _Ctx:
         return f"{kind} '{name}'" + (f" (line {line})" if line else "")
 
     def error(self, text: str, exc: type[Exception] = UrdfError) -> Exception:
-        """One sentence: ``<file>: <text>.``"""
-        return exc(f"{self.source}: {text}.")
+        """One sentence: ``<file>: <text>.``, at most :data:`MESSAGE_MAX` characters."""
+        return exc(_clip(f"{self.source}: {text}", MESSAGE_MAX) + ".")
+
+
+def _clip(text: str | None, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters with the number of characters left out."""
+    text = text or ""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 30]}... ({len(text) - limit + 30} more characters)"
 
 
 # --------------------------------------------------------------------------- public API
@@ -357,9 +379,27 @@ def _safe_parser() -> etree.XMLParser:
 
 
 def _parse_xml(ctx: _Ctx, data: bytes) -> etree._Element:
-    """Parse untrusted bytes; reject malformed XML, entity declarations and external DTDs."""
+    """Parse untrusted bytes; reject malformed XML, entity declarations and external DTDs.
+
+    What urdfdom (TinyXML) accepts and libxml2 does not is repaired by :func:`_repair_prolog`
+    and :func:`_cut_trailing_content`, each with a lint entry; the repaired bytes go through the
+    same hardened parser, so no entity, DTD, network access or XInclude is ever allowed.
+    """
+    data, notes = _repair_prolog(data)
     try:
-        root = etree.fromstring(data, _safe_parser())
+        try:
+            root = etree.fromstring(data, _safe_parser())
+        except etree.XMLSyntaxError as exc:
+            cut = _cut_trailing_content(data, exc)
+            if cut is None:
+                raise
+            try:
+                root = etree.fromstring(cut, _safe_parser())
+            except etree.XMLSyntaxError:
+                raise exc from None  # the original complaint is the one to report
+            notes.append(
+                f"content after the end of <{root.tag}> (from line {exc.lineno}) was ignored"
+            )
     except etree.XMLSyntaxError as exc:
         if b"<!ENTITY" in data:
             # libxml2 fails on entity use (external entity in an attribute, amplification
@@ -373,7 +413,58 @@ def _parse_xml(ctx: _Ctx, data: bytes) -> etree._Element:
     except ValueError as exc:  # lxml raises this for some undecodable inputs
         raise ctx.error(f"is not well-formed XML ({exc})") from exc
     _reject_doctype(ctx, root.getroottree().docinfo, data)
+    ctx.lint.extend(notes)
     return root
+
+
+# A declaration preceded only by whitespace and comments (what TinyXML skips), with the span
+# of the declaration and of its version number.
+_LATE_DECLARATION = re.compile(
+    rb"\A(?:\xef\xbb\xbf)?(?:\s|<!--(?:(?!-->).)*-->)*?"
+    rb"(<\?xml\s+version\s*=\s*[\"']([^\"']*)[\"'][^?]*\?>)",
+    re.DOTALL,
+)
+
+
+def _repair_prolog(data: bytes) -> tuple[bytes, list[str]]:
+    """Make an XML declaration libxml2 refuses acceptable, as urdfdom accepts it.
+
+    Two repairs, reported in one lint entry: a version other than 1.x (pybullet_data writes
+    ``version="0.0"``) is read as 1.0, and a declaration after leading whitespace or
+    comments is moved to the start. Line numbers are preserved (the declaration is replaced
+    by spaces where it stood), so messages still point at the right lines.
+    """
+    match = _LATE_DECLARATION.match(data)
+    if match is None:
+        return data, []
+    notes = []
+    decl = match.group(1)
+    version = match.group(2)
+    if not re.fullmatch(rb"1\.[0-9]+", version):
+        notes.append(f"XML declaration version '{version.decode('ascii', 'replace')}' read as 1.0")
+        start, end = match.span(2)
+        decl = data[match.start(1) : start] + b"1.0" + data[end : match.end(1)]
+    bom = data.startswith(b"\xef\xbb\xbf")
+    if match.start(1) > (3 if bom else 0):
+        notes.append("XML declaration after leading whitespace or comments moved to the start")
+    elif not notes:
+        return data, []
+    notes = ["; ".join(notes) + " (as urdfdom reads it)"]
+    blank = re.sub(rb"[^\n]", b" ", data[match.start(1) : match.end(1)])
+    head = data[: match.start(1)].removeprefix(b"\xef\xbb\xbf")
+    return (b"\xef\xbb\xbf" if bom else b"") + decl + head + blank + data[match.end(1) :], notes
+
+
+def _cut_trailing_content(data: bytes, exc: etree.XMLSyntaxError) -> bytes | None:
+    """The document up to the end of its root element when libxml2's only complaint is
+    content after it (TinyXML, hence urdfdom and PyBullet, ignore such content); else None."""
+    if "Extra content at the end of the document" not in (exc.msg or "") or exc.lineno < 1:
+        return None
+    lines = data.split(b"\n")
+    if exc.lineno > len(lines):
+        return None
+    offset = sum(len(line) + 1 for line in lines[: exc.lineno - 1]) + max(exc.offset - 1, 0)
+    return data[:offset]
 
 
 def _entity_error(ctx: _Ctx, data: bytes) -> Exception:
@@ -408,6 +499,7 @@ def _check_raw_robot(ctx: _Ctx, root: etree._Element) -> dict[str, list[str]]:
                 f"contains xacro element <xacro:{qname.localname}> at line "
                 f"{element.sourceline}; run xacro to produce plain URDF first"
             )
+    _reject_xacro_expressions(ctx, root)
     robot_name = root.get("name")
     if not robot_name:
         # urdfdom refuses this, but published files (example-robot-data's ur3) omit it.
@@ -424,6 +516,18 @@ def _check_raw_robot(ctx: _Ctx, root: etree._Element) -> dict[str, list[str]]:
     if not shape_tags:
         raise ctx.error(f"robot '{robot_name}' has no <link> elements")
     return shape_tags
+
+
+def _reject_xacro_expressions(ctx: _Ctx, root: etree._Element) -> None:
+    """``$(find pkg)``, ``${radius * 2}``: xacro substitutions left in the file."""
+    for element in root.iter(etree.Element):
+        for attr, value in element.attrib.items():
+            if "$(" in value or "${" in value:
+                raise ctx.error(
+                    f"<{element.tag}> at line {element.sourceline} has {attr}="
+                    f"'{_clip(value, 80)}', a xacro expression; this is a xacro file, so run "
+                    "xacro on it first to produce plain URDF"
+                )
 
 
 def _unique_name(ctx: _Ctx, element: etree._Element, kind: str) -> str:
@@ -463,9 +567,9 @@ def _numbers(
         values = ()
     if len(values) not in counts or len(parts) != len(values):
         wanted = " or ".join(str(c) for c in counts) + (" number" if counts == (1,) else " numbers")
-        raise ctx.error(f"{where} has {attr}='{text}', which is not {wanted}")
+        raise ctx.error(f"{where} has {attr}='{_clip(text)}', which is not {wanted}")
     if not all(math.isfinite(v) for v in values):
-        raise ctx.error(f"{where} has {attr}='{text}', which is not finite")
+        raise ctx.error(f"{where} has {attr}='{_clip(text)}', which is not finite")
     return values
 
 
@@ -478,10 +582,29 @@ def _required_child(ctx: _Ctx, element: etree._Element, tag: str, owner: str) ->
 
 
 def _check_raw_origin(ctx: _Ctx, parent: etree._Element, owner: str) -> None:
+    """xyz: 3 lengths within :data:`LENGTH_MAX`; rpy: 3 angles (a 4th number, which
+    PyBullet ignores, is dropped with a lint entry)."""
     origin = parent.find("origin")
     if origin is not None:
-        _numbers(ctx, origin, "xyz", owner, (3,))
-        _numbers(ctx, origin, "rpy", owner, (3,))
+        xyz = _numbers(ctx, origin, "xyz", owner, (3,))
+        if xyz is not None and max(abs(v) for v in xyz) > LENGTH_MAX:
+            raise ctx.error(
+                f"{owner} <origin> (line {origin.sourceline}) has xyz='{_clip(origin.get('xyz'))}'"
+                f", an offset beyond {LENGTH_MAX:g} m"
+            )
+        _drop_fourth(ctx, origin, "rpy", owner)
+
+
+def _drop_fourth(ctx: _Ctx, element: etree._Element, attr: str, owner: str) -> None:
+    """Accept 3 numbers, or 4 with the 4th dropped (what PyBullet reads), reporting it."""
+    counts = (3, 4) if attr == "rpy" else (1, 3, 4)
+    values = _numbers(ctx, element, attr, owner, counts, commas=attr == "scale")
+    if values is not None and len(values) == 4:
+        ctx.lint.append(
+            f"{owner} <{element.tag}> (line {element.sourceline}) has {attr}="
+            f"'{_clip(element.get(attr))}' with 4 numbers; the first 3 are used, as PyBullet does"
+        )
+        element.set(attr, " ".join(repr(v) for v in values[:3]))
 
 
 def _check_raw_link(ctx: _Ctx, element: etree._Element, name: str) -> list[str]:
@@ -517,7 +640,7 @@ def _check_raw_collision(ctx: _Ctx, element: etree._Element, owner: str) -> str:
     if shape.tag == "mesh":
         if not (shape.get("filename") or "").strip():
             raise ctx.error(f"{where} has a <mesh> without a 'filename'")
-        _numbers(ctx, shape, "scale", owner, (1, 3), commas=True)
+        _drop_fourth(ctx, shape, "scale", owner)
     return shape.tag
 
 
@@ -715,6 +838,14 @@ def _check_inertial(ctx: _Ctx, link: str, inertial: Inertial, strict: bool) -> N
     where = ctx.at("link", link)
     if inertial.mass < 0:
         raise ctx.error(f"{where} has negative mass {inertial.mass:.6g} kg")
+    if inertial.mass > MASS_MAX:
+        raise ctx.error(f"{where} has mass {inertial.mass:.6g} kg, above the {MASS_MAX:g} kg bound")
+    largest = float(np.abs(inertial.inertia).max())
+    if largest > INERTIA_MAX:
+        raise ctx.error(
+            f"{where} has an inertia entry of {largest:.6g} kg m^2, above the "
+            f"{INERTIA_MAX:g} kg m^2 bound"
+        )
     moments, axes = np.linalg.eigh(inertial.inertia)
     tol = INERTIA_RTOL * float(np.abs(moments).sum()) + INERTIA_ATOL
     head = f"{where} has inertia with principal moments {_fmt(moments)} kg m^2, which"
@@ -737,24 +868,55 @@ def _check_inertial(ctx: _Ctx, link: str, inertial: Inertial, strict: bool) -> N
 
 
 def _check_shape(ctx: _Ctx, link: str, geom: GeometrySpec) -> None:
-    """Sizes must be > 0 (m); mesh scales non-zero (negative mirrors the mesh)."""
+    """Sizes must be > 0 (m); mesh scales non-zero (negative mirrors the mesh); sizes and
+    |scales| within [LENGTH_MIN, LENGTH_MAX]."""
     bad = [p for p in geom.params if (p == 0 if geom.kind == "mesh" else p <= 0)]
+    label = "scale" if geom.kind == "mesh" else "size"
+    head = f"{ctx.at('link', link)} has a collision {geom.kind} with {label} {_fmt(geom.params)}"
     if bad:
-        label = "scale" if geom.kind == "mesh" else "size"
         raise ctx.error(
-            f"{ctx.at('link', link)} has a collision {geom.kind} with {label} "
-            f"{_fmt(geom.params)}, containing {bad[0]:.6g}, which must be "
+            f"{head}, containing {bad[0]:.6g}, which must be "
             f"{'non-zero' if geom.kind == 'mesh' else 'positive'}",
+            GeometryError,
+        )
+    out = [p for p in geom.params if not LENGTH_MIN <= abs(p) <= LENGTH_MAX]
+    if out:
+        unit = "" if geom.kind == "mesh" else " m"
+        raise ctx.error(
+            f"{head}, containing {out[0]:.6g}, outside the accepted range "
+            f"{LENGTH_MIN:g} to {LENGTH_MAX:g}{unit}",
             GeometryError,
         )
 
 
 def _check_limits(ctx: _Ctx, joint: JointSpec) -> None:
+    """lower > upper is Bullet's way to write "no limit": accepted, reported, unlimited.
+    Effort, velocity limits and damping, friction must not be negative; mimic multiplier
+    and offset lie within +-MIMIC_MAX."""
+    where = ctx.at("joint", joint.name)
     if joint.lower > joint.upper:  # False when either is NaN (absent)
-        raise ctx.error(
-            f"{ctx.at('joint', joint.name)} has lower limit {joint.lower:.6g} above upper "
-            f"limit {joint.upper:.6g}"
+        ctx.lint.append(
+            f"{where} has lower limit {joint.lower:.6g} above upper limit {joint.upper:.6g}; "
+            "read as no position limit (Bullet's convention)"
         )
+        joint.lower = joint.upper = float("nan")
+    for attr, unit in (
+        ("effort", "N m or N"),
+        ("velocity", "rad/s or m/s"),
+        ("damping", "N m s/rad or N s/m"),
+        ("friction", "N m or N"),
+    ):
+        value = getattr(joint, attr)
+        if value < 0:  # False for NaN (absent)
+            kind = "limit" if attr in ("effort", "velocity") else "coefficient"
+            raise ctx.error(f"{where} has negative {attr} {kind} {value:.6g} {unit}")
+    if joint.mimic is not None:
+        for attr in ("multiplier", "offset"):
+            value = getattr(joint.mimic, attr)
+            if abs(value) > MIMIC_MAX:
+                raise ctx.error(
+                    f"{where} has mimic {attr} {value:.6g}, beyond the +-{MIMIC_MAX:g} bound"
+                )
 
 
 def _check_mimics(ctx: _Ctx, joints: list[JointSpec]) -> None:
@@ -766,6 +928,23 @@ def _check_mimics(ctx: _Ctx, joints: list[JointSpec]) -> None:
         if master not in names or master == joint.name:
             what = "itself" if master == joint.name else "a joint that does not exist"
             raise ctx.error(f"{ctx.at('joint', joint.name)} mimics '{master}', {what}")
+    # Following the masters from any joint must end; a loop has no solution to follow.
+    by_name = {j.name: j for j in joints}
+    settled: set[str] = set()
+    for joint in joints:
+        chain: list[str] = []
+        current: JointSpec | None = joint
+        while current is not None and current.mimic is not None and current.name not in settled:
+            if current.name in chain:
+                loop = chain[chain.index(current.name) :] + [current.name]
+                raise ctx.error(
+                    "mimic joints form a cycle "
+                    + " -> ".join(f"'{n}'" for n in loop)
+                    + "; each joint mimics the next, so none has a master to follow"
+                )
+            chain.append(current.name)
+            current = by_name[current.mimic.master]
+        settled.update(chain)
 
 
 def _check_tree(ctx: _Ctx, links: list[LinkSpec], joints: list[JointSpec]) -> str:

@@ -1,0 +1,240 @@
+"""Loader behaviour for real-world and hostile URDFs (issues 17 and 19): what urdfdom and
+PyBullet accept is accepted with a lint entry; absurd numbers, xacro leftovers, mimic cycles
+and negative limits are refused with one sentence naming the element.
+
+Expected values are written here by hand (URDF semantics, PyBullet's documented behaviour).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mbsim.errors import GeometryError, MbsimError, UrdfError
+from mbsim.io.urdf import load_urdf, parse_urdf_string
+from test_urdf_loader import arm, collision, expect, inertial, jnt, links, one_link, robot
+
+BODY = '<robot name="r">\n<link name="a"/>\n</robot>\n'
+
+
+# --------------------------------------------------------------------------- XML prolog, tail
+
+
+@pytest.mark.parametrize(
+    ("text", "note"),
+    [
+        ('<?xml version="0.0" ?>\n' + BODY, "version '0.0' read as 1.0"),
+        ("\n\n\n<?xml version='1.0'?>\n" + BODY, "moved to the start"),
+        ('<!-- made by hand -->\n<?xml version="1.0"?>\n' + BODY, "moved to the start"),
+        ('\n<?xml version="0.0" encoding="utf-8"?>\n' + BODY, "read as 1.0"),
+        ('<?xml version="1.0"?>\n' + BODY + "\x00\n", "content after the end of <robot>"),
+        ('<?xml version="1.0"?>\n' + BODY + "<robot/>\n", "content after the end of <robot>"),
+    ],
+)
+def test_urdfdom_accepts_so_do_we(tmp_path, text, note):
+    path = tmp_path / "r.urdf"
+    path.write_bytes(text.encode())
+    spec = load_urdf(path)
+    assert spec.root == "a"
+    assert len(spec.lint) == 1 and note in spec.lint[0], spec.lint
+
+
+def test_repaired_prolog_keeps_line_numbers(tmp_path):
+    """The declaration moves to the start without shifting lines: errors still point at the
+    line the user sees (line 5 holds the bad joint)."""
+    text = '\n\n<?xml version="0.0"?>\n<robot name="r"><link name="a"/><link name="b"/>\n'
+    text += '<joint name="j" type="slider"><parent link="a"/><child link="b"/></joint>\n</robot>'
+    path = tmp_path / "bad.urdf"
+    path.write_text(text)
+    with pytest.raises(UrdfError, match=r"joint 'j' \(line 5\)"):
+        load_urdf(path)
+
+
+def test_repair_keeps_every_safety_refusal(tmp_path):
+    """A version-0.0, late declaration in front of an entity, an external DTD or trailing
+    garbage that is not after the root is still refused."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOPSECRET")
+    entity = (
+        f'\n<?xml version="0.0"?>\n<!DOCTYPE robot [<!ENTITY x SYSTEM "file://{secret}">]>\n'
+        '<robot name="r"><link name="a&x;"/></robot>'
+    )
+    message = expect(tmp_path, entity, UrdfError, "entit", "'x'")
+    assert "TOPSECRET" not in message
+    dtd = (
+        '<?xml version="0.0"?>\n<!DOCTYPE robot SYSTEM "http://example.invalid/r.dtd">\n'
+        '<robot name="r"><link name="a"/></robot>'
+    )
+    expect(tmp_path, dtd, UrdfError, "external DTD")
+    xinclude = (
+        '<?xml version="0.0"?>\n<robot name="r" xmlns:xi="http://www.w3.org/2001/XInclude">'
+        f'<link name="a"/><xi:include href="file://{secret}" parse="text"/></robot>'
+    )
+    spec_or_error = None
+    path = tmp_path / "xi.urdf"
+    path.write_text(xinclude)
+    try:
+        spec_or_error = load_urdf(path)
+    except MbsimError as exc:
+        spec_or_error = exc
+    assert "TOPSECRET" not in str(spec_or_error) and "TOPSECRET" not in repr(
+        getattr(spec_or_error, "lint", "")
+    )
+    # a malformed body is still malformed, repair or not
+    expect(tmp_path, '<?xml version="0.0"?>\n<robot name="r"><link name="a">', UrdfError, "line")
+
+
+# --------------------------------------------------------------------------- small extensions
+
+
+def test_rpy_with_four_numbers_uses_three(tmp_path):
+    text = arm(f'<origin rpy="{math.pi / 2} 0 0 7"/>')
+    path = tmp_path / "r.urdf"
+    path.write_text(text)
+    spec = load_urdf(path)
+    rx90 = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+    np.testing.assert_allclose(spec.joints[0].origin[:3, :3], rx90, atol=1e-15)
+    assert any("4 numbers" in entry and "rpy" in entry for entry in spec.lint)
+
+
+def test_mesh_scale_with_four_numbers_uses_three(tmp_path):
+    path = tmp_path / "r.urdf"
+    path.write_text(one_link(collision('<mesh filename="m.stl" scale="1 2 3 4"/>')))
+    spec = load_urdf(path)
+    assert spec.link("forearm").collisions[0].params == (1.0, 2.0, 3.0)
+    assert any("4 numbers" in entry and "scale" in entry for entry in spec.lint)
+
+
+def test_lower_limit_above_upper_means_unlimited(tmp_path):
+    path = tmp_path / "r.urdf"
+    path.write_text(arm('<limit lower="1" upper="-1" effort="1" velocity="1"/>'))
+    spec = load_urdf(path)
+    joint = spec.joints[0]
+    assert math.isnan(joint.lower) and math.isnan(joint.upper)
+    assert any("no position limit" in entry for entry in spec.lint)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["$(optenv HUSKY_IMU_XYZ 0.19 0 0.149)", "${radius*2} 0 0", "$(find pkg)/m.stl"],
+)
+def test_xacro_expression_says_run_xacro(tmp_path, value):
+    attr = "filename" if value.endswith(".stl") else "xyz"
+    tag = "mesh" if attr == "filename" else "origin"
+    body = f'<{tag} {attr}="{value}"/>'
+    text = one_link(collision(body)) if tag == "mesh" else arm(body)
+    expect(tmp_path, text, UrdfError, "xacro file", "run xacro", f"<{tag}>")
+
+
+# --------------------------------------------------------------------------- refusals (issue 17)
+
+REFUSED = {
+    "negative_effort": (arm('<limit effort="-1" velocity="1"/>'), "joint 'elbow'", "effort", "-1"),
+    "negative_velocity": (
+        arm('<limit effort="1" velocity="-2"/>'),
+        "joint 'elbow'",
+        "velocity",
+        "-2",
+    ),
+    "negative_damping": (arm('<dynamics damping="-0.5"/>'), "joint 'elbow'", "damping", "-0.5"),
+    "negative_friction": (arm('<dynamics friction="-3"/>'), "joint 'elbow'", "friction", "-3"),
+    "mimic_cycle": (
+        robot(
+            links("a", "b", "c")
+            + jnt("j1", "a", "b", extra='<mimic joint="j2"/>')
+            + jnt("j2", "b", "c", extra='<mimic joint="j1"/>')
+        ),
+        "mimic joints form a cycle",
+        "'j1'",
+        "'j2'",
+    ),
+    "mimic_cycle3": (
+        robot(
+            links("a", "b", "c", "d", "e")
+            + jnt("j0", "a", "b", extra='<mimic joint="j1"/>')
+            + jnt("j1", "b", "c", extra='<mimic joint="j2"/>')
+            + jnt("j2", "c", "d", extra='<mimic joint="j3"/>')
+            + jnt("j3", "d", "e", extra='<mimic joint="j1"/>')
+        ),
+        "'j1' -> 'j2' -> 'j3' -> 'j1'",
+    ),
+    "huge_mimic_offset": (
+        robot(
+            links("a", "b", "c")
+            + jnt("j1", "a", "b")
+            + jnt("j2", "b", "c", extra='<mimic joint="j1" offset="1e300"/>')
+        ),
+        "joint 'j2'",
+        "offset",
+        "1e+300",
+    ),
+    "huge_mass": (one_link(inertial("1e300")), "link 'forearm'", "1e+300 kg", "bound"),
+    "huge_inertia": (
+        one_link(inertial(inertia='ixx="1e300" iyy="1e300" izz="1e300"')),
+        "link 'forearm'",
+        "1e+300",
+        "bound",
+    ),
+    "huge_joint_offset": (arm('<origin xyz="0 0 1e300"/>'), "joint 'elbow'", "1e300", "offset"),
+    "huge_com_offset": (
+        one_link(inertial(origin='<origin xyz="1e300 0 0"/>')),
+        "link 'forearm'",
+        "1e300",
+    ),
+    "huge_collision_offset": (
+        one_link(collision('<sphere radius="1"/>', '<origin xyz="0 2e6 0"/>')),
+        "link 'forearm'",
+        "2e6",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_refused_with_one_sentence(tmp_path, case):
+    text, *fragments = REFUSED[case]
+    expect(tmp_path, text, UrdfError, *fragments)
+
+
+@pytest.mark.parametrize(
+    ("shape", "value"),
+    [
+        ('<box size="1e200 1 1"/>', "1e+200"),
+        ('<sphere radius="1e300"/>', "1e+300"),
+        ('<cylinder radius="1" length="2e6"/>', "2e+06"),
+        ('<capsule radius="1e-12" length="1"/>', "1e-12"),
+        ('<mesh filename="m.stl" scale="1e300"/>', "1e+300"),
+        ('<mesh filename="m.stl" scale="1 1e-10 1"/>', "1e-10"),
+    ],
+)
+def test_sizes_out_of_range_are_refused(tmp_path, shape, value):
+    message = expect(tmp_path, one_link(collision(shape)), GeometryError, "link 'forearm'", value)
+    assert "range" in message
+
+
+def test_bounds_themselves_are_accepted(tmp_path):
+    """1e-9 m and 1e6 m are inside the documented range, 1e6 kg and 1e9 kg m^2 too."""
+    path = tmp_path / "r.urdf"
+    path.write_text(
+        one_link(
+            inertial("1e6", 'ixx="1e9" iyy="1e9" izz="1e9"')
+            + collision('<box size="1e-9 1e6 1"/>', '<origin xyz="1e6 0 -1e6"/>')
+        )
+    )
+    assert load_urdf(path).link("forearm").collisions[0].params == (1e-9, 1e6, 1.0)
+
+
+def test_messages_are_capped(tmp_path):
+    """Thousands of root links, a megabyte attribute: the sentence stays short."""
+    many = robot(links(*(f"link_{i:06d}" for i in range(20_000))))
+    message = expect(tmp_path, many, UrdfError, "20000 root links")
+    assert len(message) < 1000
+    huge = arm(f'<origin xyz="{"1" * 1_000_000}"/>')
+    message = expect(tmp_path, huge, UrdfError, "joint 'elbow'")
+    assert len(message) < 1000
+
+
+def test_string_api_repairs_too():
+    spec = parse_urdf_string(b'\n<?xml version="0.0"?>\n' + BODY.encode(), source="s.urdf")
+    assert len(spec.lint) == 1 and "1.0" in spec.lint[0] and "start" in spec.lint[0]
