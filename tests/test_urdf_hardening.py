@@ -238,3 +238,113 @@ def test_messages_are_capped(tmp_path):
 def test_string_api_repairs_too():
     spec = parse_urdf_string(b'\n<?xml version="0.0"?>\n' + BODY.encode(), source="s.urdf")
     assert len(spec.lint) == 1 and "1.0" in spec.lint[0] and "start" in spec.lint[0]
+
+
+# --------------------------------------------------------------------------- inertia from shapes
+
+
+def _inertia_of(tmp_path, content: str, **kwargs) -> tuple[np.ndarray, list[str]]:
+    path = tmp_path / "r.urdf"
+    path.write_text(one_link(content))
+    spec = load_urdf(path, **kwargs)
+    return spec.link("forearm").inertial.inertia, spec.lint
+
+
+ZERO = 'ixx="0" iyy="0" izz="0" ixy="0" ixz="0" iyz="0"'
+
+
+def test_zero_inertia_box_gets_the_box_inertia(tmp_path):
+    """m = 2 kg, box 0.1 x 0.2 x 0.3 m: I = m/12 diag(b^2+c^2, a^2+c^2, a^2+b^2)."""
+    inertia, lint = _inertia_of(
+        tmp_path, inertial("2", ZERO) + collision('<box size="0.1 0.2 0.3"/>')
+    )
+    expected = 2.0 / 12.0 * np.diag([0.04 + 0.09, 0.01 + 0.09, 0.01 + 0.04])
+    np.testing.assert_allclose(inertia, expected, rtol=1e-12, atol=1e-15)
+    assert len(lint) == 1 and "collision shapes" in lint[0] and "all-zero" in lint[0]
+
+
+def test_missing_inertia_sphere_and_rotated_cylinder(tmp_path):
+    """No <inertia> at all: a 3 kg sphere of radius 0.2 m has 2/5 m r^2; a cylinder (r, h)
+    turned 90 degrees about x has its axis along y: Iyy = m r^2/2, Ixx = Izz = m(3r^2+h^2)/12."""
+    inertia, lint = _inertia_of(
+        tmp_path, '<inertial><mass value="3"/></inertial>' + collision('<sphere radius="0.2"/>')
+    )
+    np.testing.assert_allclose(inertia, 0.4 * 3.0 * 0.04 * np.eye(3), rtol=1e-12)
+    assert "no <inertia>" in lint[0]
+    r, h = 0.1, 0.5
+    inertia, _ = _inertia_of(
+        tmp_path,
+        inertial("3", ZERO)
+        + collision(f'<cylinder radius="{r}" length="{h}"/>', f'<origin rpy="{math.pi / 2} 0 0"/>'),
+    )
+    side = 3.0 * (3 * r * r + h * h) / 12.0
+    np.testing.assert_allclose(inertia, np.diag([side, 3.0 * r * r / 2.0, side]), atol=1e-14)
+
+
+def test_two_boxes_use_the_parallel_axis_theorem(tmp_path):
+    """Two equal 1 m cubes centred at x = +-1: total 4 kg, each 2 kg with m/6 about its own
+    centre; about the joint centroid Iyy = Izz = 2 (2/6 + 2 * 1^2), Ixx = 2 * 2/6."""
+    inertia, _ = _inertia_of(
+        tmp_path,
+        inertial("4", ZERO)
+        + collision('<box size="1 1 1"/>', '<origin xyz="1 0 0"/>')
+        + collision('<box size="1 1 1"/>', '<origin xyz="-1 0 0"/>'),
+    )
+    own = 2.0 / 6.0
+    np.testing.assert_allclose(inertia, np.diag([2 * own, 2 * (own + 2), 2 * (own + 2)]))
+
+
+def test_capsule_inertia_closed_form(tmp_path):
+    """Capsule r = 0.1, cylinder length 0.4, 1 kg: cylinder plus two hemispheres."""
+    r, h, m = 0.1, 0.4, 1.0
+    vc, vh = math.pi * r * r * h, 2.0 / 3.0 * math.pi * r**3
+    v = vc + 2 * vh
+    izz = m / v * (vc * r * r / 2 + 2 * vh * 2 * r * r / 5)
+    ixx = (
+        m
+        / v
+        * (vc * (h * h / 12 + r * r / 4) + 2 * vh * (2 * r * r / 5 + h * h / 4 + 3 * h * r / 8))
+    )
+    inertia, _ = _inertia_of(
+        tmp_path, inertial("1", ZERO) + collision(f'<capsule radius="{r}" length="{h}"/>')
+    )
+    np.testing.assert_allclose(inertia, np.diag([ixx, ixx, izz]), rtol=1e-12)
+
+
+def test_mesh_inertia_of_a_scaled_cube(tmp_path):
+    """A unit-cube STL scaled (0.1, 0.2, 0.3) is the box of the first test."""
+    corners = [(x, y, z) for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)]
+    import trimesh
+
+    cube = trimesh.Trimesh(corners, trimesh.creation.box().faces).convex_hull
+    cube.export(tmp_path / "cube.stl")
+    inertia, _ = _inertia_of(
+        tmp_path,
+        inertial("2", ZERO) + collision('<mesh filename="cube.stl" scale="0.1 0.2 0.3"/>'),
+    )
+    expected = 2.0 / 12.0 * np.diag([0.04 + 0.09, 0.01 + 0.09, 0.01 + 0.04])
+    np.testing.assert_allclose(inertia, expected, rtol=1e-9, atol=1e-15)
+
+
+def test_inertia_from_collision_can_be_switched_off(tmp_path):
+    inertia, lint = _inertia_of(
+        tmp_path,
+        inertial("2", ZERO) + collision('<box size="0.1 0.2 0.3"/>'),
+        inertia_from_collision=False,
+    )
+    assert not inertia.any() and not lint
+    path = tmp_path / "r.urdf"
+    path.write_text(
+        one_link('<inertial><mass value="3"/></inertial>' + collision('<sphere radius="0.2"/>'))
+    )
+    with pytest.raises(UrdfError, match="<inertia>"):
+        load_urdf(path, inertia_from_collision=False)
+
+
+def test_nonzero_or_massless_inertias_are_kept(tmp_path):
+    inertia, lint = _inertia_of(
+        tmp_path, inertial("2", 'ixx="1" iyy="1" izz="1"') + collision('<box size="1 1 1"/>')
+    )
+    np.testing.assert_array_equal(inertia, np.eye(3))
+    inertia, lint = _inertia_of(tmp_path, inertial("0", ZERO) + collision('<box size="1 1 1"/>'))
+    assert not inertia.any() and not lint

@@ -58,6 +58,7 @@ import yourdfpy
 from lxml import etree
 
 from mbsim.errors import GeometryError, UrdfError
+from mbsim.io.shape_inertia import shapes_inertia
 from mbsim.simcore.spec import (
     JOINT_TYPES,
     GeometrySpec,
@@ -123,6 +124,9 @@ class _Ctx:
     robot: str = ""
     lines: dict[tuple[str, str], int] = field(default_factory=dict)
     lint: list[str] = field(default_factory=list)
+    inertia_from_collision: bool = True
+    #: links whose <inertial> has a mass but no <inertia> (filled from collision shapes)
+    no_inertia: dict[str, int] = field(default_factory=dict)
 
     def at(self, kind: str, name: str) -> str:
         """``joint 'elbow' (line 12)``: how messages refer to a named element."""
@@ -153,6 +157,7 @@ def load_urdf(
     package_dirs: Mapping[str, str | os.PathLike[str]] | None = None,
     name: str | None = None,
     strict_inertia: bool = False,
+    inertia_from_collision: bool = True,
 ) -> RobotSpec:
     """Read a URDF file into a :class:`RobotSpec` (metres, kilograms, radians).
 
@@ -162,12 +167,15 @@ def load_urdf(
     :func:`resolve_mesh_uri`). name: robot name (default: the ``<robot name>``).
     strict_inertia: if True, an inertia violating the triangle inequality is an error; by
     default it is kept and reported in ``RobotSpec.lint``. A non-PSD inertia is always an
-    error.
+    error. inertia_from_collision: a link with a mass but an all-zero or missing
+    ``<inertia>`` gets the inertia of its collision shapes at that mass (as PyBullet does;
+    :mod:`mbsim.io.shape_inertia`), reported in the lint; False keeps a zero inertia as
+    written and refuses a missing one.
 
     Raises UrdfError (GeometryError for degenerate shape sizes) naming file, element, value.
     """
     source = os.path.abspath(os.fspath(path))
-    ctx = _Ctx(source)
+    ctx = _Ctx(source, inertia_from_collision=inertia_from_collision)
     if not os.path.exists(source):
         raise ctx.error("URDF file does not exist")
     if not os.path.isfile(source):
@@ -191,6 +199,7 @@ def parse_urdf_string(
     package_dirs: Mapping[str, str | os.PathLike[str]] | None = None,
     name: str | None = None,
     strict_inertia: bool = False,
+    inertia_from_collision: bool = True,
 ) -> RobotSpec:
     """Like :func:`load_urdf`, from URDF text.
 
@@ -202,7 +211,8 @@ def parse_urdf_string(
         # A decoded string may still carry an encoding declaration, which lxml refuses.
         text = re.sub(r"^\s*<\?xml[^>]*\?>", "", text, count=1).encode("utf-8")
     urdf_dir = os.path.abspath(os.fspath(base_dir)) if base_dir is not None else None
-    return _build(_Ctx(source), text, urdf_dir, base, base_pose, package_dirs, name, strict_inertia)
+    ctx = _Ctx(source, inertia_from_collision=inertia_from_collision)
+    return _build(ctx, text, urdf_dir, base, base_pose, package_dirs, name, strict_inertia)
 
 
 def resolve_mesh_uri(
@@ -323,6 +333,7 @@ def _build(
     links = [_link_spec(ctx, yl, shape_tags[yl.name], urdf_dir, package_dirs) for yl in robot.links]
     joints = [_joint_spec(ctx, yj) for yj in robot.joints]
     for link in links:
+        _fill_zero_inertia(ctx, link)
         _check_link(ctx, link, strict_inertia)
     for joint in joints:
         _check_limits(ctx, joint)
@@ -614,6 +625,14 @@ def _check_raw_link(ctx: _Ctx, element: etree._Element, name: str) -> list[str]:
         _check_raw_origin(ctx, inertial, owner)
         mass = _required_child(ctx, inertial, "mass", owner)
         _numbers(ctx, mass, "value", owner, required=True)
+        if (
+            inertial.find("inertia") is None
+            and ctx.inertia_from_collision
+            and element.find("collision") is not None
+        ):
+            # filled from the collision shapes once they are known (_fill_zero_inertia)
+            ctx.no_inertia[name] = inertial.sourceline
+            etree.SubElement(inertial, "inertia", ixx="0", iyy="0", izz="0")
         inertia = _required_child(ctx, inertial, "inertia", owner)
         for attr in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz"):
             # Off-diagonal terms default to 0; yourdfpy would default a missing diagonal to 1.
@@ -821,6 +840,38 @@ def _fmt(values: Iterable[float]) -> str:
 
 
 # --------------------------------------------------------------------------- semantic checks
+
+
+def _fill_zero_inertia(ctx: _Ctx, link: LinkSpec) -> None:
+    """A mass with an all-zero (or missing) inertia: use the collision shapes' inertia at that
+    mass (see :mod:`mbsim.io.shape_inertia`), when enabled and the shapes have a volume."""
+    inertial = link.inertial
+    if (
+        not ctx.inertia_from_collision
+        or inertial is None
+        or not inertial.mass > 0.0
+        or np.any(inertial.inertia != 0.0)
+        or not link.collisions
+    ):
+        return
+    for geom in link.collisions:
+        _check_shape(ctx, link.name, geom)  # sizes first: the integrals need sane numbers
+    where = ctx.at("link", link.name)
+    found = shapes_inertia(link.collisions, inertial.mass, f"{ctx.source}: {where}")
+    written = "no <inertia>" if link.name in ctx.no_inertia else "an all-zero <inertia>"
+    if found is None:
+        if link.name in ctx.no_inertia:
+            raise ctx.error(
+                f"{where} <inertial> (line {ctx.no_inertia[link.name]}) has no <inertia>, and "
+                "its collision shapes have no volume to take it from"
+            )
+        return
+    inertial.inertia = found[0]
+    ctx.lint.append(
+        f"{where} has mass {inertial.mass:.6g} kg but {written}; using the inertia of its "
+        f"collision shapes at that mass, principal moments "
+        f"{_fmt(np.linalg.eigvalsh(found[0]))} kg m^2 (as PyBullet does)"
+    )
 
 
 def _check_link(ctx: _Ctx, link: LinkSpec, strict_inertia: bool) -> None:
