@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mbsim.errors import GeometryError, MbsimError, UrdfError
-from mbsim.io.urdf import load_urdf, parse_urdf_string
+from mbsim.io.urdf import MeshPathRefused, load_urdf, parse_urdf_string
 from test_urdf_loader import arm, collision, expect, inertial, jnt, links, one_link, robot
 
 BODY = '<robot name="r">\n<link name="a"/>\n</robot>\n'
@@ -348,3 +348,94 @@ def test_nonzero_or_massless_inertias_are_kept(tmp_path):
     np.testing.assert_array_equal(inertia, np.eye(3))
     inertia, lint = _inertia_of(tmp_path, inertial("0", ZERO) + collision('<box size="1 1 1"/>'))
     assert not inertia.any() and not lint
+
+
+# --------------------------------------------------------------------------- mesh path confinement
+
+
+@pytest.fixture
+def no_ros_env(monkeypatch):
+    monkeypatch.delenv("ROS_PACKAGE_PATH", raising=False)
+    monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
+
+
+def _stl(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("solid m\nendsolid m\n")
+    return path
+
+
+def _mesh_robot(tmp_path, uri: str, folder: str = "robot"):
+    path = tmp_path / folder / "r.urdf"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(one_link(collision(f'<mesh filename="{uri}"/>')))
+    return path
+
+
+@pytest.mark.parametrize(
+    "uri", ["../secret.stl", "file://../secret.stl", "meshes/../../secret.stl"]
+)
+def test_relative_escape_from_the_robot_folder_is_refused(tmp_path, no_ros_env, uri):
+    """The refusal reads the same whether the target exists or not (no existence oracle)."""
+    path = _mesh_robot(tmp_path, uri)
+    with pytest.raises(MeshPathRefused) as absent:
+        load_urdf(path)
+    _stl(tmp_path / "secret.stl")
+    with pytest.raises(MeshPathRefused) as present:
+        load_urdf(path)
+    assert str(absent.value) == str(present.value)
+    message = str(present.value)
+    assert "outside" in message and "--allow-outside-paths" in message and "\n" not in message
+    found = load_urdf(path, allow_outside_paths=True).link("forearm").collisions[0]
+    assert found.mesh_path == str(tmp_path / "secret.stl")
+
+
+def test_package_escape_is_refused(tmp_path, no_ros_env):
+    pkg = tmp_path / "pkg"
+    _stl(pkg / "meshes" / "ok.stl")
+    _stl(tmp_path / "x.stl")
+    path = _mesh_robot(tmp_path, "package://p/../../x.stl", folder="elsewhere/robot")
+    with pytest.raises(MeshPathRefused, match="outside"):
+        load_urdf(path, package_dirs={"p": pkg})
+    good = _mesh_robot(tmp_path, "package://p/meshes/ok.stl", folder="elsewhere/robot")
+    spec = load_urdf(good, package_dirs={"p": pkg})
+    assert spec.link("forearm").collisions[0].mesh_path == str(pkg / "meshes" / "ok.stl")
+
+
+@pytest.mark.parametrize("uri", ["file:///etc/passwd", "/etc/passwd", "file:///no/such/passwd"])
+def test_non_mesh_files_are_never_opened(tmp_path, no_ros_env, uri):
+    path = _mesh_robot(tmp_path, uri)
+    with pytest.raises(MeshPathRefused) as info:
+        load_urdf(path, allow_outside_paths=True)
+    message = str(info.value)
+    assert "does not name a mesh file" in message
+    assert "not found" not in message and "looked at" not in message
+
+
+def test_absolute_paths_need_a_declared_root(tmp_path, no_ros_env):
+    outside = _stl(tmp_path / "lib" / "m.stl")
+    inside = _stl(tmp_path / "robot" / "meshes" / "m.stl")
+    path = _mesh_robot(tmp_path, f"file://{outside}")
+    with pytest.raises(MeshPathRefused, match="outside"):
+        load_urdf(path)
+    spec = load_urdf(path, package_dirs={"lib": tmp_path / "lib"})
+    assert spec.link("forearm").collisions[0].mesh_path == str(outside)
+    path = _mesh_robot(tmp_path, str(inside))
+    assert load_urdf(path).link("forearm").collisions[0].mesh_path == str(inside)
+
+
+def test_parent_folder_search_like_pybullet(tmp_path, no_ros_env):
+    """pybullet_data/racecar/racecar_differential.urdf names 'differential/diff_ring.stl',
+    which lives in pybullet_data/differential/: found in a folder above the URDF."""
+    mesh = _stl(tmp_path / "data" / "differential" / "ring.stl")
+    path = _mesh_robot(tmp_path, "differential/ring.stl", folder="data/racecar")
+    assert load_urdf(path).link("forearm").collisions[0].mesh_path == str(mesh)
+    # a bare file name is not searched upwards (it would match anything anywhere)
+    _stl(tmp_path / "data" / "lonely.stl")
+    path = _mesh_robot(tmp_path, "lonely.stl", folder="data/racecar")
+    assert load_urdf(path).link("forearm").collisions[0].mesh_path is None
+    # a found folder confines the rest of the path like a package
+    _stl(tmp_path / "data" / "other.stl")
+    path = _mesh_robot(tmp_path, "differential/../../other.stl", folder="data/racecar")
+    with pytest.raises(MeshPathRefused):
+        load_urdf(path)

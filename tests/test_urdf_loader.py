@@ -745,7 +745,8 @@ def test_file_absolute_and_relative_uris(tmp_path, clean_env):
     mesh = touch(tmp_path / "robot" / "meshes" / "m.stl")
     urdf_dir = tmp_path / "robot"
     assert resolve_mesh_uri(f"file://{mesh}", urdf_dir) == str(mesh)
-    assert resolve_mesh_uri(str(mesh), None) == str(mesh)
+    # without a URDF folder nothing is inside the tree: an absolute path needs the opt-in
+    assert resolve_mesh_uri(str(mesh), None, allow_outside_paths=True) == str(mesh)
     assert resolve_mesh_uri("meshes/m.stl", urdf_dir) == str(mesh)
     assert resolve_mesh_uri("file://meshes/m.stl", urdf_dir) == str(mesh)
 

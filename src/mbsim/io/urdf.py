@@ -69,7 +69,7 @@ from mbsim.simcore.spec import (
     RobotSpec,
 )
 
-__all__ = ["load_urdf", "parse_urdf_string", "resolve_mesh_uri"]
+__all__ = ["MeshPathRefused", "load_urdf", "parse_urdf_string", "resolve_mesh_uri"]
 
 #: Joint types URDF defines; ``planar`` is valid URDF but mbsim cannot simulate it.
 URDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
@@ -125,6 +125,7 @@ class _Ctx:
     lines: dict[tuple[str, str], int] = field(default_factory=dict)
     lint: list[str] = field(default_factory=list)
     inertia_from_collision: bool = True
+    allow_outside_paths: bool = False
     #: links whose <inertial> has a mass but no <inertia> (filled from collision shapes)
     no_inertia: dict[str, int] = field(default_factory=dict)
 
@@ -158,6 +159,7 @@ def load_urdf(
     name: str | None = None,
     strict_inertia: bool = False,
     inertia_from_collision: bool = True,
+    allow_outside_paths: bool = False,
 ) -> RobotSpec:
     """Read a URDF file into a :class:`RobotSpec` (metres, kilograms, radians).
 
@@ -170,12 +172,18 @@ def load_urdf(
     error. inertia_from_collision: a link with a mass but an all-zero or missing
     ``<inertia>`` gets the inertia of its collision shapes at that mass (as PyBullet does;
     :mod:`mbsim.io.shape_inertia`), reported in the lint; False keeps a zero inertia as
-    written and refuses a missing one.
+    written and refuses a missing one. allow_outside_paths: let mesh URIs reach outside the
+    URDF's folder tree and the package folders (see :func:`resolve_mesh_uri`); refused by
+    default, with a GeometryError.
 
     Raises UrdfError (GeometryError for degenerate shape sizes) naming file, element, value.
     """
     source = os.path.abspath(os.fspath(path))
-    ctx = _Ctx(source, inertia_from_collision=inertia_from_collision)
+    ctx = _Ctx(
+        source,
+        inertia_from_collision=inertia_from_collision,
+        allow_outside_paths=allow_outside_paths,
+    )
     if not os.path.exists(source):
         raise ctx.error("URDF file does not exist")
     if not os.path.isfile(source):
@@ -200,6 +208,7 @@ def parse_urdf_string(
     name: str | None = None,
     strict_inertia: bool = False,
     inertia_from_collision: bool = True,
+    allow_outside_paths: bool = False,
 ) -> RobotSpec:
     """Like :func:`load_urdf`, from URDF text.
 
@@ -211,7 +220,11 @@ def parse_urdf_string(
         # A decoded string may still carry an encoding declaration, which lxml refuses.
         text = re.sub(r"^\s*<\?xml[^>]*\?>", "", text, count=1).encode("utf-8")
     urdf_dir = os.path.abspath(os.fspath(base_dir)) if base_dir is not None else None
-    ctx = _Ctx(source, inertia_from_collision=inertia_from_collision)
+    ctx = _Ctx(
+        source,
+        inertia_from_collision=inertia_from_collision,
+        allow_outside_paths=allow_outside_paths,
+    )
     return _build(ctx, text, urdf_dir, base, base_pose, package_dirs, name, strict_inertia)
 
 
@@ -222,61 +235,128 @@ def resolve_mesh_uri(
     *,
     source: str | None = None,
     link: str | None = None,
+    allow_outside_paths: bool = False,
 ) -> str:
-    """Absolute path of the existing file a URDF mesh ``filename`` refers to.
+    """Absolute path of the existing mesh file a URDF mesh ``filename`` refers to.
 
     ``package://NAME/rest`` is looked up, in order, in: ``package_dirs[NAME]``; each
     ``ROS_PACKAGE_PATH`` entry that is the package (its folder is called NAME) or contains a
     folder NAME; ``PREFIX/share/NAME`` for each ``AMENT_PREFIX_PATH`` prefix; and each folder
     above the URDF (itself called NAME, or containing a folder NAME). ``file://path``,
-    absolute paths and relative paths (relative to ``urdf_dir``) are used as they are.
+    absolute paths and relative paths (relative to ``urdf_dir``) are used as they are; a
+    relative path ``DIR/.../FILE`` not found there is looked for in the folders above the
+    URDF, up to :data:`PARENT_SEARCH_LEVELS` levels, nearest first (PyBullet searches them too):
+    like a package, the folder DIR is found above the URDF.
+
+    Confinement (unless allow_outside_paths): the file must lie inside the URDF's folder
+    tree, inside the package folder it was found in (no ``..`` out of it), inside a folder
+    found by the upward search, or inside a declared root (``package_dirs`` values,
+    ``ROS_PACKAGE_PATH`` entries, ``AMENT_PREFIX_PATH/share``). The check is on the normalised
+    path (symlinks inside an allowed folder are the folder owner's choice, e.g. ROS
+    symlink installs). Only files with a mesh extension (:data:`MESH_EXTENSIONS`) are
+    looked at, and a refused path is never tested for existence, so no message reveals
+    whether an unrelated file exists.
 
     source/link only enrich the message. Raises GeometryError naming the URDF, the link, the
-    URI and every path tried.
+    URI and every allowed path tried.
     """
-    base = os.fspath(urdf_dir) if urdf_dir is not None else None
+    base = os.path.abspath(os.fspath(urdf_dir)) if urdf_dir is not None else None
+    head = f"{source or '<URDF>'}: {_link_words(link)}mesh '{_clip(uri, 200)}'"
     if uri.startswith("package://"):
         # "package:///name/..." occurs in published files; like Pinocchio, tolerate it.
         package, _, rest = uri[len("package://") :].lstrip("/").partition("/")
         if not package or not rest:
-            raise GeometryError(
-                f"{source or '<URDF>'}: {_link_words(link)}mesh '{uri}' does not have the form "
-                "package://NAME/PATH."
-            )
+            raise GeometryError(f"{head} does not have the form package://NAME/PATH.")
+        path_part = rest
         candidates = [
-            os.path.join(root, rest) for root in _package_roots(package, base, package_dirs)
+            (os.path.join(root, rest), root) for root in _package_roots(package, base, package_dirs)
         ]
     elif uri.startswith("file://"):
-        candidates = _plain_candidates(unquote(uri[len("file://") :]), base)
+        path_part = unquote(uri[len("file://") :])
+        candidates = _plain_candidates(path_part, base)
     elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", uri):
         raise GeometryError(
-            f"{source or '<URDF>'}: {_link_words(link)}mesh '{uri}' uses an unsupported URI "
-            "scheme (mbsim understands package://, file://, absolute and relative paths)."
+            f"{head} uses an unsupported URI scheme (mbsim understands package://, file://, "
+            "absolute and relative paths)."
         )
     else:
+        path_part = uri
         candidates = _plain_candidates(uri, base)
-    tried = list(dict.fromkeys(os.path.abspath(c) for c in candidates))
-    for path in tried:
-        if os.path.isfile(path):
-            return path
+    extension = os.path.splitext(path_part)[1].lower()
+    if extension not in MESH_EXTENSIONS:
+        raise MeshPathRefused(
+            f"{head} does not name a mesh file (its extension '{_clip(extension, 20)}' is not "
+            f"one of {', '.join(MESH_EXTENSIONS)}), so mbsim does not open it."
+        )
+    declared = _declared_roots(package_dirs)
+    tried: list[str] = []
+    refused: list[str] = []
+    for candidate, root in candidates:
+        path = os.path.normpath(os.path.abspath(candidate))
+        allowed = [r for r in (root, base, *declared) if r is not None]
+        if not allow_outside_paths and not any(_inside(path, r) for r in allowed):
+            refused.append(path)
+            continue
+        if path not in tried:
+            tried.append(path)
+            if os.path.isfile(path):
+                return path
+    if refused and not tried:
+        raise MeshPathRefused(
+            f"{head} resolves to '{_clip(refused[0], 200)}', outside the URDF's folder "
+            f"{_clip(base or '(none)', 200)} and every package folder, so mbsim refuses to "
+            "read it; declare its folder with --package-dir NAME=PATH or pass "
+            "--allow-outside-paths."
+        )
     places = ", ".join(tried) if tried else "nowhere (no package folder or URDF folder known)"
-    raise GeometryError(
-        f"{source or '<URDF>'}: {_link_words(link)}mesh '{uri}' was not found; looked at {places}."
-    )
+    raise GeometryError(_clip(f"{head} was not found; looked at {places}", 4000) + ".")
+
+
+class MeshPathRefused(GeometryError):
+    """A mesh URI mbsim will not open: outside every allowed folder, or not a mesh file."""
 
 
 # --------------------------------------------------------------------------- mesh lookup
+
+#: File extensions mbsim will open as meshes (what trimesh reads for URDF collision meshes).
+MESH_EXTENSIONS = (".stl", ".obj", ".dae", ".ply", ".off", ".glb", ".gltf")
+#: How many folders above the URDF a relative mesh path is looked for in (PyBullet: 5).
+PARENT_SEARCH_LEVELS = 5
 
 
 def _link_words(link: str | None) -> str:
     return f"link '{link}' " if link else ""
 
 
-def _plain_candidates(path: str, urdf_dir: str | None) -> list[str]:
-    """A plain path is absolute, or relative to the URDF folder (if known)."""
+def _inside(path: str, folder: str) -> bool:
+    """True if normalised absolute ``path`` is ``folder`` or below it."""
+    folder = os.path.normpath(os.path.abspath(folder))
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _declared_roots(package_dirs: Mapping[str, str | os.PathLike[str]] | None) -> list[str]:
+    """Folders the user declared as package roots: package_dirs, ROS and ament paths."""
+    roots = [os.fspath(d) for d in (package_dirs or {}).values()]
+    roots += _env_paths("ROS_PACKAGE_PATH")
+    roots += [os.path.join(p, "share") for p in _env_paths("AMENT_PREFIX_PATH")]
+    return roots
+
+
+def _plain_candidates(path: str, urdf_dir: str | None) -> list[tuple[str, str | None]]:
+    """(candidate, the folder it must stay in) for a plain path: absolute (confined only by
+    the URDF folder and declared roots), or relative to the URDF folder, then ``DIR/...``
+    in the folders above it (confined to the DIR found there)."""
     if os.path.isabs(path):
-        return [path]
-    return [os.path.join(urdf_dir, path)] if urdf_dir is not None else []
+        return [(path, None)]
+    if urdf_dir is None:
+        return []
+    found = [(os.path.join(urdf_dir, path), urdf_dir)]
+    parts = [p for p in re.split(r"[/\\]", path) if p not in ("", ".")]
+    if len(parts) > 1 and ".." not in parts:
+        for level, folder in enumerate(_ancestors(urdf_dir)):
+            if 1 <= level <= PARENT_SEARCH_LEVELS:
+                found.append((os.path.join(folder, path), os.path.join(folder, parts[0])))
+    return found
 
 
 def _package_roots(
@@ -775,7 +855,16 @@ def _geometry(
     )
     uri = geom.mesh.filename
     try:
-        path = resolve_mesh_uri(uri, urdf_dir, package_dirs, source=ctx.source, link=link)
+        path = resolve_mesh_uri(
+            uri,
+            urdf_dir,
+            package_dirs,
+            source=ctx.source,
+            link=link,
+            allow_outside_paths=ctx.allow_outside_paths,
+        )
+    except MeshPathRefused:
+        raise  # a refusal is final: the collision module must not try again
     except GeometryError:
         path = None  # the collision module resolves again and reports where it looked
     return GeometrySpec("mesh", scale3, origin, name, mesh_path=path, mesh_uri=uri)
