@@ -65,6 +65,13 @@ class PinTwin:
             # Pinocchio mbsim's body inertias so both compute the dynamics of the same bodies.
             for i, jid in enumerate(self.jids):
                 I = model.inertia[i]
+                if np.allclose(
+                    self.pm.inertias[jid].matrix()[[3, 4, 5, 0, 1, 2]][:, [3, 4, 5, 0, 1, 2]],
+                    I,
+                    rtol=1e-12,
+                    atol=1e-15,
+                ):
+                    continue  # the same body (Pinocchio refuses to rebuild near-singular ones)
                 m = model.mass[i]
                 c = model.com[i]
                 cx = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])

@@ -102,3 +102,42 @@ def test_absurd_mass_ratio_is_not_called_massless():
     assert "'j_light'" in message and "'j_heavy'" in message
     assert "no inertia" not in message and "numerically singular" in message
     assert "\n" not in message
+
+
+def _planar(axis: str, com: str = "0 0 0", xyz: str = "0 0 0") -> str:
+    return urdf(
+        link("table")
+        + f'<link name="puck"><inertial><origin xyz="{com}"/><mass value="2"/>'
+        '<inertia ixx="0.1" iyy="0.2" izz="0.3"/></inertial></link>'
+        f'<joint name="slide" type="planar"><parent link="table"/><child link="puck"/>'
+        f'<origin xyz="{xyz}"/><axis xyz="{axis}"/><dynamics damping="0.5"/></joint>'
+    )
+
+
+def test_planar_joint_is_three_dofs_with_the_closed_form_mass_matrix():
+    """Puck of 2 kg, com 0.1 m along x, Izz = 0.3, sliding on the xy plane: with
+    q = (x, y, theta), at theta = 0 the kinetic energy gives
+    M = [[m, 0, 0], [0, m, m cx], [0, m cx, Izz + m cx^2]]."""
+    model = build_model([parse_urdf_string(_planar("0 0 1", com="0.1 0 0"), source="p.urdf")])
+    assert model.nv == 3 and model.nq == 3
+    assert model.q_names == ("slide.x", "slide.y", "slide.theta")
+    assert model.body_names[-1] == "puck" and list(model.parent) == [-1, 0, 1]
+    assert any("planar joint 'slide'" in w for w in model.lint)
+    M = crba(model, Data(model), np.zeros(3))
+    m, cx = 2.0, 0.1
+    expected = np.array([[m, 0, 0], [0, m, m * cx], [0, m * cx, 0.3 + m * cx * cx]])
+    np.testing.assert_allclose(M, expected, atol=1e-12)
+    np.testing.assert_allclose(model.damping, [0.5, 0.5, 0.5])
+    assert np.all(np.isinf(model.lower)) and np.all(np.isinf(model.upper))
+
+
+def test_planar_joint_moves_in_the_plane_normal_to_its_axis():
+    """Axis x: the plane is y-z. q = (a, b, theta) puts the puck at origin + a t1 + b t2
+    with t1 = y, t2 = x cross y = z, turned by theta about x."""
+    model = build_model([parse_urdf_string(_planar("1 0 0", xyz="1 2 3"))])
+    data = Data(model)
+    theta = 0.7
+    forward_kinematics(model, data, np.array([0.3, -0.2, theta]))
+    np.testing.assert_allclose(data.p_world[-1], [1.0, 2.3, 2.8], atol=1e-12)
+    c, s = np.cos(theta), np.sin(theta)
+    np.testing.assert_allclose(data.R_world[-1], [[1, 0, 0], [0, c, -s], [0, s, c]], atol=1e-12)

@@ -439,3 +439,15 @@ def test_parent_folder_search_like_pybullet(tmp_path, no_ros_env):
     path = _mesh_robot(tmp_path, "differential/../../other.stl", folder="data/racecar")
     with pytest.raises(MeshPathRefused):
         load_urdf(path)
+
+
+def test_plane_geometry_is_skipped_with_a_note(tmp_path):
+    """pybullet_data/plane_implicit.urdf: <plane normal="0 0 1"/> beside a box."""
+    path = tmp_path / "r.urdf"
+    path.write_text(
+        one_link(collision('<plane normal="0 0 1"/>') + collision('<box size="1 2 3"/>'))
+    )
+    spec = load_urdf(path)
+    (geom,) = spec.link("forearm").collisions
+    assert geom.kind == "box" and geom.params == (1.0, 2.0, 3.0)
+    assert any("<plane>" in w and "--floor" in w for w in spec.lint)

@@ -378,7 +378,7 @@ CASES = {
     ),
     # joints
     "unknown_type": (arm(type_="slider"), "joint 'elbow'", "'slider'"),
-    "planar": (arm(type_="planar"), "joint 'elbow'", "planar", "not support"),
+    # planar joints are supported (3 DoF): see test_model_builder_bases.py
     "mimic_ghost": (arm('<mimic joint="ghost"/>'), "joint 'elbow'", "'ghost'"),
     "mimic_self": (arm('<mimic joint="elbow"/>'), "joint 'elbow'", "itself"),
     "zero_axis": (arm('<axis xyz="0 0 0.0"/>'), "joint 'elbow'", "(0, 0, 0)"),

@@ -60,7 +60,6 @@ from lxml import etree
 from mbsim.errors import GeometryError, UrdfError
 from mbsim.io.shape_inertia import shapes_inertia
 from mbsim.simcore.spec import (
-    JOINT_TYPES,
     GeometrySpec,
     Inertial,
     JointSpec,
@@ -71,9 +70,11 @@ from mbsim.simcore.spec import (
 
 __all__ = ["MeshPathRefused", "load_urdf", "parse_urdf_string", "resolve_mesh_uri"]
 
-#: Joint types URDF defines; ``planar`` is valid URDF but mbsim cannot simulate it.
+#: Joint types URDF defines. ``planar`` (motion in the plane normal to its axis) becomes two
+#: prismatic joints and a revolute one in the model builder.
 URDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
-_MOVING_TYPES = ("revolute", "continuous", "prismatic")
+#: Types whose axis matters (for planar: the plane's normal).
+_MOVING_TYPES = ("revolute", "continuous", "prismatic", "planar")
 INERTIA_RTOL = 1e-9
 #: Absolute floor of the inertia tolerance (kg m^2): below float noise of any real inertia.
 INERTIA_ATOL = 1e-15
@@ -717,7 +718,25 @@ def _check_raw_link(ctx: _Ctx, element: etree._Element, name: str) -> list[str]:
         for attr in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz"):
             # Off-diagonal terms default to 0; yourdfpy would default a missing diagonal to 1.
             _numbers(ctx, inertia, attr, owner, required=attr in ("ixx", "iyy", "izz"))
-    return [_check_raw_collision(ctx, c, owner) for c in element.findall("collision")]
+    tags = []
+    for col in element.findall("collision"):
+        if _is_plane(col):
+            # PyBullet's infinite plane: mbsim's only half-space is the built-in floor.
+            ctx.lint.append(
+                f"{owner} <collision> (line {col.sourceline}) holds a <plane>, a PyBullet "
+                "extension mbsim has no per-link shape for; it is ignored (use the built-in "
+                "floor, --floor, for a ground plane)"
+            )
+            element.remove(col)
+            continue
+        tags.append(_check_raw_collision(ctx, col, owner))
+    return tags
+
+
+def _is_plane(collision: etree._Element) -> bool:
+    geometry = collision.find("geometry")
+    shapes = [] if geometry is None else [c for c in geometry if isinstance(c.tag, str)]
+    return len(shapes) == 1 and shapes[0].tag == "plane"
 
 
 def _check_raw_collision(ctx: _Ctx, element: etree._Element, owner: str) -> str:
@@ -872,11 +891,10 @@ def _geometry(
 
 def _joint_spec(ctx: _Ctx, yj: yourdfpy.Joint) -> JointSpec:
     where = ctx.at("joint", yj.name)
-    if yj.type == "planar":
-        raise ctx.error(f"{where} is a planar joint, which mbsim does not support")
     if yj.type not in URDF_JOINT_TYPES:
         raise ctx.error(
-            f"{where} has unknown type '{yj.type}' (expected one of {', '.join(JOINT_TYPES)})"
+            f"{where} has unknown type '{_clip(yj.type)}' (expected one of "
+            f"{', '.join(URDF_JOINT_TYPES)})"
         )
     limit, dyn, mimic = yj.limit, yj.dynamics, yj.mimic
     return JointSpec(

@@ -26,7 +26,7 @@ Building a model:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -254,6 +254,8 @@ class _Builder:
             if isinstance(item[0], JointSpec):
                 # a moving joint: its body is numbered just before its subtree is visited
                 joint, parent, origin = item
+                if joint.type == "planar":
+                    parent, origin, joint = self._planar_carriers(spec, tree, joint, parent, origin)
                 child = self._new_body(
                     spec, tree, joint.child, joint.name, joint.type, parent, origin, joint
                 )
@@ -270,6 +272,35 @@ class _Builder:
                     stack.append((joint.child, body, origin, False))
                 else:
                     stack.append((joint, body, origin))
+
+    def _planar_carriers(self, spec, tree, joint, parent, origin):
+        """A URDF planar joint (motion in the plane normal to its axis n, in the joint frame)
+        as prismatic ``NAME.x`` along t1, prismatic ``NAME.y`` along t2 = n x t1 (two massless
+        carrier bodies of those names) and revolute ``NAME.theta`` about n carrying the child
+        link. t1 is the joint frame's x (or y, if n is within ~25 degrees of x) made normal
+        to n. Returns the (parent, origin, joint) for the revolute body."""
+        n = np.asarray(joint.axis, dtype=float)
+        n = n / np.linalg.norm(n)
+        seed = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+        t1 = seed - (seed @ n) * n
+        t1 /= np.linalg.norm(t1)
+        t2 = np.cross(n, t1)
+        free = dict(lower=float("nan"), upper=float("nan"), mimic=None)
+        for suffix, axis in (("x", t1), ("y", t2)):
+            carrier = replace(
+                joint, name=f"{joint.name}.{suffix}", type="prismatic", axis=axis, **free
+            )
+            parent = self._new_body(
+                spec, tree, carrier.name, carrier.name, "prismatic", parent, origin, carrier
+            )
+            origin = np.eye(4)
+        self.lint.append(
+            f"{spec.source}: planar joint '{joint.name}' is modelled as prismatic joints "
+            f"'{joint.name}.x', '{joint.name}.y' and revolute '{joint.name}.theta' about "
+            f"its axis {tuple(round(float(v), 6) for v in n)}"
+        )
+        spin = replace(joint, name=f"{joint.name}.theta", type="revolute", axis=n, **free)
+        return parent, origin, spin
 
     def _merge_link(self, spec, tree, link, body, T_body_link, primary):
         for shape in link.collisions:
