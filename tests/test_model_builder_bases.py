@@ -106,8 +106,7 @@ def test_absurd_mass_ratio_is_not_called_massless():
 
 def _planar(axis: str, com: str = "0 0 0", xyz: str = "0 0 0") -> str:
     return urdf(
-        link("table")
-        + f'<link name="puck"><inertial><origin xyz="{com}"/><mass value="2"/>'
+        link("table") + f'<link name="puck"><inertial><origin xyz="{com}"/><mass value="2"/>'
         '<inertia ixx="0.1" iyy="0.2" izz="0.3"/></inertial></link>'
         f'<joint name="slide" type="planar"><parent link="table"/><child link="puck"/>'
         f'<origin xyz="{xyz}"/><axis xyz="{axis}"/><dynamics damping="0.5"/></joint>'

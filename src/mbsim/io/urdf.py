@@ -20,6 +20,11 @@ Pipeline, and why each step exists:
 4. **Conversion** to the spec dataclasses, then **semantic checks**: joint types, tree
    topology, mass, inertia, geometry sizes, limits, mimic targets.
 
+What urdfdom and PyBullet accept is repaired with a lint entry (XML prolog and trailing
+content, 4-number rpy/scale, lower > upper, ``<plane>``, zero inertia with a mass); xacro
+leftovers, negative limits, mimic cycles, values outside the bounds below and mesh paths
+outside the allowed folders are refused (see docs/architecture.md, "URDF loading").
+
 Every problem raises :class:`~mbsim.errors.UrdfError` (or :class:`~mbsim.errors.GeometryError`
 for shape sizes and missing meshes) with one sentence naming the file, the element and the
 offending value; no exception from lxml or yourdfpy escapes.

@@ -12,7 +12,9 @@ Building a model:
   stay on the parent at their offset. A subtree welded to the world becomes static geometry.
 * A root link called ``world`` without mass is the world frame (URDF convention). Any other
   root is welded to the world at ``base_pose`` or floats on a 6-DoF free joint, as the spec
-  says.
+  says; asked to float, a root whose welded links (itself and those reached by fixed joints)
+  have no mass stays the world frame instead, with a lint note (a free joint there would
+  move no inertia). Planar joints become prismatic, prismatic, revolute (``_planar_carriers``).
 * Bodies are numbered in depth-first preorder, trees one after another, so a parent always
   precedes its children and each subtree is contiguous.
 * Joint coordinates: revolute/continuous and prismatic joints have nq = nv = 1 (rad or m). A
