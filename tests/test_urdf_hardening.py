@@ -451,3 +451,19 @@ def test_plane_geometry_is_skipped_with_a_note(tmp_path):
     (geom,) = spec.link("forearm").collisions
     assert geom.kind == "box" and geom.params == (1.0, 2.0, 3.0)
     assert any("<plane>" in w and "--floor" in w for w in spec.lint)
+
+
+@pytest.mark.parametrize(
+    ("attr_text", "expected"),
+    [('xyz="0.07, 0, -0.69"', (0.07, 0.0, -0.69)), ('xyz="1 2 3.."', (1.0, 2.0, 3.0))],
+)
+def test_numbers_as_pybullet_reads_them(tmp_path, attr_text, expected):
+    """pybullet_data's bike.urdf writes commas between origin numbers, biped2d_pybullet.urdf a
+    stray period ('-1.57.'); PyBullet reads the numbers, so do we, with a note."""
+    path = tmp_path / "r.urdf"
+    path.write_text(arm(f"<origin {attr_text}/>"))
+    spec = load_urdf(path)
+    np.testing.assert_allclose(spec.joints[0].origin[:3, 3], expected)
+    assert any("as PyBullet does" in w for w in spec.lint)
+    path.write_text(arm('<limit lower="-1.57." upper="1" effort="1" velocity="1"/>'))
+    assert load_urdf(path).joints[0].lower == -1.57

@@ -663,11 +663,33 @@ def _numbers(
     except ValueError:
         values = ()
     if len(values) not in counts or len(parts) != len(values):
-        wanted = " or ".join(str(c) for c in counts) + (" number" if counts == (1,) else " numbers")
-        raise ctx.error(f"{where} has {attr}='{_clip(text)}', which is not {wanted}")
+        values = _pybullet_numbers(text)
+        if len(values) not in counts:
+            wanted = " or ".join(str(c) for c in counts)
+            wanted += " number" if counts == (1,) else " numbers"
+            raise ctx.error(f"{where} has {attr}='{_clip(text)}', which is not {wanted}")
+        written = " ".join(repr(v) for v in values)
+        ctx.lint.append(
+            f"{where} has {attr}='{_clip(text)}'; read as '{written}', as PyBullet does"
+        )
+        element.set(attr, written)  # yourdfpy parses the repaired text
     if not all(math.isfinite(v) for v in values):
         raise ctx.error(f"{where} has {attr}='{_clip(text)}', which is not finite")
     return values
+
+
+_LENIENT_NUMBER = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\.?")
+
+
+def _pybullet_numbers(text: str) -> tuple[float, ...]:
+    """Numbers as PyBullet's URDF parser reads them, or () if that is not how they read:
+    separated by spaces or commas, each a decimal number optionally followed by a stray
+    period (``'0.07, 0, -0.69'``, ``'-1.57.'`` occur in pybullet_data)."""
+    parts = [p for p in re.split(r"[\s,]+", text) if p]
+    matches = [_LENIENT_NUMBER.fullmatch(p) for p in parts]
+    if not parts or not all(matches):
+        return ()
+    return tuple(float(m.group(1)) for m in matches if m is not None)
 
 
 def _required_child(ctx: _Ctx, element: etree._Element, tag: str, owner: str) -> etree._Element:
