@@ -44,3 +44,14 @@ def test_package_dir_declares_a_root(tmp_path):
     run("info", str(urdf), check_rc=0)
     proc = run("info", str(urdf), "--package-dir", "nonsense", check_rc=2)
     assert "NAME=PATH" in proc.stderr
+
+
+def test_info_on_a_five_thousand_link_chain(tmp_path):
+    """The printed body tree used to recurse once per level (RecursionError near 975 links)."""
+    from test_model_builder_bases import _chain
+
+    urdf = tmp_path / "chain.urdf"
+    urdf.write_text(_chain(5000))
+    proc = run("info", str(urdf), check_rc=0)
+    assert "nq = 4999, nv = 4999" in proc.stdout and "Traceback" not in proc.stderr
+    assert "[depth 4999] └─ l4999  [revolute 'j4999'" in proc.stdout

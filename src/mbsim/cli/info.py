@@ -119,6 +119,10 @@ def summarize(model: Model) -> dict:
     }
 
 
+#: Deepest indentation of the printed body tree (levels); deeper bodies show their depth.
+MAX_INDENT = 32
+
+
 def render(model: Model, s: dict) -> str:
     """Human-readable text: an indented tree, then totals and warnings."""
     children: dict[int, list[int]] = {}
@@ -126,16 +130,18 @@ def render(model: Model, s: dict) -> str:
         children.setdefault(int(model.parent[i]), []).append(i)
     lines = [f"robot {', '.join(s['trees'])} ({', '.join(s['sources'])})", "world"]
 
-    def walk(body: int, depth: int) -> None:
-        for c in children.get(body, []):
-            b = s["bodies"][c]
-            lines.append(
-                f"{'  ' * depth}└─ {b['name']}  [{b['joint_type']} '{b['joint']}', "
-                f"{b['mass_kg']:.6g} kg, {b['collision_shapes']} collision shapes]"
-            )
-            walk(c, depth + 1)
-
-    walk(-1, 1)
+    # depth-first with an explicit stack: chains thousands of links deep must not overflow
+    # the recursion limit; indentation stops growing at MAX_INDENT levels (depth is shown).
+    stack = [(c, 1) for c in reversed(children.get(-1, []))]
+    while stack:
+        c, depth = stack.pop()
+        b = s["bodies"][c]
+        indent = "  " * min(depth, MAX_INDENT) + (f"[depth {depth}] " if depth > MAX_INDENT else "")
+        lines.append(
+            f"{indent}└─ {b['name']}  [{b['joint_type']} '{b['joint']}', "
+            f"{b['mass_kg']:.6g} kg, {b['collision_shapes']} collision shapes]"
+        )
+        stack.extend((k, depth + 1) for k in reversed(children.get(c, [])))
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(s["collision_shapes_by_kind"].items()))
     lines += [
         f"bodies: {model.nb}   DoFs: nq = {s['nq']}, nv = {s['nv']}",
