@@ -16,7 +16,8 @@ One :meth:`CollisionScene.detect` call (step 2 of the time step in docs/architec
    (:mod:`mbsim.collision.manifold`).
 
 Shapes are indexed as ``model.geometries``; the ground plane, when enabled, is shape index
-``len(model.geometries)`` on body -1 with link name ``ground_plane``.
+``len(model.geometries)`` on body -1. ``scene.links[shape]`` names each shape's link
+``tree/link`` (:mod:`mbsim.names`); the ground plane is ``builtin/floor``.
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ import numpy as np
 
 from mbsim.collision.broadphase import TAGS_WORK, BruteForceBroadphase, FclBroadphase
 from mbsim.collision.fcl_narrow import FclNarrowphase
-from mbsim.collision.filters import GROUND_LINK, allowed_pairs
+from mbsim.collision.filters import GROUND_TREE, LinkNames, allowed_pairs
 from mbsim.collision.geometry import build_records
 from mbsim.collision.manifold import reduce_manifold
 from mbsim.collision.narrowphase import finish, narrowphase, shape_poses
 from mbsim.collision.shapes import KIND_NAMES
 from mbsim.collision.table import build_table
 from mbsim.errors import GeometryError
+from mbsim.names import FLOOR_LINK
 
 #: Default contact margin, m: pairs closer than this (gap < margin) are reported.
 DEFAULT_MARGIN = 1e-3
@@ -54,8 +56,8 @@ class Contacts:
     """Contacts of one step, as arrays of length nc (SI units, world frame unless stated).
 
     body_a, body_b: body indices (-1 = the static world); geom_a, geom_b: shape indices
-    (``scene.links[geom]`` names the URDF link). point_a, point_b (nc, 3): the contact point on
-    each shape; local_a, local_b: the same in the body frames (world frame for body -1).
+    (``scene.links[geom]`` is the link's ``tree/link``). point_a, point_b (nc, 3): the contact
+    point on each shape; local_a, local_b: the same in the body frames (world frame for body -1).
     normal (nc, 3): unit, from B to A. gap (nc,): (point_a - point_b) . normal, m, negative =
     penetration. pair_id: geom_a * n_shapes + geom_b (stable). feature_key: which features of
     the pair made the point (stable while they stay in contact); (pair_id, feature_key)
@@ -117,14 +119,18 @@ class CollisionScene:
         self.floor = bool(floor)
         self.ground_index = n if floor else -1
         self.ground = np.array([0.0, 0.0, 1.0, 0.0 if floor else np.nan])
-        self.links = [r.link for r in self.records] + [GROUND_LINK]
+        keys = [(r.tree, r.link) for r in self.records] + [(GROUND_TREE, FLOOR_LINK)]
+        #: link names of every shape, to look shapes up by ``tree/link`` (or bare ``link``)
+        self.names = LinkNames(model, keys)
+        #: ``tree/link`` of every shape (the last one the ground plane, ``builtin/floor``)
+        self.links = [LinkNames.qualified(model, t, link) for t, link in keys]
         body = np.array([r.body for r in self.records] + [-1], dtype=np.int64)
-        tree = np.array([r.tree for r in self.records] + [-1], dtype=np.int64)
+        tree = np.array([t for t, _ in keys], dtype=np.int64)
         self.allowed = allowed_pairs(
             model,
             body,
             tree,
-            self.links,
+            self.names,
             self_collision=self_collision,
             disabled_pairs=disabled_pairs,
             srdf=srdf,
@@ -171,7 +177,7 @@ class CollisionScene:
         floor (False): add the ground plane z <= 0 (a half-space, static).
         margin (1e-3 m): report pairs with gap < margin.
         self_collision (True): check shapes of the same robot against each other.
-        disabled_pairs: link-name pairs never checked; srdf: SRDF file(s) whose
+        disabled_pairs: link-name pairs (``tree/link``) never checked; srdf: SRDF file(s) whose
         ``<disable_collisions>`` are never checked; groups: {name: links}, links of one group
         never checked against each other (see :mod:`mbsim.collision.filters`).
         convex (False): True, or link names, to replace meshes by their convex hulls.
@@ -238,6 +244,11 @@ class CollisionScene:
                 self._out_f[nc] = self._buf[c]
                 nc += 1
         return nc
+
+    def shapes_of(self, name: str, what: str = "link") -> list[int]:
+        """Shape indices of link ``name`` (``tree/link``, ``builtin/floor``, or a bare link
+        name = that link in every tree); GeometryError naming ``what`` if there is none."""
+        return self.names.shape_indices(name, what)
 
     def describe(self, contacts: Contacts, i: int) -> str:
         """One line naming contact i's links, shape kinds and gap (for messages)."""

@@ -63,6 +63,7 @@ import yourdfpy
 from lxml import etree
 
 from mbsim.errors import GeometryError, UrdfError
+from mbsim.io.safe_xml import safe_parser
 from mbsim.io.shape_inertia import shapes_inertia
 from mbsim.simcore.spec import (
     GeometrySpec,
@@ -462,19 +463,6 @@ def _check_base(ctx: _Ctx, base: str, base_pose: np.ndarray | None) -> np.ndarra
 # --------------------------------------------------------------------------- XML safety
 
 
-def _safe_parser() -> etree.XMLParser:
-    """An lxml parser that never expands entities, loads DTDs or touches the network."""
-    return etree.XMLParser(
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        dtd_validation=False,
-        huge_tree=False,
-        remove_comments=True,
-        remove_pis=True,
-    )
-
-
 def _parse_xml(ctx: _Ctx, data: bytes) -> etree._Element:
     """Parse untrusted bytes; reject malformed XML, entity declarations and external DTDs.
 
@@ -485,13 +473,13 @@ def _parse_xml(ctx: _Ctx, data: bytes) -> etree._Element:
     data, notes = _repair_prolog(data)
     try:
         try:
-            root = etree.fromstring(data, _safe_parser())
+            root = etree.fromstring(data, safe_parser())
         except etree.XMLSyntaxError as exc:
             cut = _cut_trailing_content(data, exc)
             if cut is None:
                 raise
             try:
-                root = etree.fromstring(cut, _safe_parser())
+                root = etree.fromstring(cut, safe_parser())
             except etree.XMLSyntaxError:
                 raise exc from None  # the original complaint is the one to report
             notes.append(
