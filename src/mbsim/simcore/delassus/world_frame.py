@@ -47,6 +47,17 @@ IA0, UP0, SW0, UW0, WS_COLS = 0, 21, 42, 78, 114
 
 
 @njit(inline="always", **OPTS)
+def rotate3(R, x0, x1, x2):
+    """R x for a 3-vector, R a 9-tuple (row by row, :func:`rows9`); scalars in and out."""
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = R
+    return (
+        r00 * x0 + r01 * x1 + r02 * x2,
+        r10 * x0 + r11 * x1 + r12 * x2,
+        r20 * x0 + r21 * x1 + r22 * x2,
+    )
+
+
+@njit(inline="always", **OPTS)
 def rotate_shift(R, p0, p1, p2, x0, x1, x2, x3, x4, x5, motion):
     """A spatial vector [x0..x2; x3..x5] in body coordinates, returned (6 scalars) in world
     axes about the reference origin, (p0, p1, p2) being the body origin from that reference:
@@ -54,13 +65,8 @@ def rotate_shift(R, p0, p1, p2, x0, x1, x2, x3, x4, x5, motion):
     n += p x f. R is a 9-tuple (row by row, :func:`rows9`), and all else scalars, so that a
     kernel's 1-DoF path keeps them in registers (array loads would be repeated after every
     store, numba arrays not being known not to alias)."""
-    r00, r01, r02, r10, r11, r12, r20, r21, r22 = R
-    a0 = r00 * x0 + r01 * x1 + r02 * x2
-    a1 = r10 * x0 + r11 * x1 + r12 * x2
-    a2 = r20 * x0 + r21 * x1 + r22 * x2
-    b0 = r00 * x3 + r01 * x4 + r02 * x5
-    b1 = r10 * x3 + r11 * x4 + r12 * x5
-    b2 = r20 * x3 + r21 * x4 + r22 * x5
+    a0, a1, a2 = rotate3(R, x0, x1, x2)
+    b0, b1, b2 = rotate3(R, x3, x4, x5)
     if motion:
         b0 += p1 * a2 - p2 * a1
         b1 += p2 * a0 - p0 * a2
@@ -258,20 +264,13 @@ def articulated_sweep_world(parent, cstart, clist, vi, nvj, S, R_world, p_world,
         j11, j12, j22 = prm[i, 7], prm[i, 8], prm[i, 9]
         # inertia about the tree root's origin: c = p + R c_body, h = m c,
         # J = R Jc R^T + m (|c|^2 1 - c c^T) with Jc about the centre of mass
-        c0 = p0 + (r00 * cb0 + r01 * cb1 + r02 * cb2)
-        c1 = p1 + (r10 * cb0 + r11 * cb1 + r12 * cb2)
-        c2 = p2 + (r20 * cb0 + r21 * cb1 + r22 * cb2)
+        c0, c1, c2 = rotate3(Rt, cb0, cb1, cb2)
+        c0, c1, c2 = p0 + c0, p1 + c1, p2 + c2
         h0, h1, h2 = m * c0, m * c1, m * c2
         mcc = h0 * c0 + h1 * c1 + h2 * c2
-        t00 = r00 * j00 + r01 * j01 + r02 * j02  # T = R Jc
-        t01 = r00 * j01 + r01 * j11 + r02 * j12
-        t02 = r00 * j02 + r01 * j12 + r02 * j22
-        t10 = r10 * j00 + r11 * j01 + r12 * j02
-        t11 = r10 * j01 + r11 * j11 + r12 * j12
-        t12 = r10 * j02 + r11 * j12 + r12 * j22
-        t20 = r20 * j00 + r21 * j01 + r22 * j02
-        t21 = r20 * j01 + r21 * j11 + r22 * j12
-        t22 = r20 * j02 + r21 * j12 + r22 * j22
+        t00, t10, t20 = rotate3(Rt, j00, j01, j02)  # T = R Jc, column by column
+        t01, t11, t21 = rotate3(Rt, j01, j11, j12)
+        t02, t12, t22 = rotate3(Rt, j02, j12, j22)
         w00 = (t00 * r00 + t01 * r01 + t02 * r02) + (mcc - h0 * c0)
         w11 = (t10 * r10 + t11 * r11 + t12 * r12) + (mcc - h1 * c1)
         w22 = (t20 * r20 + t21 * r21 + t22 * r22) + (mcc - h2 * c2)
