@@ -12,6 +12,8 @@ quantities are in each body's own frame (spatial.py conventions):
 * ``ups``: the compliance kernel Upsilon(k) (000 Eq. 68). The articulated propagator
   ``psi = Xup^T (1 - U Dinv S^T)`` (Jain's psi(parent(k), k) = phi tau-bar, 000 Eq. 67) is
   never stored: kernels apply it from ``E``, ``r``, ``U`` and ``Dinv``.
+* ``upsilon_world_ws``, ``pv_osimr_ws``: what the world-frame Upsilon and PV-OSIMr
+  (``simcore/delassus/``) keep between calls; None until their first call on this Data.
 """
 
 from __future__ import annotations
