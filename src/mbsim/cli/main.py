@@ -18,16 +18,18 @@ import sys
 # Installed before any heavy import. trimesh wraps its optional imports in
 # ``except BaseException``, so a KeyboardInterrupt raised there is swallowed and the run would
 # carry on: the handler remembers the interrupt, and _check_interrupt() re-raises it once the
-# imports are done. Only the first Ctrl-C raises; repeats while we unwind must not start a
-# second traceback inside the first one's handling.
-_interrupt = {"seen": False}
+# imports are done. It raises only while main() is there to catch it ("armed"; during this
+# module's own imports it only remembers), and only for the first Ctrl-C: repeats while we
+# unwind must not start a second traceback inside the first one's handling.
+_interrupt = {"seen": False, "armed": False}
 
 
 def _on_sigint(signum, frame):
     if _interrupt["seen"]:
         return
     _interrupt["seen"] = True
-    raise KeyboardInterrupt
+    if _interrupt["armed"]:
+        raise KeyboardInterrupt
 
 
 def _install_sigint() -> None:
@@ -84,8 +86,42 @@ def _check_interrupt() -> None:
         raise KeyboardInterrupt
 
 
+#: Commands that compile numba kernels in this process on a cold cache (batch compiles in its
+#: workers, which print nothing).
+_COMPILES = ("run", "bench")
+COMPILE_NOTICE = "mbsim: compiling kernels, first run only (a minute or two; cached afterwards)"
+
+
+def announce_compiling(stream=None) -> None:
+    """Print :data:`COMPILE_NOTICE` once, when numba first compiles a kernel in this process.
+
+    numba fires ``numba:compile`` only on a cache miss (a kernel loaded from its cache index
+    fires nothing), so a warm cache prints nothing. The notice goes to an interactive stderr
+    only, and not under ``--quiet`` or ``--json``: piped output stays one line per error.
+    """
+    from numba.core import event
+
+    class _Notice(event.Listener):
+        shown = False
+
+        def on_start(self, ev) -> None:
+            out = stream or sys.stderr
+            if self.shown or not out.isatty():
+                return
+            self.shown = True
+            out.write(COMPILE_NOTICE + "\n")
+            out.flush()
+
+        def on_end(self, ev) -> None:
+            pass
+
+    event.register("numba:compile", _Notice())
+
+
 def _load(name: str) -> Command:
     target, help_text = COMMANDS[name]
+    if name in _COMPILES and not {"--quiet", "-q", "--json"} & set(sys.argv[2:]):
+        announce_compiling()
     module_name, _, attr = target.partition(":")
     obj = getattr(importlib.import_module(module_name), attr)
     _check_interrupt()
@@ -184,12 +220,14 @@ def main() -> None:
     line ``mbsim: interrupted``; everything else that is not an MbsimError is a bug and keeps
     its traceback.
     """
-    _interrupt["seen"] = False
     _install_sigint()
     try:
         try:
+            _interrupt["armed"] = True
+            _check_interrupt()  # a Ctrl-C during this module's imports
             app()
         finally:
+            _interrupt["armed"] = False
             # a Ctrl-C swallowed by a library during the command is still an interrupt
             _check_interrupt()
     except MbsimError as exc:
@@ -203,6 +241,7 @@ def main() -> None:
 
 def _interrupted() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the exit
+    _interrupt["seen"] = False  # handled (an in-process caller may call main() again)
     try:
         sys.stderr.write("mbsim: interrupted\n")
         sys.stderr.flush()
