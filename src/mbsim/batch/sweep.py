@@ -530,6 +530,8 @@ def _ranges(ctx: _Ctx, table: dict) -> list[Axis]:
         scale = spec.get("scale", "linear")
         if scale not in ("linear", "log"):
             raise ctx.error((*path, "scale"), 'must be "linear" or "log"', scale)
+        if not math.isfinite(float(stop) - float(start)):
+            raise ctx.error(path, "spans more than the float64 range", [start, stop])
         if "num" in spec:
             num = spec["num"]
             if isinstance(num, bool) or not isinstance(num, int) or not 1 <= num <= MAX_RUNS:
@@ -553,8 +555,7 @@ def _ranges(ctx: _Ctx, table: dict) -> list[Axis]:
             # is included when it is hit to within a millionth of a step. The quotient is
             # taken in float64 and checked before it becomes a count: a step of 5e-324 or a
             # span of 1e308 makes it overflow to inf.
-            span = float(stop) - float(start)
-            quotient = span / float(step) if math.isfinite(span) else math.inf
+            quotient = (float(stop) - float(start)) / float(step)
             if not quotient + 1 <= MAX_RUNS:
                 raise ctx.error(
                     (*path, "step"),
