@@ -8,9 +8,12 @@ include it):
 * ``aba``      mbsim ABA, O(N)               vs ``pin.aba``
 * ``crba``     mbsim CRBA                    vs ``pin.crba``
 * ``lambda``   mbsim Upsilon Lambda (000 Eqs. 64-69), O(N) + O(nc^2), from q:
-             ``compliance_upsilon(..., q=q)`` (pose kinematics, articulated and Upsilon
+             ``upsilon_from_poses(..., q=q)`` (pose kinematics, articulated and Upsilon
              sweeps and assembly in one compiled call)
                                              vs ``pin.computeDelassusMatrix`` (6D contacts)
+* ``lambda.aba`` the same Lambda by the body-frame route the OS stepper takes, from q:
+             forward_kinematics, articulated_factor, ``delassus.upsilon_after_aba``
+             (the reason the world-frame kernel of ``lambda`` exists: compare the two)
 * ``dense``    mbsim dense Lambda = J M^-1 J^T (CRBA + Cholesky), O(N^3)
 
 Every call goes through Python as a user's would. Each figure is the median over ``--repeats``
@@ -39,9 +42,10 @@ import pinocchio as pin
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from mbsim.io.urdf import load_urdf, parse_urdf_string
 from mbsim.samples.generators import pendulum_urdf
-from mbsim.simcore.compliance import compliance_dense, compliance_upsilon
 from mbsim.simcore.data import Data
-from mbsim.simcore.dynamics import aba, crba
+from mbsim.simcore.delassus import dense_lambda, upsilon_after_aba, upsilon_from_poses
+from mbsim.simcore.dynamics import aba, articulated_factor, crba
+from mbsim.simcore.kinematics import forward_kinematics
 from mbsim.simcore.model import build_model
 from mbsim.simcore.spatial import plucker_np
 from pin_oracle import PinTwin  # noqa: E402  (the tests' convention maps, one source of truth)
@@ -117,12 +121,18 @@ class Case:
         pin.initConstraintDynamics(pm, self.pd, self.cms, self.cds)
 
     def mbsim_lambda(self):
-        # from q: the pose kinematics run inside the same compiled call (as compliance_dense
+        # from q: the pose kinematics run inside the same compiled call (as dense_lambda
         # runs forward_kinematics inside its call)
-        return compliance_upsilon(self.model, self.data, self.node_bodies, self.node_X, q=self.q)
+        return upsilon_from_poses(self.model, self.data, self.node_bodies, self.node_X, q=self.q)
+
+    def body_frame_lambda(self):
+        m, d = self.model, self.data
+        forward_kinematics(m, d, self.q)
+        articulated_factor(m, d)
+        return upsilon_after_aba(m, d, self.node_bodies, self.node_X)
 
     def dense_lambda(self):
-        return compliance_dense(self.model, self.data, self.q, self.node_bodies, self.node_X)
+        return dense_lambda(self.model, self.data, self.q, self.node_bodies, self.node_X)
 
     def pin_lambda(self):
         return pin.computeDelassusMatrix(self.pm, self.pd, self.qp, self.cms, self.cds, 0.0)
@@ -146,6 +156,7 @@ class Case:
             "crba": timed(lambda: crba(m, d, self.q), number, repeats),
             "pin.crba": timed(lambda: pin.crba(self.pm, self.pd, self.qp), number, repeats),
             "lambda": timed(self.mbsim_lambda, number, repeats),
+            "lambda.aba": timed(self.body_frame_lambda, number, repeats),
             "pin.delassus": timed(self.pin_lambda, number, repeats),
             "dense": timed(self.dense_lambda, max(1, number // 4), repeats),
         }  # fmt: skip
@@ -196,7 +207,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     number, repeats = (20, 3) if args.quick else (200, 9)
     cases = [chain_case(n) for n in CHAIN_SIZES] + [robot_case(r) for r in ROBOTS]
-    cols = ["aba", "pin.aba", "crba", "pin.crba", "lambda", "pin.delassus", "dense"]
+    cols = ["aba", "pin.aba", "crba", "pin.crba", "lambda", "lambda.aba", "pin.delassus", "dense"]
     print(f"# {time.strftime('%Y-%m-%d')} on {machine()}")
     if args.markdown:
         print("| case | " + " | ".join(cols) + " | dense/lambda | lambda/pin | aba/pin | check |")

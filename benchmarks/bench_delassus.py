@@ -4,7 +4,7 @@ Algorithms, each timed from a configuration q (forward kinematics included in ev
 Pinocchio's call includes it):
 
 * ``pv-osimr``  mbsim PV-OSIMr (003 Algorithm 3), O(n + m^2), reduced 6x3 propagation of 3D
-                constraints (simcore/pv_osimr.py);
+                constraints (simcore/delassus/pv_osimr.py);
 * ``upsilon``   mbsim Upsilon recursion (000 Eqs. 64-69), O(n + nc^2); it has 6D nodes only,
                 so for 3D constraints it computes the 6D matrix and keeps the linear rows;
 * ``pin``       ``pin.computeDelassusMatrix`` (Pinocchio's C++ Delassus algorithm, which
@@ -55,12 +55,11 @@ import scipy.linalg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from bench_compliance import machine  # noqa: E402  (same machine line in both tables)
 from mbsim.io.urdf import load_urdf, parse_urdf_string
-from mbsim.simcore.compliance import compliance_upsilon
 from mbsim.simcore.data import Data
+from mbsim.simcore.delassus import pv_osimr_from_poses, upsilon_from_poses
 from mbsim.simcore.dynamics import crba
 from mbsim.simcore.kinematics import forward_kinematics, node_jacobian
 from mbsim.simcore.model import build_model
-from mbsim.simcore.pv_osimr import compliance_pv_osimr
 from mbsim.simcore.spatial import plucker_np
 from pin_oracle import PinTwin  # noqa: E402  (the tests' convention maps, one source of truth)
 
@@ -185,11 +184,11 @@ class Case:
 
     def pv_osimr(self):
         forward_kinematics(self.model, self.data, self.q)
-        return compliance_pv_osimr(self.model, self.data, self.bodies, self.X, linear=self.lin_arg)
+        return pv_osimr_from_poses(self.model, self.data, self.bodies, self.X, linear=self.lin_arg)
 
     def upsilon(self):
         forward_kinematics(self.model, self.data, self.q)
-        lam = compliance_upsilon(self.model, self.data, self.bodies, self.X)
+        lam = upsilon_from_poses(self.model, self.data, self.bodies, self.X)
         return lam if self.all6 else lam[np.ix_(self.rows, self.rows)]
 
     def dense(self):

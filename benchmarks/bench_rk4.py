@@ -170,8 +170,7 @@ def fig8_run(integrator: str, gap_floor, rows: str, duration: float, margin: flo
         output=str(_TMP / "unused.h5"),
     )  # fmt: skip
     sim = Simulator(sc)
-    sim.options.gap_floor = gap_floor
-    sim.options.rk4_gap_rows = rows
+    sim.stepper.configure(gap_floor=gap_floor, rk4_gap_rows=rows)
     assert sim.stepper.opt is sim.options
     m = sim.model
     d = Data(m)

@@ -22,7 +22,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.spatial.transform import Rotation
 
-from mbsim.simcore.model import FREE
+from mbsim.simcore.joints import FREE
 
 
 def robots_dir() -> Path:

@@ -98,7 +98,8 @@ def test_info_lists_checked_pairs_and_the_papers_lcp_sizes():
     )
     pairs = {tuple(p) for p in data["checked_pairs"]}
     assert len(pairs) == 16
-    assert ("link1", "link2") not in pairs and ("link1", "link3") in pairs
+    assert ("pendulum-6/link1", "pendulum-6/link2") not in pairs
+    assert ("pendulum-6/link1", "pendulum-6/link3") in pairs
     dims = data["lcp_dimensions"]
     assert (dims["os"], dims["nmc-os"], dims["nmc"], dims["mc"], dims["rmc"]) == (
         24,

@@ -27,6 +27,10 @@ def pendulum():
     return model
 
 
+#: the pendulum's links, ``tree/link`` as the scene names them
+L1, L2, L3 = (f"pendulum-3/link{k}" for k in (1, 2, 3))
+
+
 def _poses(model, q):
     data = Data(model)
     forward_kinematics(model, data, np.asarray(q, float))
@@ -55,9 +59,12 @@ def test_adjacent_spheres_touching_are_never_reported(pendulum):
     scene = CollisionScene.from_model(pendulum)
     c = scene.detect(*_poses(pendulum, [0.0, 0.0, 0.0]))  # hanging: neighbours touch, gap 0
     pairs = _pairs(scene, c)
-    assert ("link1", "link2") not in pairs and ("link2", "link3") not in pairs
+    assert (L1, L2) not in pairs and (
+        "pendulum-3/link2",
+        "pendulum-3/link3",
+    ) not in pairs
     # hanging straight, sphere 3 (bottom at -2) is 2 m into the floor box: the only contact
-    assert pairs == {("floor", "link3")}
+    assert pairs == {(L3, "pendulum-environment/floor")}
     # the wall (static) touches the floor (static) along x = 4, z = 0: never a pair
     assert all(b >= 0 or a >= 0 for a, b in zip(c.body_a, c.body_b, strict=True))
 
@@ -68,7 +75,7 @@ def test_far_links_self_collision(pendulum):
     assert d < 4.0
     scene = CollisionScene.from_model(pendulum)
     c = scene.detect(*_poses(pendulum, q))
-    assert ("link1", "link3") in _pairs(scene, c)
+    assert (L1, L3) in _pairs(scene, c)
     i = [k for k in range(len(c)) if {c.body_a[k], c.body_b[k]} == {0, 2}][0]
     # A is the lower shape index (link1), B link3: normal from sphere 3 to sphere 1
     u = (c1 - c3) / d
@@ -77,7 +84,7 @@ def test_far_links_self_collision(pendulum):
         [(c1 - 2 * u, c3 + 2 * u, u, d - 4.0)],
     )
     off = CollisionScene.from_model(pendulum, self_collision=False)
-    assert ("link1", "link3") not in _pairs(off, off.detect(*_poses(pendulum, q)))
+    assert (L1, L3) not in _pairs(off, off.detect(*_poses(pendulum, q)))
 
 
 def test_disabled_pairs_srdf_and_groups(pendulum, tmp_path):
@@ -89,28 +96,28 @@ def test_disabled_pairs_srdf_and_groups(pendulum, tmp_path):
         {"groups": {"tip": ["link1", "link3"]}},
     ):
         scene = CollisionScene.from_model(pendulum, **options)
-        assert ("link1", "link3") not in _pairs(scene, scene.detect(*poses)), options
+        assert (L1, L3) not in _pairs(scene, scene.detect(*poses)), options
     srdf = tmp_path / "p.srdf"
     srdf.write_text(
         '<robot name="pendulum-3"><disable_collisions link1="link1" link2="link3" '
         'reason="Never"/><disable_collisions link1="link1" link2="no_such_link"/></robot>'
     )
     scene = CollisionScene.from_model(pendulum, srdf=srdf)
-    assert ("link1", "link3") not in _pairs(scene, scene.detect(*poses))
+    assert (L1, L3) not in _pairs(scene, scene.detect(*poses))
     assert any("no_such_link" in note for note in scene.notes)
     # a group not holding both links filters nothing between them
     scene = CollisionScene.from_model(pendulum, groups={"g": ["link1", "link2"]})
-    assert ("link1", "link3") in _pairs(scene, scene.detect(*poses))
+    assert (L1, L3) in _pairs(scene, scene.detect(*poses))
 
 
 def test_ground_plane_pairs_can_be_disabled(pendulum):
     poses = _poses(pendulum, [0.0, 0.0, 0.0])
     scene = CollisionScene.from_model(pendulum, floor=True)
-    assert ("ground_plane", "link3") in _pairs(scene, scene.detect(*poses))
+    assert ("builtin/floor", L3) in _pairs(scene, scene.detect(*poses))
     scene = CollisionScene.from_model(
-        pendulum, floor=True, disabled_pairs=[("link3", "ground_plane")]
+        pendulum, floor=True, disabled_pairs=[("link3", "builtin/floor")]
     )
-    assert ("ground_plane", "link3") not in _pairs(scene, scene.detect(*poses))
+    assert ("builtin/floor", L3) not in _pairs(scene, scene.detect(*poses))
 
 
 def test_bad_filter_input(pendulum, tmp_path):
@@ -142,4 +149,4 @@ def test_base_link_is_adjacent_but_other_static_geometry_is_not():
     model = build_model(_arm_on_table())
     scene = CollisionScene.from_model(model)
     c = scene.detect(*_poses(model, [0.3]))
-    assert _pairs(scene, c) == {("link1", "table")}
+    assert _pairs(scene, c) == {("arm/link1", "table/table")}

@@ -43,7 +43,7 @@ def test_arrays_and_body_frames():
     assert {tuple(np.round(v, 9)) for v in c.local_a} == corners
     assert np.all(c.pair_id == 0 * s.scene.n_shapes + s.scene.ground_index)
     assert len(set(c.feature_key.tolist())) == 4
-    assert "ground_plane (half-space)" in s.scene.describe(c, 0)
+    assert "builtin/floor (half-space)" in s.scene.describe(c, 0)
 
 
 def test_feature_keys_stable_while_sliding():
@@ -110,4 +110,4 @@ def test_fixed_joint_geometry_stays_on_the_merged_body():
     assert len(c) == 1
     assert np.allclose(c.point_a[0], [1.3, 2.0, -0.05]) and np.allclose(c.point_b[0], [1.3, 2, 0])
     assert np.isclose(c.gap[0], -0.05) and np.allclose(c.local_a[0], [0.3, 0, -0.75])
-    assert scene.links[c.geom_a[0]] == "tip"
+    assert scene.links[c.geom_a[0]] == "r/tip"

@@ -1,7 +1,7 @@
-"""The fused world-frame Lambda (compliance_upsilon with refresh, lambda_world_kernel).
+"""The fused world-frame Lambda (delassus.upsilon_from_poses, lambda_world_kernel).
 
 Independent truths: the dense Lambda = J M^-1 J^T (CRBA, Cholesky, explicit Jacobian) and the
-body-frame path (articulated_factor + upsilon + lambda_kernel, refresh=False), which shares no
+body-frame path (articulated_factor + upsilon_after_aba: upsilon + lambda_kernel), which shares no
 sweep code with the world-frame kernel. Besides Lambda, the fused call must leave the pose
 fields (with q) as forward_kinematics does (to an ulp: its sine and cosine come from
 kinematics.sincos, checked here against long double), and U, Dinv, pivots as
@@ -21,8 +21,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from mbsim.simcore.compliance import compliance_dense, compliance_upsilon, upsilon
 from mbsim.simcore.data import Data
+from mbsim.simcore.delassus import (
+    dense_lambda,
+    upsilon,
+    upsilon_after_aba,
+    upsilon_from_poses,
+)
 from mbsim.simcore.dynamics import aba, articulated_factor, crba, impulse_response
 from mbsim.simcore.kinematics import (
     forward_kinematics,
@@ -48,24 +53,24 @@ def nodes_on(rng, model, n):
 
 
 def check_all(model, q, bodies, points):
-    """Every way of calling compliance_upsilon against the dense Lambda and each other."""
+    """Every way of calling the Upsilon algorithms against the dense Lambda and each other."""
     data = Data(model)
     forward_kinematics(model, data, q)
     X = node_transforms(data, bodies, points)
-    dense = compliance_dense(model, data, q, bodies, X)
+    dense = dense_lambda(model, data, q, bodies, X)
     # 1. from the kinematics in data
     forward_kinematics(model, data, q)
-    lam = compliance_upsilon(model, data, bodies, X)
+    lam = upsilon_from_poses(model, data, bodies, X)
     assert rel_err(lam, dense) < RTOL
     assert np.array_equal(lam, lam.T)
     # 2. from q (poses in the same call), on a Data that never saw q
     fresh = Data(model)
-    lam_q = compliance_upsilon(model, fresh, bodies, X, q=q)
+    lam_q = upsilon_from_poses(model, fresh, bodies, X, q=q)
     assert rel_err(lam_q, dense) < RTOL
     # 3. body-frame path after the articulated factorisation
     articulated_factor(model, data)
     upsilon(model, data)
-    lam_b = compliance_upsilon(model, data, bodies, X, refresh=False)
+    lam_b = upsilon_after_aba(model, data, bodies, X)
     assert rel_err(lam_b, dense) < RTOL
     return data, fresh, X, dense
 
@@ -158,7 +163,7 @@ def test_forest_blocks_are_zero_and_trees_independent():
     last = [max(i for i in range(model.nb) if model.tree_of[i] == t) for t in range(3)]
     bodies = np.array(last + [last[0]])
     _, fresh, X, dense = check_all(model, q, bodies, rng.normal(size=(4, 3)) * 0.3)
-    lam = compliance_upsilon(model, fresh, bodies, X, q=q)
+    lam = upsilon_from_poses(model, fresh, bodies, X, q=q)
     assert np.all(lam[:6, 6:18] == 0.0) and np.all(lam[6:12, 12:18] == 0.0)
 
 
@@ -178,7 +183,7 @@ def test_fused_call_leaves_data_like_fk_and_articulated_factor(seed, base):
     data = Data(model)
     bodies, points = nodes_on(rng, model, 3)
     X = node_transforms(ref, bodies, points)
-    compliance_upsilon(model, data, bodies, X, q=q)
+    upsilon_from_poses(model, data, bodies, X, q=q)
     for name in ("E", "r", "R_world", "p_world", "S"):
         assert rel_err(getattr(data, name), getattr(ref, name)) < 1e-14, name
     for name in ("U", "Dinv", "pivots"):
@@ -218,13 +223,13 @@ def test_repeated_calls_and_changing_nodes_reuse_the_workspace():
         bodies, points = nodes_on(rng, model, int(rng.integers(1, 6)))
         forward_kinematics(model, data, q)
         X = node_transforms(data, bodies, points)
-        dense = compliance_dense(model, data, q, bodies, X)
-        assert rel_err(compliance_upsilon(model, data, bodies, X, q=q), dense) < RTOL
-        assert rel_err(compliance_upsilon(model, data, list(bodies), X.tolist()), dense) < RTOL
+        dense = dense_lambda(model, data, q, bodies, X)
+        assert rel_err(upsilon_from_poses(model, data, bodies, X, q=q), dense) < RTOL
+        assert rel_err(upsilon_from_poses(model, data, list(bodies), X.tolist()), dense) < RTOL
 
 
 def test_after_aba_refresh_false_still_uses_body_frame_upsilon():
-    """The stepper's route (ABA, upsilon, refresh=False) is unchanged and agrees."""
+    """The stepper's route (ABA, upsilon_after_aba) is unchanged and agrees."""
     rng = np.random.default_rng(2)
     model = build_model([random_tree(rng, 8, base="floating")])
     data = Data(model)
@@ -233,18 +238,18 @@ def test_after_aba_refresh_false_still_uses_body_frame_upsilon():
     bodies, points = nodes_on(rng, model, 3)
     X = node_transforms(data, bodies, points)
     upsilon(model, data)
-    lam = compliance_upsilon(model, data, bodies, X, refresh=False)
-    assert rel_err(lam, compliance_upsilon(model, Data(model), bodies, X, q=q)) < RTOL
+    lam = upsilon_after_aba(model, data, bodies, X)
+    assert rel_err(lam, upsilon_from_poses(model, Data(model), bodies, X, q=q)) < RTOL
 
 
 def test_q_is_checked():
     rng = np.random.default_rng(1)
     model = build_model([random_tree(rng, 3)])
     data = Data(model)
+    with pytest.raises(TypeError):  # the after-ABA route takes no q (it was a ValueError)
+        upsilon_after_aba(model, data, [0], np.eye(6)[None], q=model.neutral_q())
     with pytest.raises(ValueError):
-        compliance_upsilon(model, data, [0], np.eye(6)[None], refresh=False, q=model.neutral_q())
-    with pytest.raises(ValueError):
-        compliance_upsilon(model, data, [0], np.eye(6)[None], q=np.zeros(model.nq + 1))
+        upsilon_from_poses(model, data, [0], np.eye(6)[None], q=np.zeros(model.nq + 1))
 
 
 @njit

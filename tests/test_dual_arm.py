@@ -287,7 +287,9 @@ def test_table_1_lcp_sizes_from_actual_steps():
         assert report.n_contacts == 4
         touching = {sim.scene.links[g] for g in report.contacts.geom_a}
         touching |= {sim.scene.links[g] for g in report.contacts.geom_b}
-        assert touching == {"l_f1", "l_f2", "r_f1", "r_f2", "wheel"}
+        assert touching == {
+            "dual-arm/l_f1", "dual-arm/l_f2", "dual-arm/r_f1", "dual-arm/r_f2", "wheel/wheel"
+        }  # fmt: skip
         assert report.lcp_size == size, form
         v_plus[form] = v1
     # the same physics: every formulation's step ends at (nearly) the same velocity
@@ -316,8 +318,10 @@ def test_wheel_scene_grasps_and_slides_the_wheel():
         report = sim.step()
         pairs = _pairs(sim, report)
         for side in HANDS:
-            assert any(frozenset((f"{side}_f{k}", "wheel")) in pairs for k in (1, 2, 3)), sim.t
-        if frozenset(("wheel", "hub_shaft")) in pairs:
+            assert any(
+                frozenset((f"dual-arm/{side}_f{k}", "wheel/wheel")) in pairs for k in (1, 2, 3)
+            ), sim.t
+        if frozenset(("wheel/wheel", "hub/hub_shaft")) in pairs:
             hub_steps += 1
         assert report.max_penetration < 1e-4
     assert hub_steps >= 100  # resting on the shaft while it slides along it

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mbsim.simcore.compliance import compliance_dense, compliance_upsilon
 from mbsim.simcore.data import Data
+from mbsim.simcore.delassus import dense_lambda, upsilon_from_poses
 from mbsim.simcore.dynamics import aba, articulated_factor, crba, impulse_response, rnea
 from mbsim.simcore.kinematics import forward_kinematics, node_jacobian, node_transforms
 from mbsim.simcore.model import build_model
@@ -82,8 +82,8 @@ def test_upsilon_lambda_matches_dense(seed, n_links, n_nodes, branching, base):
     bodies, points = random_nodes(rng, model, n_nodes)
     forward_kinematics(model, data, q)
     X = node_transforms(data, bodies, points)
-    dense = compliance_dense(model, data, q, bodies, X)
-    lam = compliance_upsilon(model, data, bodies, X)
+    dense = dense_lambda(model, data, q, bodies, X)
+    lam = upsilon_from_poses(model, data, bodies, X)
     assert rel_err(lam, dense) < RTOL
     # impulse response: M^-1 J^T f without M or J
     f = rng.normal(size=(n_nodes, 6))
@@ -103,9 +103,9 @@ def test_lambda_is_block_zero_between_trees():
     t0 = [i for i in range(model.nb) if model.tree_of[i] == 0][-1]
     t1 = [i for i in range(model.nb) if model.tree_of[i] == 1][-1]
     X = node_transforms(data, [t0, t1], np.zeros((2, 3)))
-    lam = compliance_upsilon(model, data, [t0, t1], X)
+    lam = upsilon_from_poses(model, data, [t0, t1], X)
     assert np.all(lam[:6, 6:] == 0.0)
-    assert rel_err(lam, compliance_dense(model, data, q, [t0, t1], X)) < RTOL
+    assert rel_err(lam, dense_lambda(model, data, q, [t0, t1], X)) < RTOL
 
 
 def test_single_pendulum_closed_form():

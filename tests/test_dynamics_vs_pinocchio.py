@@ -19,8 +19,8 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from mbsim.simcore.compliance import compliance_upsilon
 from mbsim.simcore.data import Data
+from mbsim.simcore.delassus import upsilon_from_poses
 from mbsim.simcore.dynamics import aba, articulated_factor, crba, impulse_response, rnea
 from mbsim.simcore.kinematics import forward_kinematics, node_transforms
 from mbsim.simcore.spatial import plucker_np
@@ -86,7 +86,7 @@ def test_compliance_matches_pinocchio(urdf, base):
         lam_pin = J @ np.linalg.solve(M, J.T)
         forward_kinematics(model, data, q)
         X = node_transforms(data, bodies, points)
-        assert rel_err(compliance_upsilon(model, data, bodies, X), lam_pin) < RTOL
+        assert rel_err(upsilon_from_poses(model, data, bodies, X), lam_pin) < RTOL
         f = rng.normal(size=(n_nodes, 6))
         articulated_factor(model, data)
         dv_pin = np.linalg.solve(M, J.T @ f.ravel())
@@ -119,7 +119,7 @@ def test_compliance_matches_pinocchio_delassus(urdf, base):
     delassus = pin.computeDelassusMatrix(tw.pm, tw.pd, tw.q(q), cms, cds, 0.0)
     X = np.array([plucker_np(np.eye(3), p) for p in points])  # body axes, origin at p
     forward_kinematics(model, data, q)
-    lam = compliance_upsilon(model, data, bodies, X)
+    lam = upsilon_from_poses(model, data, bodies, X)
     # mbsim orders each node's rows [angular; linear], Pinocchio [linear; angular]
     perm = np.concatenate([[6 * a + 3, 6 * a + 4, 6 * a + 5, 6 * a, 6 * a + 1, 6 * a + 2]
                            for a in range(n_nodes)])  # fmt: skip

@@ -155,7 +155,7 @@ def test_rk4_rows_for_the_held_force_step_keep_a_turning_contact_out(rows, bound
     )  # fmt: skip
     sim = Simulator(sc)
     assert sim.options.gap_floor == -1e-5
-    sim.options.rk4_gap_rows = rows
+    sim.stepper.configure(rk4_gap_rows=rows)
     com_x0 = chain_com_x(sim)
     summary = sim.run()
     assert summary.status == "complete"

@@ -9,8 +9,9 @@ from mbsim.errors import ModelError
 from mbsim.io.urdf import parse_urdf_string
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import crba
+from mbsim.simcore.joints import FREE
 from mbsim.simcore.kinematics import forward_kinematics
-from mbsim.simcore.model import FREE, build_model
+from mbsim.simcore.model import build_model
 
 
 def urdf(body: str, name: str = "r") -> str:

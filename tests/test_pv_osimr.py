@@ -1,10 +1,11 @@
 """PV-OSIMr (003 Algorithm 3) against three independent routes to the same Delassus matrix.
 
-Truths compared with ``compliance_pv_osimr``:
-* ``compliance_dense``: CRBA, Cholesky and the explicit node Jacobian, J M^-1 J^T;
-* ``compliance_upsilon``: Jain's recursion (000 Eqs. 64-69), a different factorisation of
-  M^-1 with its own kernel; its Upsilon(k) (Eq. 68) must also equal PV-OSIMr's intermediate
-  0Omega_k (003 Eq. 18) at every branching body, which checks the propagation, not only Lambda;
+Truths compared with ``pv_osimr_from_poses`` / ``pv_osimr_after_aba``:
+* ``dense_lambda``: CRBA, Cholesky and the explicit node Jacobian, J M^-1 J^T;
+* ``upsilon_from_poses`` / ``upsilon``: Jain's recursion (000 Eqs. 64-69), a different
+  factorisation of M^-1 with its own kernel; its Upsilon(k) (Eq. 68) must also equal PV-OSIMr's
+  intermediate 0Omega_k (003 Eq. 18) at every branching body, which checks the propagation, not
+  only Lambda;
 * ``pin.computeDelassusMatrix`` (Pinocchio's own Delassus algorithm, world-frame, C++) with
   mixed 6D and 3D contacts, the independent truth for the reduced 3D (linear-row) constraints.
 
@@ -30,12 +31,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mbsim.simcore.compliance import compliance_dense, compliance_upsilon, upsilon
 from mbsim.simcore.data import Data
+from mbsim.simcore.delassus import (
+    branching_inverse_inertias,
+    dense_lambda,
+    pv_osimr_after_aba,
+    pv_osimr_from_poses,
+    upsilon,
+    upsilon_from_poses,
+)
 from mbsim.simcore.dynamics import articulated_factor, crba, impulse_response
 from mbsim.simcore.kinematics import forward_kinematics, node_jacobian, node_transforms
 from mbsim.simcore.model import build_model
-from mbsim.simcore.pv_osimr import branching_inverse_inertias, compliance_pv_osimr
 from mbsim.simcore.spatial import plucker_np
 from mbsim.simcore.spec import JointSpec, LinkSpec, RobotSpec
 from pin_oracle import all_urdfs, robots_dir, twin_or_skip
@@ -76,9 +83,9 @@ def check_all_routes(model, data, q, bodies, points, rng):
     """PV-OSIMr vs Upsilon and dense, 6D and mixed 3D/6D; returns the 6D Lambda."""
     forward_kinematics(model, data, q)
     X = node_transforms(data, bodies, points)
-    dense = compliance_dense(model, data, q, bodies, X)
-    ups = compliance_upsilon(model, data, bodies, X)
-    lam = compliance_pv_osimr(model, data, bodies, X)
+    dense = dense_lambda(model, data, q, bodies, X)
+    ups = upsilon_from_poses(model, data, bodies, X)
+    lam = pv_osimr_from_poses(model, data, bodies, X)
     assert lam.shape == dense.shape
     assert rel_err(lam, dense) < RTOL
     assert rel_err(lam, ups) < RTOL
@@ -94,9 +101,9 @@ def check_all_routes(model, data, q, bodies, points, rng):
     linear = rng.random(len(bodies)) < 0.5
     for lin in (linear, np.ones(len(bodies), bool)):
         sub = np.ix_(rows_of(lin), rows_of(lin))
-        lam3 = compliance_pv_osimr(model, data, bodies, X, linear=lin)
+        lam3 = pv_osimr_from_poses(model, data, bodies, X, linear=lin)
         assert rel_err(lam3, dense[sub]) < RTOL
-    assert rel_err(compliance_pv_osimr(model, data, bodies, X, linear=True), lam3) == 0.0
+    assert rel_err(pv_osimr_from_poses(model, data, bodies, X, linear=True), lam3) == 0.0
     return lam
 
 
@@ -131,7 +138,7 @@ def test_pv_osimr_on_example_robots(urdf, base):
     delassus = pin.computeDelassusMatrix(tw.pm, tw.pd, tw.q(q), cms, cds, 0.0)
     X = np.array([plucker_np(np.eye(3), p) for p in points])  # body axes, origin at p
     forward_kinematics(model, data, q)
-    lam = compliance_pv_osimr(model, data, bodies, X, linear=linear)
+    lam = pv_osimr_from_poses(model, data, bodies, X, linear=linear)
     # Pinocchio orders a 6D node's rows [linear; angular], mbsim [angular; linear]
     perm, o = [], 0
     for lin in linear:
@@ -160,8 +167,8 @@ def test_pv_osimr_on_random_trees(seed, n_links, n_random, branching, base):
 
 
 def test_refresh_contract_and_factorisation_left_in_data():
-    """refresh=True leaves U, Dinv and pivots as articulated_factor computes them (so the
-    impulse response can follow); refresh=False reuses them; data.IA and data.ups are not
+    """pv_osimr_from_poses leaves U, Dinv and pivots as articulated_factor computes them (so
+    the impulse response can follow); pv_osimr_after_aba reuses them; data.IA and data.ups are not
     written (PV-OSIMr keeps its articulated inertias in the tree's inertial frame)."""
     rng = np.random.default_rng(11)
     model = build_model([random_tree(rng, 12, branching=0.5, base="floating")])
@@ -175,7 +182,7 @@ def test_refresh_contract_and_factorisation_left_in_data():
     articulated_factor(model, ref)
     data.ups[:] = 7.0
     data.IA[:] = 7.0
-    lam = compliance_pv_osimr(model, data, bodies, X)
+    lam = pv_osimr_from_poses(model, data, bodies, X)
     assert np.all(data.ups == 7.0) and np.all(data.IA == 7.0)
     for name in ("U", "Dinv", "pivots"):
         assert rel_err(getattr(data, name), getattr(ref, name)) < 1e-13, name
@@ -184,11 +191,11 @@ def test_refresh_contract_and_factorisation_left_in_data():
     J = node_jacobian(model, data, bodies, X)
     dv = impulse_response(model, data, bodies, X, f)
     assert rel_err(dv, np.linalg.solve(M, J.T @ f.ravel())) < RTOL
-    # refresh=False: with a stale factorisation the result changes, with the right one not
-    again = compliance_pv_osimr(model, data, bodies, X, refresh=False)
+    # after ABA: with a stale factorisation the result changes, with the right one not
+    again = pv_osimr_after_aba(model, data, bodies, X)
     assert rel_err(again, lam) < 1e-14
     data.Dinv *= 2.0
-    assert rel_err(compliance_pv_osimr(model, data, bodies, X, refresh=False), lam) > 1e-3
+    assert rel_err(pv_osimr_after_aba(model, data, bodies, X), lam) > 1e-3
 
 
 def test_branching_links_of_the_papers_figure_1():
@@ -251,8 +258,8 @@ def test_accuracy_does_not_depend_on_where_the_robot_is():
         q[:3] = where
         forward_kinematics(model, data, q)
         X = node_transforms(data, bodies, points)
-        dense = compliance_dense(model, data, q, bodies, X)
-        assert rel_err(compliance_pv_osimr(model, data, bodies, X), dense) < RTOL
+        dense = dense_lambda(model, data, q, bodies, X)
+        assert rel_err(pv_osimr_from_poses(model, data, bodies, X), dense) < RTOL
 
 
 def test_bad_input_is_refused():
@@ -262,9 +269,9 @@ def test_bad_input_is_refused():
     forward_kinematics(model, data, model.random_q(rng))
     X = np.tile(np.eye(6), (2, 1, 1))
     with pytest.raises(ValueError, match="node_X"):
-        compliance_pv_osimr(model, data, [0, 1], X[:1])
+        pv_osimr_from_poses(model, data, [0, 1], X[:1])
     with pytest.raises(ValueError, match="is not in"):
-        compliance_pv_osimr(model, data, [0, model.nb], X)
+        pv_osimr_from_poses(model, data, [0, model.nb], X)
     with pytest.raises(ValueError, match="linear"):
-        compliance_pv_osimr(model, data, [0, 1], X, linear=[True])
-    assert compliance_pv_osimr(model, data, np.zeros(0, int), np.zeros((0, 6, 6))).shape == (0, 0)
+        pv_osimr_from_poses(model, data, [0, 1], X, linear=[True])
+    assert pv_osimr_from_poses(model, data, np.zeros(0, int), np.zeros((0, 6, 6))).shape == (0, 0)

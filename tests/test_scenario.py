@@ -326,6 +326,38 @@ def test_free_joint_keys_nested_or_quoted_are_the_same(tmp_path: Path):
     assert checked.robots[0].q0 == {"root_joint.qw": 0.0, "root_joint.qz": 1.0}
 
 
+@pytest.mark.parametrize(
+    "written",
+    ['q0 = { "root_joint.z" = 0.5 }\n', "q0 = { root_joint = { z = 0.5 } }\n"],
+    ids=["quoted", "nested"],
+)
+@pytest.mark.parametrize(
+    "override", ["robot.box.q0.root_joint.z", 'robot.box.q0."root_joint.z"'], ids=["dots", "quoted"]
+)
+def test_override_of_a_free_joint_coordinate_replaces_the_written_one(tmp_path, written, override):
+    """Issue 16: --set robot.box.q0.root_joint.z=0.51 on a file writing the documented quoted
+    form was refused as 'given twice'. Whatever the spelling, the override replaces it."""
+    urdf = tmp_path / "box.urdf"
+    urdf.write_text(FLOATING_URDF)
+    common = '[robot.box]\nurdf = "box.urdf"\nbase = "floating"\n'
+    path = write(tmp_path, common + written + 'v0 = { "root_joint.vx" = 1.0 }\n', "s.toml")
+    s = load_scenario(path, {override: 0.51})
+    assert s.robots[0].q0 == {"root_joint.z": 0.51}
+    assert s.robots[0].v0 == {"root_joint.vx": 1.0}
+    s = load_scenario(path, flags={"q0": {"root_joint.z": 0.52}})
+    assert s.robots[0].q0 == {"root_joint.z": 0.52}
+
+
+def test_load_scenario_takes_a_bundled_sample_name():
+    """Issue 16: load_scenario("sample:pendulum-12.toml") failed from Python (only the CLI
+    resolved sample: names)."""
+    s = load_scenario("sample:pendulum-12.toml")
+    assert s.source is not None and s.source.name == "pendulum-12.toml"
+    assert s.robots[0].urdf.name == "pendulum-12.urdf"
+    with pytest.raises(ScenarioError, match="sample:nope.toml"):
+        load_scenario("sample:nope.toml")
+
+
 def test_scenario_from_urdf(tmp_path: Path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     env = tmp_path / "room.urdf"

@@ -20,6 +20,7 @@ from collections import Counter
 import numpy as np
 
 from mbsim.io.scenario import load_scenario_text
+from mbsim.names import split_link_ref
 from mbsim.samples.catalog import sample_path
 
 #: Simulated time of the benchmark (s): every pendulum of Table 2 first touches the floor at
@@ -89,7 +90,8 @@ def run_pendulum(
         if rep.n_contacts:
             contacts[rep.n_contacts] += 1
             for i in range(rep.n_contacts):
-                link = sim.scene.links[rep.contacts.geom_b[i]]
+                # label static contacts by link ("floor", "wall"), whatever tree holds it
+                link = split_link_ref(sim.scene.links[rep.contacts.geom_b[i]])[1]
                 kind = "self" if rep.contacts.body_b[i] >= 0 else link
                 first.setdefault(kind, sim.t)
         events["impact"] += len(rep.impacts)

@@ -20,3 +20,7 @@ class ModelError(MbsimError):
 
 class GeometryError(MbsimError):
     """Collision geometry is missing, unreadable or degenerate."""
+
+
+class SrdfError(GeometryError):
+    """An SRDF file (collision filters) is unreadable or malformed."""

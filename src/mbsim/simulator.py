@@ -22,10 +22,10 @@ from mbsim.io.scenario import build_scenario_model
 from mbsim.simcore.bilateral import Bilateral, ConstraintError, closures_from_scenario
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy
+from mbsim.simcore.joints import FREE
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
-from mbsim.simcore.model import FREE
-from mbsim.simcore.stepper import OSStepper, SimulationError, StepOptions, rk4_friction_message
+from mbsim.simcore.stepper import OSStepper, SimulationError, StepOptions, check_rk4_friction
 
 #: Steps between energy divergence checks, and the allowed growth factor (see _check_energy).
 ENERGY_CHECK_EVERY = 100
@@ -91,32 +91,25 @@ class Simulator:
         self.scenario = sc
         m = self.model
         c = sc.contact
-        srdfs = [r.srdf for r in sc.robots if r.srdf is not None]
-        if c.srdf is not None:
-            srdfs.append(c.srdf)
+        # Link references are canonical ``tree/link`` (validate_against_model), with the SRDF
+        # pairs already added to disabled_pairs, so the scene gets them as they are.
         self.scene = CollisionScene.from_model(
             m,
             floor=c.floor,
             margin=c.margin,
+            pair_margins=[(p.a, p.b, p.margin) for p in c.pairs if p.margin is not None],
             self_collision=c.self_collision,
-            disabled_pairs=[(_link(a), _link(b)) for a, b in c.disabled_pairs],
-            srdf=srdfs or None,
+            disabled_pairs=c.disabled_pairs,
         )
-        self._pair_mu_eps = {}
-        for p in c.pairs:
-            mu = p.mu if p.mu is not None else c.mu
-            eps = p.restitution if p.restitution is not None else c.restitution
-            val = (mu, eps)
-            self._pair_mu_eps[(_link(p.a), _link(p.b))] = val
-            self._pair_mu_eps[(_link(p.b), _link(p.a))] = val
-        self.options = StepOptions(
+        self._pair_mu, self._pair_eps = pair_parameter_table(self.scene, c)
+        options = StepOptions(
             dt=sc.simulation.dt,
             nf=c.friction_directions,
             mu=c.mu,
             restitution=c.restitution,
             solver=sc.simulation.solver,
             formulation=sc.simulation.formulation,
-            pair_params_fn=self._contact_params if self._pair_mu_eps else None,
+            pair_params_fn=self._contact_params if c.pairs else None,
             delassus=sc.simulation.delassus,
             dynamics=sc.simulation.dynamics,
             integrator=sc.simulation.integrator,
@@ -136,7 +129,7 @@ class Simulator:
         self.stepper = OSStepper(
             m,
             self.scene if self.scene.allowed.any() else None,
-            self.options,
+            options,
             torque=self._torque if self._has_torque else None,
             bilateral=self.bilateral,
         )
@@ -204,15 +197,15 @@ class Simulator:
             tau[vi] += kp * (target - q[qi]) - kd * v[vi]
         return tau
 
+    @property
+    def options(self) -> StepOptions:
+        """The stepper's options (frozen; ``self.stepper.configure(...)`` changes them)."""
+        return self.stepper.opt
+
     def _contact_params(self, contacts):
-        links = self.scene.links
-        mu = np.full(len(contacts.gap), self.options.mu)
-        eps = np.full(len(contacts.gap), self.options.restitution)
-        for i in range(len(contacts.gap)):
-            key = (links[contacts.geom_a[i]], links[contacts.geom_b[i]])
-            if key in self._pair_mu_eps:
-                mu[i], eps[i] = self._pair_mu_eps[key]
-        return mu, eps
+        """(mu, restitution) of each contact, from the pair table built at set-up."""
+        a, b = contacts.geom_a, contacts.geom_b
+        return self._pair_mu[a, b], self._pair_eps[a, b]
 
     # ------------------------------------------------------------------ stepping
     def step(self):
@@ -286,11 +279,10 @@ class Simulator:
             return
         group = writer.group("lcp_dumps")
 
-        def dump(name, M, q, res, nb, step, time):
-            dump_lcp(group, name, M, q, res, nb=nb, step=step, time=time)
+        def dump(name, M, q, res, n_free, step, time):
+            dump_lcp(group, name, M, q, res, nb=n_free, step=step, time=time)
 
-        self.options.dump_lcp = mode
-        self.options.dump_fn = dump
+        self.stepper.dump_lcps(mode, dump)
 
     def run(
         self, writer=None, progress=None, record_every: int | None = None, should_stop=None
@@ -423,21 +415,26 @@ def _gap_floor(sc):
 
 
 def _check_rk4(sc) -> None:
-    """Refuse rk4 with friction anywhere (001 Sec. 4.1), naming the scenario key."""
-    if sc.simulation.integrator != "rk4":
-        return
-    where = sc.source or "the scenario"
-    if sc.contact.mu > 0.0:
-        raise MbsimError(
-            f"{where}: contact.mu = {sc.contact.mu:g}: {rk4_friction_message(sc.contact.mu)}"
-        )
-    for i, p in enumerate(sc.contact.pairs):
-        if p.mu is not None and p.mu > 0.0:
-            raise MbsimError(
-                f"{where}: contact.pairs.{i}.mu = {p.mu:g}: {rk4_friction_message(p.mu)}"
-            )
+    """Refuse rk4 with friction anywhere (stepper.check_rk4_friction), naming the scenario
+    key."""
+    frictions = [("contact.mu", sc.contact.mu)]
+    frictions += [(f"contact.pairs.{i}.mu", p.mu) for i, p in enumerate(sc.contact.pairs)]
+    check_rk4_friction(sc.simulation.integrator, frictions, sc.source or "the scenario")
 
 
-def _link(ref: str) -> str:
-    """'tree/link' -> 'link' (the collision scene names links without their tree)."""
-    return ref.split("/", 1)[1] if "/" in ref else ref
+def pair_parameter_table(scene, contact) -> tuple[np.ndarray, np.ndarray]:
+    """(mu, restitution) for every pair of the scene's shapes, (n_shapes, n_shapes) each,
+    symmetric: the global ``contact.mu`` / ``contact.restitution`` overwritten by each
+    ``contact.pairs`` entry (``tree/link`` names, later entries win) for the shapes of its two
+    links. Built once, so each step's look-up is one fancy index."""
+    n = scene.n_shapes
+    mu = np.full((n, n), contact.mu)
+    eps = np.full((n, n), contact.restitution)
+    for i, p in enumerate(contact.pairs):
+        ia = scene.shapes_of(p.a, f"contact.pairs.{i}.a")
+        ib = scene.shapes_of(p.b, f"contact.pairs.{i}.b")
+        for table, value in ((mu, p.mu), (eps, p.restitution)):
+            if value is not None:
+                table[np.ix_(ia, ib)] = value
+                table[np.ix_(ib, ia)] = value
+    return mu, eps

@@ -12,6 +12,7 @@ from mbsim.collision.scene import CollisionScene
 from mbsim.io.urdf import load_urdf
 from mbsim.simcore.formulations import lcp_dimension
 from mbsim.simcore.model import Model, build_model
+from mbsim.simcore.options import FORMULATIONS
 
 
 def info(
@@ -37,7 +38,7 @@ def info(
         "friction_directions": friction_directions,
         **{
             f: lcp_dimension(f, model.nb, model.nv, 0, contacts, friction_directions)
-            for f in ("os", "rmc", "mc", "nmc", "nmc-os")
+            for f in FORMULATIONS
         },
     }
     if as_json:
@@ -125,7 +126,7 @@ def render(model: Model, s: dict) -> str:
     if dims is not None:
         lines.append(
             f"LCP size with {dims['contacts']} contacts, nf = {dims['friction_directions']}: "
-            + ", ".join(f"{f.upper()} {dims[f]}" for f in ("os", "rmc", "mc", "nmc", "nmc-os"))
+            + ", ".join(f"{f.upper()} {dims[f]}" for f in FORMULATIONS)
         )
     if s["warnings"]:
         lines.append(f"warnings ({len(s['warnings'])}):")

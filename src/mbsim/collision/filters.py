@@ -10,11 +10,12 @@ A pair (i, j) of shapes is checked unless any of these holds:
 * their links are members of one collision group (``groups``: shapes within a group ignore
   each other, shapes of different groups or of no group collide).
 
-Link names are plain (``panda_link3``, matching every tree that has such a link) or qualified
-by the tree's name (``panda/panda_link3``). The built-in ground plane is the link
-``ground_plane``. A name matching no link is an error for ``disabled_pairs`` and ``groups``;
-SRDF files (written for some URDF variant) may name links a model lacks, which are reported in
-the notes and otherwise ignored.
+Links are named ``tree/link`` (``panda/panda_link3``, :mod:`mbsim.names`); the built-in ground
+plane is ``builtin/floor``. For direct library use a bare ``link`` is also accepted and matches
+that link in every tree (the Simulator always passes ``tree/link``, so an entry for one copy of
+a robot never touches another copy). A name matching no link is an error for
+``disabled_pairs`` and ``groups``; SRDF files (written for some URDF variant) may name links a
+model lacks, which are reported in the notes and otherwise ignored.
 """
 
 from __future__ import annotations
@@ -25,13 +26,17 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from mbsim.errors import GeometryError
+from mbsim.io.srdf import read_srdf
+from mbsim.names import BUILTIN_TREE, link_ref
 
-#: Link name of the built-in ground plane (a half-space; body -1, not part of any tree).
-GROUND_LINK = "ground_plane"
+#: Tree index of the built-in ground plane (a half-space; body -1, not part of the model).
+GROUND_TREE = -1
 
 
-class _Names:
-    """Map user link names to the shape indices they denote."""
+class LinkNames:
+    """Map link names (``tree/link``, or a bare ``link`` meaning every tree's) to the indices
+    of their collision shapes. ``links``: per shape its (tree index, URDF link name); tree
+    ``GROUND_TREE`` is the built-in floor."""
 
     def __init__(self, model, links: list[tuple[int, str]]) -> None:
         self.shapes: dict[tuple[int, str], list[int]] = {}
@@ -42,8 +47,14 @@ class _Names:
         self.by_name: dict[str, set[tuple[int, str]]] = {}
         for tree, link in known:
             self.by_name.setdefault(link, set()).add((tree, link))
-            if 0 <= tree < len(model.tree_names):
-                self.by_name.setdefault(f"{model.tree_names[tree]}/{link}", set()).add((tree, link))
+            self.by_name.setdefault(self.qualified(model, tree, link), set()).add((tree, link))
+
+    @staticmethod
+    def qualified(model, tree: int, link: str) -> str:
+        """``tree/link`` of a (tree index, link) key."""
+        if tree == GROUND_TREE:
+            return link_ref(BUILTIN_TREE, link)
+        return link_ref(model.tree_names[tree], link)
 
     def links(self, name: str, tree: int | None = None) -> set[tuple[int, str]]:
         found = self.by_name.get(name, set())
@@ -52,12 +63,17 @@ class _Names:
     def indices(self, links: set[tuple[int, str]]) -> list[int]:
         return [i for key in links for i in self.shapes.get(key, [])]
 
+    def shape_indices(self, name: str, what: str) -> list[int]:
+        """Indices of the shapes of link ``name``; GeometryError naming ``what`` if no link of
+        the model has that name."""
+        return self.indices(names_or_error(self, name, what))
+
 
 def allowed_pairs(
     model,
     body: np.ndarray,
     tree: np.ndarray,
-    links: list[str],
+    names: LinkNames,
     *,
     self_collision: bool = True,
     disabled_pairs: Iterable[tuple[str, str]] = (),
@@ -67,8 +83,8 @@ def allowed_pairs(
 ) -> np.ndarray:
     """Symmetric (n, n) bool matrix: True where shapes i and j are checked (module docstring).
 
-    body, tree, links: per shape its body (-1 static), tree (-1 for the ground plane) and
-    link name. notes collects SRDF links the model lacks.
+    body, tree: per shape its body (-1 static) and tree (GROUND_TREE for the ground plane);
+    names: the shapes' :class:`LinkNames`. notes collects SRDF links the model lacks.
     """
     body = np.asarray(body, dtype=np.int64)
     tree = np.asarray(tree, dtype=np.int64)
@@ -87,7 +103,6 @@ def allowed_pairs(
     if not self_collision:
         same_tree = (tree[:, None] == tree[None, :]) & (tree[:, None] >= 0)
         ok &= ~same_tree
-    names = _Names(model, list(zip(tree.tolist(), links, strict=True)))
     for a, b in disabled_pairs:
         _disable(
             ok,
@@ -110,14 +125,14 @@ def allowed_pairs(
     return ok
 
 
-def names_or_error(names: _Names, name: str, what: str) -> set[tuple[int, str]]:
+def names_or_error(names: LinkNames, name: str, what: str) -> set[tuple[int, str]]:
     found = names.links(str(name))
     if not found:
         raise GeometryError(f"{what}: link '{name}' is not a link of the model.")
     return found
 
 
-def _disable(ok, names: _Names, la: set, lb: set) -> None:
+def _disable(ok, names: LinkNames, la: set, lb: set) -> None:
     ia, ib = names.indices(la), names.indices(lb)
     if ia and ib:
         ok[np.ix_(ia, ib)] = False
@@ -132,27 +147,12 @@ def _paths(srdf) -> list[str]:
     return [os.fspath(p) for p in srdf]
 
 
-def _srdf_pairs(path: str, names: _Names, model, notes: list[str] | None):
+def _srdf_pairs(path: str, names: LinkNames, model, notes: list[str] | None):
     """Link-set pairs of an SRDF's ``<disable_collisions>`` (robot name picks the tree)."""
-    from lxml import etree
-
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
-    try:
-        root = etree.parse(path, parser).getroot()
-    except OSError as exc:
-        raise GeometryError(f"{path}: SRDF file cannot be read ({exc}).") from exc
-    except etree.XMLSyntaxError as exc:
-        raise GeometryError(f"{path}: SRDF file is not well-formed XML ({exc.msg}).") from exc
-    robot = root.get("name")
-    tree = model.tree_names.index(robot) if robot in model.tree_names else None
+    srdf = read_srdf(path)  # SrdfError is a GeometryError
+    tree = model.tree_names.index(srdf.robot) if srdf.robot in model.tree_names else None
     missing: set[str] = set()
-    for element in root.iter("disable_collisions"):
-        a, b = element.get("link1"), element.get("link2")
-        if not a or not b:
-            raise GeometryError(
-                f"{path}: <disable_collisions> (line {element.sourceline}) needs both "
-                "'link1' and 'link2'."
-            )
+    for a, b in srdf.disabled:
         la, lb = names.links(a, tree), names.links(b, tree)
         missing |= {x for x, s in ((a, la), (b, lb)) if not s}
         yield la, lb

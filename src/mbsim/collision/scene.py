@@ -16,7 +16,8 @@ One :meth:`CollisionScene.detect` call (step 2 of the time step in docs/architec
    (:mod:`mbsim.collision.manifold`).
 
 Shapes are indexed as ``model.geometries``; the ground plane, when enabled, is shape index
-``len(model.geometries)`` on body -1 with link name ``ground_plane``.
+``len(model.geometries)`` on body -1. ``scene.links[shape]`` names each shape's link
+``tree/link`` (:mod:`mbsim.names`); the ground plane is ``builtin/floor``.
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ import numpy as np
 
 from mbsim.collision.broadphase import TAGS_WORK, BruteForceBroadphase, FclBroadphase
 from mbsim.collision.fcl_narrow import FclNarrowphase
-from mbsim.collision.filters import GROUND_LINK, allowed_pairs
+from mbsim.collision.filters import GROUND_TREE, LinkNames, allowed_pairs
 from mbsim.collision.geometry import build_records
 from mbsim.collision.manifold import reduce_manifold
 from mbsim.collision.narrowphase import finish, narrowphase, shape_poses
 from mbsim.collision.shapes import KIND_NAMES
 from mbsim.collision.table import build_table
 from mbsim.errors import GeometryError
+from mbsim.names import FLOOR_LINK
 
 #: Default contact margin, m: pairs closer than this (gap < margin) are reported.
 DEFAULT_MARGIN = 1e-3
@@ -54,8 +56,8 @@ class Contacts:
     """Contacts of one step, as arrays of length nc (SI units, world frame unless stated).
 
     body_a, body_b: body indices (-1 = the static world); geom_a, geom_b: shape indices
-    (``scene.links[geom]`` names the URDF link). point_a, point_b (nc, 3): the contact point on
-    each shape; local_a, local_b: the same in the body frames (world frame for body -1).
+    (``scene.links[geom]`` is the link's ``tree/link``). point_a, point_b (nc, 3): the contact
+    point on each shape; local_a, local_b: the same in the body frames (world frame for body -1).
     normal (nc, 3): unit, from B to A. gap (nc,): (point_a - point_b) . normal, m, negative =
     penetration. pair_id: geom_a * n_shapes + geom_b (stable). feature_key: which features of
     the pair made the point (stable while they stay in contact); (pair_id, feature_key)
@@ -88,6 +90,7 @@ class CollisionScene:
         *,
         floor: bool = False,
         margin: float = DEFAULT_MARGIN,
+        pair_margins: Iterable[tuple[str, str, float]] = (),
         self_collision: bool = True,
         disabled_pairs: Iterable[tuple[str, str]] = (),
         srdf: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
@@ -107,6 +110,13 @@ class CollisionScene:
             raise GeometryError(f"broadphase {broadphase!r} must be 'fcl' or 'bruteforce'.")
         self.model = model
         self.margin = float(margin)
+        pair_margins = list(pair_margins)
+        for a, b, m in pair_margins:
+            if not (np.isfinite(m) and m >= 0.0):
+                raise GeometryError(f"collision margin {m!r} m of pair {a} - {b} must be >= 0.")
+        # detection runs at the largest margin; detect() then drops contacts beyond their
+        # pair's own margin (see _margin_table)
+        self.reach = max([self.margin, *(float(m) for _, _, m in pair_margins)])
         self.cap = int(manifold_cap)
         self.work_limit = int(work_limit)
         self.notes: list[str] = []
@@ -117,20 +127,25 @@ class CollisionScene:
         self.floor = bool(floor)
         self.ground_index = n if floor else -1
         self.ground = np.array([0.0, 0.0, 1.0, 0.0 if floor else np.nan])
-        self.links = [r.link for r in self.records] + [GROUND_LINK]
+        keys = [(r.tree, r.link) for r in self.records] + [(GROUND_TREE, FLOOR_LINK)]
+        #: link names of every shape, to look shapes up by ``tree/link`` (or bare ``link``)
+        self.names = LinkNames(model, keys)
+        #: ``tree/link`` of every shape (the last one the ground plane, ``builtin/floor``)
+        self.links = [LinkNames.qualified(model, t, link) for t, link in keys]
         body = np.array([r.body for r in self.records] + [-1], dtype=np.int64)
-        tree = np.array([r.tree for r in self.records] + [-1], dtype=np.int64)
+        tree = np.array([t for t, _ in keys], dtype=np.int64)
         self.allowed = allowed_pairs(
             model,
             body,
             tree,
-            self.links,
+            self.names,
             self_collision=self_collision,
             disabled_pairs=disabled_pairs,
             srdf=srdf,
             groups=groups,
             notes=self.notes,
         )
+        self._margin_table = self._pair_margin_table(pair_margins)
         if not floor:
             self.allowed[n, :] = False
             self.allowed[:, n] = False
@@ -144,13 +159,13 @@ class CollisionScene:
         if not (np.isfinite(broadphase_slack) and broadphase_slack >= 0.0):
             raise GeometryError(f"broadphase_slack {broadphase_slack!r} m must be finite and >= 0.")
         if broadphase == "fcl":
-            self._broad = FclBroadphase(self.records, self.margin, broadphase_slack)
+            self._broad = FclBroadphase(self.records, self.reach, broadphase_slack)
         else:
             self._broad = BruteForceBroadphase(body[:n], self.allowed[:n, :n])
-        self._fcl = FclNarrowphase(self.records, self.table, self.margin, self.cap)
+        self._fcl = FclNarrowphase(self.records, self.table, self.reach, self.cap)
         t = self.table
         self._fpack, self._ipack, self._offs = t.pack()
-        self._params = np.array([self.margin, self.cap, self.work_limit], dtype=float)
+        self._params = np.array([self.reach, self.cap, self.work_limit], dtype=float)
         self._Rw = np.zeros((n, 3, 3))
         self._pw = np.zeros((n, 3))
         self._bc = np.zeros((n, 3))
@@ -170,8 +185,13 @@ class CollisionScene:
 
         floor (False): add the ground plane z <= 0 (a half-space, static).
         margin (1e-3 m): report pairs with gap < margin.
+        pair_margins: (link, link, margin) triples overriding ``margin`` for those links'
+        shapes (later triples win). Detection runs at the largest margin and drops each
+        contact whose gap is not below its pair's margin; a pair with a smaller margin than
+        the largest may then keep fewer than ``manifold_cap`` points (reduction happened
+        before the drop).
         self_collision (True): check shapes of the same robot against each other.
-        disabled_pairs: link-name pairs never checked; srdf: SRDF file(s) whose
+        disabled_pairs: link-name pairs (``tree/link``) never checked; srdf: SRDF file(s) whose
         ``<disable_collisions>`` are never checked; groups: {name: links}, links of one group
         never checked against each other (see :mod:`mbsim.collision.filters`).
         convex (False): True, or link names, to replace meshes by their convex hulls.
@@ -182,6 +202,18 @@ class CollisionScene:
         work_limit (20000): largest convex pair the exact kernel takes (else FCL).
         """
         return cls(model, **options)
+
+    def _pair_margin_table(self, pair_margins) -> np.ndarray | None:
+        """(n_shapes, n_shapes) margin of every shape pair, None when all use ``margin``."""
+        if not pair_margins:
+            return None
+        table = np.full((self.n_shapes, self.n_shapes), self.margin)
+        for a, b, m in pair_margins:
+            ia = self.shapes_of(a, "pair_margins")
+            ib = self.shapes_of(b, "pair_margins")
+            table[np.ix_(ia, ib)] = m
+            table[np.ix_(ib, ia)] = m
+        return table
 
     def _grow(self, rows: int) -> None:
         self._out_i = np.zeros((rows, 3), dtype=np.int64)
@@ -216,10 +248,17 @@ class CollisionScene:
         ints, vecs, gap = finish(
             self._out_i, self._out_f, nc, self._ipack, self._offs, self.n_shapes, R_world, p_world
         )
-        return Contacts(
+        contacts = Contacts(
             ints[0], ints[1], ints[2], ints[3], vecs[0], vecs[1], vecs[2], vecs[3], vecs[4], gap,
             ints[4], ints[5],
         )  # fmt: skip
+        if self._margin_table is None:
+            return contacts
+        keep = contacts.gap < self._margin_table[contacts.geom_a, contacts.geom_b]
+        if keep.all():
+            return contacts
+        fields = (getattr(contacts, f)[keep] for f in Contacts.__slots__)
+        return Contacts(*(np.ascontiguousarray(a) for a in fields))
 
     def _fcl_contacts(self, nfcl: int, nc: int, Rw, pw) -> int:
         """Run FCL on the pairs the kernels handed over; appends rows, returns the count."""
@@ -238,6 +277,11 @@ class CollisionScene:
                 self._out_f[nc] = self._buf[c]
                 nc += 1
         return nc
+
+    def shapes_of(self, name: str, what: str = "link") -> list[int]:
+        """Shape indices of link ``name`` (``tree/link``, ``builtin/floor``, or a bare link
+        name = that link in every tree); GeometryError naming ``what`` if there is none."""
+        return self.names.shape_indices(name, what)
 
     def describe(self, contacts: Contacts, i: int) -> str:
         """One line naming contact i's links, shape kinds and gap (for messages)."""

@@ -58,6 +58,7 @@ import yourdfpy
 from lxml import etree
 
 from mbsim.errors import GeometryError, UrdfError
+from mbsim.io.safe_xml import safe_parser
 from mbsim.simcore.spec import (
     JOINT_TYPES,
     GeometrySpec,
@@ -343,23 +344,10 @@ def _check_base(ctx: _Ctx, base: str, base_pose: np.ndarray | None) -> np.ndarra
 # --------------------------------------------------------------------------- XML safety
 
 
-def _safe_parser() -> etree.XMLParser:
-    """An lxml parser that never expands entities, loads DTDs or touches the network."""
-    return etree.XMLParser(
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        dtd_validation=False,
-        huge_tree=False,
-        remove_comments=True,
-        remove_pis=True,
-    )
-
-
 def _parse_xml(ctx: _Ctx, data: bytes) -> etree._Element:
     """Parse untrusted bytes; reject malformed XML, entity declarations and external DTDs."""
     try:
-        root = etree.fromstring(data, _safe_parser())
+        root = etree.fromstring(data, safe_parser())
     except etree.XMLSyntaxError as exc:
         if b"<!ENTITY" in data:
             # libxml2 fails on entity use (external entity in an attribute, amplification

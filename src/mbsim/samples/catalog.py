@@ -52,6 +52,16 @@ def _unknown(name: str, why: str) -> MbsimError:
     )
 
 
+def sample_scenario_path(name: str) -> Path:
+    """Path of the bundled scenario ``NAME.toml`` (as in ``sample:NAME.toml``); MbsimError
+    naming it and the bundled scenarios if there is none."""
+    path = bundled_dir() / name
+    if not name.endswith(".toml") or "/" in name or not path.is_file():
+        listed = ", ".join(sorted(p.name for p in bundled_dir().glob("*.toml")))
+        raise MbsimError(f"sample:{name}: no such bundled scenario (available: {listed}).")
+    return path
+
+
 def sample_path(name: str) -> Path:
     """Path of the sample URDF called ``name`` (an optional ``.urdf`` suffix is ignored).
 

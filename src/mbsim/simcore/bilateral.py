@@ -87,10 +87,6 @@ class BilateralRows:
         return len(self.error)
 
 
-def _skew(p):
-    return np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
-
-
 def rotation_log(R: np.ndarray) -> np.ndarray:
     """Rotation vector (axis * angle, rad) of a rotation matrix, accurate near 0 and pi."""
     c = np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)

@@ -46,3 +46,6 @@ class Data:
         self.M = np.zeros((nv, nv))
         self.scratch66 = np.zeros((4, 6, 6))
         self.scratch6 = np.zeros((4, 6))
+        # Delassus algorithms' workspaces (simcore/delassus), built on their first call
+        self.upsilon_world_ws = None  # delassus.upsilon_world.WorldUpsilonWorkspace
+        self.pv_osimr_ws = None  # delassus.pv_osimr.PvOsimrWorkspace

@@ -28,8 +28,7 @@ from mbsim.simcore.dynamics import (
     rnea_kernel,
 )
 from mbsim.simcore.kinematics import forward_kinematics, node_jacobian
-
-DYNAMICS = ("aba", "crba")
+from mbsim.simcore.options import DYNAMICS
 
 
 class AbaDynamics:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mbsim.simcore.model import FREE, PRISMATIC, REVOLUTE
+from mbsim.simcore.joints import FREE, PRISMATIC, REVOLUTE
 from mbsim.simcore.spatial import cross_motion, plucker, quat_to_rotation, xform_motion
 
 

@@ -31,17 +31,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mbsim.errors import ModelError
+from mbsim.simcore.data import Data
+from mbsim.simcore.dynamics import articulated_pivots
+from mbsim.simcore.joints import FREE, JOINT_CODE, PRISMATIC, REVOLUTE
 from mbsim.simcore.spatial import spatial_inertia
 from mbsim.simcore.spec import GeometrySpec, RobotSpec
-
-#: Joint type codes used in the kernels.
-REVOLUTE, PRISMATIC, FREE = 0, 1, 2
-JOINT_CODE = {
-    "revolute": REVOLUTE,
-    "continuous": REVOLUTE,
-    "prismatic": PRISMATIC,
-    "floating": FREE,
-}
 
 #: A body whose mass matrix pivot falls below this (relative to the largest pivot) makes the
 #: mass matrix numerically singular; float64 leaves ~1e-16, so 1e-12 keeps a margin of 1e4.
@@ -79,7 +73,7 @@ class Model:
     """Flat arrays of a forest of rigid bodies connected by joints (see module docstring).
 
     Per body ``i`` (``nb`` moving bodies): ``parent[i]`` (-1 for the world), ``jtype[i]``
-    (REVOLUTE/PRISMATIC/FREE), ``qi[i]``/``vi[i]`` first index into q and v, ``nqj``/``nvj``
+    (joints.py codes), ``qi[i]``/``vi[i]`` first index into q and v, ``nqj``/``nvj``
     counts, ``S[i, :, :nvj]`` motion subspace in the body frame, ``tree_E``/``tree_r`` the
     Plücker transform from the parent body frame to the joint frame at zero (spatial.py
     convention), ``axis`` the unit joint axis (joint frame), ``inertia`` the 6x6 spatial inertia
@@ -398,9 +392,6 @@ def _check_mass_matrix(model: Model, b: _Builder) -> None:
     """
     if model.nb == 0:
         return
-    from mbsim.simcore.data import Data
-    from mbsim.simcore.dynamics import articulated_pivots
-
     data = Data(model)
     rng = np.random.default_rng(0)
     worst = np.full(model.nv, np.inf)

@@ -148,13 +148,48 @@ def spatial_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np
     I = [[Ic + m c^ c^T, m c^], [m c^T, m 1]] with c the centre of mass (m) and Ic the
     rotational inertia about the centre of mass (kg m^2), all in the body frame.
     """
-    c = np.asarray(com, dtype=float)
-    cx = np.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]])
+    cx = skew_np(np.asarray(com, dtype=float))
     out = np.zeros((6, 6))
     out[:3, :3] = inertia_com + mass * cx @ cx.T
     out[:3, 3:] = mass * cx
     out[3:, :3] = mass * cx.T
     out[3:, 3:] = mass * np.eye(3)
+    return out
+
+
+def skew_np(r: np.ndarray) -> np.ndarray:
+    """r^ (3x3) as a new array, so that r^ y = r x y (the numpy twin of :func:`skew`)."""
+    return skew_batch(np.asarray(r, dtype=float)[None, :])[0]
+
+
+def skew_batch(r: np.ndarray) -> np.ndarray:
+    """r_k^ for every row of r (n, 3) at once: (n, 3, 3)."""
+    out = np.zeros((r.shape[0], 3, 3))
+    out[:, 0, 1], out[:, 0, 2], out[:, 1, 2] = -r[:, 2], r[:, 1], -r[:, 0]
+    out[:, 1, 0], out[:, 2, 0], out[:, 2, 1] = r[:, 2], -r[:, 1], r[:, 0]
+    return out
+
+
+def plucker_batch(E: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """X(E_k, r_k) = [[E_k, 0], [-E_k r_k^, E_k]] for every k at once, (n, 6, 6)."""
+    X = np.zeros((E.shape[0], 6, 6))
+    X[:, :3, :3] = E
+    X[:, 3:, 3:] = E
+    X[:, 3:, :3] = -E @ skew_batch(r)
+    return X
+
+
+def cross_force_batch(V: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """V_k x* F_k row by row (:func:`cross_force` on (n, 6) arrays), (n, 6)."""
+    w0, w1, w2, u0, u1, u2 = V.T
+    n0, n1, n2, f0, f1, f2 = F.T
+    out = np.empty_like(V)
+    out[:, 0] = w1 * n2 - w2 * n1 + u1 * f2 - u2 * f1
+    out[:, 1] = w2 * n0 - w0 * n2 + u2 * f0 - u0 * f2
+    out[:, 2] = w0 * n1 - w1 * n0 + u0 * f1 - u1 * f0
+    out[:, 3] = w1 * f2 - w2 * f1
+    out[:, 4] = w2 * f0 - w0 * f2
+    out[:, 5] = w0 * f1 - w1 * f0
     return out
 
 

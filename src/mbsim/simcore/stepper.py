@@ -5,10 +5,11 @@ The pipeline (DESIGN.md "One time step"):
 1. kinematics and free motion: ABA at (q, v, tau) gives qdd_f; v_free = v + dt qdd_f. The
    articulated factorisation of q stays in ``data`` for steps 4 and 7.
 2. collision: contacts (points on A and B, normal from B to A, signed gap).
-3. impacts (Sec. 7): contacts approaching faster than ``impact_velocity`` trigger the
-   compression LCP (Eq. 54, dt = 0, q from the pre-step velocity) and, with restitution, the
-   decompression LCP (Eq. 57) with the recovered impulse theta(i) = eps(i) (n . p_c(i)) n
-   (Eq. 56); the velocity after the collision replaces v and the free motion is recomputed.
+3. impacts (Sec. 7, :func:`impact_phase`): contacts approaching faster than
+   ``impact_velocity`` trigger the compression LCP (Eq. 54, dt = 0, q from the pre-step
+   velocity) and, with restitution, the decompression LCP (Eq. 57) with the recovered impulse
+   theta(i) = eps(i) (n . p_c(i)) n (Eq. 56); the velocity after the collision replaces v and
+   the free motion is recomputed.
 4. Lambda for the contact nodes by the Upsilon recursion, W = Q_u Lambda Q_u^T.
 5. the contact rows of the OS LCP (Eq. 53): M = [[D^T W D, E-hat], [E-bar, 0]],
    q = D^T v_u^free, with the gap term below on the normal rows.
@@ -26,20 +27,22 @@ row cannot see, 1/2 dt^2 n . J-dot v (contact.curvature_drift; ``curvature_corre
 a contact point on a rotating body does not drift into the surface by that much every step.
 With ``gap_floor`` set (001 Sec. 4.1's g_Neps) the rule is n . v_u+ >= -max(g, g_Neps)/dt.
 
-With ``integrator = "rk4"`` the step's impulses are held as the force I/dt over a classical RK4
-step (001 Sec. 4.1). Under a constant force the position moves by dt (v_s + v+)/2 to first
-order (the stages' velocity average; v_s the velocity after the step's impacts), not by dt v+,
-so the normal rows ask n . (v_s + v+)/2 >= -g/dt, i.e. n . v+ >= -(2 g/dt + n . v_s). The
-Euler-step rows that 001 uses let the point move by dt n . (v_s - v+)/2 more than the LCP
-allowed: more than g_Neps = -1e-5 m per step on a chain turning about a contact, which the
-cap cannot undo. Impacts have already brought n . v_s to >= 0 at a contact about to close, so
-the doubled allowance does not throw a closing contact back out.
+The integrator is decided once, when the stepper is built (``OSStepper.rk4``; friction is
+refused by :func:`check_rk4_friction`, the one rule the Simulator also applies to the
+scenario's keys). With ``integrator = "rk4"`` the step's impulses are held as the force I/dt
+over a classical RK4 step (001 Sec. 4.1). Under a constant force the position moves by dt (v_s
++ v+)/2 to first order (the stages' velocity average; v_s the velocity after the step's
+impacts), not by dt v+, so the normal rows ask n . (v_s + v+)/2 >= -g/dt, i.e. n . v+ >= -(2
+g/dt + n . v_s). The Euler-step rows that 001 uses let the point move by dt n . (v_s - v+)/2
+more than the LCP allowed: more than g_Neps = -1e-5 m per step on a chain turning about a
+contact, which the cap cannot undo. Impacts have already brought n . v_s to >= 0 at a contact
+about to close, so the doubled allowance does not throw a closing contact back out.
 """
 
 from __future__ import annotations
 
 import time as _time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -48,8 +51,8 @@ from mbsim.simcore.bilateral import ConstraintError
 from mbsim.simcore.contact import curvature_drift
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
-from mbsim.simcore.formulations import ContactProblem, make
-from mbsim.simcore.formulations.minimal import normal_velocity
+from mbsim.simcore.formulations import ContactProblem, Solution, make
+from mbsim.simcore.formulations.base import normal_velocity
 from mbsim.simcore.forward import make_dynamics
 from mbsim.simcore.kinematics import (
     body_velocities_kernel,
@@ -57,9 +60,9 @@ from mbsim.simcore.kinematics import (
     node_transforms,
     propagate_bias,
 )
-from mbsim.simcore.lcp import check, should_dump
+from mbsim.simcore.lcp import DUMP_MODES, check, should_dump
+from mbsim.simcore.options import INTEGRATORS
 
-INTEGRATORS = ("euler", "rk4")
 RK4_GAP_ROWS = ("trapezoid", "euler")
 
 
@@ -72,32 +75,45 @@ def rk4_friction_message(mu) -> str:
     )
 
 
+def check_rk4_friction(integrator: str, frictions, where: str = "") -> None:
+    """The one rule for rk4 and friction (001 Sec. 4.1): refuse ``integrator = "rk4"`` when
+    any friction coefficient is positive. ``frictions``: (name, mu) pairs, the name the
+    setting has for the user (``contact.mu``, ``contact.pairs.0.mu``); ``where`` prefixes the
+    message (the scenario file). None values (unset) are skipped."""
+    if integrator != "rk4":
+        return
+    for name, mu in frictions:
+        if mu is not None and mu > 0.0:
+            prefix = f"{where}: " if where else ""
+            raise MbsimError(f"{prefix}{name} = {mu:g}: {rk4_friction_message(mu)}")
+
+
 class SimulationError(MbsimError):
     """The simulation cannot continue (diverged, LCP failure): exit code 1, status failed."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class StepOptions:
-    """Numerical settings of the stepper (SI units).
+    """Numerical settings of the stepper (SI units), fixed once the stepper holds them
+    (:meth:`OSStepper.configure` validates and swaps in a changed copy).
 
     dt: time step (s). nf: friction directions (even, >= 4). mu, restitution: defaults for
-    every contact pair; ``pair_params`` maps a (body_a, body_b) pair (body indices, -1 world,
-    either order) to (mu, restitution). impact_velocity: approach speed (m/s) above which a
-    contact is treated as a collision (compression/decompression). stabilization: fraction of
-    a penetration removed per step. lcp_tol_rel: LCP acceptance tolerance relative to the
-    problem's scale (see docs/lcp.md). max_penetration (m) and max_speed (m/s or rad/s): a
-    step exceeding them is divergence. integrator: "euler" or "rk4" (001 Sec. 4.1).
+    every contact pair; ``pair_params_fn(contacts) -> (mu, eps)`` per contact, when some pairs
+    have their own (the Simulator's per-pair table). impact_velocity: approach speed (m/s)
+    above which a contact is treated as a collision (compression/decompression). stabilization:
+    fraction of a penetration removed per step. lcp_tol_rel: LCP acceptance tolerance relative
+    to the problem's scale (see docs/lcp.md). max_penetration (m) and max_speed (m/s or rad/s):
+    a step exceeding them is divergence. integrator: "euler" or "rk4" (001 Sec. 4.1).
     gap_floor: 001's g_Neps (m), None for the stabilisation rule (module docstring).
     rk4_gap_rows: with rk4, "trapezoid" writes the normal rows for the held-force step's own
-    position update, n . (v_s + v+)/2 >= -g/dt; "euler" keeps 001's literal procedure, rows
-    for q + dt v+ (its Fig. 8 bounce and ratcheting penetration; docs/results.md).
+    position update, n . (v_s + v+)/2 >= -g/dt; "euler" keeps 001's literal procedure, rows for
+    q + dt v+ (its Fig. 8 bounce and ratcheting penetration; docs/results.md).
     """
 
     dt: float
     nf: int = 4
     mu: float = 0.5
     restitution: float = 0.0
-    pair_params: dict = field(default_factory=dict)
     solver: str = "lemke"
     formulation: str = "os"
     impact_velocity: float = 1e-2
@@ -107,8 +123,6 @@ class StepOptions:
     max_speed: float = 1e4
     energy_consistent_impacts: bool = False
     pair_params_fn: object = None
-    dump_lcp: str = "none"
-    dump_fn: object = None
     delassus: str = "upsilon"
     dynamics: str = "aba"
     integrator: str = "euler"
@@ -167,23 +181,65 @@ def _no_contacts():
     )  # fmt: skip
 
 
+def impact_phase(form, problem, v, eps, energy_consistent, kinetic, respond, accept):
+    """The collision of one step (000 Sec. 7, Eqs. 54-58), from the pre-step velocity v.
+
+    Compression (Eq. 54): the LCP of ``form`` with dt = 0 and no gap allowance gives v_c and
+    the compression impulses P_c (nu, 3). With restitution eps (nu,) > 0, decompression
+    (Eqs. 56-57): the recovered impulse theta(i) = eps(i) (n . P_c(i)) n is applied explicitly
+    (``respond(theta)`` = M^-1 J^T Q_u^T theta) and the LCP solved again from v_c + that
+    response, so every contact stays non-penetrating (q of Eq. 57 = D^T (v_c + W theta)).
+    With ``energy_consistent`` the recovered impulse is halved (up to 30 times) until the
+    kinetic energy ``kinetic(v)`` does not exceed its value before the collision (Kane's
+    paradox guard). ``accept(solution, what)`` checks (and dumps) every LCP solved.
+
+    Returns (v after the collision, total impulse on A (nu, 3) N s, kinetic energy before, J).
+    """
+    ke_before = kinetic(v)
+    sol = form.solve(problem, v, 0.0, False)
+    accept(sol, "compression")
+    v_c, impulse = sol.v, sol.F
+    if np.any(eps > 0):
+        normal = problem.contacts.normal
+        theta = (eps * np.einsum("ij,ij->i", sol.F, normal))[:, None] * normal
+        scale = 1.0
+        for _ in range(30 if energy_consistent else 1):
+            v_t = v_c + respond(scale * theta)
+            sol_d = form.solve(problem, v_t, 0.0, False)
+            accept(sol_d, "decompression")
+            if not energy_consistent or kinetic(sol_d.v) <= ke_before:
+                break
+            scale *= 0.5
+        v_c = sol_d.v
+        impulse = impulse + (sol_d.F + scale * theta)
+    return v_c, impulse, ke_before
+
+
 class OSStepper:
-    """Advances (q, v) by one step with the OS formulation; see the module docstring."""
+    """Advances (q, v) by one step with the OS formulation; see the module docstring.
+
+    ``opt`` (StepOptions, frozen) is fixed while the stepper holds it; :meth:`configure`
+    swaps in a validated copy. ``rk4`` is the integrator decision, made there once.
+    """
 
     def __init__(self, model, collision, options: StepOptions, torque=None, bilateral=None):
-        if options.dt <= 0:
-            raise MbsimError(f"time step dt={options.dt} must be positive")
         self.model = model
         self.data = Data(model)
         self.collision = collision
-        self.opt = options
         self.torque = torque
         #: loop closures and mimic joints (simcore/bilateral.py), or None
         self.bilateral = bilateral if bilateral else None
         self.body_vel = np.zeros((model.nb, 6))
         self.step_index = 0
-        self.formulation = make(options.formulation, delassus=options.delassus)
-        self.dynamics = make_dynamics(options.dynamics, model)
+        #: where LCPs go for ``dump_lcp`` (see dump_lcps): (mode, fn) or None
+        self._dump = None
+        self._apply(options)
+
+    def _apply(self, options: StepOptions) -> None:
+        """Validate ``options`` and build what follows from them (formulation, dynamics path,
+        integrator)."""
+        if options.dt <= 0:
+            raise MbsimError(f"time step dt={options.dt} must be positive")
         if options.rk4_gap_rows not in RK4_GAP_ROWS:
             raise MbsimError(
                 f"unknown rk4_gap_rows {options.rk4_gap_rows!r}; expected one of "
@@ -194,27 +250,40 @@ class OSStepper:
                 f"unknown integrator {options.integrator!r}; expected one of "
                 f"{', '.join(INTEGRATORS)}"
             )
-        can_touch = collision is not None
-        if (
-            options.integrator == "rk4"
-            and can_touch
-            and (options.mu > 0.0 or options.pair_params_fn)
-        ):
-            raise MbsimError(rk4_friction_message(options.mu))
+        if self.collision is not None:  # nothing can touch: no friction to refuse
+            check_rk4_friction(options.integrator, [("StepOptions.mu", options.mu)])
+        formulation = make(options.formulation, delassus=options.delassus)
+        dynamics = make_dynamics(options.dynamics, self.model)
+        self.opt = options
+        self.formulation = formulation
+        self.dynamics = dynamics
+        #: the integrator, decided here once: classical RK4 with held impulses, or Euler
+        self.rk4 = options.integrator == "rk4"
+        #: RK4's contact rows for its own position update (module docstring)
+        self._trapezoid_rows = self.rk4 and options.rk4_gap_rows == "trapezoid"
+
+    def configure(self, **changes) -> None:
+        """Replace the options by a copy with ``changes`` (StepOptions field names), validated
+        as at construction."""
+        self._apply(replace(self.opt, **changes))
+
+    def dump_lcps(self, mode: str, fn) -> None:
+        """Send the LCPs ``mode`` asks for (lcp.DUMP_MODES) to ``fn(name, M, q, result,
+        n_free, step, time)``; mode "none" or fn None stops dumping."""
+        if mode not in DUMP_MODES:
+            raise ValueError(f"dump_lcp must be one of {', '.join(DUMP_MODES)}, got {mode!r}")
+        self._dump = None if fn is None or mode == "none" else (mode, fn)
 
     # ------------------------------------------------------------------ helpers
     def _pair_params(self, contacts):
+        """(mu, eps) per contact: the options' defaults or pair_params_fn's table."""
         o = self.opt
-        if o.pair_params_fn is not None:
-            return o.pair_params_fn(contacts)
-        body_a, body_b = contacts.body_a, contacts.body_b
-        mu = np.full(len(body_a), o.mu)
-        eps = np.full(len(body_a), o.restitution)
-        if o.pair_params:
-            for i, (a, b) in enumerate(zip(body_a, body_b, strict=True)):
-                key = (int(a), int(b)) if (int(a), int(b)) in o.pair_params else (int(b), int(a))
-                if key in o.pair_params:
-                    mu[i], eps[i] = o.pair_params[key]
+        if o.pair_params_fn is None:
+            n = len(contacts.body_a)
+            return np.full(n, o.mu), np.full(n, o.restitution)
+        mu, eps = o.pair_params_fn(contacts)
+        if self.rk4 and len(mu):
+            check_rk4_friction("rk4", [("contact mu", float(np.max(mu)))])
         return mu, eps
 
     def _kinetic(self, q, v) -> float:
@@ -229,12 +298,12 @@ class OSStepper:
             self.data, problem.node_body, problem.node_X, problem.node_impulses(F)
         )
 
-    def _accept(self, res, what: str, t: float) -> None:
-        o = self.opt
-        if o.dump_fn is not None and should_dump(o.dump_lcp, res):
-            M, q, nb = self.formulation.last_lcp
+    def _accept(self, sol: Solution, what: str, t: float) -> None:
+        """Dump the LCP ``sol`` solved when asked to, and stop the run if it failed."""
+        res = sol.result
+        if self._dump is not None and should_dump(self._dump[0], res):
             name = f"step_{self.step_index:09d}_{what}"
-            o.dump_fn(name, M, q, res, nb, self.step_index, t)
+            self._dump[1](name, sol.M, sol.q, res, sol.n_free, self.step_index, t)
         reason = check(res, step=self.step_index, time=t)
         if reason is not None:
             raise SimulationError(f"{what} {reason}")
@@ -281,11 +350,29 @@ class OSStepper:
         v_new = v_start + dt * (k1a + 2.0 * k2a + 2.0 * k3a + k4a) / 6.0
         return integrate(m, q, v_avg, dt), v_new
 
+    def _integrate(self, q, v_start, v_new, tau, t, qdd, constrained, impacted):
+        """(q+, v+) by the integrator decided in ``self.rk4``: Euler's q + dt v+, or RK4 from
+        v_s = ``v_start`` with the step's constraint impulses (``constrained``: an LCP was
+        solved) held as the generalized force h / dt = RNEA(q, v_s, (v+ - v_s)/dt) - tau (see
+        _rk4). qdd: the free acceleration at (q, v), RK4's first stage without constraints;
+        with them it is (v+ - v_s)/dt unless an impact changed v (``impacted``: damping and
+        torques at v_s differ from tau, taken at v)."""
+        m, d, dt = self.model, self.data, self.opt.dt
+        if not self.rk4:
+            return integrate(m, q, v_new, dt), v_new
+        tau_c = np.zeros(m.nv)
+        k1a = qdd
+        if constrained:
+            dv_dt = (v_new - v_start) / dt
+            tau_c = rnea(m, d, q, v_start, dv_dt) - tau
+            k1a = None if impacted else dv_dt
+        return self._rk4(q, v_start, tau_c, t, k1a)
+
     # ------------------------------------------------------------------ the step
     def step(self, q: np.ndarray, v: np.ndarray, t: float):
         """Return (q+, v+, StepReport) for one step of length dt starting at time t."""
         t0 = _time.perf_counter()
-        m, d, o = self.model, self.data, self.opt
+        d, o = self.data, self.opt
         dt = o.dt
         tau = self._joint_forces(t, q, v)
         qdd = self.dynamics.accel(d, q, v, tau)
@@ -294,25 +381,16 @@ class OSStepper:
         nu = 0 if c is None else len(c.gap)
         v_new = v + dt * qdd
         v_start = v
-        tau_c = np.zeros(m.nv)
-        k1a = qdd  # RK4's first stage
-        if nu or self.formulation.always_solves or self.bilateral is not None:
+        constrained = bool(nu or self.formulation.always_solves or self.bilateral is not None)
+        if constrained:
             if c is None:
                 c = _no_contacts()
             report = self._contact_step(q, v, tau, c, t, qdd)
             v_new = report.v_new
             v_start = report.v_start
-            if o.integrator == "rk4":
-                # h / dt = RNEA(q, v_s, (v+ - v_s)/dt) - tau: the constraint impulses of the
-                # Euler step as a generalized force (see _rk4)
-                dv_dt = (v_new - v_start) / dt
-                tau_c = rnea(m, d, q, v_start, dv_dt) - tau
-                # after an impact, damping and torques at v_s differ from tau (taken at v)
-                k1a = None if report.impacts else dv_dt
-        if o.integrator == "rk4":
-            q_new, v_new = self._rk4(q, v_start, tau_c, t, k1a)
-        else:
-            q_new = integrate(m, q, v_new, dt)
+        q_new, v_new = self._integrate(
+            q, v_start, v_new, tau, t, qdd, constrained, bool(report.impacts)
+        )
         self.step_index += 1
         if not (np.all(np.isfinite(q_new)) and np.all(np.isfinite(v_new))):
             raise SimulationError(
@@ -353,7 +431,6 @@ class OSStepper:
             )  # fmt: skip
         except ConstraintError as exc:  # e.g. a distance closure's points came together
             raise SimulationError(f"at step {self.step_index}, t = {t:.6g} s: {exc}") from None
-        problem.free_accel = (v, qdd)  # qdd at (q, v): the free motion needs no second solve
         form = self.formulation
         form.prepare(problem)
         report = StepReport(contacts=c, n_contacts=nu)
@@ -370,24 +447,13 @@ class OSStepper:
         else:
             impacting = np.zeros(0, dtype=bool)
         if np.any(impacting):
-            ke_before = self._kinetic(q, v)
-            v_c, Pc, res = form.solve(problem, v, 0.0, False)
-            self._accept(res, "compression", t)
-            impulse_total += Pc
-            if np.any(eps > 0):
-                theta = (eps * np.einsum("ij,ij->i", Pc, c.normal))[:, None] * c.normal
-                scale = 1.0
-                for _ in range(30 if o.energy_consistent_impacts else 1):
-                    # the recovered impulse is explicit: apply it, then let the LCP keep every
-                    # contact non-penetrating (q of Eq. 57 = D^T (v_c + W theta))
-                    v_t = v_c + self._respond(problem, scale * theta)
-                    v_try, Pd, res = form.solve(problem, v_t, 0.0, False)
-                    self._accept(res, "decompression", t)
-                    if not o.energy_consistent_impacts or self._kinetic(q, v_try) <= ke_before:
-                        break
-                    scale *= 0.5  # Kane's paradox guard: shrink the recovered impulse
-                v_c = v_try
-                impulse_total += Pd + scale * theta
+            v_c, impulse, ke_before = impact_phase(
+                form, problem, v, eps, o.energy_consistent_impacts,
+                kinetic=lambda vk: self._kinetic(q, vk),
+                respond=lambda F: self._respond(problem, F),
+                accept=lambda sol, what: self._accept(sol, what, t),
+            )  # fmt: skip
+            impulse_total += impulse
             ke_after = self._kinetic(q, v_c)
             vn_after = normal_velocity(problem, v_c)
             for i in np.flatnonzero(impacting):
@@ -404,17 +470,19 @@ class OSStepper:
                     )  # fmt: skip
                 )
             v = v_c
-        if o.integrator == "rk4" and o.rk4_gap_rows == "trapezoid" and nu:
+        if self._trapezoid_rows and nu:
             # RK4 with the held force moves the contact point by dt n . (v_s + v+)/2 (the
             # stages' velocity average, to first order), not by dt n . v+ as Euler does:
             # n . (v_s + v+)/2 >= -target/dt, i.e. n . v+ >= -(2 target/dt + n . v_s)
             problem.gap_velocity = 2.0 * gap_velocity + normal_velocity(problem, v)
-        # --- the contact LCP of the step (Eq. 53 or the chosen formulation's)
-        v_new, F, res = form.solve(problem, v, dt, True)
-        self._accept(res, "contact", t)
-        report.v_new = v_new
+        # --- the contact LCP of the step (Eq. 53 or the chosen formulation's); qdd is the
+        # free acceleration at (q, v), still valid when no impact changed v
+        sol = form.solve(problem, v, dt, True, accel=None if report.impacts else qdd)
+        self._accept(sol, "contact", t)
+        res = sol.result
+        report.v_new = sol.v
         report.v_start = v
-        impulse_total += F
+        impulse_total += sol.F
         fn = np.einsum("ij,ij->i", impulse_total, c.normal)
         report.normal_impulse = fn
         report.tangent_impulse = impulse_total - fn[:, None] * c.normal

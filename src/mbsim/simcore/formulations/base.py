@@ -1,39 +1,136 @@
-"""What every formulation shares: the contact problem of one step and the LCP dimensions.
+"""The formulation contract: the contact problem of one step, the Solution, the protocol.
 
 A formulation turns a start velocity into the post-contact velocity of one step (or of an
-impulsive phase with dt = 0): ``solve(problem, v_start, dt, gap) -> (v_plus, F, lcp_result)``
-with F (nu, 3) the linear contact impulses on body A (N s, world axes; B gets -F). All five
-are the same physics (000 Secs. 3-6); they differ in the unknowns of the LCP and in how its
-matrix is built, which is what Tables 1 and 2 compare.
+impulsive phase with dt = 0). All five are the same physics (000 Secs. 3-6); they differ in
+the unknowns of the LCP and in how its matrix is built, which is what Tables 1 and 2 compare.
+See :class:`Formulation` for the contract and its extension point for new row types.
 
-The LCP sizes of Table 1 (n bodies, N DoFs, nb loop-closure rows, nu contacts, nf friction
-directions): NMC 6n + (6n - N + nb) + nu (nf + 2); MC N + nb + nu (nf + 2); RMC nu (nf + 2);
-OS nb + nu (nf + 2); NMC/OS (6n - N + nb) + nu (nf + 2).
+The LCP sizes of Table 1 (n bodies, N DoFs, n_bilateral loop-closure rows, nu contacts, nf
+friction directions): NMC 6n + (6n - N + n_bilateral) + nu (nf + 2); MC N + n_bilateral +
+nu (nf + 2); RMC nu (nf + 2); OS n_bilateral + nu (nf + 2); NMC/OS (6n - N + n_bilateral) +
+nu (nf + 2).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from mbsim.simcore.contact import contact_lcp, friction_matrix
+from mbsim.simcore.kinematics import point_velocities
 
 
-def lcp_dimension(formulation: str, n: int, N: int, nb: int, nu: int, nf: int) -> int:
+def lcp_dimension(
+    formulation: str, n: int, N: int, n_bilateral: int, nu: int, nf: int
+) -> int:  # fmt: skip
     """LCP size of ``formulation`` by the formulas of 000 Table 1 (see module docstring)."""
     contacts = nu * (nf + 2)
     hinges = 6 * n - N
     sizes = {
-        "nmc": 6 * n + hinges + nb + contacts,
-        "mc": N + nb + contacts,
+        "nmc": 6 * n + hinges + n_bilateral + contacts,
+        "mc": N + n_bilateral + contacts,
         "rmc": contacts,
-        "os": nb + contacts,
-        "nmc-os": hinges + nb + contacts,
+        "os": n_bilateral + contacts,
+        "nmc-os": hinges + n_bilateral + contacts,
     }
     if formulation not in sizes:
         raise ValueError(f"unknown formulation {formulation!r}; expected one of {sorted(sizes)}")
     return sizes[formulation]
+
+
+@dataclass
+class Solution:
+    """What :meth:`Formulation.solve` returns: the result and the LCP it solved.
+
+    v: the post-contact joint velocity v+ (nv,), rad/s or m/s. F: linear contact impulses on
+    body A (nu, 3), N s, world axes (B gets -F). result: the solver's LcpResult. M, q: the
+    (mixed) LCP of the solve, its first ``n_free`` unknowns free (equality rows: velocities,
+    hinge or bilateral impulses), the rest complementary; what ``dump_lcp`` writes.
+    """
+
+    v: np.ndarray
+    F: np.ndarray
+    result: object
+    M: np.ndarray
+    q: np.ndarray
+    n_free: int = 0
+
+
+class Formulation(Protocol):
+    """One of the LCP formulations of 000 (registry ``formulations.FORMULATIONS``).
+
+    ``prepare(problem)`` builds what depends on q and the row set only (Lambda, M, Jacobians,
+    block-diagonal inertias); ``solve(problem, v, dt, gap, accel=None)`` then solves from
+    start velocity ``v`` any number of times at that configuration: the impulsive phases of
+    an impact (dt = 0, ``gap`` False) and the step's LCP (dt > 0, ``gap`` True, the gap
+    allowance on the normal rows and the stabilised bilateral targets). ``accel``: the free
+    acceleration M^-1 (tau - C) at (q, v) when the caller already has it (the stepper's ABA
+    at the step's start velocity), None to compute it. ``always_solves``: the LCP is needed
+    every step even without contacts (the non-minimal formulations' hinge rows).
+
+    Rows. Every formulation sees the same rows, in this order: equality rows (bilateral:
+    ``problem.Qb`` on the stacked world-aligned node velocities plus ``problem.Gm`` on v,
+    target ``problem.bilateral_target``), then the contact rows (``problem.Q_u`` on the node
+    velocities, friction matrices D, complementarity block). Two shared assemblers write the
+    LCPs (formulations/assembly.py): :func:`~mbsim.simcore.formulations.assembly.
+    delassus_lcp` for the row-space formulations (OS, RMC, NMC/OS: a Delassus matrix K of the
+    rows and their free velocities) and :func:`~mbsim.simcore.formulations.assembly.
+    velocity_lcp` for the velocity-space ones (MC, NMC: a mass matrix and the row map G).
+
+    Extension point for joint-space rows (joint position limits, box-constrained joint
+    friction). A row acting on v only, G_j v (G_j (n_j, nv)), enters every formulation the
+    way mimic rows do today: in OS through its column of W = M^-1 G_j^T
+    (``problem.dynamics.solve_joint``, O(N) per row with ABA) in
+    :func:`~mbsim.simcore.formulations.minimal.joint_row_delassus`, which adds G_j W and the
+    coupling R V_nodes(W) to the rows on nodes, and in the impulse response v+ += W p_j; in
+    MC and RMC as G_j itself beside Q_b J + G_m (``dense_rows``); in NMC and NMC/OS as
+    G_j J_q with J_q the qdot map of the body velocities (``NMC._qdot_map``). The row then
+    belongs to a block of the assembled LCP: an equality row joins the equality block
+    (today's ``Gm``); a unilateral row (a limit, G_j v+ >= target, impulse >= 0) or a
+    box-constrained pair (friction, |p| <= f_max) adds complementary unknowns placed between
+    the equality block and the contact block, which is the one place in assembly.py that
+    orders the blocks.
+    """
+
+    name: str
+    always_solves: bool
+
+    def prepare(self, problem: ContactProblem) -> None: ...
+
+    def solve(
+        self, problem: ContactProblem, v: np.ndarray, dt: float, gap: bool,
+        accel: np.ndarray | None = None,
+    ) -> Solution: ...  # fmt: skip
+
+
+def free_velocity(problem, v, dt, accel=None) -> np.ndarray:
+    """v + dt M^-1 (T - C(q, v)) by the problem's dynamics path (ABA leaves the articulated
+    factorisation of q in data); ``accel`` the free acceleration at (q, v) when known."""
+    if dt == 0.0:
+        return v.copy()
+    if accel is not None:
+        return v + dt * accel
+    return v + dt * problem.dynamics.accel(problem.data, problem.q, v, problem.tau)
+
+
+def relative_velocity(problem, v) -> np.ndarray:
+    """Relative linear velocity of each contact's points (A minus B), world axes (nu, 3)."""
+    c = problem.contacts
+    pv = point_velocities(
+        problem.model,
+        problem.data,
+        v,
+        np.concatenate([c.body_a, c.body_b]),
+        np.concatenate([c.local_a, c.local_b]),
+    )
+    return pv[: problem.nu] - pv[problem.nu :]
+
+
+def normal_velocity(problem, v) -> np.ndarray:
+    """n . v_u for each contact (m/s, (nu,)): the approach (< 0) or separation speed."""
+    return np.einsum("ij,ij->i", relative_velocity(problem, v), problem.contacts.normal)
 
 
 @dataclass
@@ -68,10 +165,9 @@ class ContactProblem:
     bilateral_error: float = 0.0
     n_redundant: int = 0
     bilateral: object = None
-    #: the forward-dynamics path (simcore/forward.py); the stepper sets it
+    _Q_u: np.ndarray | None = None
+    #: the forward-dynamics path (simcore/forward.py)
     dynamics: object = None
-    #: (v, qdd) already solved at (q, v) by the stepper, reused by the free motion
-    free_accel: tuple | None = None
 
     @classmethod
     def build(
@@ -101,15 +197,14 @@ class ContactProblem:
             node_point = np.concatenate([node_point, rows.node_point])
             extra = dict(rows=rows, offset=n_contact_nodes)
         node_X = X_fn(data, node_body, node_point)
-        problem = cls(
-            model, data, q, c, tau, node_body, node_point, node_X, ia, ib,
-            friction_matrix(c.normal, nf), mu, gap_velocity, solver, tol_rel,
-        )  # fmt: skip
         if dynamics is None:
             from mbsim.simcore.forward import AbaDynamics
 
             dynamics = AbaDynamics(model)
-        problem.dynamics = dynamics
+        problem = cls(
+            model, data, q, c, tau, node_body, node_point, node_X, ia, ib,
+            friction_matrix(c.normal, nf), mu, gap_velocity, solver, tol_rel, dynamics=dynamics,
+        )  # fmt: skip
         if extra:
             problem._attach_bilateral(bilateral, extra["rows"], extra["offset"], dt)
         return problem
@@ -132,27 +227,33 @@ class ContactProblem:
         self.n_redundant = rows.n - len(keep)
 
     @property
-    def nb(self) -> int:
+    def n_bilateral(self) -> int:
         """Number of (independent) bilateral rows."""
         return 0 if self.Qb is None else self.Qb.shape[0]
 
     def bilateral_target(self, gap: bool) -> np.ndarray:
         """U-bar of the bilateral rows: the stabilised target in a time step (``gap``), zero
         in an impulsive phase."""
-        return self.ub if gap and self.nb else np.zeros(self.nb)
+        nbl = self.n_bilateral
+        return self.ub if gap and nbl else np.zeros(nbl)
 
-    def contact_row_matrix(self) -> np.ndarray:
+    @property
+    def Q_u(self) -> np.ndarray:
         """Q_u (3 nu, 6 nnodes): relative linear velocity of each contact (A minus B) from
-        the stacked world-aligned node velocities (Eq. 46)."""
-        nn = len(self.node_body)
-        Q = np.zeros((3 * self.nu, 6 * nn))
-        eye = np.eye(3)
-        for i in range(self.nu):
-            if self.ia[i] >= 0:
-                Q[3 * i : 3 * i + 3, 6 * self.ia[i] + 3 : 6 * self.ia[i] + 6] += eye
-            if self.ib[i] >= 0:
-                Q[3 * i : 3 * i + 3, 6 * self.ib[i] + 3 : 6 * self.ib[i] + 6] -= eye
-        return Q
+        the stacked world-aligned node velocities (Eq. 46). The one place Q_u is written: G_u
+        = Q_u J, the node impulses Q_u^T F and W = Q_u Lambda Q_u^T (contact.
+        relative_compliance, the same map by the node indices ia/ib) all follow it."""
+        if self._Q_u is None:
+            nn = len(self.node_body)
+            Q = np.zeros((3 * self.nu, 6 * nn))
+            eye = np.eye(3)
+            for i in range(self.nu):
+                if self.ia[i] >= 0:
+                    Q[3 * i : 3 * i + 3, 6 * self.ia[i] + 3 : 6 * self.ia[i] + 6] += eye
+                if self.ib[i] >= 0:
+                    Q[3 * i : 3 * i + 3, 6 * self.ib[i] + 3 : 6 * self.ib[i] + 6] -= eye
+            self._Q_u = Q
+        return self._Q_u
 
     @property
     def nu(self) -> int:
@@ -168,11 +269,9 @@ class ContactProblem:
         return np.einsum("ijk,ik->ij", self.D, beta)
 
     def node_impulses(self, F: np.ndarray) -> np.ndarray:
-        """Node impulses (n_nodes, 6) [moment; force] for contact impulses F on A (-F on B)."""
-        f = np.zeros((len(self.node_body), 6))
-        f[self.ia[self.ia >= 0], 3:] = F[self.ia >= 0]
-        f[self.ib[self.ib >= 0], 3:] -= F[self.ib >= 0]
-        return f
+        """Node impulses Q_u^T F as (n_nodes, 6) [moment; force] for contact impulses F on A
+        (-F on B)."""
+        return (self.Q_u.T @ np.ravel(F)).reshape(len(self.node_body), 6)
 
     def contact_rows(self, W: np.ndarray, vu: np.ndarray, gap: bool):
         """(M, q) of the contact rows for relative velocities ``vu`` (nu, 3), with the gap
@@ -189,15 +288,9 @@ class ContactProblem:
         return np.einsum("ijk,ij->ik", self.D, shift).ravel()
 
     def Gu(self, J_nodes: np.ndarray) -> np.ndarray:
-        """Relative contact velocity map (3 nu, ncols) from node Jacobians (6 n_nodes, ncols):
-        rows of A's node minus rows of B's node, linear parts (Eq. 48, Gu = Q_u J)."""
-        G = np.zeros((3 * self.nu, J_nodes.shape[1]))
-        for i in range(self.nu):
-            if self.ia[i] >= 0:
-                G[3 * i : 3 * i + 3] += J_nodes[6 * self.ia[i] + 3 : 6 * self.ia[i] + 6]
-            if self.ib[i] >= 0:
-                G[3 * i : 3 * i + 3] -= J_nodes[6 * self.ib[i] + 3 : 6 * self.ib[i] + 6]
-        return G
+        """Relative contact velocity map G_u = Q_u J (3 nu, ncols) from node Jacobians
+        (6 n_nodes, ncols) (Eq. 48)."""
+        return self.Q_u @ J_nodes
 
     def Dblock(self) -> np.ndarray:
         """Block-diagonal D (3 nu, nu (nf+1))."""

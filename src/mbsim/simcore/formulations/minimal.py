@@ -11,11 +11,14 @@ with v+ = v_free + M^-1 J^T Q_u^T D beta; they differ in how the LCP matrix is o
   [[M, -G_u^T D, 0], [D^T G_u, 0, E-hat], [0, E-bar, 0]] [v+; beta; sigma] + [-M v_free; ...],
   solved by the mixed-LCP Schur complement (size N + nu (nf + 2)).
 
-Loop closures and mimic joints (simcore/bilateral.py) add nb equality rows G_b v+ = U-bar in
-front of the contact rows: the OS LCP becomes the mixed LCP of Eq. 53 with the bilateral
-block Q_b Lambda Q_b^T (plus the joint-space terms of mimic rows, below); MC gets them as
-equality rows beside the velocities (Eq. 36); RMC eliminates them with the projected inverse
-mass Y of Eq. 39 and keeps its size nu (nf + 2).
+Loop closures and mimic joints (simcore/bilateral.py) add n_bilateral equality rows G_b v+ =
+U-bar in front of the contact rows: the OS LCP becomes the mixed LCP of Eq. 53 with the
+bilateral block Q_b Lambda Q_b^T (plus the joint-space terms of mimic rows, below); MC gets
+them as equality rows beside the velocities (Eq. 36); RMC eliminates them with the projected
+inverse mass Y of Eq. 39 and keeps its size nu (nf + 2).
+
+The three classes share no base: OS and RMC assemble through formulations.assembly.
+delassus_lcp, MC through velocity_lcp; RMC and MC share the dense rows of :func:`dense_rows`.
 """
 
 from __future__ import annotations
@@ -23,58 +26,49 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from mbsim.simcore.compliance import compliance_dense, compliance_upsilon, upsilon
 from mbsim.simcore.contact import relative_compliance
-from mbsim.simcore.dynamics import articulated_factor, crba_kernel
-from mbsim.simcore.kinematics import node_jacobian, point_velocities
+from mbsim.simcore.delassus import delassus_lambda
+from mbsim.simcore.dynamics import crba_kernel
+from mbsim.simcore.formulations.assembly import delassus_lcp, velocity_lcp
+from mbsim.simcore.formulations.base import (
+    Solution,
+    free_velocity,
+    normal_velocity,
+    relative_velocity,
+)
+from mbsim.simcore.kinematics import node_jacobian
 from mbsim.simcore.lcp import solve_lcp, solve_mixed_lcp
 
-
-def free_velocity(problem, v, dt) -> np.ndarray:
-    """v + dt M^-1 (T - C(q, v)) by the problem's dynamics path (ABA leaves the articulated
-    factorisation of q in data)."""
-    if dt == 0.0:
-        return v.copy()
-    if problem.free_accel is not None and problem.free_accel[0] is v:
-        return v + dt * problem.free_accel[1]  # same (q, v, tau): already solved this step
-    return v + dt * problem.dynamics.accel(problem.data, problem.q, v, problem.tau)
+__all__ = ["MC", "OS", "RMC", "free_velocity", "normal_velocity", "relative_velocity"]
 
 
-def relative_velocity(problem, v) -> np.ndarray:
-    """Relative linear velocity of each contact's points (A minus B), world axes (nu, 3)."""
-    c = problem.contacts
-    pv = point_velocities(
-        problem.model,
-        problem.data,
-        v,
-        np.concatenate([c.body_a, c.body_b]),
-        np.concatenate([c.local_a, c.local_b]),
-    )
-    return pv[: problem.nu] - pv[problem.nu :]
+def joint_row_delassus(problem, K: np.ndarray, R: np.ndarray, G: np.ndarray) -> np.ndarray:
+    """Add the joint-space part of the rows phi(v) = R V_nodes(v) + G v to K = R Lambda R^T
+    in place, K += C + C^T + G W with W = M^-1 G^T and C = R V_nodes(W) (the node velocities
+    the joint-space impulses cause); return W (nv, nrows), whose columns are zero for rows
+    without a joint-space part. O(N) per joint-space row on the ABA path
+    (dynamics.solve_joint). This is the OS path of every joint-space row: mimic rows today,
+    joint limits and joint friction next (formulations.base.Formulation)."""
+    d = problem.data
+    W = problem.dynamics.solve_joint(d, G)
+    for j in np.flatnonzero(np.any(G != 0.0, axis=1)):
+        Vn = problem.bilateral.node_velocities(d, W[:, j], problem.node_body, problem.node_X)
+        col = R @ Vn.ravel()
+        K[:, j] += col
+        K[j, :] += col
+    K += G @ W
+    return W
 
 
-def normal_velocity(problem, v) -> np.ndarray:
-    """n . v_u for each contact (m/s, (nu,)): the approach (< 0) or separation speed."""
-    return np.einsum("ij,ij->i", relative_velocity(problem, v), problem.contacts.normal)
-
-
-def _mixed_rows(problem, K, phi, gap):
-    """(M, q) of the mixed LCP of Eq. 53 from the compliance K of the rows [bilateral (nb);
-    contact (3 nu)] and their free velocities ``phi``: the bilateral rows first (equalities
-    with p_b free), then the contact rows of contact_rows()."""
-    nb, nu = problem.nb, problem.nu
-    Kb = K[:nb, :nb]
-    Kbu = K[:nb, nb:]
-    Mc, qc = problem.contact_rows(K[nb:, nb:], phi[nb:].reshape(nu, 3), gap)
-    Db = problem.Dblock()
-    nk = Db.shape[1]
-    M = np.zeros((nb + Mc.shape[0], nb + Mc.shape[0]))
-    M[:nb, :nb] = Kb
-    M[:nb, nb : nb + nk] = Kbu @ Db
-    M[nb : nb + nk, :nb] = Db.T @ Kbu.T
-    M[nb:, nb:] = Mc
-    q = np.concatenate([phi[:nb] - problem.bilateral_target(gap), qc])
-    return M, q
+def dense_rows(problem):
+    """(M, G_u, G_b) by the dense path of 000 Secs. 4-5: M by CRBA (a copy), the node
+    Jacobian J, G_u = Q_u J (3 nu, nv) and the bilateral rows G_b = Q_b J + G_m
+    (n_bilateral, nv)."""
+    m, d = problem.model, problem.data
+    crba_kernel(m.parent, m.vi, m.nvj, d.S, m.inertia, d.E, d.r, d.Ic, d.M, d.scratch66)
+    J = node_jacobian(m, d, problem.node_body, problem.node_X)
+    Gb = problem.Qb @ J + problem.Gm if problem.n_bilateral else np.zeros((0, m.nv))
+    return d.M.copy(), problem.Gu(J), Gb
 
 
 class OS:
@@ -89,49 +83,34 @@ class OS:
     always_solves = False
 
     def __init__(self, delassus: str = "upsilon"):
-        self._W = None
+        self._K = None
         self.delassus = delassus
 
     def _lambda(self, problem) -> np.ndarray:
-        m, d = problem.model, problem.data
-        if self.delassus == "upsilon":
-            if not problem.dynamics.factorised:
-                articulated_factor(m, d)
-            upsilon(m, d)
-            return compliance_upsilon(m, d, problem.node_body, problem.node_X, refresh=False)
-        if self.delassus == "pv-osimr":
-            from mbsim.simcore.pv_osimr import compliance_pv_osimr
-
-            # the ABA path has just factorised q; the dense path has not
-            refresh = not problem.dynamics.factorised
-            return compliance_pv_osimr(m, d, problem.node_body, problem.node_X, refresh=refresh)
-        if self.delassus == "dense":
-            return compliance_dense(m, d, problem.q, problem.node_body, problem.node_X)
-        raise ValueError(f"unknown delassus {self.delassus!r}")
+        return delassus_lambda(
+            self.delassus, problem.model, problem.data, problem.q, problem.node_body,
+            problem.node_X, factorised=problem.dynamics.factorised,
+        )  # fmt: skip
 
     def prepare(self, problem) -> None:
+        """K, the Delassus matrix of the rows: W = Q_u Lambda Q_u^T for contacts alone; with
+        bilateral rows R = [Q_b; Q_u] on the node velocities and G = [G_m; 0] on v,
+        K = R Lambda R^T plus the joint-space terms of :func:`joint_row_delassus`."""
         lam = self._lambda(problem)
-        if not problem.nb:
-            self._W = relative_compliance(lam, problem.ia, problem.ib)
+        if not problem.n_bilateral:
+            self._K = relative_compliance(lam, problem.ia, problem.ib)
             return
-        # rows R = [Q_b; Q_u] on the node velocities, G = [G_m; 0] on v (mimic rows):
-        # K = R Lambda R^T + C + C^T + G W with W = M^-1 G^T and C = R V_nodes(W)
-        m, d = problem.model, problem.data
-        R = np.vstack([problem.Qb, problem.contact_row_matrix()])
+        R = np.vstack([problem.Qb, problem.Q_u])
         K = R @ lam @ R.T
-        G = np.zeros((R.shape[0], m.nv))
-        G[: problem.nb] = problem.Gm
-        W = problem.dynamics.solve_joint(d, G)
-        for j in np.flatnonzero(np.any(G != 0.0, axis=1)):
-            Vn = problem.bilateral.node_velocities(d, W[:, j], problem.node_body, problem.node_X)
-            col = R @ Vn.ravel()
-            K[:, j] += col
-            K[j, :] += col
-        K += G @ W
-        self._R, self._G, self._Wm, self._K = R, G, W, K
+        G = np.zeros((R.shape[0], problem.model.nv))
+        G[: problem.n_bilateral] = problem.Gm
+        self._Wm = joint_row_delassus(problem, K, R, G)
+        self._R, self._G, self._K = R, G, K
 
     def W(self, problem) -> np.ndarray:
-        return self._W
+        """The contact block of K: W = Q_u Lambda Q_u^T (3 nu square, Eq. 49)."""
+        nbl = problem.n_bilateral
+        return self._K[nbl:, nbl:]
 
     def respond(self, problem, F) -> np.ndarray:
         """M^-1 J^T Q_u^T F (the O(N) impulse response on the ABA path)."""
@@ -144,106 +123,85 @@ class OS:
         Vn = problem.bilateral.node_velocities(problem.data, v, problem.node_body, problem.node_X)
         return self._R @ Vn.ravel() + self._G @ v
 
-    def solve(self, problem, v, dt, gap):
-        v_free = free_velocity(problem, v, dt)
-        if problem.nb:
-            return self._solve_bilateral(problem, v_free, gap)
-        M, q = problem.contact_rows(self.W(problem), relative_velocity(problem, v_free), gap)
-        self.last_lcp = (M, q, 0)
-        res = solve_lcp(M, q, solver=problem.solver, tol_rel=problem.tol_rel)
-        F = problem.impulses(res.z)
-        return v_free + self.respond(problem, F), F, res
-
-    def _solve_bilateral(self, problem, v_free, gap):
-        M, q = _mixed_rows(problem, self._K, self._row_velocity(problem, v_free), gap)
-        nb = problem.nb
-        self.last_lcp = (M, q, nb)
-        res = solve_mixed_lcp(M, q, nb, solver=problem.solver, tol_rel=problem.tol_rel)
+    def solve(self, problem, v, dt, gap, accel=None) -> Solution:
+        v_free = free_velocity(problem, v, dt, accel)
+        nbl = problem.n_bilateral
+        if not nbl:
+            phi = relative_velocity(problem, v_free).ravel()
+            M, q = delassus_lcp(problem, self._K, phi, np.zeros(0), gap)
+            res = solve_lcp(M, q, solver=problem.solver, tol_rel=problem.tol_rel)
+            F = problem.impulses(res.z)
+            return Solution(v_free + self.respond(problem, F), F, res, M, q, 0)
+        phi = self._row_velocity(problem, v_free)
+        M, q = delassus_lcp(problem, self._K, phi, problem.bilateral_target(gap), gap)
+        res = solve_mixed_lcp(M, q, nbl, solver=problem.solver, tol_rel=problem.tol_rel)
         F = problem.impulses(res.z)
         p = np.concatenate([res.x, F.ravel()])
         f_nodes = (self._R.T @ p).reshape(-1, 6)
         dv = problem.dynamics.respond(problem.data, problem.node_body, problem.node_X, f_nodes)
-        return v_free + dv + self._Wm @ p, F, res
+        return Solution(v_free + dv + self._Wm @ p, F, res, M, q, nbl)
 
 
-class RMC(OS):
+class RMC:
     """Reduced minimal coordinates (Sec. 5, Eq. 41): dense M^-1 and Jacobian, O(N^3)."""
 
     name = "rmc"
+    always_solves = False
 
     def prepare(self, problem) -> None:
-        m, d = problem.model, problem.data
-        crba_kernel(m.parent, m.vi, m.nvj, d.S, m.inertia, d.E, d.r, d.Ic, d.M, d.scratch66)
-        self._chol = scipy.linalg.cho_factor(d.M)
-        J = node_jacobian(m, d, problem.node_body, problem.node_X)
-        self._G = problem.Gu(J)
-        MiGu = scipy.linalg.cho_solve(self._chol, self._G.T)
+        Mq, Gu, Gb = dense_rows(problem)
+        self._chol = scipy.linalg.cho_factor(Mq)
+        MiGu = scipy.linalg.cho_solve(self._chol, Gu.T)
         self._Gb = None
-        if problem.nb:
+        if problem.n_bilateral:
             # Eq. 39: Y = M^-1 - M^-1 G_b^T (G_b M^-1 G_b^T)^-1 G_b M^-1
-            Gb = problem.Qb @ J + problem.Gm
             MiGb = scipy.linalg.cho_solve(self._chol, Gb.T)
             self._Kb = scipy.linalg.cho_factor(Gb @ MiGb)
             self._Gb, self._MiGb = Gb, MiGb
             MiGu = MiGu - MiGb @ scipy.linalg.cho_solve(self._Kb, Gb @ MiGu)
         self._YGu = MiGu
-        self._W = self._G @ MiGu
+        self._W = Gu @ MiGu
+
+    def W(self, problem) -> np.ndarray:
+        """W = G_u Y G_u^T (3 nu square, Eq. 41)."""
+        return self._W
 
     def respond(self, problem, F) -> np.ndarray:
         """Y G_u^T F (Eq. 38; Y = M^-1 without bilateral rows)."""
         return self._YGu @ F.ravel()
 
-    def solve(self, problem, v, dt, gap):
-        v_free = free_velocity(problem, v, dt)
+    def solve(self, problem, v, dt, gap, accel=None) -> Solution:
+        v_free = free_velocity(problem, v, dt, accel)
         if self._Gb is not None:
             # X of Eq. 39: v_free projected onto G_b v = U-bar
             resid = self._Gb @ v_free - problem.bilateral_target(gap)
             v_free = v_free - self._MiGb @ scipy.linalg.cho_solve(self._Kb, resid)
         if not problem.nu:
-            res = solve_lcp(np.zeros((0, 0)), np.zeros(0))
-            return v_free, np.zeros((0, 3)), res
-        M, q = problem.contact_rows(self.W(problem), relative_velocity(problem, v_free), gap)
-        self.last_lcp = (M, q, 0)
+            M, q = np.zeros((0, 0)), np.zeros(0)
+            return Solution(v_free, np.zeros((0, 3)), solve_lcp(M, q), M, q, 0)
+        phi = relative_velocity(problem, v_free).ravel()
+        M, q = delassus_lcp(problem, self._W, phi, np.zeros(0), gap)
         res = solve_lcp(M, q, solver=problem.solver, tol_rel=problem.tol_rel)
         F = problem.impulses(res.z)
-        return v_free + self.respond(problem, F), F, res
+        return Solution(v_free + self.respond(problem, F), F, res, M, q, 0)
 
 
-class MC(RMC):
+class MC:
     """Minimal coordinates (Sec. 4, Eq. 36): the velocities are unknowns of a mixed LCP."""
 
     name = "mc"
+    always_solves = False
 
     def prepare(self, problem) -> None:
-        m, d = problem.model, problem.data
-        crba_kernel(m.parent, m.vi, m.nvj, d.S, m.inertia, d.E, d.r, d.Ic, d.M, d.scratch66)
-        self._Mq = d.M.copy()
-        J = node_jacobian(m, d, problem.node_body, problem.node_X)
-        self._G = problem.Gu(J)
-        self._Gb = problem.Qb @ J + problem.Gm if problem.nb else np.zeros((0, m.nv))
+        self._Mq, self._G, self._Gb = dense_rows(problem)
 
-    def solve(self, problem, v, dt, gap):
-        """The mixed LCP of Eq. 36 with [v+; p_b] free:
-        [[M, -G_b^T, -G_u^T D, 0], [G_b, 0, 0, 0], [D^T G_u, 0, 0, E-hat], [0, 0, E-bar, 0]]."""
-        v_free = free_velocity(problem, v, dt)
+    def solve(self, problem, v, dt, gap, accel=None) -> Solution:
+        """The mixed LCP of Eq. 36 with [v+; p_b] free (assembly.velocity_lcp)."""
+        v_free = free_velocity(problem, v, dt, accel)
+        M, q, n_free = velocity_lcp(
+            problem, self._Mq, self._Mq @ v_free, self._Gb, problem.bilateral_target(gap),
+            self._G, gap,
+        )  # fmt: skip
+        res = solve_mixed_lcp(M, q, n_free, solver=problem.solver, tol_rel=problem.tol_rel)
         N = problem.model.nv
-        nb = problem.nb
-        ne = N + nb
-        Db = problem.Dblock()
-        GD = self._G.T @ Db  # G_u^T D (N x nu (nf+1))
-        nk = GD.shape[1]
-        nz = problem.nu * (problem.k + 1)
-        M = np.zeros((ne + nz, ne + nz))
-        M[:N, :N] = self._Mq
-        M[:N, N:ne] = -self._Gb.T
-        M[N:ne, :N] = self._Gb
-        M[:N, ne : ne + nk] = -GD
-        M[ne : ne + nk, :N] = GD.T
-        M[ne:, ne:] = problem.complementarity_block()
-        q = np.zeros(ne + nz)
-        q[:N] = -self._Mq @ v_free
-        q[N:ne] = -problem.bilateral_target(gap)
-        q[ne : ne + nk] = problem.gap_rows(gap)
-        self.last_lcp = (M, q, ne)
-        res = solve_mixed_lcp(M, q, ne, solver=problem.solver, tol_rel=problem.tol_rel)
-        return res.x[:N].copy(), problem.impulses(res.z), res
+        return Solution(res.x[:N].copy(), problem.impulses(res.z), res, M, q, n_free)

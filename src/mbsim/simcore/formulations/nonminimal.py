@@ -27,7 +27,10 @@ Finally qdot_i+ = S_i^T (V_i+ - Xup_i V_p+ - dt c_i).
 Loop closures and mimic joints (simcore/bilateral.py) become further equality rows after the
 hinges: a closure node on body k at point p (body frame) moves with [[R_k, 0], [-R_k p^, R_k]]
 (V_k+ - dt c-hat_k), and a mimic row G_m qdot+ uses the qdot+ map above; their right-hand
-side is the stabilised target U-bar. Sizes grow by nb as in Table 1.
+side is the stabilised target U-bar. Sizes grow by n_bilateral as in Table 1.
+
+Both assemble through formulations.assembly: NMC's mixed LCP by velocity_lcp (the body
+inertia as the mass block), NMC/OS's by delassus_lcp (Lambda = G I^-1 G^T as K).
 """
 
 from __future__ import annotations
@@ -35,8 +38,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
+from mbsim.simcore.formulations.assembly import delassus_lcp, velocity_lcp
+from mbsim.simcore.formulations.base import Solution
 from mbsim.simcore.kinematics import forward_kinematics, propagate_bias
 from mbsim.simcore.lcp import solve_mixed_lcp
+from mbsim.simcore.spatial import cross_force_batch, plucker_batch, skew_batch
 
 
 def _complement(S: np.ndarray) -> np.ndarray:
@@ -46,37 +52,6 @@ def _complement(S: np.ndarray) -> np.ndarray:
         return np.zeros((6, 0))
     Q, _ = np.linalg.qr(np.hstack([S, np.eye(6)]))
     return Q[:, n:6]
-
-
-def _skew(p):
-    return np.array([[0, -p[2], p[1]], [p[2], 0, -p[0]], [-p[1], p[0], 0]])
-
-
-def _plucker_batch(E: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """X(E_k, r_k) for every body at once, (nb, 6, 6) (spatial.py convention)."""
-    nb = E.shape[0]
-    X = np.zeros((nb, 6, 6))
-    X[:, :3, :3] = E
-    X[:, 3:, 3:] = E
-    rx = np.zeros((nb, 3, 3))
-    rx[:, 0, 1], rx[:, 0, 2], rx[:, 1, 2] = -r[:, 2], r[:, 1], -r[:, 0]
-    rx[:, 1, 0], rx[:, 2, 0], rx[:, 2, 1] = r[:, 2], -r[:, 1], r[:, 0]
-    X[:, 3:, :3] = -E @ rx
-    return X
-
-
-def _cross_force_batch(V: np.ndarray, F: np.ndarray) -> np.ndarray:
-    """V x* F row by row (spatial.py cross_force), (nb, 6)."""
-    w0, w1, w2, u0, u1, u2 = V.T
-    n0, n1, n2, f0, f1, f2 = F.T
-    out = np.empty_like(V)
-    out[:, 0] = w1 * n2 - w2 * n1 + u1 * f2 - u2 * f1
-    out[:, 1] = w2 * n0 - w0 * n2 + u2 * f0 - u0 * f2
-    out[:, 2] = w0 * n1 - w1 * n0 + u0 * f1 - u1 * f0
-    out[:, 3] = w1 * f2 - w2 * f1
-    out[:, 4] = w2 * f0 - w0 * f2
-    out[:, 5] = w0 * f1 - w1 * f0
-    return out
 
 
 class NMC:
@@ -107,7 +82,7 @@ class NMC:
         if self._model is not m:
             self._setup(m)
         nb = m.nb
-        self.X = _plucker_batch(d.E, d.r)
+        self.X = plucker_batch(d.E, d.r)
         self.S = d.S
         nh = int(self.row0[-1])
         rows = np.arange(nh)
@@ -120,35 +95,26 @@ class NMC:
             "rj,rjk->rk", self.PT[has], self.X[self.row_body[has]]
         )
         self.nh = nh
-        self.Gb = Gb if not problem.nb else np.vstack([Gb, self._bilateral_rows(problem)])
-        c = problem.contacts
-        Gu = np.zeros((3 * problem.nu, 6 * nb))
-        for body, local, sign in ((c.body_a, c.local_a, 1.0), (c.body_b, c.local_b, -1.0)):
-            idx = np.flatnonzero(body >= 0)
-            if not len(idx):
-                continue
-            b = body[idx]
-            p = local[idx]
-            px = np.zeros((len(idx), 3, 3))
-            px[:, 0, 1], px[:, 0, 2], px[:, 1, 2] = -p[:, 2], p[:, 1], -p[:, 0]
-            px[:, 1, 0], px[:, 2, 0], px[:, 2, 1] = p[:, 2], -p[:, 1], p[:, 0]
-            R = d.R_world[b]
-            blocks = np.concatenate([-R @ px, R], axis=2)  # R [-p^, 1], (n, 3, 6)
-            r3 = 3 * idx[:, None, None] + np.arange(3)[None, :, None]
-            c6 = 6 * b[:, None, None] + cols[None, None, :]
-            np.add.at(Gu, (r3, c6), sign * blocks)
-        self.Gu = Gu
+        self._Nm = self._node_map(problem)
+        self.Gb = Gb if not problem.n_bilateral else np.vstack([Gb, self._bilateral_rows(problem)])
+        # a contact point of body k at p moves with R_k [-p^, 1] V_k: the linear rows of the
+        # node map, combined by Q_u
+        self.Gu = problem.Q_u @ self._Nm
 
     def _node_map(self, problem) -> np.ndarray:
-        """(6 nnodes, 6 nb): world-aligned node velocities from body velocities."""
+        """(6 nnodes, 6 nb): world-aligned node velocities from body velocities, node a on
+        body k at p: [[R_k, 0], [-R_k p^, R_k]] V_k."""
         m, d = problem.model, problem.data
         nn = len(problem.node_body)
+        R = d.R_world[problem.node_body]
+        blocks = np.zeros((nn, 6, 6))
+        blocks[:, :3, :3] = R
+        blocks[:, 3:, :3] = -R @ skew_batch(problem.node_point)
+        blocks[:, 3:, 3:] = R
         Nm = np.zeros((6 * nn, 6 * m.nb))
-        for a, (k, p) in enumerate(zip(problem.node_body, problem.node_point, strict=True)):
-            R = d.R_world[k]
-            Nm[6 * a : 6 * a + 3, 6 * k : 6 * k + 3] = R
-            Nm[6 * a + 3 : 6 * a + 6, 6 * k : 6 * k + 3] = -R @ _skew(p)
-            Nm[6 * a + 3 : 6 * a + 6, 6 * k + 3 : 6 * k + 6] = R
+        r6 = 6 * np.arange(nn)[:, None, None] + np.arange(6)[None, :, None]
+        c6 = 6 * problem.node_body[:, None, None] + np.arange(6)[None, None, :]
+        Nm[r6, c6] = blocks
         return Nm
 
     def _qdot_map(self, problem) -> np.ndarray:
@@ -166,8 +132,7 @@ class NMC:
         return Jq
 
     def _bilateral_rows(self, problem) -> np.ndarray:
-        """Closure and mimic rows on the body velocities (nb, 6 nbodies)."""
-        self._Nm = self._node_map(problem)
+        """Closure and mimic rows on the body velocities (n_bilateral, 6 nbodies)."""
         self._Jq = self._qdot_map(problem) if np.any(problem.Gm) else None
         rows = problem.Qb @ self._Nm
         if self._Jq is not None:
@@ -196,7 +161,7 @@ class NMC:
             IV = np.einsum("kij,kj->ki", m.inertia, V)
             ag = np.zeros((m.nb, 6))
             ag[:, 3:] = np.einsum("kji,j->ki", d.R_world, m.gravity)  # R_k^T g
-            f = -_cross_force_batch(V, IV) + np.einsum("kij,kj->ki", m.inertia, ag)
+            f = -cross_force_batch(V, IV) + np.einsum("kij,kj->ki", m.inertia, ag)
             tau_pad = np.zeros((m.nb, 6))
             tau_pad[self.dof_body, self.dof_col] = problem.tau
             ft = np.einsum("kij,kj->ki", self.S, tau_pad)
@@ -207,7 +172,7 @@ class NMC:
         chat = np.empty((m.nb, 6))
         propagate_bias(m.parent, d.E, d.r, d.cbias, chat)
         self.contact_shift = -dt * (self.Gu @ chat.ravel())
-        if problem.nb:
+        if problem.n_bilateral:
             rhs = np.concatenate([rhs, self._bilateral_rhs(problem, dt, gap)])
         return V, dt * f, rhs
 
@@ -219,33 +184,21 @@ class NMC:
         sv = np.einsum("kji,kj->ki", self.S, rel)  # S^T rel, first nvj entries valid
         return sv[self.dof_body, self.dof_col]
 
-    def solve(self, problem, v, dt, gap):
+    def solve(self, problem, v, dt, gap, accel=None) -> Solution:
+        """The mixed LCP of Eq. 27 with [V+; p_b] free (assembly.velocity_lcp). ``accel`` is
+        not used: the free motion is the bodies' own, I (V+ - V) = dt f."""
         m = problem.model
-        nb6 = 6 * m.nb
         V, dtf, rhs = self._body_state(problem, v, dt, gap)
         cbias = problem.data.cbias.copy()
-        nh = self.Gb.shape[0]
-        Db = problem.Dblock()
-        GD = self.Gu.T @ Db
-        nk = GD.shape[1]
-        nz = problem.nu * (problem.k + 1)
-        n = nb6 + nh + nz
-        M = np.zeros((n, n))
         Ib = scipy.linalg.block_diag(*m.inertia)
-        M[:nb6, :nb6] = Ib
-        M[:nb6, nb6 : nb6 + nh] = -self.Gb.T
-        M[nb6 : nb6 + nh, :nb6] = self.Gb
-        M[:nb6, nb6 + nh : nb6 + nh + nk] = -GD
-        M[nb6 + nh : nb6 + nh + nk, :nb6] = GD.T
-        M[nb6 + nh :, nb6 + nh :] = problem.complementarity_block()
-        q = np.zeros(n)
-        q[:nb6] = -(Ib @ V.ravel() + dtf.ravel())
-        q[nb6 : nb6 + nh] = -rhs
-        q[nb6 + nh : nb6 + nh + nk] = Db.T @ self.contact_shift + problem.gap_rows(gap)
-        self.last_lcp = (M, q, nb6 + nh)
-        res = solve_mixed_lcp(M, q, nb6 + nh, solver=problem.solver, tol_rel=problem.tol_rel)
-        Vp = res.x[:nb6].reshape(m.nb, 6)
-        return self._joint_velocities(problem, Vp, dt, cbias), problem.impulses(res.z), res
+        M, q, n_free = velocity_lcp(
+            problem, Ib, Ib @ V.ravel() + dtf.ravel(), self.Gb, rhs, self.Gu, gap,
+            contact_shift=self.contact_shift,
+        )  # fmt: skip
+        res = solve_mixed_lcp(M, q, n_free, solver=problem.solver, tol_rel=problem.tol_rel)
+        Vp = res.x[: 6 * m.nb].reshape(m.nb, 6)
+        v_plus = self._joint_velocities(problem, Vp, dt, cbias)
+        return Solution(v_plus, problem.impulses(res.z), res, M, q, n_free)
 
 
 class NMCOS(NMC):
@@ -267,31 +220,19 @@ class NMCOS(NMC):
         self.lam = lam
         self.G = G
 
-    def solve(self, problem, v, dt, gap):
+    def solve(self, problem, v, dt, gap, accel=None) -> Solution:
+        """Eq. 53 on K = Lambda = G I^-1 G^T (assembly.delassus_lcp); ``accel`` not used."""
         m = problem.model
         V, dtf, rhs = self._body_state(problem, v, dt, gap)
         cbias = problem.data.cbias.copy()
         V_free = V + np.einsum("kij,kj->ki", self._Iinv, dtf)
-        nh = self.Gb.shape[0]
-        Db = problem.Dblock()
-        nk = Db.shape[1]
-        nz = problem.nu * (problem.k + 1)
-        n = nh + nz
-        M = np.zeros((n, n))
-        lam = self.lam
-        M[:nh, :nh] = lam[:nh, :nh]
-        M[:nh, nh : nh + nk] = lam[:nh, nh:] @ Db
-        M[nh : nh + nk, :nh] = Db.T @ lam[nh:, :nh]
-        M[nh : nh + nk, nh : nh + nk] = Db.T @ lam[nh:, nh:] @ Db
-        M[nh:, nh:] += problem.complementarity_block()
-        q = np.zeros(n)
         Vf = V_free.ravel()
-        q[:nh] = self.Gb @ Vf - rhs
-        q[nh : nh + nk] = Db.T @ (self.Gu @ Vf + self.contact_shift) + problem.gap_rows(gap)
-        self.last_lcp = (M, q, nh)
+        phi = np.concatenate([self.Gb @ Vf, self.Gu @ Vf + self.contact_shift])
+        M, q = delassus_lcp(problem, self.lam, phi, rhs, gap)
+        nh = len(rhs)
         res = solve_mixed_lcp(M, q, nh, solver=problem.solver, tol_rel=problem.tol_rel)
         F = problem.impulses(res.z)
         p = np.concatenate([res.x, F.ravel()])
         imp = (self.G.T @ p).reshape(m.nb, 6)
         Vp = V_free + np.einsum("kij,kj->ki", self._Iinv, imp)
-        return self._joint_velocities(problem, Vp, dt, cbias), F, res
+        return Solution(self._joint_velocities(problem, Vp, dt, cbias), F, res, M, q, nh)

@@ -42,10 +42,11 @@ from mbsim.simcore.lcp.problem import (
     inf_norm,
     snap_rounding_negatives,
 )
+from mbsim.simcore.options import LCP_SOLVERS
 
 DEFAULT_DELTAS = (1e-10, 1e-8, 1e-6)
 POLISH_ITERS = 30
-SOLVERS = ("lemke", "pgs")
+SOLVERS = LCP_SOLVERS
 
 
 def lemke_regularised(

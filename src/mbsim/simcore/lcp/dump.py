@@ -28,8 +28,8 @@ import numpy as np
 from mbsim.simcore.lcp.chain import solve_lcp
 from mbsim.simcore.lcp.mixed import solve_mixed_lcp
 from mbsim.simcore.lcp.problem import DEFAULT_TOL_REL, Attempt, LcpResult, Status, check
+from mbsim.simcore.options import DUMP_MODES
 
-DUMP_MODES = ("none", "failures", "all")
 FORMAT = "mbsim-lcp"
 MIXED_UNITS = "mixed (by formulation block)"
 

@@ -1,15 +1,14 @@
 """PV-OSIMr: the Delassus matrix Lambda = J M^-1 J^T in O(n + m^2) (003, Algorithm 3).
 
-Second algorithm for the operational space compliance of :mod:`mbsim.simcore.compliance`
-(same nodes, same matrix, same units: (rad/s, m/s) per (N m s, N s)). As in the paper, every
-spatial quantity of the algorithm is expressed in one inertial frame (003 Sec. II:
-"expressed in and with respect to a fixed inertial frame"): world axes, with the origin at
-the tree's root body. Any fixed frame gives the same Lambda; putting the origin on the robot
-keeps the lever arms, and so the rounding, at the robot's size (about the world origin the
-error grew to ~6e-9 relative for a robot 100 m away and ~2e-4 at 1 km). Only the inputs
-(body-frame S, the node transforms X_a) and the factorisation left in Data are body-frame. In
-this common frame a joint's propagator needs no change of frame, so neither sweep has a 6x6
-congruence per body. Paper notation:
+Same nodes, same matrix and same units as the Upsilon algorithms of this package ((rad/s, m/s)
+per (N m s, N s)). As in the paper, every spatial quantity of the algorithm is expressed in one
+inertial frame (003 Sec. II: "expressed in and with respect to a fixed inertial frame"): world
+axes, with the origin at the tree's root body. Any fixed frame gives the same Lambda; putting
+the origin on the robot keeps the lever arms, and so the rounding, at the robot's size (about
+the world origin the error grew to ~6e-9 relative for a robot 100 m away and ~2e-4 at 1 km).
+Only the inputs (body-frame S, the node transforms X_a) and the factorisation left in Data are
+body-frame. In this common frame a joint's propagator needs no change of frame, so neither
+sweep has a 6x6 congruence per body. Paper notation:
 
 * every constraint node is a fictitious *end-effector* link rigidly attached to its body
   (003 Sec. I-C); its constraint matrix K_i (m_i x 6) maps the body's spatial motion to the
@@ -33,9 +32,10 @@ way to the nodes. Algorithm 3, as implemented:
    (m_i x m_i): the constraint rows replace the 6x6 identity, so a 3D node carries a 6x3
    propagator and a 3x3 inverse inertia up to its first branching ancestor, and no path ever
    carries more than 6 columns (PV-OSIM stacks all m rows of a subtree): the "r" rule.
-2. (lines 5-15) one tips-to-base sweep over all bodies computes the articulated inertias
-   (lines 8-11: H^A_pi(i) += H^A_i - U_i D_i^-1 U_i^T) and, on bodies that support nodes,
-   the propagators between branching links (Eqs. 16-17):
+2. (lines 5-15) tips to base: the articulated inertias over all bodies (lines 8-11:
+   H^A_pi(i) += H^A_i - U_i D_i^-1 U_i^T; world_frame.articulated_sweep_world, the sweep the
+   world-frame Upsilon uses too), then, on bodies that support nodes, the propagators between
+   branching links (Eqs. 16-17):
 
        pi(k)Omega_D(k) = kOmega_D(k) + kP_D(k)^T S_k D_k^-1 S_k^T kP_D(k),
        pi(k)P_D(k)     = pi(k)P_k kP_D(k),
@@ -57,7 +57,7 @@ Blocks between nodes of different trees are zero (their only common ancestor is 
 ``0Omega`` at a branching body, moved to body coordinates, equals Upsilon(k) of 000 Eq. 68;
 the tests use that to check the intermediate quantities, not only Lambda.
 
-Relation to :func:`~mbsim.simcore.compliance.compliance_upsilon`: ``jP_i`` is Jain's
+Relation to the Upsilon recursion (:mod:`.upsilon_body`): ``jP_i`` is Jain's
 psi(j, i), and both end in the same per-pair products. They differ in where the O(n) work
 goes: Upsilon scatters Upsilon(k) base-to-tips over all n bodies and then composes psi along
 the compressed tree, PV-OSIMr accumulates the inverse inertias tips-to-base inside the
@@ -70,7 +70,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mbsim.simcore.dynamics import spd_inverse
+from mbsim.simcore.delassus import world_frame as wf
+from mbsim.simcore.delassus.nodes import as_nodes
 from mbsim.simcore.spatial import plucker_np
 
 # Rows of the integer workspace ``iw`` (see _Workspace): per body, per node, per vertex.
@@ -84,7 +85,7 @@ _N_TMP = 6  # 6x6 scratch matrices at the end of the float workspace
 # fastmath "contract" lets LLVM fuse multiply-adds (one rounding instead of two: never less
 # accurate); the 6x6 products below are written with a literal column count m (3 or 6) at
 # every call site so that they unroll: numba's loops with a run-time bound are ~2x slower.
-_OPTS = {"cache": True, "fastmath": {"contract"}, "error_model": "numpy"}
+_OPTS = wf.OPTS
 
 
 @njit(inline="always", **_OPTS)
@@ -130,88 +131,6 @@ def _block(Fa, G, Lam, oa, ob, ma, mb):
 
 
 @njit(inline="always", **_OPTS)
-def _motion_to_world(R, p, x, out):
-    """out = a motion vector given in body coordinates (origin at the body) expressed in
-    world axes about the reference origin, p being the body origin from that reference:
-    w = R w_b, v = R v_b + p x w."""
-    for a in range(3):
-        out[a] = R[a, 0] * x[0] + R[a, 1] * x[1] + R[a, 2] * x[2]
-        out[3 + a] = R[a, 0] * x[3] + R[a, 1] * x[4] + R[a, 2] * x[5]
-    out[3] += p[1] * out[2] - p[2] * out[1]
-    out[4] += p[2] * out[0] - p[0] * out[2]
-    out[5] += p[0] * out[1] - p[1] * out[0]
-
-
-@njit(inline="always", **_OPTS)
-def _force_to_world(R, p, x, out):
-    """out = a force given in body coordinates (moment about the body origin) expressed in
-    world axes about the reference origin (p as in _motion_to_world): f = R f_b,
-    n = R n_b + p x f."""
-    for a in range(3):
-        out[a] = R[a, 0] * x[0] + R[a, 1] * x[1] + R[a, 2] * x[2]
-        out[3 + a] = R[a, 0] * x[3] + R[a, 1] * x[4] + R[a, 2] * x[5]
-    out[0] += p[1] * out[5] - p[2] * out[4]
-    out[1] += p[2] * out[3] - p[0] * out[5]
-    out[2] += p[0] * out[4] - p[1] * out[3]
-
-
-@njit(inline="always", **_OPTS)
-def _force_to_body(R, p, x, out):
-    """The inverse of :func:`_force_to_world`: f_b = R^T f, n_b = R^T (n - p x f)."""
-    m0 = x[0] - (p[1] * x[5] - p[2] * x[4])
-    m1 = x[1] - (p[2] * x[3] - p[0] * x[5])
-    m2 = x[2] - (p[0] * x[4] - p[1] * x[3])
-    for a in range(3):
-        out[a] = R[0, a] * m0 + R[1, a] * m1 + R[2, a] * m2
-        out[3 + a] = R[0, a] * x[3] + R[1, a] * x[4] + R[2, a] * x[5]
-
-
-@njit(inline="always", **_OPTS)
-def _add_world_inertia(mass, com, Ic, R, p, out):
-    """out += the body's spatial inertia in world axes about the reference origin, from its
-    10 inertial parameters: with c = p + R com (centre of mass from that origin, m) and
-    Ic' = R Ic R^T (kg m^2), I = [[Ic' + m c^ c^T, m c^], [m c^T, m 1]] (spatial.py)."""
-    c0 = p[0] + R[0, 0] * com[0] + R[0, 1] * com[1] + R[0, 2] * com[2]
-    c1 = p[1] + R[1, 0] * com[0] + R[1, 1] * com[1] + R[1, 2] * com[2]
-    c2 = p[2] + R[2, 0] * com[0] + R[2, 1] * com[1] + R[2, 2] * com[2]
-    for a in range(3):
-        # row a of R Ic, then (R Ic R^T)[a, b]
-        t0 = R[a, 0] * Ic[0, 0] + R[a, 1] * Ic[1, 0] + R[a, 2] * Ic[2, 0]
-        t1 = R[a, 0] * Ic[0, 1] + R[a, 1] * Ic[1, 1] + R[a, 2] * Ic[2, 1]
-        t2 = R[a, 0] * Ic[0, 2] + R[a, 1] * Ic[1, 2] + R[a, 2] * Ic[2, 2]
-        for b in range(3):
-            out[a, b] += t0 * R[b, 0] + t1 * R[b, 1] + t2 * R[b, 2]
-    mc0, mc1, mc2 = mass * c0, mass * c1, mass * c2
-    # m c^ c^T = m (|c|^2 1 - c c^T)
-    cc = c0 * mc0 + c1 * mc1 + c2 * mc2
-    out[0, 0] += cc - c0 * mc0
-    out[1, 1] += cc - c1 * mc1
-    out[2, 2] += cc - c2 * mc2
-    out[0, 1] -= c0 * mc1
-    out[1, 0] -= c0 * mc1
-    out[0, 2] -= c0 * mc2
-    out[2, 0] -= c0 * mc2
-    out[1, 2] -= c1 * mc2
-    out[2, 1] -= c1 * mc2
-    # m c^ (upper right) and its transpose m c^T = -m c^ (lower left)
-    out[0, 4] -= mc2
-    out[0, 5] += mc1
-    out[1, 3] += mc2
-    out[1, 5] -= mc0
-    out[2, 3] -= mc1
-    out[2, 4] += mc0
-    out[4, 0] -= mc2
-    out[5, 0] += mc1
-    out[3, 1] += mc2
-    out[5, 1] -= mc0
-    out[3, 2] -= mc1
-    out[4, 2] += mc0
-    out[3, 3] += mass
-    out[4, 4] += mass
-    out[5, 5] += mass
-
-
-@njit(inline="always", **_OPTS)
 def _pass_1dof(sv, uv, g, P, O, yv, m, up):
     """Eqs. 16-17 through a 1-DoF joint, in place, world frame: with y = P^T s (m),
     Omega += g y y^T and, if the joint has a parent (``up``), P <- (1 - g u s^T) P."""
@@ -236,14 +155,15 @@ def _pass_1dof(sv, uv, g, P, O, yv, m, up):
 
 
 @njit(inline="always", **_OPTS)
-def _pass_ndof(Sw, Uw, Di, n, P, O, Y, Z, m, up):
+def _pass_ndof(w, Di, n, P, O, Y, Z, m, up):
     """Eqs. 16-17 through an n-DoF joint (free joint), world frame: Y = S^T P,
-    Z = D^-1 Y, Omega += Y^T Z and, if ``up``, P <- P - U Z."""
+    Z = D^-1 Y, Omega += Y^T Z and, if ``up``, P <- P - U Z. ``w`` is the body's row of the
+    world-frame workspace (S and U columns at SW0 and UW0, world_frame.py)."""
     for k in range(n):
         for c in range(m):
             acc = 0.0
             for a in range(6):
-                acc += Sw[a, k] * P[a, c]
+                acc += w[wf.SW0 + 6 * k + a] * P[a, c]
             Y[k, c] = acc
     for k in range(n):
         for c in range(m):
@@ -263,14 +183,14 @@ def _pass_ndof(Sw, Uw, Di, n, P, O, Y, Z, m, up):
             for c in range(m):
                 acc = P[a, c]
                 for k in range(n):
-                    acc -= Uw[a, k] * Z[k, c]
+                    acc -= w[wf.UW0 + 6 * k + a] * Z[k, c]
                 P[a, c] = acc
 
 
 @njit(**_OPTS)
 def pv_osimr_kernel(
-    parent, vi, nvj, S, mass, com, Ic, R_world, p_world, U, Dinv, pivots, refresh,
-    node_body, node_X, node_rows, iw, fw, IAw, F, Lam,
+    parent, cstart, clist, vi, nvj, S, prm, R_world, p_world, U, Dinv, pivots, refresh,
+    node_body, node_X, node_rows, iw, fw, ws, F, Lam,
 ):  # fmt: skip
     """Algorithm 3 of 003 into ``Lam`` (m x m, any content on entry); see the module doc.
 
@@ -279,12 +199,14 @@ def pv_osimr_kernel(
     topology part of ``iw`` is touched then).
 
     Inputs: the body-frame S and the world poses (R_world, p_world) of the kinematics, the
-    bodies' mass (kg), com (m, body frame) and Ic (kg m^2 about the com, body axes).
-    ``refresh``: build the articulated inertias (world frame, in ``IAw``), U (written back in
-    body coordinates), Dinv and pivots in the same sweep (lines 8-11); otherwise U and Dinv
-    must hold the factorisation of the current q. ``node_rows`` (2, >= nc): first constraint
-    row of each node in X_a and its dimension m_a. Workspaces: ``iw`` (16, >= max(nb, 2 nc))
-    integers, ``fw`` (3 V + 6, 6, 6) floats with V >= 2 nc vertices (P, Omega, 0Omega).
+    children lists (``cstart``, ``clist``) and inertial parameters (``prm``) of
+    world_frame.py. ``refresh``: build the articulated inertias (world frame, in ``ws``), U
+    (written back in body coordinates), Dinv and pivots first (lines 8-11,
+    world_frame.articulated_sweep_world); otherwise U and Dinv must hold the factorisation of
+    the current q. ``node_rows`` (2, >= nc): first constraint
+    row of each node in X_a and its dimension m_a. Workspaces: ``iw`` (17, >= max(nb, 2 nc))
+    integers, ``fw`` (3 V + 6, 6, 6) floats with V >= 2 nc vertices (P, Omega, 0Omega),
+    ``ws`` (nb, world_frame.WS_COLS) the world-frame articulated quantities.
     """
     nb = parent.shape[0]
     nc = node_body.shape[0]
@@ -418,10 +340,8 @@ def pv_osimr_kernel(
                 # the inertial frame (world axes, origin at the tree's root body)
                 for c in range(6):
                     t[c] = node_X[a, r0 + k, c]
-                tr = troot[b]
-                for c in range(3):
-                    pr[c] = p_world[b, c] - p_world[tr, c]
-                _force_to_world(R_world[b], pr, t, t2)
+                wf.origin_from_root(p_world, b, troot[b], pr)
+                wf.force_to_world(R_world[b], pr, t, t2)
                 for c in range(6):
                     Pv[v, c, k] = t2[c]
             else:  # columns past m stay zero, so fixed-width products below see no garbage
@@ -433,79 +353,25 @@ def pv_osimr_kernel(
     # ---- lines 5-15: one tips-to-base sweep (articulated inertias + Eqs. 16-17) ----------
     # Everything is in the tree's inertial frame, as in the paper, so pi(i)P_i = 1 - U D^-1 S^T
     # (Eq. 8) and H^A_pi(i) += H^A_i - U D^-1 U^T (line 11) need no frame change per joint.
+    # Lines 8-11 (articulated inertias, U, D^-1) are world_frame.articulated_sweep_world,
+    # shared with the world-frame Upsilon: it runs over all bodies first, then Eqs. 16-17 over
+    # the bodies that support nodes, in the same tips-to-base order.
     if refresh:
-        for i in range(nb):
-            for a in range(6):
-                for b in range(6):
-                    IAw[i, a, b] = 0.0
-    Sw = tmp[0]
-    Uw = tmp[1]
+        wf.articulated_sweep_world(
+            parent, cstart, clist, vi, nvj, S, R_world, p_world, troot, prm, U, Dinv, pivots,
+            ws, tmp,
+        )  # fmt: skip
+    else:
+        wf.subspaces_world(nvj, S, U, R_world, p_world, troot, ws)
     Y = tmp[2]
     Z = tmp[3]
-    L = tmp[4]
     for i in range(nb - 1, -1, -1):
-        n = nvj[i]
-        p = parent[i]
-        Ri = R_world[i]
-        tr = troot[i]
-        for c in range(3):
-            pr[c] = p_world[i, c] - p_world[tr, c]  # body origin from the tree root's
-        for k in range(n):
-            _motion_to_world(Ri, pr, S[i, :, k], Sw[:, k])
-        if refresh:  # lines 8-11
-            A = IAw[i]
-            _add_world_inertia(mass[i], com[i], Ic[i], Ri, pr, A)  # children are in already
-            for k in range(n):
-                for a in range(6):
-                    Uw[a, k] = (
-                        A[a, 0] * Sw[0, k] + A[a, 1] * Sw[1, k] + A[a, 2] * Sw[2, k]
-                        + A[a, 3] * Sw[3, k] + A[a, 4] * Sw[4, k] + A[a, 5] * Sw[5, k]
-                    )  # fmt: skip
-                # dynamics.py keeps U = IA S in body coordinates
-                _force_to_body(Ri, pr, Uw[:, k], U[i, :, k])
-            if n == 1:
-                d = 0.0
-                for a in range(6):
-                    d += Sw[a, 0] * Uw[a, 0]
-                pivots[vi[i]] = d
-                g = 1.0 / d if d > 0.0 else 0.0
-                Dinv[i, 0, 0] = g
-                if p >= 0:
-                    Ap = IAw[p]
-                    for a in range(6):
-                        ga = g * Uw[a, 0]
-                        for b in range(6):
-                            Ap[a, b] += A[a, b] - ga * Uw[b, 0]
-            else:
-                for rr in range(n):
-                    for c in range(n):
-                        acc = 0.0
-                        for k in range(6):
-                            acc += Sw[k, rr] * Uw[k, c]
-                        Y[rr, c] = acc
-                dmin = spd_inverse(Y, n, Dinv[i], L, Z)
-                for rr in range(n):
-                    pivots[vi[i] + rr] = dmin
-                if p >= 0:
-                    Ap = IAw[p]
-                    for a in range(6):
-                        for k in range(n):
-                            acc = 0.0
-                            for j in range(n):
-                                acc += Uw[a, j] * Dinv[i, j, k]
-                            Y[k, a] = acc  # (U D^-1)^T, n x 6
-                    for a in range(6):
-                        for b in range(6):
-                            acc = A[a, b]
-                            for k in range(n):
-                                acc -= Y[k, a] * Uw[b, k]
-                            Ap[a, b] += acc
-        else:
-            for k in range(n):
-                _force_to_world(Ri, pr, U[i, :, k], Uw[:, k])
         v = slot[i]
         if v < 0:
             continue
+        n = nvj[i]
+        p = parent[i]
+        w = ws[i]
         P = Pv[v]
         O = Om[v]
         if nact[i] >= 2:  # line 7: a branching link restarts from iP_i = 1, iOmega_i = 0
@@ -514,12 +380,14 @@ def pv_osimr_kernel(
                     P[a, b] = 1.0 if a == b else 0.0
                     O[a, b] = 0.0
         if n == 1:
+            sv = w[wf.SW0 : wf.SW0 + 6]
+            uv = w[wf.UW0 : wf.UW0 + 6]
             if vdim[v] == 6:
-                _pass_1dof(Sw[:, 0], Uw[:, 0], Dinv[i, 0, 0], P, O, yv, 6, p >= 0)
+                _pass_1dof(sv, uv, Dinv[i, 0, 0], P, O, yv, 6, p >= 0)
             else:
-                _pass_1dof(Sw[:, 0], Uw[:, 0], Dinv[i, 0, 0], P, O, yv, 3, p >= 0)
+                _pass_1dof(sv, uv, Dinv[i, 0, 0], P, O, yv, 3, p >= 0)
         else:
-            _pass_ndof(Sw, Uw, Dinv[i], n, P, O, Y, Z, vdim[v], p >= 0)
+            _pass_ndof(w, Dinv[i], n, P, O, Y, Z, vdim[v], p >= 0)
 
     # ---- lines 16-17 (Eq. 18): 0Omega over N, base to tips; line 28 at end-effectors ----
     T = tmp[0]
@@ -593,24 +461,17 @@ def pv_osimr_kernel(
     return 0
 
 
-class _Workspace:
-    """Arrays the kernel reuses between calls on one Data (kept on it as ``_pv_osimr_ws``,
-    grown, never shrunk), and the bodies' rotational inertias about their centres of mass
-    (body axes, kg m^2)."""
+class PvOsimrWorkspace:
+    """Arrays the kernel reuses between calls on one Data (``data.pv_osimr_ws``; grown, never
+    shrunk), and the model's children lists and inertial parameters (world_frame.py)."""
 
     def __init__(self, model) -> None:
         self.model = model
         self.nb = nb = model.nb
         self.cap = -1
-        self.IAw = np.zeros((nb, 6, 6))  # world-frame articulated inertias
-        # Ic = I_11 - m c^ c^T (spatial.spatial_inertia), so world inertias cost ~80 flops
-        c = model.com
-        cc = np.einsum("ia,ia->i", c, c)
-        outer = np.einsum("ia,ib->iab", c, c)
-        self.Ic = np.ascontiguousarray(
-            model.inertia[:, :3, :3]
-            - model.mass[:, None, None] * (cc[:, None, None] * np.eye(3) - outer)
-        )
+        self.ws = np.zeros((nb, wf.WS_COLS))  # world-frame articulated quantities
+        self.prm = wf.inertial_parameters(model)
+        self.cstart, self.clist = wf.children_csr(model.parent)
         self.ensure(1)
 
     def ensure(self, nc: int, depth: int = 0) -> None:
@@ -626,38 +487,43 @@ class _Workspace:
             self.F = np.zeros((self.cap, max(depth, 2 * self.F.shape[1]), 6, 6))
 
 
-def compliance_pv_osimr(
-    model, data, node_body, node_X, refresh: bool = True, linear=False
-) -> np.ndarray:
-    """Lambda = J M^-1 J^T for the nodes by PV-OSIMr, O(n + m^2) (003 Algorithm 3).
+def pv_osimr_from_poses(model, data, node_body, node_X, linear=False) -> np.ndarray:
+    """Lambda = J M^-1 J^T for the nodes by PV-OSIMr, O(n + m^2) (003 Algorithm 3), computing
+    the articulated factorisation inside the algorithm's own backward sweep (lines 8-11).
 
-    Same contract as :func:`mbsim.simcore.compliance.compliance_upsilon`: ``node_body[a]`` is
-    the body of node a and ``node_X[a]`` (6x6) the motion transform from that body's frame to
-    the node frame (kinematics.node_transforms); ``data`` must hold the kinematics of the
-    current q (kinematics.forward_kinematics; only the poses R_world, p_world and S are
-    read). With ``refresh`` (default) the articulated factorisation is recomputed inside the
-    algorithm's own backward sweep (003 Alg. 3 lines 8-11) and ``data.U``, ``data.Dinv`` and
-    ``data.pivots`` are left as dynamics.articulated_factor leaves them, so impulse_response
-    can follow (the articulated inertias themselves stay in the inertial frame in a private
-    workspace: ``data.IA`` is not written). With ``refresh=False`` U and Dinv are taken from
-    ``data`` as they are (after dynamics.aba or articulated_factor at this q). ``data.ups``
-    is never touched. This is compliance_upsilon's contract (with its default q=None).
+    ``data`` must hold the kinematics of the current q
+    (:func:`~mbsim.simcore.kinematics.forward_kinematics`; only the poses R_world, p_world
+    and S are read). Afterwards ``data.U``, ``data.Dinv`` and ``data.pivots`` are as
+    :func:`~mbsim.simcore.dynamics.articulated_factor` leaves them, so the impulse response
+    can follow (the articulated inertias themselves stay in the inertial frame in
+    ``data.pv_osimr_ws``: ``data.IA`` is not written); ``data.ups`` is never touched.
 
-    ``linear`` (bool, or one bool per node): True makes a node a 3D point (connect-type)
-    constraint, K = the three linear rows of X_a. Lambda is (sum m_a)^2 with m_a = 6 or 3,
-    nodes in the given order, rows [angular; linear] (6D) or [linear] (3D); for 6D nodes it
-    is compliance_upsilon's matrix (to rounding). Units: (rad/s, m/s) per (N m s, N s).
+    ``node_body[a]`` is the body of node a and ``node_X[a]`` (6x6) the motion transform from
+    that body's frame to the node frame (kinematics.node_transforms). ``linear`` (bool, or one
+    bool per node): True makes a node a 3D point (connect-type) constraint, K = the three
+    linear rows of X_a. Lambda is (sum m_a)^2 with m_a = 6 or 3, nodes in the given order, rows
+    [angular; linear] (6D) or [linear] (3D); for 6D nodes it is the Upsilon algorithms' matrix
+    (to rounding). Units: (rad/s, m/s) per (N m s, N s).
     """
-    if type(node_body) is not np.ndarray or node_body.dtype != np.int64:
-        node_body = np.ascontiguousarray(node_body, dtype=np.int64)
-    if type(node_X) is not np.ndarray or node_X.dtype != np.float64:
-        node_X = np.ascontiguousarray(node_X, dtype=np.float64)
+    return _pv_osimr(model, data, node_body, node_X, linear, True)
+
+
+def pv_osimr_after_aba(model, data, node_body, node_X, linear=False) -> np.ndarray:
+    """As :func:`pv_osimr_from_poses`, but U and Dinv are taken from ``data`` as they are:
+    call it after :func:`~mbsim.simcore.dynamics.aba` (or articulated_factor) at this q.
+    Only the kinematics and the factorisation are read; nothing in ``data`` but its
+    workspace changes."""
+    return _pv_osimr(model, data, node_body, node_X, linear, False)
+
+
+def _pv_osimr(model, data, node_body, node_X, linear, refresh: bool) -> np.ndarray:
+    node_body, node_X = as_nodes(node_body, node_X)
     nc = node_body.shape[0]
     if node_body.ndim != 1 or node_X.shape != (nc, 6, 6):
         raise ValueError(f"node_X must be ({nc}, 6, 6), got {node_X.shape}")
-    ws = data.__dict__.get("_pv_osimr_ws")
+    ws = data.pv_osimr_ws
     if ws is None or ws.model is not model:
-        ws = data._pv_osimr_ws = _Workspace(model)
+        ws = data.pv_osimr_ws = PvOsimrWorkspace(model)
     if nc > ws.cap:
         ws.ensure(nc)
     if linear is False:
@@ -674,9 +540,9 @@ def compliance_pv_osimr(
     Lam = np.empty((m, m))
     while True:
         status = pv_osimr_kernel(
-            model.parent, model.vi, model.nvj, data.S, model.mass, model.com, ws.Ic,
-            data.R_world, data.p_world, data.U, data.Dinv, data.pivots, refresh is not False,
-            node_body, node_X, rows, ws.iw, ws.fw, ws.IAw, ws.F, Lam,
+            model.parent, ws.cstart, ws.clist, model.vi, model.nvj, data.S, ws.prm,
+            data.R_world, data.p_world, data.U, data.Dinv, data.pivots, refresh,
+            node_body, node_X, rows, ws.iw, ws.fw, ws.ws, ws.F, Lam,
         )  # fmt: skip
         if status == 0:
             return Lam
@@ -688,11 +554,11 @@ def compliance_pv_osimr(
 
 def branching_inverse_inertias(model, data) -> dict[int, np.ndarray]:
     """``0Omega_k`` (6x6, moved to body k coordinates) of the branching bodies of the last
-    :func:`compliance_pv_osimr` call on ``data`` (003 Eq. 18), keyed by body index.
+    PV-OSIMr call on ``data`` (003 Eq. 18), keyed by body index.
 
-    For testing: these equal Upsilon(k) of 000 Eq. 68 (compliance.upsilon) at the same q.
+    For testing: these equal Upsilon(k) of 000 Eq. 68 (upsilon_body.upsilon) at the same q.
     """
-    ws = data._pv_osimr_ws
+    ws = data.pv_osimr_ws
     vid = ws.iw[_B_VID]
     nV = (ws.fw.shape[0] - _N_TMP) // 3
     out = {}

@@ -1,0 +1,266 @@
+"""Checks that need the model: every joint and link name of a scenario against the URDFs it
+loads, the initial state against the joint limits, and link references made canonical
+(``tree/link``, :mod:`mbsim.names`) with the SRDF pairs added to ``contact.disabled_pairs``.
+One function per section of the scenario."""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from mbsim.io.scenario.keys import _Ctx
+from mbsim.io.scenario.types import Closure, Contact, Scenario
+from mbsim.io.srdf import read_srdf
+from mbsim.names import BUILTIN_TREE, FLOOR, FLOOR_LINK, WORLD, split_link_ref
+
+#: A quaternion given in q0 must have unit norm to this tolerance (it is not renormalised,
+#: because silently changing an initial condition would make the run differ from the file).
+QUAT_NORM_TOL = 1e-6
+
+
+def build_scenario_model(scenario: Scenario, *, package_dirs: Mapping[str, str] | None = None):
+    """Load every URDF of the scenario, build the :class:`~mbsim.simcore.model.Model` (robots
+    first, then environments, one tree each, named as in the scenario) and validate the
+    scenario against it. Returns ``(model, specs, scenario)`` where ``scenario`` is the
+    canonicalised one from :func:`validate_against_model`."""
+    from mbsim.io.urdf import load_urdf
+    from mbsim.simcore.model import build_model
+
+    specs = [
+        load_urdf(
+            r.urdf,
+            base=r.base,
+            base_pose=r.base_pose.matrix(),
+            package_dirs=package_dirs,
+            name=r.name,
+        )
+        for r in scenario.robots
+    ]
+    specs += [
+        load_urdf(
+            e.urdf,
+            base="fixed",
+            base_pose=e.base_pose.matrix(),
+            package_dirs=package_dirs,
+            name=e.name,
+        )
+        for e in scenario.environments
+    ]
+    model = build_model(specs, gravity=scenario.simulation.gravity)
+    return model, specs, validate_against_model(scenario, model)
+
+
+def _ctx_for(scenario: Scenario) -> _Ctx:
+    label = str(scenario.source) if scenario.source is not None else "command line"
+    base = scenario.source.parent if scenario.source is not None else Path.cwd()
+    ctx = _Ctx(label, scenario._text, base, everything_overridden=() in scenario._overridden)
+    ctx.overridden = {p for p in scenario._overridden if p}
+    return ctx
+
+
+def _names_list(names: Iterable[str], limit: int = 12) -> str:
+    names = list(names)
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "") or "none"
+
+
+class _ModelNames:
+    """The names a scenario may use, by tree: links, q and v coordinates (with their model
+    indices), 1-DoF joints (by v index) and multi-DoF (free) joints."""
+
+    def __init__(self, model) -> None:
+        self.trees = list(model.tree_names)
+        self.links: dict[int, set[str]] = {}
+        for tree, link in model.link_frames:
+            self.links.setdefault(int(tree), set()).add(link)
+        self.q: dict[int, dict[str, int]] = {}
+        self.v: dict[int, dict[str, int]] = {}
+        self.one_dof: dict[int, dict[str, int]] = {}
+        self.free_joints: dict[int, list[str]] = {}
+        for i in range(model.nb):
+            t = int(model.tree_of[i])
+            for k in range(int(model.qi[i]), int(model.qi[i] + model.nqj[i])):
+                self.q.setdefault(t, {})[model.q_names[k]] = k
+            for k in range(int(model.vi[i]), int(model.vi[i] + model.nvj[i])):
+                self.v.setdefault(t, {})[model.v_names[k]] = k
+            if model.nvj[i] == 1:
+                self.one_dof.setdefault(t, {})[model.joint_names[i]] = int(model.vi[i])
+            else:
+                self.free_joints.setdefault(t, []).append(model.joint_names[i])
+
+
+class _Checker:
+    """Validation state shared by the per-section checks: where errors point, the model's
+    names, and whether the built-in floor exists."""
+
+    def __init__(self, scenario: Scenario, model) -> None:
+        self.ctx = _ctx_for(scenario)
+        self.model = model
+        self.names = _ModelNames(model)
+        self.floor = scenario.contact.floor
+
+    def tree_index(self, path: tuple, name: str) -> int:
+        trees = self.names.trees
+        if name not in trees:
+            raise self.ctx.error(path, f"the model has no tree named {name!r} (trees: {trees})")
+        return trees.index(name)
+
+    def canonical(self, path: tuple, ref: str, within: str | None = None) -> str:
+        """``tree/link`` for a link reference (``within``: the tree of a bare name)."""
+        ctx, trees, links_by_tree = self.ctx, self.names.trees, self.names.links
+        if ref == WORLD:
+            return ref
+        tree, link = split_link_ref(ref)
+        tree = tree or (within or "")
+        if tree == BUILTIN_TREE:
+            if link != FLOOR_LINK:
+                raise ctx.error(path, f"the built-in tree has only the link {FLOOR_LINK!r}", ref)
+            if not self.floor:
+                raise ctx.error(path, "the built-in floor is off (contact.floor = false)", ref)
+            return FLOOR
+        if tree:
+            if tree not in trees:
+                known = _names_list([*trees, *([BUILTIN_TREE] if self.floor else [])])
+                raise ctx.error(path, f"there is no robot or environment {tree!r} ({known})", ref)
+            links = links_by_tree.get(trees.index(tree), set())
+            if link not in links:
+                raise ctx.error(
+                    path, f"{tree} has no link {link!r} (links: {_names_list(sorted(links))})", ref
+                )
+            return f"{tree}/{link}"
+        owners = [trees[t] for t, ls in sorted(links_by_tree.items()) if link in ls]
+        if self.floor and link == FLOOR_LINK:
+            owners.append(BUILTIN_TREE)
+        if not owners:
+            raise ctx.error(path, "no robot or environment has a link of this name", ref)
+        if len(owners) > 1:
+            raise ctx.error(
+                path,
+                f"is ambiguous: {', '.join(owners)} all have such a link; write TREE/{link}",
+                ref,
+            )
+        return f"{owners[0]}/{link}"
+
+
+def validate_against_model(scenario: Scenario, model) -> Scenario:
+    """Check every joint and link name of ``scenario`` against ``model`` (built from the
+    scenario's URDFs with tree names = robot/environment names) and the initial state against
+    the joint limits. Returns the scenario with link references made canonical
+    (``tree/link``, ``world``, ``builtin/floor``) and SRDF pairs added to
+    ``contact.disabled_pairs``.
+    """
+    check = _Checker(scenario, model)
+    srdf_pairs: list[tuple[str, str]] = []
+    for r in scenario.robots:
+        srdf_pairs += _check_robot(check, r)
+    for e in scenario.environments:
+        check.tree_index(("environment", e.name), e.name)
+    contact = _check_contact(check, scenario.contact, srdf_pairs)
+    closures = _check_closures(check, scenario.closures)
+    return replace(scenario, contact=contact, closures=closures)
+
+
+def _check_robot(check: _Checker, r) -> list[tuple[str, str]]:
+    """A robot's coordinate and joint names, q0 within the limits, unit quaternions; returns
+    the canonical pairs of its SRDF."""
+    ctx, names, model = check.ctx, check.names, check.model
+    rpath = ("robot", r.name)
+    t = check.tree_index(rpath, r.name)
+    qn, vn = names.q.get(t, {}), names.v.get(t, {})
+    for key, known, what in (
+        ("q0", qn, "q coordinate"),
+        ("v0", vn, "v coordinate"),
+        ("torque", vn, "v coordinate"),
+        ("pd", names.one_dof.get(t, {}), "1-DoF joint"),
+    ):
+        for joint in getattr(r, key):
+            if joint not in known:
+                close = difflib.get_close_matches(joint, list(known), n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise ctx.error(
+                    (*rpath, key, joint),
+                    f"robot {r.name} ({r.urdf.name}) has no {what} of this name "
+                    f"({hint}names: {_names_list(known)})",
+                )
+    for joint, x in r.q0.items():
+        j = _dof_of_q(model, qn[joint])
+        if j is not None:
+            lo, hi = float(model.lower[j]), float(model.upper[j])
+            if not lo <= x <= hi:
+                raise ctx.error(
+                    (*rpath, "q0", joint), f"is outside the joint limits [{lo:g}, {hi:g}]", x
+                )
+    for joint in names.free_joints.get(t, []):
+        quat_names = [f"{joint}.{c}" for c in ("qw", "qx", "qy", "qz")]
+        if any(n in r.q0 for n in quat_names):
+            quat = [r.q0.get(n, 1.0 if n.endswith("qw") else 0.0) for n in quat_names]
+            norm = math.sqrt(sum(c * c for c in quat))
+            if abs(norm - 1.0) > QUAT_NORM_TOL:
+                raise ctx.error(
+                    (*rpath, "q0", quat_names[0]),
+                    f"the quaternion (qw, qx, qy, qz) = {tuple(quat)} of {joint} has norm "
+                    f"{norm:.6g}; give all four components of a unit quaternion",
+                )
+    if r.srdf is None:
+        return []
+    spath = (*rpath, "srdf")
+    return [
+        (check.canonical(spath, a, r.name), check.canonical(spath, b, r.name))
+        for a, b in read_srdf(r.srdf).disabled
+    ]
+
+
+def _check_contact(check: _Checker, c: Contact, srdf_pairs: list[tuple[str, str]]) -> Contact:
+    """Canonical disabled pairs (the file's, then the robots' and contact.srdf's SRDF pairs,
+    each unordered pair once) and per-pair overrides."""
+    disabled = [
+        (
+            check.canonical(("contact", "disabled_pairs", i, 0), a),
+            check.canonical(("contact", "disabled_pairs", i, 1), b),
+        )
+        for i, (a, b) in enumerate(c.disabled_pairs)
+    ]
+    if c.srdf is not None:
+        path = ("contact", "srdf")
+        srdf_pairs = srdf_pairs + [
+            (check.canonical(path, a), check.canonical(path, b))
+            for a, b in read_srdf(c.srdf).disabled
+        ]
+    seen: set[frozenset] = set()
+    all_pairs = []
+    for a, b in disabled + srdf_pairs:
+        if frozenset((a, b)) not in seen:
+            seen.add(frozenset((a, b)))
+            all_pairs.append((a, b))
+    pairs = tuple(
+        replace(
+            p,
+            a=check.canonical(("contact", "pairs", i, "a"), p.a),
+            b=check.canonical(("contact", "pairs", i, "b"), p.b),
+        )
+        for i, p in enumerate(c.pairs)
+    )
+    return replace(c, disabled_pairs=tuple(all_pairs), pairs=pairs)
+
+
+def _check_closures(check: _Checker, closures: tuple[Closure, ...]) -> tuple[Closure, ...]:
+    """Canonical closure ends, which must be two different frames."""
+    out = []
+    for i, cl in enumerate(closures):
+        a = check.canonical(("closure", i, "a"), cl.a)
+        b = check.canonical(("closure", i, "b"), cl.b)
+        if a == b:
+            raise check.ctx.error(("closure", i, "b"), "is the same link as closure a", cl.b)
+        out.append(replace(cl, a=a, b=b))
+    return tuple(out)
+
+
+def _dof_of_q(model, k: int) -> int | None:
+    """v index of q index ``k`` if it belongs to a 1-DoF joint (None for free joints)."""
+    for i in range(model.nb):
+        if model.qi[i] <= k < model.qi[i] + model.nqj[i]:
+            return int(model.vi[i]) if model.nqj[i] == 1 else None
+    return None

@@ -1,0 +1,259 @@
+"""The scenario's types: the frozen dataclasses a TOML scenario resolves into, the schema's
+defaults and allowed keys, and :class:`ScenarioError`. Units are SI (see the package docstring)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mbsim.errors import MbsimError
+from mbsim.names import BUILTIN_TREE, WORLD
+from mbsim.simcore.spatial import rpy_matrix
+
+__all__ = [
+    "Closure",
+    "Contact",
+    "Environment",
+    "Output",
+    "PairOverride",
+    "PdGain",
+    "Pose",
+    "Robot",
+    "Scenario",
+    "ScenarioError",
+    "Simulation",
+]
+
+
+class ScenarioError(MbsimError):
+    """A scenario (file, override or flag) is malformed or names something that does not exist."""
+
+
+_RESERVED_NAMES = (WORLD, BUILTIN_TREE)
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+_SIM_DEFAULTS: dict[str, Any] = {
+    "duration": 1.0,
+    "dt": 1e-3,
+    "formulation": "os",
+    "solver": "lemke",
+    "gravity": [0.0, 0.0, -9.81],
+    "integrator": "euler",
+    "dynamics": "aba",
+    "delassus": "upsilon",
+}
+_CONTACT_DEFAULTS: dict[str, Any] = {
+    "floor": False,
+    "margin": 1e-3,
+    "mu": 0.5,
+    "restitution": 0.0,
+    "friction_directions": 4,
+    "self_collision": True,
+    "disabled_pairs": [],
+    "srdf": "",
+    "pairs": [],
+    "gap_floor": None,  # absent: the stepper's rule (see docs/scenario-format.md)
+    "energy_consistent_impacts": False,
+}
+_OUTPUT_DEFAULTS: dict[str, Any] = {
+    "path": None,  # <scenario stem>.h5 in the current directory
+    "record_every": 1,
+    "record_contacts": False,
+    "body_poses": True,
+    "dump_lcp": "none",
+}
+_ROBOT_KEYS = ("urdf", "base", "base_pose", "q0", "v0", "torque", "pd", "srdf")
+_ENV_KEYS = ("urdf", "base_pose")
+_POSE_KEYS = ("xyz", "rpy")
+_PD_KEYS = ("target", "kp", "kd")
+_PAIR_KEYS = ("a", "b", "mu", "restitution", "margin")
+_CLOSURE_KEYS = ("type", "a", "b", "point_a", "point_b", "distance")
+_TOP_KEYS = ("simulation", "robot", "environment", "contact", "closure", "output")
+
+
+@dataclass(frozen=True)
+class Pose:
+    """A rigid placement: ``xyz`` translation (m) and ``rpy`` roll-pitch-yaw (rad), URDF
+    convention R = Rz(yaw) Ry(pitch) Rx(roll)."""
+
+    xyz: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    rpy: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    def matrix(self) -> np.ndarray:
+        """The 4x4 homogeneous transform."""
+        T = np.eye(4)
+        T[:3, :3] = rpy_matrix(self.rpy)
+        T[:3, 3] = self.xyz
+        return T
+
+
+@dataclass(frozen=True)
+class PdGain:
+    """Joint PD control: force = kp (target - q) - kd v (N m or N); target in rad or m,
+    kp in N m/rad or N/m, kd in N m s/rad or N s/m."""
+
+    target: float
+    kp: float
+    kd: float
+
+
+@dataclass(frozen=True)
+class Robot:
+    """One robot: a URDF tree attached by ``base`` at ``base_pose``.
+
+    q0 / v0: initial values by coordinate name (``Model.q_names`` / ``v_names``; free joints
+    as ``root_joint.x`` .. ``root_joint.qz`` and ``root_joint.vx`` .. ``root_joint.wz``);
+    unnamed coordinates start at the neutral configuration and at rest. torque: constant joint
+    forces by v name. pd: PD gains by 1-DoF joint name (added to ``torque``). srdf: optional
+    SRDF whose ``<disable_collisions>`` pairs apply within this robot. Treat the dicts as
+    read-only.
+    """
+
+    name: str
+    urdf: Path
+    base: str = "fixed"
+    base_pose: Pose = field(default_factory=Pose)
+    q0: dict[str, float] = field(default_factory=dict)
+    v0: dict[str, float] = field(default_factory=dict)
+    torque: dict[str, float] = field(default_factory=dict)
+    pd: dict[str, PdGain] = field(default_factory=dict)
+    srdf: Path | None = None
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A static URDF (everything welded to the world at ``base_pose``)."""
+
+    name: str
+    urdf: Path
+    base_pose: Pose = field(default_factory=Pose)
+
+
+@dataclass(frozen=True)
+class PairOverride:
+    """Contact parameters for one link pair; ``None`` keeps the global value."""
+
+    a: str
+    b: str
+    mu: float | None = None
+    restitution: float | None = None
+    margin: float | None = None
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """Time stepping: ``duration`` and ``dt`` in s, ``gravity`` in m/s^2 (world frame)."""
+
+    duration: float = 1.0
+    dt: float = 1e-3
+    formulation: str = "os"
+    solver: str = "lemke"
+    gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
+    integrator: str = "euler"
+    dynamics: str = "aba"
+    delassus: str = "upsilon"
+
+    @property
+    def n_steps(self) -> int:
+        """Number of time steps (duration / dt, rounded to the nearest integer)."""
+        return max(1, int(round(self.duration / self.dt)))
+
+
+@dataclass(frozen=True)
+class Contact:
+    """Contact model: ``margin`` (m) is the distance below which a pair is a contact, ``mu``
+    the Coulomb friction coefficient, ``restitution`` Newton's coefficient in [0, 1],
+    ``friction_directions`` the number of edges of the friction polyhedron. Link references
+    are ``tree/link`` (bare ``link`` before :func:`validate_against_model` canonicalises them).
+    """
+
+    floor: bool = False
+    margin: float = 1e-3
+    mu: float = 0.5
+    restitution: float = 0.0
+    friction_directions: int = 4
+    self_collision: bool = True
+    disabled_pairs: tuple[tuple[str, str], ...] = ()
+    srdf: Path | None = None
+    pairs: tuple[PairOverride, ...] = ()
+    gap_floor: float | None = None
+    energy_consistent_impacts: bool = False
+
+
+@dataclass(frozen=True)
+class Closure:
+    """A loop closure between two link frames (``tree/link`` or ``world``): ``ball`` makes the
+    points coincide, ``weld`` also holds their relative orientation at its initial value,
+    ``distance`` keeps ``|p_a - p_b| = distance`` (m). Points in the link frames (m)."""
+
+    type: str
+    a: str
+    b: str = WORLD
+    point_a: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    point_b: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    distance: float | None = None
+
+
+@dataclass(frozen=True)
+class Output:
+    """Results file: ``path`` (absolute), record every ``record_every``-th step."""
+
+    path: Path
+    record_every: int = 1
+    record_contacts: bool = False
+    body_poses: bool = True
+    dump_lcp: str = "none"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A fully resolved scenario. ``source`` is the scenario file (None when built from flags).
+
+    Robots and environments keep the order of the file; their names are the tree names of the
+    model (``load_urdf(..., name=robot.name)``).
+    """
+
+    simulation: Simulation
+    robots: tuple[Robot, ...]
+    environments: tuple[Environment, ...]
+    contact: Contact
+    closures: tuple[Closure, ...]
+    output: Output
+    source: Path | None = None
+    # Kept for error messages after loading (line lookup); not part of the scenario's value.
+    _text: str = field(default="", repr=False, compare=False)
+    _overridden: frozenset = field(default=frozenset(), repr=False, compare=False)
+
+    def robot(self, name: str) -> Robot:
+        """The robot called ``name`` (KeyError if none)."""
+        for r in self.robots:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def input_files(self) -> list[Path]:
+        """Every file the run reads (scenario, URDFs, SRDFs), without duplicates, in order.
+        Mesh files are not included: they are known only once the URDFs are loaded."""
+        files: list[Path] = [self.source] if self.source is not None else []
+        files += [r.urdf for r in self.robots] + [e.urdf for e in self.environments]
+        files += [r.srdf for r in self.robots if r.srdf is not None]
+        if self.contact.srdf is not None:
+            files.append(self.contact.srdf)
+        return list(dict.fromkeys(files))
+
+    def to_dict(self) -> dict:
+        """The scenario as plain TOML-shaped data (what :meth:`to_toml` writes)."""
+        from mbsim.io.scenario.emit import scenario_dict
+
+        return scenario_dict(self)
+
+    def to_toml(self) -> str:
+        """The fully resolved scenario as TOML text; loading it gives an equal Scenario."""
+        from mbsim.io.scenario.emit import scenario_toml
+
+        return scenario_toml(self)

@@ -1,0 +1,233 @@
+"""Lambda by Jain's Upsilon recursion in body coordinates, after ABA (000 Appendix, Eqs. 64-69).
+
+``Lambda = B^* Omega B`` with ``Omega = psi^* H^* D^-1 H psi`` never formed, O(N) + O(nc^2).
+One base-to-tips sweep builds the block-diagonal kernel (Eq. 68)
+
+    Upsilon(k) = psi^*(p(k), k) Upsilon(p(k)) psi(p(k), k) + H^*(k) D^-1(k) H(k),
+
+and the off-diagonal blocks follow Eq. 69: for bodies i, j with nearest common ancestor k,
+``Omega(i, j) = psi^*(k, i) Upsilon(k) psi(k, j)`` where psi(k, i) is the product of the
+per-body propagators along the path (Omega = 0 across different trees). In our body-frame
+Plücker convention psi(p(k), k) = Xup_k^T (1 - U_k Dinv_k S_k^T) (dynamics.py), H^* = S.
+
+The path products are taken on the compressed tree (:mod:`.compressed_tree`): each compressed
+edge's product psi(top, bottom) is formed once, then every node carries its 6x6 factor
+``F_a(v) = psi(v, k_a) X_a^T`` up the compressed tree (O(nc) steps each), and
+``Lambda(a, b) = F_a(k)^T Upsilon(k) F_b(k)`` at the compressed common ancestor k.
+
+This is the route the OS stepper takes: it reuses the articulated factorisation (U, Dinv) that
+ABA (or :func:`~mbsim.simcore.dynamics.articulated_factor`) left in Data, and fills
+``data.ups`` on the way. Nodes are given by their body index and the 6x6 motion transform X_a
+from the body frame to the node frame (kinematics.node_transforms). Lambda is (6 nc, 6 nc),
+units of (m/s or rad/s) per (N s or N m s), symmetric positive semi-definite.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from mbsim.simcore.delassus.compressed_tree import common_vertex, compress, zero_blocks
+from mbsim.simcore.delassus.nodes import as_nodes
+from mbsim.simcore.spatial import congruence_sym, copy6x6, xform_force_T
+
+
+@njit(cache=True, inline="always")
+def _matmul6(A, B, out):
+    """out = A B for 6x6 matrices (out must not alias A or B)."""
+    for a in range(6):
+        for b in range(6):
+            s = 0.0
+            for k in range(6):
+                s += A[a, k] * B[k, b]
+            out[a, b] = s
+
+
+@njit(cache=True)
+def upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch):
+    """Base-to-tips scatter of Upsilon(k) (000 Eq. 68); needs the articulated factorisation.
+
+    With psi = Xup^T tau-bar and tau-bar = 1 - U Dinv S^T,
+    Upsilon(k) = tau-bar^T Y tau-bar + S Dinv S^T where Y = Xup Upsilon(p) Xup^T.
+    For a 1-DoF joint (w = Y U, D^-1 = g) this is
+    Y - g (S w^T + w S^T) + g^2 (U.w) S S^T + g S S^T, about 300 multiply-adds per body.
+    ``scratch`` is (4, 6, 6).
+    """
+    nb = parent.shape[0]
+    Y = scratch[2]
+    W = scratch[3]
+    w = np.empty(6)
+    for i in range(nb):
+        n = nvj[i]
+        p = parent[i]
+        if p >= 0:
+            congruence_sym(E[i], r[i], ups[p], Y)
+        else:
+            for a in range(6):
+                for b in range(6):
+                    Y[a, b] = 0.0
+        if n == 1:
+            g = Dinv[i, 0, 0]
+            uw = 0.0
+            for a in range(6):
+                s = 0.0
+                for k in range(6):
+                    s += Y[a, k] * U[i, k, 0]
+                w[a] = s
+                uw += U[i, a, 0] * s
+            c = g * g * uw + g
+            for a in range(6):
+                sa = S[i, a, 0]
+                for b in range(6):
+                    sb = S[i, b, 0]
+                    ups[i, a, b] = Y[a, b] - g * (sa * w[b] + w[a] * sb) + c * sa * sb
+        else:
+            # general: T = 1 - U Dinv S^T (force space); Upsilon = T^T Y T + S Dinv S^T
+            for a in range(6):
+                for c in range(n):
+                    s = 0.0
+                    for k in range(n):
+                        s += U[i, a, k] * Dinv[i, k, c]
+                    W[a, c] = s  # G = U Dinv
+            T = scratch[0]
+            for a in range(6):
+                for b in range(6):
+                    s = 0.0
+                    for k in range(n):
+                        s += W[a, k] * S[i, b, k]
+                    T[a, b] = (1.0 if a == b else 0.0) - s
+            YT = scratch[1]
+            _matmul6(Y, T, YT)
+            for a in range(6):
+                for b in range(6):
+                    s = 0.0
+                    for k in range(6):
+                        s += T[k, a] * YT[k, b]
+                    for k in range(n):
+                        for m in range(n):
+                            s += S[i, a, k] * Dinv[i, k, m] * S[i, b, m]
+                    ups[i, a, b] = s
+
+
+@njit(cache=True, inline="always")
+def _apply_psi(i, nvj, S, E, r, U, Dinv, F, out, t):
+    """out = psi_i F = Xup_i^T (F - U_i Dinv_i S_i^T F), column by column (6x6 F)."""
+    n = nvj[i]
+    for c in range(6):
+        for a in range(6):
+            t[a] = F[a, c]
+        for k in range(n):
+            sf = 0.0
+            for m in range(n):
+                dm = 0.0
+                for a in range(6):
+                    dm += S[i, a, m] * F[a, c]
+                sf += Dinv[i, k, m] * dm
+            for a in range(6):
+                t[a] -= U[i, a, k] * sf
+        xform_force_T(E[i], r[i], t, t[6:])
+        for a in range(6):
+            out[a, c] = t[6 + a]
+
+
+@njit(cache=True)
+def lambda_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam):
+    """Assemble Lambda from Upsilon on the compressed tree (see module docstring)."""
+    nb = parent.shape[0]
+    nc = node_body.shape[0]
+    # 1. nodes per subtree and branch points -> compressed-tree vertices
+    iw = np.empty((7, max(nb, 1)), dtype=np.int64)
+    nvert = compress(parent, node_body, iw)
+    vid, vbody, cparent, cdepth = iw[3], iw[4], iw[5], iw[6]
+    # 2. edge products psi(top, bottom) where needed
+    edge = np.empty((nvert, 6, 6))
+    ident = np.zeros((6, 6))
+    for a in range(6):
+        ident[a, a] = 1.0
+    tmp = np.empty((6, 6))
+    t = np.empty(12)
+    for v in range(nvert):
+        if cparent[v] < 0:
+            continue
+        j = vbody[v]
+        _apply_psi(j, nvj, S, E, r, U, Dinv, ident, edge[v], t)
+        j = parent[j]
+        while vid[j] < 0:
+            _apply_psi(j, nvj, S, E, r, U, Dinv, edge[v], tmp, t)
+            copy6x6(tmp, edge[v])
+            j = parent[j]
+    # 3.-4. F_a at every compressed ancestor, then the blocks
+    F = _node_factors(node_body, vid, cdepth)
+    for a in range(nc):
+        for x in range(6):
+            for y in range(6):
+                F[a, cdepth[vid[node_body[a]]], x, y] = node_X[a, y, x]
+    _carry_and_blocks(node_body, vid, vbody, cparent, cdepth, edge, F, ups, Lam)
+
+
+@njit(cache=True, inline="always")
+def _node_factors(node_body, vid, cdepth):
+    """(nc, maxdepth + 1, 6, 6) storage for the per-node factors F_a by compressed depth."""
+    maxd = 0
+    for a in range(node_body.shape[0]):
+        if cdepth[vid[node_body[a]]] > maxd:
+            maxd = cdepth[vid[node_body[a]]]
+    return np.empty((node_body.shape[0], maxd + 1, 6, 6))
+
+
+@njit(cache=True, inline="always")
+def _carry_and_blocks(node_body, vid, vbody, cparent, cdepth, edge, F, ups, Lam):
+    """Given F_a at each node's own vertex, carry it up the compressed tree
+    (F_a(parent) = edge F_a) and fill Lambda(a, b) = F_a(k)^T Upsilon(k) F_b(k) at the
+    compressed common ancestor k (zero across trees). ``ups`` is indexed by body."""
+    nc = node_body.shape[0]
+    for a in range(nc):
+        v = vid[node_body[a]]
+        d = cdepth[v]
+        while cparent[v] >= 0:
+            _matmul6(edge[v], F[a, d], F[a, d - 1])
+            v = cparent[v]
+            d -= 1
+    G = np.empty((6, 6))
+    for a in range(nc):
+        for b in range(a, nc):
+            va = common_vertex(vid[node_body[a]], vid[node_body[b]], cparent, cdepth)
+            if va < 0:
+                zero_blocks(Lam, a, b)
+                continue
+            d = cdepth[va]
+            _matmul6(ups[vbody[va]], F[b, d], G)
+            for x in range(6):
+                for y in range(6):
+                    s = 0.0
+                    for m in range(6):
+                        s += F[a, d, m, x] * G[m, y]
+                    Lam[6 * a + x, 6 * b + y] = s
+                    Lam[6 * b + y, 6 * a + x] = s
+
+
+def upsilon(model, data) -> None:
+    """Fill ``data.ups`` with Upsilon(k) for every body (000 Eq. 68)."""
+    upsilon_kernel(
+        model.parent, model.nvj, data.S, data.E, data.r, data.U, data.Dinv, data.ups,
+        data.scratch66,
+    )  # fmt: skip
+
+
+def upsilon_after_aba(model, data, node_body, node_X) -> np.ndarray:
+    """Lambda for the nodes from the articulated factorisation already in ``data``.
+
+    Call it after :func:`~mbsim.simcore.dynamics.aba` or
+    :func:`~mbsim.simcore.dynamics.articulated_factor` at the current q: it reads ``data.S``,
+    ``E``, ``r``, ``U`` and ``Dinv``, fills ``data.ups`` (:func:`upsilon`, Eq. 68) and
+    assembles Lambda (Eq. 69, module docstring). Nothing else in ``data`` changes.
+    """
+    node_body, node_X = as_nodes(node_body, node_X)
+    upsilon(model, data)
+    nc = node_body.shape[0]
+    Lam = np.empty((6 * nc, 6 * nc))
+    lambda_kernel(
+        model.parent, model.nvj, data.S, data.E, data.r, data.U, data.Dinv, data.ups,
+        node_body, node_X, Lam,
+    )  # fmt: skip
+    return Lam
