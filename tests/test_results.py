@@ -21,7 +21,8 @@ import h5py
 import numpy as np
 import pytest
 
-import mbsim.io.results as results_mod
+import mbsim.io.results.table as table_mod
+import mbsim.io.results.target as results_mod
 from mbsim.errors import MbsimError
 from mbsim.io.results import ResultsError, ResultsWriter, load_results
 
@@ -160,7 +161,7 @@ def one_line(exc) -> str:
 
 def test_round_trip_matches_the_closed_form(tmp_path: Path, monkeypatch):
     # small seals and flushes: the run crosses many whole-chunk seals and tail rewrites
-    monkeypatch.setattr(results_mod._Group, "SEAL_BYTES", 4096)
+    monkeypatch.setattr(table_mod.Table, "SEAL_BYTES", 4096)
     inp = tmp_path / "ball.urdf"
     inp.write_text("<robot name='ball'/>")
     path = tmp_path / "ball.h5"
@@ -301,7 +302,7 @@ def test_layout_is_plain_h5py_readable(tmp_path: Path):
 
 def test_snapshot_between_flushes_is_complete_up_to_the_flush(tmp_path: Path, monkeypatch):
     """Copying the file while the writer is open is what a SIGKILL leaves on disk."""
-    monkeypatch.setattr(results_mod._Group, "SEAL_BYTES", 2048)
+    monkeypatch.setattr(table_mod.Table, "SEAL_BYTES", 2048)
     path = tmp_path / "live.h5"
     w, t = write_ball_file(path, 700, finish=False, flush_rows=50)
     w.flush()
@@ -440,7 +441,7 @@ def test_missing_input_file_is_named(tmp_path: Path):
 
 def test_not_enough_space_is_known_before_the_run(tmp_path: Path, monkeypatch):
     # 100 s at 1 ms with one body pose: ~8.6 MB of states; pretend 5 MB are free
-    monkeypatch.setattr(results_mod, "_free_bytes", lambda folder: 5_000_000)
+    monkeypatch.setattr(results_mod, "free_bytes", lambda folder: 5_000_000)
     path = tmp_path / "big.h5"
     with pytest.raises(ResultsError) as exc:
         ResultsWriter(
@@ -451,7 +452,9 @@ def test_not_enough_space_is_known_before_the_run(tmp_path: Path, monkeypatch):
 
 def test_disk_filling_up_during_the_run_fails_cleanly(tmp_path: Path, monkeypatch):
     free = {"bytes": 10**12}
-    monkeypatch.setattr(results_mod, "_free_bytes", lambda folder: free["bytes"])
+    monkeypatch.setattr(results_mod, "free_bytes", lambda folder: free["bytes"])
+    # a file system without fallocate: the writer falls back to checking the free space
+    monkeypatch.setattr(results_mod, "_fallocate", lambda: None)
     path = tmp_path / "full.h5"
     w, t = write_ball_file(path, 400, finish=False, flush_rows=100)
     w.flush()

@@ -25,6 +25,8 @@ from mbsim.simcore.dynamics import energy
 from mbsim.simcore.joints import FREE
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
+from mbsim.simcore.lcp.budget import SolveInterrupted
+from mbsim.simcore.lcp.budget import limits as lcp_limits
 from mbsim.simcore.stepper import OSStepper, SimulationError, StepOptions, check_rk4_friction
 
 #: Steps between energy divergence checks, and the allowed growth factor (see _check_energy).
@@ -250,13 +252,16 @@ class Simulator:
         self._active, self._prev_contacts = now, c
         return rows, ended
 
-    def open_writer(self, command: str, force: bool = False):
+    def open_writer(self, command: str, force: bool = False, records=None):
         """A ResultsWriter for this run at ``output.path``: model, scenario text, input file
-        hashes and the command line recorded, as ``mbsim run`` and ``mbsim batch`` write it."""
+        hashes and the command line recorded, as ``mbsim run`` and ``mbsim batch`` write it.
+        ``records``: extra groups written with the header (group name -> attributes)."""
         from mbsim.io.results import ResultsWriter, model_info
+        from mbsim.view.record import record_scene, scene_of
 
         sc = self.scenario
-        return ResultsWriter(
+        scene = scene_of(self.model, sc.contact.floor)  # /visual, for mbsim view
+        writer = ResultsWriter(
             sc.output.path,
             model_info=model_info(self.model),
             scenario_toml=sc.to_toml(),
@@ -269,7 +274,50 @@ class Simulator:
             record_every=sc.output.record_every,
             body_poses=sc.output.body_poses,
             contacts=sc.output.record_contacts,
+            records=records,
         )
+        record_scene(writer, scene)
+        return writer
+
+    def run_to_file(
+        self,
+        command: str,
+        *,
+        force: bool = False,
+        records=None,
+        progress=None,
+        should_stop=None,
+        before_finish=None,
+    ) -> RunSummary:
+        """Run the scenario into its results file (``output.path``), start to end: the one
+        run loop of ``mbsim run`` and ``mbsim batch``.
+
+        Opens the writer (:meth:`open_writer`; a file that cannot be created raises
+        ResultsError and nothing runs), runs (:meth:`run`; ``progress`` and ``should_stop`` as
+        there), calls ``before_finish(writer, summary)`` and closes the file with the status
+        the run ended with. Once the run started it never raises (but KeyboardInterrupt): the
+        summary's ``status`` is ``complete``, ``interrupted`` or ``failed`` (a SimulationError,
+        or the writer failing, e.g. a full disk: the file then says ``failed`` too) with the
+        reason in ``message``, and its counts cover every step taken, also when it failed."""
+        from mbsim.io.results import ResultsError
+
+        writer = self.open_writer(command, force=force, records=records)
+        summary = RunSummary()
+        with writer:
+            try:
+                self.run(writer, progress=progress, should_stop=should_stop, summary=summary)
+            except SimulationError as exc:
+                summary.status, summary.message = "failed", str(exc)
+            except ResultsError as exc:  # the writer already closed its file as failed
+                summary.status, summary.message = "failed", str(exc)
+                return summary
+            try:
+                if before_finish is not None:
+                    before_finish(writer, summary)
+                writer.finish(summary.status, summary.message)
+            except ResultsError as exc:  # a full disk at the end, or the file taken away
+                summary.status, summary.message = "failed", str(exc)
+        return summary
 
     def attach_lcp_dumps(self, writer) -> None:
         """Send the LCPs ``output.dump_lcp`` asks for to ``/lcp_dumps`` in the results file
@@ -285,19 +333,34 @@ class Simulator:
         self.stepper.dump_lcps(mode, dump)
 
     def run(
-        self, writer=None, progress=None, record_every: int | None = None, should_stop=None
+        self,
+        writer=None,
+        progress=None,
+        record_every: int | None = None,
+        should_stop=None,
+        summary: RunSummary | None = None,
     ) -> RunSummary:
         """Run the scenario to its duration. ``writer``: a ResultsWriter (or None);
         ``progress(step, n_steps, t, n_contacts)`` is called about every 50 ms of wall time;
         ``should_stop()`` is polled between steps and ends the run early with status
         ``interrupted`` (a signal handler sets it, so no step or write is cut in half).
-        Raises SimulationError on divergence/LCP failure (the caller records the status)."""
+        ``summary``: filled in place as the run goes (so it still counts what happened when
+        the run raises). Raises SimulationError on divergence/LCP failure (the caller records
+        the status)."""
+        summary = RunSummary() if summary is None else summary
+        t_wall = _time.perf_counter()
+        try:
+            self._run_steps(writer, progress, record_every, should_stop, summary)
+        finally:
+            summary.sim_time = self.t
+            summary.wall_seconds = _time.perf_counter() - t_wall
+        return summary
+
+    def _run_steps(self, writer, progress, record_every, should_stop, summary) -> None:
         sc = self.scenario
         n_steps = sc.simulation.n_steps
         every = record_every or sc.output.record_every
-        summary = RunSummary()
         self.attach_lcp_dumps(writer)
-        t_wall = _time.perf_counter()
         last_progress = 0.0
         self._record(writer, None, summary, every)
         e0 = float(self.energy()[2])
@@ -306,7 +369,14 @@ class Simulator:
                 summary.status = "interrupted"
                 summary.message = "interrupted by the user (Ctrl-C or SIGTERM)"
                 break
-            report = self.step()
+            try:
+                # the LCP solvers poll the flag too: a signal stops even a long step
+                with lcp_limits(stop=should_stop):
+                    report = self.step()
+            except SolveInterrupted:  # the step was abandoned whole: the state is the last one
+                summary.status = "interrupted"
+                summary.message = "interrupted by the user (Ctrl-C or SIGTERM) during a step"
+                break
             summary.steps += 1
             summary.max_penetration = max(summary.max_penetration, report.max_penetration)
             summary.max_constraint_error = max(
@@ -324,9 +394,6 @@ class Simulator:
                 if now - last_progress > 0.05:
                     progress(self.step_index, n_steps, self.t, report.n_contacts)
                     last_progress = now
-        summary.sim_time = self.t
-        summary.wall_seconds = _time.perf_counter() - t_wall
-        return summary
 
     def _check_energy(self, e0: float) -> None:
         """Divergence by energy: total energy above E0 + ENERGY_BLOWUP (|E0| + 1 J) stops the
@@ -356,6 +423,16 @@ class Simulator:
         if report is None:
             writer.append_diagnostics(time=self.t, step=k)
             return
+        c = report.contacts
+        if c is not None and len(c.gap):
+            writer.append_contacts(
+                time=self.t, step=k, body_a=c.body_a, body_b=c.body_b,
+                point=0.5 * (c.point_a + c.point_b), normal=c.normal,
+                normal_impulse=report.normal_impulse, tangent_impulse=report.tangent_impulse,
+                normal_velocity_before=np.nan, normal_velocity_after=np.nan, gap=c.gap,
+            )  # fmt: skip
+        # the diagnostics row last: it ends the step's records, and the writer flushes only
+        # between steps (a killed run leaves /trajectory and /diagnostics of one length)
         writer.append_diagnostics(
             time=self.t,
             step=k,
@@ -368,14 +445,6 @@ class Simulator:
             step_seconds=report.step_seconds,
             solver=report.solver or "none",
         )
-        c = report.contacts
-        if c is not None and len(c.gap):
-            writer.append_contacts(
-                time=self.t, step=k, body_a=c.body_a, body_b=c.body_b,
-                point=0.5 * (c.point_a + c.point_b), normal=c.normal,
-                normal_impulse=report.normal_impulse, tangent_impulse=report.tangent_impulse,
-                normal_velocity_before=np.nan, normal_velocity_after=np.nan, gap=c.gap,
-            )  # fmt: skip
 
     def _write_events(self, writer, report, rows, ended):
         c = report.contacts

@@ -36,6 +36,10 @@ class BatchError(MbsimError):
     """The batch machinery cannot start (e.g. no Dask, an unreachable scheduler)."""
 
 
+class WorkersGone(BatchError):
+    """Every worker left and none came back within ``--timeout``: the sweep stopped."""
+
+
 class _Poll:
     """``fn()`` at most every ``every`` seconds (the flag is read between time steps, which
     can be 10 us apart; a Dask Event costs a scheduler round trip). Once true, stays true."""
@@ -107,6 +111,10 @@ class LocalBackend:
     def capacity(self) -> int:
         return self.jobs
 
+    def workers(self) -> None:
+        """None: the pool starts a new worker for a lost one, there is nothing to wait for."""
+        return None
+
     def submit(self, task: RunTask):
         try:
             return self._pool.submit(_run_local, task)
@@ -139,7 +147,14 @@ def _run_dask(task: RunTask, event_name: str) -> dict:
 class DaskBackend:
     """Runs on the Dask distributed scheduler at ``address`` (``tcp://HOST:PORT``)."""
 
-    def __init__(self, address: str, *, timeout: float = 10.0, wait_workers: float = 60.0):
+    def __init__(
+        self,
+        address: str,
+        *,
+        timeout: float = 10.0,
+        wait_workers: float = 60.0,
+        on_wait=None,
+    ):
         try:
             from distributed import Client, Event
         except ImportError:
@@ -154,6 +169,11 @@ class DaskBackend:
                 f"--scheduler {address}: cannot connect to a Dask scheduler there ({exc})."
             ) from None
         try:
+            if not self._client.nthreads() and on_wait is not None:
+                on_wait(
+                    f"waiting for workers: 0 connected to the Dask scheduler at {address}; "
+                    f"waiting up to {wait_workers:g} s (--timeout)"
+                )
             self._client.wait_for_workers(1, timeout=wait_workers)
         except (TimeoutError, OSError):
             self._client.close()
@@ -164,21 +184,32 @@ class DaskBackend:
         self._event_name = f"mbsim-batch-stop-{uuid.uuid4().hex}"
         self._event = Event(self._event_name, client=self._client)
         self._threads = 0
+        self._workers = 0
         self._checked = -1e9
 
     def describe(self) -> str:
         return f"the Dask scheduler at {self.address} ({self.capacity()} worker threads)"
 
-    def capacity(self) -> int:
-        """Worker threads of the cluster (refreshed every 2 s: workers may come and go)."""
+    def _refresh(self) -> None:
+        """Worker and thread counts of the cluster (every 2 s: workers may come and go)."""
         now = time.monotonic()
         if now - self._checked > 2.0:
             try:
-                self._threads = sum(self._client.nthreads().values())
+                nthreads = self._client.nthreads()
+                self._threads, self._workers = sum(nthreads.values()), len(nthreads)
             except Exception:
                 pass
             self._checked = now
+
+    def capacity(self) -> int:
+        """Worker threads of the cluster (at least 1, so runs queue while none is there)."""
+        self._refresh()
         return max(1, self._threads)
+
+    def workers(self) -> int:
+        """Workers connected to the scheduler now (refreshed every 2 s)."""
+        self._refresh()
+        return self._workers
 
     def submit(self, task: RunTask):
         key = f"mbsim-run-{task.run_id}-{uuid.uuid4().hex[:8]}"

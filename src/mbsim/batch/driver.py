@@ -9,12 +9,13 @@ seen within a fraction of a second). Callbacks run in the calling thread.
 from __future__ import annotations
 
 import queue
+import time
 from collections import deque
 from collections.abc import Callable
 
-from mbsim.batch.backends import BatchError
+from mbsim.batch.backends import BatchError, WorkersGone
 from mbsim.batch.plan import PlannedRun
-from mbsim.batch.runner import outcome
+from mbsim.batch.runner import lost_run_outcome, outcome
 from mbsim.batch.sweep import Sweep
 
 #: Seconds between checks of the stop flag while waiting for runs to finish.
@@ -30,6 +31,8 @@ def execute(
     on_start: Callable[[PlannedRun], None] | None = None,
     on_done: Callable[[PlannedRun, dict], None] | None = None,
     results: dict[int, dict] | None = None,
+    timeout: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> dict[int, dict]:
     """Run every planned ``run`` on ``backend``; returns run id -> outcome
     (``status``, ``message``, ``metrics``) for the runs it ran, ``not_run`` for those a stop
@@ -38,12 +41,18 @@ def execute(
 
     A KeyboardInterrupt (a second Ctrl-C) stops the waiting: the runs in flight are recorded
     as interrupted (they end within a step, closing their files) and the interrupt goes on.
+
+    When the backend has no worker left (a Dask cluster whose workers all went away) while
+    runs wait, ``on_wait`` gets one line saying so, with the count, and another when workers
+    are back; after ``timeout`` s without a worker (None: wait on) the runs in flight are
+    recorded as ``not_run`` and :class:`WorkersGone` is raised.
     """
     results = {} if results is None else results
     todo = deque(p for p in plan if p.action == "run")
     done: queue.Queue = queue.Queue()
     inflight: dict = {}
     stopping = closed = False
+    waiting = _WorkerWait(backend, timeout, on_wait)
     try:
         while inflight or (todo and not stopping):
             if not stopping and should_stop():
@@ -66,11 +75,16 @@ def execute(
             try:
                 future = done.get(timeout=POLL_SECONDS)
             except queue.Empty:
+                if inflight and waiting.gave_up(len(inflight)):
+                    for p in inflight.values():
+                        results[p.spec.run_id] = outcome("not_run", waiting.message)
+                    inflight.clear()
+                    raise WorkersGone(waiting.message) from None
                 continue
             p = inflight.pop(future, None)
             if p is None:
                 continue
-            result = _result(future, stopping)
+            result = _result(future, stopping, p, sweep)
             results[p.spec.run_id] = result
             if on_done is not None:
                 on_done(p, result)
@@ -96,7 +110,43 @@ def execute(
     return results
 
 
-def _result(future, stopping: bool) -> dict:
+class _WorkerWait:
+    """Watches the backend's worker count while runs wait (see :func:`execute`)."""
+
+    def __init__(self, backend, timeout: float | None, on_wait) -> None:
+        self.backend, self.timeout = backend, timeout
+        self.on_wait = on_wait or (lambda line: None)
+        self.since: float | None = None
+        self.message = ""
+
+    def gave_up(self, n_waiting: int) -> bool:
+        workers = getattr(self.backend, "workers", lambda: None)()
+        if workers is None:  # local processes: the pool replaces a lost worker itself
+            return False
+        now = time.monotonic()
+        if workers > 0:
+            if self.since is not None:
+                self.on_wait(f"{workers} worker{'s' if workers != 1 else ''} connected again")
+            self.since = None
+            return False
+        if self.since is None:
+            self.since = now
+            limit = f"up to {self.timeout:g} s" if self.timeout is not None else "until one joins"
+            self.on_wait(
+                f"waiting for workers: 0 connected to {self.backend.describe()}, "
+                f"{n_waiting} run{'s' if n_waiting != 1 else ''} waiting; waiting {limit} "
+                "(--timeout)"
+            )
+        if self.timeout is not None and now - self.since >= self.timeout:
+            self.message = (
+                f"no worker was connected to {self.backend.describe()} for {self.timeout:g} s "
+                "(--timeout); the sweep stopped waiting and these runs did not run"
+            )
+            return True
+        return False
+
+
+def _result(future, stopping: bool, p: PlannedRun, sweep: Sweep) -> dict:
     try:
         return future.result()
     except (KeyboardInterrupt, SystemExit):
@@ -104,4 +154,7 @@ def _result(future, stopping: bool) -> dict:
     except BaseException as exc:  # the worker died or the future was cancelled
         # (CancelledError is a BaseException since Python 3.8)
         status = "interrupted" if stopping else "failed"
-        return outcome(status, f"the worker running it was lost ({type(exc).__name__}: {exc})")
+        why = f"the worker running it was lost ({type(exc).__name__}: {exc})"
+        # the file has the last word: the pool ends the other workers with SIGTERM, and
+        # their runs close their files as interrupted
+        return lost_run_outcome(p.task(sweep), status, why)

@@ -52,8 +52,12 @@ def run_sweep(
     on_plan: Callable[[list[PlannedRun]], None] | None = None,
     on_start: Callable[[PlannedRun], None] | None = None,
     on_done: Callable[[PlannedRun, dict], None] | None = None,
+    timeout: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> SweepResult:
-    """Run ``sweep``; ``backend_factory()`` is called only if some run has to execute."""
+    """Run ``sweep``; ``backend_factory()`` is called only if some run has to execute.
+    ``timeout`` and ``on_wait``: how long to wait for workers when none is left, and where
+    to say so (see :func:`~mbsim.batch.driver.execute`)."""
     t0 = time.perf_counter()
     try:
         sweep.out_dir.mkdir(parents=True, exist_ok=True)
@@ -89,6 +93,8 @@ def run_sweep(
                     on_start=on_start,
                     on_done=on_done,
                     results=results,
+                    timeout=timeout,
+                    on_wait=on_wait,
                 )
             status = "interrupted" if stopped["value"] else "complete"
         except KeyboardInterrupt:

@@ -73,7 +73,7 @@ def plan_sweep(sweep: Sweep, *, force: bool = False) -> list[PlannedRun]:
             plan.append(PlannedRun(spec, identity, "invalid", _message(exc)))
             continue
         identity = run_identity(spec.overrides, inputs)
-        plan.append(_against_file(spec, identity, force))
+        plan.append(_against_file(spec, identity, force, sweep))
     return plan
 
 
@@ -83,7 +83,7 @@ def _message(exc: Exception) -> str:
     return str(exc)
 
 
-def _against_file(spec: RunSpec, identity: str, force: bool) -> PlannedRun:
+def _against_file(spec: RunSpec, identity: str, force: bool, sweep: Sweep) -> PlannedRun:
     path = spec.path
     if not os.path.lexists(path):
         return PlannedRun(spec, identity, "run", "new")
@@ -97,7 +97,16 @@ def _against_file(spec: RunSpec, identity: str, force: bool) -> PlannedRun:
     state = _peek(path)
     if state is None:
         return PlannedRun(spec, identity, "run", "damaged", replaces=True)
-    fmt, status, record = state
+    fmt, status, record, command = state
+    if fmt == FORMAT and record is None and status == "running" and _ours(command, sweep):
+        # a sweep killed before its file's first flush, by an mbsim that wrote /batch only
+        # then (files written now carry /batch from the header on)
+        if _writer_alive(path):
+            raise SweepError(
+                f"{path}: another process is still writing it; wait for that "
+                "process or stop it before rerunning the sweep."
+            )
+        return PlannedRun(spec, identity, "run", "killed", replaces=True)
     if fmt != FORMAT or record is None:
         what = "an mbsim results file" if fmt == FORMAT else "a file"
         raise SweepError(
@@ -120,26 +129,33 @@ def _against_file(spec: RunSpec, identity: str, force: bool) -> PlannedRun:
     return PlannedRun(spec, identity, "reuse", "complete", metrics=record["metrics"])
 
 
+def _ours(command, sweep: Sweep) -> bool:
+    """The file's ``command`` attribute says this sweep wrote it (see PlannedRun.task)."""
+    return isinstance(command, str) and command.startswith(f"mbsim batch {sweep.path} (run ")
+
+
 def _peek(path: Path):
-    """(format, status, /batch record) of an HDF5 file, or None when it cannot be read as
-    one (empty, truncated, corrupted); format None for a file that is not HDF5 at all."""
+    """(format, status, /batch record, command) of an HDF5 file, or None when it cannot be
+    read as one (empty, truncated, corrupted); format None for a file that is not HDF5."""
     try:
         if path.stat().st_size == 0:
             return None
         if not h5py.is_hdf5(str(path)):
             # A truncated HDF5 file keeps its signature (and fails to open below: damaged);
             # a file without one never was an HDF5 file: someone else's.
-            return (None, None, None)
+            return (None, None, None, None)
         # no lock: a live writer holds one, and that case is told apart below
         with h5py.File(path, "r", locking=False) as f:
             fmt = f.attrs.get("format")
             status = f.attrs.get("status")
             record = read_record(f)
+            command = f.attrs.get("command")
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
-    status = status.decode() if isinstance(status, bytes) else status
-    return fmt, status, record
+    fmt, status, command = (
+        x.decode() if isinstance(x, bytes) else x for x in (fmt, status, command)
+    )
+    return fmt, status, record, command
 
 
 def _writer_alive(path: Path) -> bool:

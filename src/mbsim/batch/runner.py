@@ -1,12 +1,15 @@
 """One run of a sweep, inside a worker process: the code path of ``mbsim run``.
 
 :func:`run_task` loads the base scenario with the run's overrides, builds the
-:class:`~mbsim.simulator.Simulator`, streams the run into a
-:class:`~mbsim.io.results.ResultsWriter` and returns what the summary needs. It never raises:
-a bad parameter, a divergence or a bug ends as ``status = "failed"`` with the message, so one
-run cannot stop the sweep. Each results file gets a ``/batch`` group (docs/batch.md): the run
-id, the run's identity (see :mod:`mbsim.batch.identity`), its overrides and, when the run ends,
-its metrics, which is what lets a resumed sweep reuse the file without re-running it.
+:class:`~mbsim.simulator.Simulator`, runs it into its results file with
+:meth:`~mbsim.simulator.Simulator.run_to_file` (the one run loop, shared with ``mbsim run``)
+and returns what the summary needs. It never raises: a bad parameter, a divergence or a bug
+ends as ``status = "failed"`` with the message, so one run cannot stop the sweep. Each results
+file gets a ``/batch`` group (docs/batch.md): the run id, the run's identity (see
+:mod:`mbsim.batch.identity`) and its overrides, written with the file's header before its
+first flush (so a sweep killed at any moment recognises the file as its own), and, when the
+run ends, its metrics, which is what lets a resumed sweep reuse the file without re-running
+it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,31 +47,6 @@ def outcome(status: str, message: str, metrics: dict | None = None) -> dict:
     return {"status": status, "message": message, "metrics": metrics or {}}
 
 
-class _Tally:
-    """Wraps the ResultsWriter to count events by kind and track the deepest penetration as
-    the Simulator writes them, so a run that fails mid-way still reports what happened up to
-    then (the Simulator's own summary is lost with its exception)."""
-
-    def __init__(self, writer) -> None:
-        self._writer = writer
-        self.events: Counter = Counter()
-        self.max_penetration = 0.0
-
-    def append_events(self, **columns) -> None:
-        self._writer.append_events(**columns)
-        for kind in np.atleast_1d(columns["kind"]):
-            self.events[kind if isinstance(kind, str) else EVENT_KINDS[int(kind)]] += 1
-
-    def append_diagnostics(self, **columns) -> None:
-        self._writer.append_diagnostics(**columns)
-        pen = np.max(np.atleast_1d(columns.get("max_penetration", 0.0)))
-        if pen > self.max_penetration:
-            self.max_penetration = float(pen)
-
-    def __getattr__(self, name):
-        return getattr(self._writer, name)
-
-
 def _coordinate_names(model, names, first, counts) -> list[str]:
     """Column names of q or v; qualified as ``tree:name`` when two trees share a name (not
     ``tree/name``: a slash would make a subgroup of an HDF5 dataset name)."""
@@ -85,7 +62,7 @@ def _f(x) -> float:
     return float(x) if x is not None else math.nan
 
 
-def metrics_of(sim, summary, tally, e0: float, wall_s: float, cpu_s: float) -> dict:
+def metrics_of(sim, summary, e0: float, wall_s: float, cpu_s: float) -> dict:
     """The summary's numbers for one run (units in the keys' docs in docs/batch.md)."""
     m = sim.model
     try:
@@ -96,19 +73,16 @@ def metrics_of(sim, summary, tally, e0: float, wall_s: float, cpu_s: float) -> d
     vn = _coordinate_names(m, m.v_names, m.vi, m.nvj)
     q = [float(sim.q[k]) for i in range(m.nb) for k in range(m.qi[i], m.qi[i] + m.nqj[i])]
     v = [float(sim.v[k]) for i in range(m.nb) for k in range(m.vi[i], m.vi[i] + m.nvj[i])]
-    events = {k: int(tally.events.get(k, 0)) for k in EVENT_KINDS}
-    max_pen = tally.max_penetration
-    if summary is not None:
-        max_pen = max(max_pen, summary.max_penetration)
+    events = {k: int(summary.events.get(k, 0)) for k in EVENT_KINDS}
     return {
         "wall_s": wall_s,
         "cpu_s": cpu_s,
         "steps": int(sim.step_index),
         "sim_time_s": float(sim.t),
         "events": events,
-        "max_penetration_m": float(max_pen),
-        "worst_lcp_residual": _f(summary.worst_lcp_residual) if summary else math.nan,
-        "impacts_gaining_energy": int(summary.energy_gains) if summary else -1,
+        "max_penetration_m": float(summary.max_penetration),
+        "worst_lcp_residual": _f(summary.worst_lcp_residual),
+        "impacts_gaining_energy": int(summary.energy_gains),
         "final_kinetic_J": energy[0],
         "final_potential_J": energy[1],
         "final_total_J": energy[2],
@@ -136,58 +110,93 @@ def run_task(task: RunTask, should_stop=None) -> dict:
 
         scenario = load_scenario(task.scenario, task.overrides, flags={"output": task.path})
         sim = Simulator(scenario)
-        # force: the plan decided this file is to be (re)written
-        writer = sim.open_writer(task.command, force=True)
+        e0 = float(sim.energy()[2])
     except MbsimError as exc:
         return outcome("failed", str(exc))
     except Exception as exc:  # a bug must not stop the sweep either; say what it was
         return outcome("failed", f"internal error ({type(exc).__name__}: {exc})")
-    return _run(task, sim, writer, should_stop, t0)
+    # the file is marked as this sweep's from its header on, so a sweep killed at any
+    # moment finds its own file on the rerun (plan.py) and replaces it
+    record = {
+        "run_id": np.int64(task.run_id),
+        "identity": task.identity,
+        "sweep": task.sweep,
+        "overrides": json.dumps(task.overrides, ensure_ascii=False),
+    }
+    metrics: dict = {}
+
+    def write_metrics(writer, summary) -> None:
+        # written before the file is closed: a file whose status is final has its metrics
+        metrics.update(metrics_of(sim, summary, e0, *_elapsed(t0)))
+        writer.group(BATCH_GROUP).attrs["metrics"] = json.dumps(metrics)
+
+    try:
+        # force: the plan decided this file is to be (re)written (a file another process
+        # still writes is refused all the same)
+        summary = sim.run_to_file(
+            task.command,
+            force=True,
+            records={BATCH_GROUP: record},
+            should_stop=should_stop,
+            before_finish=write_metrics,
+        )
+    except MbsimError as exc:  # the file could not be created: nothing ran
+        return outcome("failed", str(exc))
+    except Exception as exc:
+        return outcome("failed", f"internal error ({type(exc).__name__}: {exc})")
+    if not metrics:  # the writer failed before the end (a full disk)
+        metrics = _safe_metrics(sim, summary, e0, t0)
+    return outcome(summary.status, summary.message, metrics)
 
 
 def _elapsed(t0: tuple[float, float]) -> tuple[float, float]:
     return time.perf_counter() - t0[0], time.thread_time() - t0[1]
 
 
-def _run(task: RunTask, sim, writer, should_stop, t0: tuple[float, float]) -> dict:
-    from mbsim.simcore.stepper import SimulationError
-
-    tally = _Tally(writer)
-    summary = None
-    status, message = "complete", ""
+def _safe_metrics(sim, summary, e0: float, t0: tuple[float, float]) -> dict:
     try:
-        with writer:
-            record = writer.group(BATCH_GROUP)
-            record.attrs["run_id"] = np.int64(task.run_id)
-            record.attrs["identity"] = task.identity
-            record.attrs["sweep"] = task.sweep
-            record.attrs["overrides"] = json.dumps(task.overrides, ensure_ascii=False)
-            e0 = float(sim.energy()[2])
-            try:
-                summary = sim.run(tally, should_stop=should_stop)
-                status, message = summary.status, summary.message
-            except SimulationError as exc:
-                status, message = "failed", str(exc)
-            metrics = metrics_of(sim, summary, tally, e0, *_elapsed(t0))
-            # written before finish(): a file whose status is final always has its metrics
-            record.attrs["metrics"] = json.dumps(metrics)
-            writer.finish(status, message)
-    except MbsimError as exc:  # e.g. the disk filled up; the writer marked the file failed
-        return outcome("failed", str(exc), _safe_metrics(sim, summary, tally, t0))
-    except Exception as exc:
-        return outcome(
-            "failed",
-            f"internal error ({type(exc).__name__}: {exc})",
-            _safe_metrics(sim, summary, tally, t0),
-        )
-    return outcome(status, message, metrics)
-
-
-def _safe_metrics(sim, summary, tally, t0: tuple[float, float]) -> dict:
-    try:
-        return metrics_of(sim, summary, tally, math.nan, *_elapsed(t0))
+        return metrics_of(sim, summary, e0, *_elapsed(t0))
     except Exception:
         return {}
+
+
+#: Seconds to wait for a lost worker's run to close its file (a worker ended by SIGTERM, as
+#: the process pool ends the others when one dies, finishes its step and closes the file).
+LOST_WAIT_SECONDS = 10.0
+
+
+def lost_run_outcome(task: RunTask, status: str, why: str, wait: float = LOST_WAIT_SECONDS):
+    """The outcome of a run whose worker was lost, told by the run's own file so that the
+    summary and the file agree: a file of this run (its ``/batch`` identity) that ended with
+    a final status gives that status, message and metrics; a file left ``running`` (the
+    worker was killed) is marked ``status`` with ``why`` as its message, as the summary
+    says; without a file of this run, ``status`` and ``why``."""
+    import h5py
+
+    from mbsim.io.results.target import writer_holds
+
+    path = task.path
+    deadline = time.monotonic() + wait
+    while writer_holds(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if writer_holds(path):
+        return outcome(status, f"{why}; another process still writes its file")
+    try:
+        with h5py.File(path, "r+") as f:
+            record = read_record(f)
+            if record is None or record["identity"] != task.identity:
+                return outcome(status, why)  # no file of this run (it had not started)
+            final = f.attrs.get("status")
+            final = final.decode() if isinstance(final, bytes) else str(final)
+            if final in ("interrupted", "failed") or (final == "complete" and record["metrics"]):
+                message = f.attrs.get("message", "")
+                message = message.decode() if isinstance(message, bytes) else str(message)
+                return outcome(final, message, record["metrics"])
+            f.attrs["status"] = status
+            f.attrs["message"] = why
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError):
+        pass  # no file, or one HDF5 cannot open: the summary alone tells it
+    return outcome(status, why)
 
 
 def read_record(h5file) -> dict | None:

@@ -46,24 +46,39 @@ def batch(
     force: bool = typer.Option(
         False, "--force", help="Re-run every run, replacing the files already there."
     ),
+    timeout: float = typer.Option(
+        None,
+        "--timeout",
+        help="Seconds to wait for Dask workers when none is connected (default: 60 s at "
+        "the start, then as long as it takes).",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Run every combination of a sweep file's parameters; one results file per run."""
     from mbsim.batch import DaskBackend, LocalBackend, load_sweep, plan_sweep, run_sweep
+    from mbsim.batch.backends import WorkersGone
 
     if jobs is not None and scheduler is not None:
         raise MbsimError("give either --jobs (local workers) or --scheduler (Dask), not both.")
     if jobs is not None and jobs < 1:
         raise MbsimError(f"--jobs {jobs}: must be at least 1.")
+    if timeout is not None and not timeout > 0:
+        raise MbsimError(f"--timeout {timeout:g}: must be a positive number of seconds.")
     sw = load_sweep(sweep, out_dir=out_dir)
     if dry_run:
         _print_plan(sw, plan_sweep(sw, force=force), as_json)
         return
     n_jobs = jobs or default_jobs()
 
+    def say(line: str) -> None:
+        typer.echo(f"mbsim batch: {line}", err=True)
+
     def backend():
-        return DaskBackend(scheduler) if scheduler else LocalBackend(n_jobs)
+        if scheduler:
+            wait = timeout if timeout is not None else 60.0
+            return DaskBackend(scheduler, wait_workers=wait, on_wait=say)
+        return LocalBackend(n_jobs)
 
     where = f"the Dask scheduler at {scheduler}" if scheduler else f"{n_jobs} local worker(s)"
     stop = {"requested": False}
@@ -90,7 +105,12 @@ def batch(
                 on_plan=bar.plan,
                 on_start=bar.start,
                 on_done=bar.done,
+                timeout=timeout,
+                on_wait=bar.say,
             )
+    except WorkersGone as exc:
+        typer.echo(f"mbsim batch: failed: {exc} (the summary lists the runs that ended)", err=True)
+        raise typer.Exit(1) from None
     except KeyboardInterrupt:
         typer.echo("mbsim batch: interrupted; the summary lists the runs that ended", err=True)
         raise typer.Exit(1) from None
@@ -151,6 +171,14 @@ class _Bar:
                 f"{invalid} invalid"
             )
             self.task = self.progress.add_task("sweep", total=todo, **self.counts)
+
+    def say(self, line: str) -> None:
+        """One line on stderr, above the bar (printed even with --quiet: waiting for
+        workers must never be silent)."""
+        if self.progress is not None:
+            self.progress.console.print(f"mbsim batch: {line}", markup=False)
+        else:
+            typer.echo(f"mbsim batch: {line}", err=True)
 
     def start(self, p) -> None:
         self.counts["running"] += 1

@@ -44,7 +44,7 @@ def export(
         raise MbsimError(f"--what {what!r} is not one of {', '.join(WHATS)}.")
     if output is None:
         raise MbsimError("mbsim export needs an output file: -o PATH.")
-    check_output(output, force)
+    check_output(output, force, inputs=[results])
     r = load_results(results)
     names, columns = table(r, what)
     if fmt == "csv":
@@ -58,9 +58,10 @@ def export(
 # --------------------------------------------------------------------------- output files
 
 
-def check_output(path: Path, force: bool) -> None:
-    """Refuse an output path that cannot or must not be written, naming it (exit 2)."""
-    check_output_path(path, force)
+def check_output(path: Path, force: bool, inputs=()) -> None:
+    """Refuse an output path that cannot or must not be written, naming it (exit 2); an
+    output equal to one of ``inputs`` (the results file read) is refused, --force or not."""
+    check_output_path(path, force, list(inputs))
 
 
 def write_atomic(path: Path, write: Callable[[io.BufferedWriter], None]) -> None:

@@ -87,6 +87,7 @@ def summarize(r: Results) -> dict:
         "file": str(r.path),
         "status": r.status,
         "message": r.message,
+        "notes": list(r.notes),
         "writer_alive": r.writer_alive,
         "mbsim_version": a.get("mbsim_version"),
         "created_utc": a.get("created_utc"),
@@ -134,6 +135,7 @@ def render(s: dict) -> str:
     lines = [
         f"results: {s['file']}",
         f"status: {status}",
+        *(f"note: {note}" for note in s.get("notes", [])),
         f"written by mbsim {s['mbsim_version']} on {s['created_utc']}"
         + (f", ended {s['ended_utc']}" if s["ended_utc"] else ""),
     ]

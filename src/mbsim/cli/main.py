@@ -75,6 +75,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mbsim.cli.plot:plot",
         "Plot joints, body heights/speeds, energy and events (matplotlib).",
     ),
+    "view": (
+        "mbsim.cli.view:view",
+        "Replay a results file in 3D: an HTML page or an animated glTF.",
+    ),
     "samples": ("mbsim.cli.samples:app", "List, locate or copy the bundled samples."),
     "bench": ("mbsim.cli.bench:app", "Run the papers' benchmarks (e.g. pendulum)."),
 }

@@ -66,7 +66,7 @@ def plot(
     if not 10 <= dpi <= 2000:
         raise MbsimError(f"--dpi {dpi} is out of range: give 10 to 2000.")
     figure_cls = _matplotlib()
-    check_output(output, force)
+    check_output(output, force, inputs=[results])
     r = load_results(results)
     panels = build_panels(r, joint, body, quantity, energy)
     fig = figure_cls(figsize=(width / dpi, height / dpi), dpi=dpi, layout="constrained")

@@ -10,6 +10,8 @@ import json
 import shlex
 import signal
 import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -18,7 +20,6 @@ from mbsim.errors import MbsimError
 from mbsim.io.results import load_results
 from mbsim.io.scenario import load_scenario, load_scenario_text, parse_value, scenario_from_urdf
 from mbsim.samples.catalog import bundled_dir
-from mbsim.simcore.stepper import SimulationError
 from mbsim.simulator import Simulator
 
 
@@ -74,10 +75,7 @@ def run(
     scenario = _scenario(source, from_, flags, overrides)
     sim = Simulator(scenario)
     sc = sim.scenario
-    writer = sim.open_writer(
-        " ".join(shlex.quote(a) for a in ["mbsim", *sys.argv[1:]]), force=force
-    )
-    status, message, summary = "complete", "", None
+    command = " ".join(shlex.quote(a) for a in ["mbsim", *sys.argv[1:]])
     stop = {"requested": False}
 
     def request_stop(signum, frame):
@@ -86,26 +84,19 @@ def run(
 
     previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with writer:
-            try:
-                summary = _run_with_progress(
-                    sim, writer, quiet or as_json, lambda: stop["requested"]
-                )
-            except SimulationError as exc:
-                status, message = "failed", str(exc)
-                writer.finish("failed", message)
-            else:
-                status, message = summary.status, summary.message
-                writer.finish(status, message)
+        with _progress(sim, quiet or as_json) as progress:
+            summary = sim.run_to_file(
+                command, force=force, progress=progress, should_stop=lambda: stop["requested"]
+            )
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    if status != "complete":
-        summary = None
-    if summary is None:
-        typer.echo(f"mbsim: {status}: {message} (results so far in {sc.output.path})", err=True)
+    if summary.status != "complete":
+        typer.echo(
+            f"mbsim: {summary.status}: {summary.message} (results so far in {sc.output.path})",
+            err=True,
+        )
         raise typer.Exit(1)
-    summary.status = status
     _print_summary(summary, sc, as_json)
 
 
@@ -146,9 +137,13 @@ def _from_results(path: Path, flags, overrides):
     return load_scenario_text(str(text), source=path, overrides=overrides, flags=flags)
 
 
-def _run_with_progress(sim, writer, quiet, should_stop):
+@contextmanager
+def _progress(sim, quiet):
+    """A rich progress bar on stderr for the run; yields its ``progress`` callback (None
+    when quiet)."""
     if quiet:
-        return sim.run(writer, should_stop=should_stop)
+        yield None
+        return
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     n = sim.scenario.simulation.n_steps
@@ -159,8 +154,6 @@ def _run_with_progress(sim, writer, quiet, should_stop):
         TextColumn("{task.fields[rate]:.0f} steps/s, {task.fields[nc]} contacts"),
         TimeRemainingColumn(),
     )
-    import time
-
     start = time.perf_counter()
     with Progress(*cols, transient=True, console=_stderr_console()) as bar:
         task = bar.add_task("run", total=n, t=0.0, rate=0.0, nc=0)
@@ -169,7 +162,7 @@ def _run_with_progress(sim, writer, quiet, should_stop):
             rate = step / max(time.perf_counter() - start, 1e-9)
             bar.update(task, completed=step, t=t, rate=rate, nc=nc)
 
-        return sim.run(writer, progress=progress, should_stop=should_stop)
+        yield progress
 
 
 def _stderr_console():

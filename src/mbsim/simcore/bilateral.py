@@ -37,7 +37,7 @@ import numpy as np
 import scipy.linalg
 
 from mbsim.errors import MbsimError
-from mbsim.simcore.kinematics import body_velocities_kernel, forward_kinematics
+from mbsim.simcore.kinematics import forward_kinematics
 
 #: A row of G_b whose pivoted-QR diagonal is below this fraction of the largest is dependent
 #: on the rows kept (double precision leaves ~1e-13 of noise on exactly redundant rows, and
@@ -145,7 +145,6 @@ class Bilateral:
                     Ra, _ = self._frame(data, c.body_a, c.point_a)
                     Rb, _ = self._frame(data, c.body_b, c.point_b)
                     self._R0[i] = Ra.T @ Rb
-        self._vel = np.zeros((model.nb, 6))
 
     def __bool__(self) -> bool:
         return self.n_rows > 0
@@ -216,12 +215,6 @@ class Bilateral:
         if dt == 0.0:
             return np.zeros_like(error)
         return -self.stabilization * error / dt
-
-    def node_velocities(self, data, v, node_body, node_X) -> np.ndarray:
-        """World-aligned spatial velocities (nnodes, 6) of the nodes at joint velocity v."""
-        m = self.model
-        body_velocities_kernel(m.parent, m.vi, m.nvj, data.S, data.E, data.r, v, self._vel)
-        return np.einsum("aij,aj->ai", node_X, self._vel[node_body])
 
 
 def independent_rows(Gb: np.ndarray, tol: float = REDUNDANCY_TOL) -> np.ndarray:

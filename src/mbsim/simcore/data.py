@@ -12,6 +12,8 @@ quantities are in each body's own frame (spatial.py conventions):
 * ``ups``: the compliance kernel Upsilon(k) (000 Eq. 68). The articulated propagator
   ``psi = Xup^T (1 - U Dinv S^T)`` (Jain's psi(parent(k), k) = phi tau-bar, 000 Eq. 67) is
   never stored: kernels apply it from ``E``, ``r``, ``U`` and ``Dinv``.
+* ``armature``: a joint-space diagonal added to M wherever it is factorised (ABA, the dense
+  CRBA paths); the stepper sets it to dt * damping for implicit joint damping (dynamics.aba).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class Data:
         self.qdd = np.zeros(nv)
         self.tau = np.zeros(nv)
         self.M = np.zeros((nv, nv))
+        self.armature = np.zeros(nv)
         self.scratch66 = np.zeros((4, 6, 6))
         self.scratch6 = np.zeros((4, 6))
         # Delassus algorithms' workspaces (simcore/delassus), built on their first call

@@ -158,12 +158,18 @@ def crba_kernel(parent, vi, nvj, S, inertia, E, r, Ic, M, scratch):
 
 
 @njit(cache=True)
-def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch):
+def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature):
     """Tips-to-base articulated inertias (004 Appendix: P(k), D, G, tau-bar).
 
     IA_i = I_i + sum over children c of Xup_c^T Ia_c Xup_c, where Ia_c = IA_c - U_c Dinv_c U_c^T,
-    U = IA S, D = S^T IA S. Depends on q only. ``pivots`` receives the smallest Cholesky pivot
-    of every D_i (a D_i <= 0 gets Dinv_i = 0 and is reported there). ``scratch`` is (4,6,6).
+    U = IA S, D = S^T IA S + diag(armature_i). Depends on q only. ``pivots`` receives the
+    smallest Cholesky pivot of every D_i (a D_i <= 0 gets Dinv_i = 0 and is reported there).
+    ``scratch`` is (4,6,6).
+
+    ``armature`` (nv,) is a joint-space diagonal added to M: the recursion then factorises
+    M + diag(armature) exactly (a joint-space inertia enters only the joint's own D_i, as a
+    rotor inertia does). The stepper puts dt * damping there: implicit joint damping (see
+    :func:`aba`). Zero leaves M itself, bit for bit.
     """
     nb = parent.shape[0]
     for i in range(nb):
@@ -186,6 +192,7 @@ def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, s
                     s += A[a, k] * S[i, k, 0]
                 U[i, a, 0] = s
                 d += S[i, a, 0] * s
+            d += armature[vi[i]]
             pivots[vi[i]] = d
             g = 1.0 / d if d > 0.0 else 0.0
             Dinv[i, 0, 0] = g
@@ -210,6 +217,7 @@ def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, s
                 for k in range(6):
                     s += S[i, k, rr] * U[i, k, c]
                 D[rr, c] = s
+            D[rr, rr] += armature[vi[i] + rr]
         dmin = spd_inverse(D, n, Dinv[i], L, Li)
         for rr in range(n):
             pivots[vi[i] + rr] = dmin
@@ -309,14 +317,15 @@ def aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd):
 @njit(cache=True)
 def aba_kernel(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, q, v, tau,
-    E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd,
+    E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
 ):  # fmt: skip
-    """Forward dynamics in one call: kinematics, articulated inertias, bias, accelerations."""
+    """Forward dynamics in one call: kinematics, articulated inertias, bias, accelerations
+    ((M + diag(armature)) qdd = tau - C)."""
     forward_kinematics_kernel(
         parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world, vel,
         cbias,
     )  # fmt: skip
-    articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch)
+    articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature)
     aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, tau, pA, u)
     a0 = np.zeros(6)
     for k in range(3):
@@ -325,10 +334,11 @@ def aba_kernel(
 
 
 def articulated_factor(model, data) -> None:
-    """Articulated inertias and D^-1 for the current kinematics in ``data`` (q only)."""
+    """Articulated inertias and D^-1 for the current kinematics in ``data`` (q only), of
+    M + diag(data.armature)."""
     articulated_kernel(
         model.parent, model.vi, model.nvj, data.S, model.inertia, data.E, data.r, data.IA,
-        data.U, data.Dinv, data.pivots, data.scratch66,
+        data.U, data.Dinv, data.pivots, data.scratch66, data.armature,
     )  # fmt: skip
 
 
@@ -350,6 +360,18 @@ def rnea(model, data, q, v, qdd) -> np.ndarray:
     return data.tau.copy()
 
 
+def mass_matrix(model, data) -> np.ndarray:
+    """data.M = M(q) + diag(data.armature) for the kinematics in ``data``: the matrix every
+    dense (CRBA + Cholesky) path factorises, so it agrees with ABA's (see :func:`aba`)."""
+    crba_kernel(
+        model.parent, model.vi, model.nvj, data.S, model.inertia, data.E, data.r, data.Ic,
+        data.M, data.scratch66,
+    )  # fmt: skip
+    if np.any(data.armature):
+        data.M[np.diag_indices(model.nv)] += data.armature
+    return data.M
+
+
 def crba(model, data, q) -> np.ndarray:
     """Joint-space mass matrix M(q) (nv x nv, symmetric positive definite)."""
     forward_kinematics(model, data, q)
@@ -365,12 +387,21 @@ def aba(model, data, q, v, tau) -> np.ndarray:
 
     Leaves the kinematics and the articulated factorisation of q in ``data`` (so the impulse
     response and the compliance can reuse them) and returns data.qdd (overwritten by the next
-    call; copy it to keep it)."""
+    call; copy it to keep it).
+
+    Implicit joint damping: with ``data.armature = dt * d`` (d the joint damping, N m s/rad
+    or N s/m) the factorisation is that of M + dt diag(d), so a semi-implicit Euler step
+    v+ = v + dt qdd with tau = tau_a - D v is backward Euler in the damping term:
+    (M + dt D)(v+ - v) = dt (tau_a - D v - C) <=> M (v+ - v) = dt (tau_a - D v+ - C), i.e.
+    the damping force is taken at v+ (MuJoCo's implicit damping). Every consumer of the
+    factorisation (impulse response, Upsilon compliance) then uses M + dt D too, so the
+    contact impulses act on the same operator. Stable for any d and dt: a 1-DoF link decays
+    as v_k = v_0 / (1 + dt d / m)^k."""
     aba_kernel(
         model.parent, model.jtype, model.qi, model.vi, model.nvj, data.S, model.tree_E,
         model.tree_r, model.axis, model.inertia, model.gravity, q, v, tau, data.E, data.r,
         data.R_world, data.p_world, data.vel, data.cbias, data.IA, data.U, data.Dinv,
-        data.pivots, data.pA, data.u, data.acc, data.scratch66, data.qdd,
+        data.pivots, data.pA, data.u, data.acc, data.scratch66, data.qdd, data.armature,
     )  # fmt: skip
     return data.qdd
 

@@ -23,8 +23,8 @@ from mbsim.simcore.dynamics import (
     aba,
     aba_accel_kernel,
     aba_bias_kernel,
-    crba_kernel,
     impulse_response,
+    mass_matrix,
     rnea_kernel,
 )
 from mbsim.simcore.kinematics import forward_kinematics, node_jacobian
@@ -92,10 +92,7 @@ class CrbaDynamics:
             m.parent, m.vi, m.nvj, data.S, m.inertia, m.gravity, data.E, data.r, data.vel,
             data.cbias, self._zero, data.acc, data.force, data.tau,
         )  # fmt: skip
-        crba_kernel(
-            m.parent, m.vi, m.nvj, data.S, m.inertia, data.E, data.r, data.Ic, data.M,
-            data.scratch66,
-        )  # fmt: skip
+        mass_matrix(m, data)  # M + dt D with implicit damping (dynamics.aba)
         self._chol = scipy.linalg.cho_factor(data.M)
         return scipy.linalg.cho_solve(self._chol, tau - data.tau)
 

@@ -22,10 +22,21 @@ separated contact (gap g > 0 within the margin: the bodies may close the gap thi
 pass through, so near contacts do not stop a body early) and n . v_u+ >= -k g/dt for a
 penetrating one (g < 0), pushing the bodies apart by a fraction k = ``stabilization`` of the
 penetration per step (default 0.2: critically damped-like recovery over ~5 steps without the
-energy injection of k = 1). The gap is first advanced by the second-order term the velocity
+energy injection of k = 1), at a speed capped at ``max_recovery_speed`` (default 0.5 m/s,
+as Chrono's SetMaxPenetrationRecoverySpeed): uncapped, k |g| / dt is 10 m/s for a body
+starting 5 cm deep at dt = 1 ms, which leaves the floor with 50 J/kg. With the cap a body
+leaves a penetration with at most 1/2 v_max^2 = 0.125 J/kg, less than the g |g| per kg its
+rise costs once |g| > v_max^2 / 2 g = 1.3 cm; a shallower penetration may leave with up to
+that much (a hop of at most 1.3 cm). The gap is first advanced by the second-order term the velocity
 row cannot see, 1/2 dt^2 n . J-dot v (contact.curvature_drift; ``curvature_correction``), so
 a contact point on a rotating body does not drift into the surface by that much every step.
 With ``gap_floor`` set (001 Sec. 4.1's g_Neps) the rule is n . v_u+ >= -max(g, g_Neps)/dt.
+
+Joint damping (URDF ``<dynamics damping>``, D = diag(d)) is implicit with the Euler
+integrator: the step factorises M + dt D instead of M (data.armature = dt d, dynamics.aba),
+so (M + dt D)(v+ - v) = dt (tau - D v - C) + J^T p, the damping force taken at v+ (MuJoCo's
+implicit damping): stable for any d and dt, where the explicit force diverges once
+dt eig(M^-1 D) > 2. With rk4 damping stays an explicit force of the stages.
 
 The integrator is decided once, when the stepper is built (``OSStepper.rk4``; friction is
 refused by :func:`check_rk4_friction`, the one rule the Simulator also applies to the
@@ -61,6 +72,7 @@ from mbsim.simcore.kinematics import (
     propagate_bias,
 )
 from mbsim.simcore.lcp import DUMP_MODES, check, should_dump
+from mbsim.simcore.lcp.budget import limits as lcp_limits
 from mbsim.simcore.options import INTEGRATORS
 
 RK4_GAP_ROWS = ("trapezoid", "euler")
@@ -108,6 +120,9 @@ class StepOptions:
     rk4_gap_rows: with rk4, "trapezoid" writes the normal rows for the held-force step's own
     position update, n . (v_s + v+)/2 >= -g/dt; "euler" keeps 001's literal procedure, rows for
     q + dt v+ (its Fig. 8 bounce and ratcheting penetration; docs/results.md).
+    max_recovery_speed: the fastest a penetration is pushed out (m/s; module docstring).
+    lcp_max_seconds: wall-time budget (s) of all the LCP solves of one step (None: no limit);
+    a step that exceeds it fails the run with that cause (docs/lcp.md, lcp/budget.py).
     """
 
     dt: float
@@ -129,6 +144,8 @@ class StepOptions:
     gap_floor: float | None = None
     curvature_correction: bool = True
     rk4_gap_rows: str = "trapezoid"
+    max_recovery_speed: float = 0.5
+    lcp_max_seconds: float | None = 60.0
 
 
 @dataclass
@@ -231,6 +248,7 @@ class OSStepper:
         self.bilateral = bilateral if bilateral else None
         self.body_vel = np.zeros((model.nb, 6))
         self.step_index = 0
+        self._contacts = None  # the step's contacts, for the rows of a failure message
         #: where LCPs go for ``dump_lcp`` (see dump_lcps): (mode, fn) or None
         self._dump = None
         self._apply(options)
@@ -257,6 +275,10 @@ class OSStepper:
         self.opt = options
         self.formulation = formulation
         self.dynamics = dynamics
+        # implicit joint damping with Euler: M + dt D wherever M is factorised (dynamics.aba)
+        self.data.armature[:] = (
+            0.0 if options.integrator == "rk4" else options.dt * self.model.damping
+        )
         #: the integrator, decided here once: classical RK4 with held impulses, or Euler
         self.rk4 = options.integrator == "rk4"
         #: RK4's contact rows for its own position update (module docstring)
@@ -304,9 +326,28 @@ class OSStepper:
         if self._dump is not None and should_dump(self._dump[0], res):
             name = f"step_{self.step_index:09d}_{what}"
             self._dump[1](name, sol.M, sol.q, res, sol.n_free, self.step_index, t)
-        reason = check(res, step=self.step_index, time=t)
+        reason = check(res, step=self.step_index, time=t, labels=self._row_labels(res))
         if reason is not None:
             raise SimulationError(f"{what} {reason}")
+
+    def _row_labels(self, res) -> list[str] | None:
+        """Which contact each complementarity row of ``res`` belongs to (z = [beta (nf + 1
+        per contact); sigma (1 per contact)] in every formulation), for failure messages."""
+        c = self._contacts
+        nu = 0 if c is None else len(c.gap)
+        k = self.opt.nf + 1
+        if not nu or res.z.size != nu * (k + 1):
+            return None
+        names = self.model.body_names
+
+        def side(b):
+            return "world" if b < 0 else repr(names[b])
+
+        per_contact = [
+            f"contact {i} ({side(c.body_a[i])} on {side(c.body_b[i])}, gap {c.gap[i]:.3g} m)"
+            for i in range(nu)
+        ]
+        return [per_contact[i // k] for i in range(nu * k)] + per_contact
 
     def _joint_forces(self, t, q, v) -> np.ndarray:
         """Applied joint forces: URDF damping and the scenario's torques (N m or N)."""
@@ -385,7 +426,8 @@ class OSStepper:
         if constrained:
             if c is None:
                 c = _no_contacts()
-            report = self._contact_step(q, v, tau, c, t, qdd)
+            with lcp_limits(seconds=o.lcp_max_seconds):
+                report = self._contact_step(q, v, tau, c, t, qdd)
             v_new = report.v_new
             v_start = report.v_start
         q_new, v_new = self._integrate(
@@ -413,9 +455,12 @@ class OSStepper:
         m, d, o = self.model, self.data, self.opt
         dt = o.dt
         nu = len(c.gap)
+        self._contacts = c  # for the rows of a failure message
         mu, eps = self._pair_params(c)
         if o.gap_floor is None:
-            target = np.where(c.gap > 0.0, c.gap, o.stabilization * c.gap)
+            # recovery of a penetration at k |g| / dt, but never faster than the cap
+            recover = np.maximum(o.stabilization * c.gap, -o.max_recovery_speed * dt)
+            target = np.where(c.gap > 0.0, c.gap, recover)
         else:  # 001 Sec. 4.1: position-level gap, penetration capped at g_Neps
             target = np.maximum(c.gap, o.gap_floor)
         if o.curvature_correction and nu:

@@ -53,6 +53,10 @@ def _by_upsilon(model, data, q, node_body, node_X, factorised: bool) -> np.ndarr
 
 
 def _by_pv_osimr(model, data, q, node_body, node_X, factorised: bool) -> np.ndarray:
+    if not factorised and np.any(data.armature):
+        # PV-OSIMr's own sweep knows no armature (implicit damping, dynamics.aba)
+        articulated_factor(model, data)
+        factorised = True
     if factorised:
         return pv_osimr_after_aba(model, data, node_body, node_X)
     return pv_osimr_from_poses(model, data, node_body, node_X)

@@ -10,17 +10,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from mbsim.simcore.dynamics import crba_kernel
+from mbsim.simcore.dynamics import mass_matrix
 from mbsim.simcore.kinematics import forward_kinematics, node_jacobian
 
 
 def dense_lambda(model, data, q, node_body, node_X) -> np.ndarray:
-    """Reference Lambda = J M^-1 J^T by CRBA, Cholesky and the explicit node Jacobian, O(N^3)."""
+    """Reference Lambda = J M^-1 J^T by CRBA, Cholesky and the explicit node Jacobian, O(N^3)
+    (M + diag(data.armature) when the stepper integrates damping implicitly)."""
     forward_kinematics(model, data, q)
-    crba_kernel(
-        model.parent, model.vi, model.nvj, data.S, model.inertia, data.E, data.r, data.Ic,
-        data.M, data.scratch66,
-    )  # fmt: skip
+    mass_matrix(model, data)  # M + dt D with implicit damping (dynamics.aba)
     J = node_jacobian(model, data, node_body, node_X)
     if model.nv == 0:
         return np.zeros((J.shape[0], J.shape[0]))

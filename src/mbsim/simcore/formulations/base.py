@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from mbsim.simcore.contact import contact_lcp, friction_matrix
-from mbsim.simcore.kinematics import point_velocities
+from mbsim.simcore.kinematics import body_velocities_kernel, point_velocities
 
 
 def lcp_dimension(
@@ -81,17 +81,24 @@ class Formulation(Protocol):
 
     Extension point for joint-space rows (joint position limits, box-constrained joint
     friction). A row acting on v only, G_j v (G_j (n_j, nv)), enters every formulation the
-    way mimic rows do today: in OS through its column of W = M^-1 G_j^T
-    (``problem.dynamics.solve_joint``, O(N) per row with ABA) in
-    :func:`~mbsim.simcore.formulations.minimal.joint_row_delassus`, which adds G_j W and the
-    coupling R V_nodes(W) to the rows on nodes, and in the impulse response v+ += W p_j; in
-    MC and RMC as G_j itself beside Q_b J + G_m (``dense_rows``); in NMC and NMC/OS as
-    G_j J_q with J_q the qdot map of the body velocities (``NMC._qdot_map``). The row then
-    belongs to a block of the assembled LCP: an equality row joins the equality block
-    (today's ``Gm``); a unilateral row (a limit, G_j v+ >= target, impulse >= 0) or a
-    box-constrained pair (friction, |p| <= f_max) adds complementary unknowns placed between
-    the equality block and the contact block, which is the one place in assembly.py that
-    orders the blocks.
+    way mimic rows (``problem.Gm``) do today:
+
+    1. ContactProblem.build attaches G_j and its targets, as ``_attach_bilateral`` attaches
+       Q_b, G_m and U-bar.
+    2. OS (``OS.prepare``): the rows are [Q_b; 0; Q_u] on the nodes and [G_m; G_j; 0] on v;
+       :func:`~mbsim.simcore.formulations.minimal.joint_row_delassus` adds their terms to K
+       through W = M^-1 G^T (``problem.dynamics.solve_joint``, O(N) per row with ABA) and
+       the coupling R V_nodes(W) (``problem.node_velocities``); ``OS.solve`` applies the
+       impulses by the O(N) impulse response of the node rows plus W p.
+    3. MC and RMC: G_j itself, beside G_b = Q_b J + G_m (``dense_rows``); RMC keeps a
+       unilateral row with its contact rows, W = [G_j; G_u] Y [G_j; G_u]^T.
+    4. NMC and NMC/OS: G_j J_q on the body velocities, J_q the qdot map (``NMC._qdot_map``),
+       as ``NMC._bilateral_rows`` does for G_m (their right-hand side gains dt G_j S^T c).
+    5. The LCP block: an equality row joins the equality block; a unilateral row (a limit,
+       G_j v+ >= target with impulse >= 0) or a box-constrained pair (friction,
+       |p| <= f_max) adds complementary unknowns placed between the equality block and the
+       contact block, in the two assemblers of formulations/assembly.py, the one place that
+       orders the blocks.
     """
 
     name: str
@@ -244,16 +251,22 @@ class ContactProblem:
         = Q_u J, the node impulses Q_u^T F and W = Q_u Lambda Q_u^T (contact.
         relative_compliance, the same map by the node indices ia/ib) all follow it."""
         if self._Q_u is None:
-            nn = len(self.node_body)
-            Q = np.zeros((3 * self.nu, 6 * nn))
-            eye = np.eye(3)
-            for i in range(self.nu):
-                if self.ia[i] >= 0:
-                    Q[3 * i : 3 * i + 3, 6 * self.ia[i] + 3 : 6 * self.ia[i] + 6] += eye
-                if self.ib[i] >= 0:
-                    Q[3 * i : 3 * i + 3, 6 * self.ib[i] + 3 : 6 * self.ib[i] + 6] -= eye
+            Q = np.zeros((3 * self.nu, 6 * len(self.node_body)))
+            axis = np.arange(3)
+            for node, sign in ((self.ia, 1.0), (self.ib, -1.0)):
+                i = np.flatnonzero(node >= 0)[:, None]
+                # each contact side has its own node, so no entry is written twice
+                Q[3 * i + axis, 6 * node[i] + 3 + axis] = sign
             self._Q_u = Q
         return self._Q_u
+
+    def node_velocities(self, v: np.ndarray) -> np.ndarray:
+        """World-aligned spatial velocities [omega; v] (nnodes, 6) of every node (contact and
+        bilateral) at joint velocity v: V_nodes(v) of the rows phi(v) = R V_nodes(v) + G v."""
+        m, d = self.model, self.data
+        vel = np.zeros((m.nb, 6))
+        body_velocities_kernel(m.parent, m.vi, m.nvj, d.S, d.E, d.r, v, vel)
+        return np.einsum("aij,aj->ai", self.node_X, vel[self.node_body])
 
     @property
     def nu(self) -> int:

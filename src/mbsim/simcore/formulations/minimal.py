@@ -28,7 +28,7 @@ import scipy.linalg
 
 from mbsim.simcore.contact import relative_compliance
 from mbsim.simcore.delassus import delassus_lambda
-from mbsim.simcore.dynamics import crba_kernel
+from mbsim.simcore.dynamics import mass_matrix
 from mbsim.simcore.formulations.assembly import delassus_lcp, velocity_lcp
 from mbsim.simcore.formulations.base import (
     Solution,
@@ -52,7 +52,7 @@ def joint_row_delassus(problem, K: np.ndarray, R: np.ndarray, G: np.ndarray) -> 
     d = problem.data
     W = problem.dynamics.solve_joint(d, G)
     for j in np.flatnonzero(np.any(G != 0.0, axis=1)):
-        Vn = problem.bilateral.node_velocities(d, W[:, j], problem.node_body, problem.node_X)
+        Vn = problem.node_velocities(W[:, j])
         col = R @ Vn.ravel()
         K[:, j] += col
         K[j, :] += col
@@ -61,11 +61,11 @@ def joint_row_delassus(problem, K: np.ndarray, R: np.ndarray, G: np.ndarray) -> 
 
 
 def dense_rows(problem):
-    """(M, G_u, G_b) by the dense path of 000 Secs. 4-5: M by CRBA (a copy), the node
-    Jacobian J, G_u = Q_u J (3 nu, nv) and the bilateral rows G_b = Q_b J + G_m
-    (n_bilateral, nv)."""
+    """(M, G_u, G_b) by the dense path of 000 Secs. 4-5: M by CRBA (a copy; M + dt D with
+    implicit damping, dynamics.aba), the node Jacobian J, G_u = Q_u J (3 nu, nv) and the
+    bilateral rows G_b = Q_b J + G_m (n_bilateral, nv)."""
     m, d = problem.model, problem.data
-    crba_kernel(m.parent, m.vi, m.nvj, d.S, m.inertia, d.E, d.r, d.Ic, d.M, d.scratch66)
+    mass_matrix(m, d)
     J = node_jacobian(m, d, problem.node_body, problem.node_X)
     Gb = problem.Qb @ J + problem.Gm if problem.n_bilateral else np.zeros((0, m.nv))
     return d.M.copy(), problem.Gu(J), Gb
@@ -120,7 +120,7 @@ class OS:
 
     def _row_velocity(self, problem, v) -> np.ndarray:
         """phi(v) = R V_nodes(v) + G v for the rows [bilateral; contact]."""
-        Vn = problem.bilateral.node_velocities(problem.data, v, problem.node_body, problem.node_X)
+        Vn = problem.node_velocities(v)
         return self._R @ Vn.ravel() + self._G @ v
 
     def solve(self, problem, v, dt, gap, accel=None) -> Solution:

@@ -24,6 +24,10 @@ J(q) v+ the minimal-coordinate stepper constrains (Anitescu-Potra velocity-level
   size (6n - N) + nu (nf + 2).
 Finally qdot_i+ = S_i^T (V_i+ - Xup_i V_p+ - dt c_i).
 
+Implicit joint damping (data.armature = dt D, dynamics.aba) couples a joint's two bodies:
+the inertia block becomes I + Jq^T A Jq (NMC._implicit_damping), and NMC/OS then uses a dense
+Cholesky of it instead of the block-diagonal inverse.
+
 Loop closures and mimic joints (simcore/bilateral.py) become further equality rows after the
 hinges: a closure node on body k at point p (body frame) moves with [[R_k, 0], [-R_k p^, R_k]]
 (V_k+ - dt c-hat_k), and a mimic row G_m qdot+ uses the qdot+ map above; their right-hand
@@ -184,6 +188,21 @@ class NMC:
         sv = np.einsum("kji,kj->ki", self.S, rel)  # S^T rel, first nvj entries valid
         return sv[self.dof_body, self.dof_col]
 
+    def _implicit_damping(self, problem, dt, cbias):
+        """Implicit joint damping on the body velocities, or None without it: (K, b) with
+        K = Jq^T A Jq and b = dt Jq^T A cq (6 nb), A = data.armature = dt D (dynamics.aba).
+
+        The joint velocities are v+ = Jq V+ - dt cq (cq = S^T c, _joint_velocities) and
+        v = Jq V at the start, so the damping impulse at v+, -A (v+ - v), adds Jq^T of it to
+        the bodies: (I + K)(V+ - V) = dt f + b + G^T p, the body-level image of
+        (M + dt D)(v+ - v) = dt (tau - C) + J^T p (Jb^T I Jb = M, Jq Jb = 1)."""
+        A = problem.data.armature
+        if not np.any(A):
+            return None
+        Jq = self._qdot_map(problem)
+        cq = np.einsum("kji,kj->ki", self.S, cbias)[self.dof_body, self.dof_col]
+        return Jq.T @ (A[:, None] * Jq), dt * (Jq.T @ (A * cq))
+
     def solve(self, problem, v, dt, gap, accel=None) -> Solution:
         """The mixed LCP of Eq. 27 with [V+; p_b] free (assembly.velocity_lcp). ``accel`` is
         not used: the free motion is the bodies' own, I (V+ - V) = dt f."""
@@ -191,6 +210,11 @@ class NMC:
         V, dtf, rhs = self._body_state(problem, v, dt, gap)
         cbias = problem.data.cbias.copy()
         Ib = scipy.linalg.block_diag(*m.inertia)
+        damp = self._implicit_damping(problem, dt, cbias)
+        if damp is not None:  # Ib + Jq^T A Jq and its free-motion term (_implicit_damping)
+            K, extra = damp
+            dtf = dtf + extra.reshape(m.nb, 6)
+            Ib = Ib + K
         M, q, n_free = velocity_lcp(
             problem, Ib, Ib @ V.ravel() + dtf.ravel(), self.Gb, rhs, self.Gu, gap,
             contact_shift=self.contact_shift,
@@ -210,6 +234,16 @@ class NMCOS(NMC):
         super().prepare(problem)
         G = np.vstack([self.Gb, self.Gu])
         nrows = G.shape[0]
+        self._damped = None
+        if np.any(problem.data.armature):
+            # implicit damping couples the bodies: Lambda = G (I + K)^-1 G^T, dense
+            m = problem.model
+            K = self._implicit_damping(problem, 0.0, problem.data.cbias)[0]
+            chol = scipy.linalg.cho_factor(scipy.linalg.block_diag(*m.inertia) + K)
+            self._damped = chol
+            self.lam = G @ scipy.linalg.cho_solve(chol, G.T)
+            self.G = G
+            return
         lam = np.zeros((nrows, nrows))
         # Lambda = G I^-1 G^T, body by body over the rows that touch the body
         for k in range(problem.model.nb):
@@ -220,12 +254,21 @@ class NMCOS(NMC):
         self.lam = lam
         self.G = G
 
+    def _solve_inertia(self, f):
+        """(I + K)^-1 f as (nb, 6) with implicit damping (prepare's factorisation)."""
+        return scipy.linalg.cho_solve(self._damped, f).reshape(-1, 6)
+
     def solve(self, problem, v, dt, gap, accel=None) -> Solution:
-        """Eq. 53 on K = Lambda = G I^-1 G^T (assembly.delassus_lcp); ``accel`` not used."""
+        """Eq. 53 on K = Lambda = G I^-1 G^T (assembly.delassus_lcp); ``accel`` not used.
+        With implicit damping I is I + K (prepare)."""
         m = problem.model
         V, dtf, rhs = self._body_state(problem, v, dt, gap)
         cbias = problem.data.cbias.copy()
-        V_free = V + np.einsum("kij,kj->ki", self._Iinv, dtf)
+        if self._damped is not None:
+            b = self._implicit_damping(problem, dt, cbias)[1]
+            V_free = V + self._solve_inertia(dtf.ravel() + b)
+        else:
+            V_free = V + np.einsum("kij,kj->ki", self._Iinv, dtf)
         Vf = V_free.ravel()
         phi = np.concatenate([self.Gb @ Vf, self.Gu @ Vf + self.contact_shift])
         M, q = delassus_lcp(problem, self.lam, phi, rhs, gap)
@@ -234,5 +277,8 @@ class NMCOS(NMC):
         F = problem.impulses(res.z)
         p = np.concatenate([res.x, F.ravel()])
         imp = (self.G.T @ p).reshape(m.nb, 6)
-        Vp = V_free + np.einsum("kij,kj->ki", self._Iinv, imp)
+        if self._damped is not None:
+            Vp = V_free + self._solve_inertia(imp.ravel())
+        else:
+            Vp = V_free + np.einsum("kij,kj->ki", self._Iinv, imp)
         return Solution(self._joint_velocities(problem, Vp, dt, cbias), F, res, M, q, nh)

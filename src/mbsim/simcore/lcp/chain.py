@@ -8,10 +8,14 @@
 3. ``pgs``: projected Gauss-Seidel.
 
 With ``solver="pgs"`` PGS goes first and the Lemke attempts follow. With ``chain=False`` only
-the first solver runs. Every attempt is recorded in ``result.attempts``; the returned result is
-the accepted one (``solver`` and ``delta`` say which), or, if none is accepted, the attempt
-with the smallest residual with status ``failed`` and a message naming every attempt (use
-``result.describe(step, time)`` or :func:`problem.ensure` to stop a run with it).
+the first solver runs. An attempt is accepted on its verified residuals alone (problem.py),
+whichever solver produced it. Inside a :func:`budget.limits` context an attempt that runs out of
+the step's time ends the chain (status ``failed``, the message says so), and a stop request
+raises :class:`budget.SolveInterrupted`. Every attempt is recorded in ``result.attempts``; the
+returned result is the accepted one (``solver`` and ``delta`` say which), or, if none is
+accepted, the attempt with the smallest residual with status ``failed`` and a message naming
+every attempt (use ``result.describe(step, time)`` or :func:`problem.ensure` to stop a run with
+it).
 
 Regularisation and polish. Adding delta I makes every principal minor of a PSD or copositive
 matrix positive-ish, which removes the singular bases that make plain Lemke fail on duplicated
@@ -31,6 +35,7 @@ import warnings
 import numpy as np
 import scipy.linalg
 
+from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp.lemke import as_problem, lemke, run_lemke
 from mbsim.simcore.lcp.pgs import DEFAULT_MAX_ITER, pgs
 from mbsim.simcore.lcp.problem import (
@@ -151,9 +156,18 @@ def solve_lcp(
             return r
         if best is None or _worst(r) < _worst(best):
             best = r
+        if r.status == Status.TIME_LIMIT:
+            break  # the budget is the whole step's: the next attempt would have none left
     assert best is not None
     best.attempts = attempts
-    if len(attempts) > 1:
+    b = budget.current()
+    if attempts[-1].status == Status.TIME_LIMIT and b is not None:
+        best.message = (
+            f"the step's LCP time budget of {b.seconds:g} s ran out after {len(attempts)} "
+            f"solver attempt(s)"
+        )
+        best.status = Status.FAILED
+    elif len(attempts) > 1:
         best.message = f"all {len(attempts)} solvers of the fallback chain failed"
         best.status = Status.FAILED
     return best

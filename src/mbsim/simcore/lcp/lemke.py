@@ -49,6 +49,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp.problem import (
     DEFAULT_TOL_REL,
     EPS,
@@ -65,13 +66,14 @@ LEX_REL = 1e-11
 COND_MAX = 1e14
 REFACTOR_EVERY = 50  # minimum; the default is max(50, n)
 
-# kernel status codes
-_SOLVED, _RAY, _PIVOT_LIMIT, _NUMERICAL = 0, 1, 2, 3
+# kernel status codes (_CONTINUE: a chunk of pivots ended, the path goes on)
+_SOLVED, _RAY, _PIVOT_LIMIT, _NUMERICAL, _CONTINUE, _TIME_LIMIT = 0, 1, 2, 3, 4, 5
 _STATUS = {
     _SOLVED: Status.SOLVED,
     _RAY: Status.RAY_TERMINATION,
     _PIVOT_LIMIT: Status.PIVOT_LIMIT,
     _NUMERICAL: Status.NUMERICAL,
+    _TIME_LIMIT: Status.TIME_LIMIT,
 }
 
 
@@ -329,40 +331,27 @@ def _ratio_test(Binv, x, col, noise, basis, z0, cand, div):
 
 
 @njit(cache=True)
-def lemke_kernel(M, q, max_pivots, refactor_every, z_out, basis_out):
-    """Lexicographic Lemke on (M, q). Fills z_out (n) and basis_out (n variable indices).
-
-    Returns (status code, pivots). Allocates O(n^2) workspace per call.
-    """
+def lemke_start(M, q, Binv, x, basis, col, div, cand, ist):
+    """Initial basis {w} and the first pivot's choice (z0 enters). Returns _SOLVED when q >= 0
+    (z = 0) else _CONTINUE with the loop state in ``ist`` = [entering, r, pivots, since
+    refactor]. Workspace is allocated by the caller (:func:`run_lemke`)."""
     n = q.shape[0]
     for i in range(n):
-        z_out[i] = 0.0
-        basis_out[i] = i
+        basis[i] = i
+        x[i] = q[i]
     if n == 0:
-        return _SOLVED, 0
+        return _SOLVED
     qmin = np.inf
     for i in range(n):
         qmin = min(qmin, q[i])
     if qmin >= 0.0:
-        return _SOLVED, 0  # z = 0, w = q is the solution
-
+        return _SOLVED  # z = 0, w = q is the solution
     # 2-D slice assignment and np.eye are avoided in the kernels: they cost seconds to compile
-    Binv = np.zeros((n, n))
-    Bmat = np.empty((n, n))
-    work = np.empty((n, n))
-    x = np.empty(n)
-    basis = np.empty(n, dtype=np.int64)
     for i in range(n):
+        for k in range(n):
+            Binv[i, k] = 0.0
         Binv[i, i] = 1.0
-        x[i] = q[i]
-        basis[i] = i
-    col = np.empty(n)
-    a = np.empty(n)
-    noise = np.empty(n)
-    div = np.empty(n)
-    cand = np.empty(n, dtype=np.int64)
     z0 = 2 * n
-
     # first pivot: z0 enters on column -d; the row with the lexicographically most negative
     # (perturbed) q leaves: lexmin over the tied rows of (q_i, e_i) with divisor d_i = 1
     tie = TIE_REL * abs(qmin)
@@ -372,30 +361,41 @@ def lemke_kernel(M, q, max_pivots, refactor_every, z_out, basis_out):
         if x[i] <= qmin + tie:
             cand[m] = i
             m += 1
-    r = _lexmin(Binv, cand, m, div)
-    entering = z0
-    _column(M, n, entering, col)  # B = I so B^-1 a = a
-    pivots = 0
-    since_refactor = 0
-    status = _PIVOT_LIMIT
+    ist[1] = _lexmin(Binv, cand, m, div)
+    ist[0] = z0
+    _column(M, n, z0, col)  # B = I so B^-1 a = a
+    ist[2] = 0
+    ist[3] = 0
+    return _CONTINUE
 
+
+@njit(cache=True)
+def lemke_steps(
+    M, q, max_pivots, refactor_every, chunk, Binv, Bmat, work, x, basis, col, a, noise, div,
+    cand, ist,
+):  # fmt: skip
+    """At most ``chunk`` pivots of the complementary path from the state in ``ist`` (see
+    :func:`lemke_start`). Returns _CONTINUE (state saved) or a terminal status code."""
+    n = q.shape[0]
+    z0 = 2 * n
+    entering, r, pivots, since_refactor = ist[0], ist[1], ist[2], ist[3]
+    done = 0
     while True:
         _pivot(Binv, x, col, r)  # B^-1 and x_B for the basis with `entering` in row r
         leaving = basis[r]
         basis[r] = entering
         pivots += 1
         since_refactor += 1
+        done += 1
+        ist[2] = pivots
         if leaving == z0:
-            status = _SOLVED
-            break
+            return _SOLVED
         if pivots >= max_pivots:
-            status = _PIVOT_LIMIT
-            break
+            return _PIVOT_LIMIT
         if since_refactor >= refactor_every:
             since_refactor = 0
             if _refactor(M, q, basis, Bmat, Binv, x, col, work, True) > COND_MAX:
-                status = _NUMERICAL
-                break
+                return _NUMERICAL
 
         # ---- the complement of the leaving variable enters
         entering = leaving + n if leaving < n else leaving - n
@@ -403,9 +403,20 @@ def lemke_kernel(M, q, max_pivots, refactor_every, z_out, basis_out):
         _entering_column(Binv, a, col, noise)
         r = _ratio_test(Binv, x, col, noise, basis, z0, cand, div)
         if r < 0:
-            status = _RAY
-            break
+            return _RAY
+        if done >= chunk:
+            ist[0], ist[1], ist[3] = entering, r, since_refactor
+            return _CONTINUE
 
+
+@njit(cache=True)
+def lemke_finish(M, q, status, Binv, Bmat, work, x, basis, col, z_out):
+    """Terminal status (degenerate ends of the path count as solved), final refinement of x_B
+    against the basis matrix with its condition check, and z_out from the basic z."""
+    n = q.shape[0]
+    z0 = 2 * n
+    for i in range(n):
+        z_out[i] = 0.0
     if status == _RAY or status == _PIVOT_LIMIT:
         # a degenerate end: z0 still basic but already zero means (w, z) solves the LCP as is
         xscale = 0.0
@@ -416,16 +427,15 @@ def lemke_kernel(M, q, max_pivots, refactor_every, z_out, basis_out):
                 z0row = i
         if z0row >= 0 and x[z0row] <= ZERO_REL * xscale:
             status = _SOLVED
-    if status == _SOLVED:
+    if status == _SOLVED and n > 0:
         # final x_B: iterative refinement against the terminal basis matrix, with a cond check
         if _refactor(M, q, basis, Bmat, Binv, x, col, work, False) > COND_MAX:
             status = _NUMERICAL
     for i in range(n):
-        basis_out[i] = basis[i]
         v = basis[i]
         if n <= v < 2 * n:
             z_out[v - n] = x[i]
-    return status, pivots
+    return status
 
 
 def lemke(
@@ -450,6 +460,8 @@ def lemke(
         message = f"stopped after {pivots} pivots"
     elif status == Status.RAY_TERMINATION:
         message = "no blocking row (secondary ray): the LCP is likely infeasible"
+    elif status == Status.TIME_LIMIT:
+        message = f"time budget exhausted after {pivots} pivots"
     return evaluate(M, q, z, status, pivots, "lemke", 0.0, tol_rel, message)
 
 
@@ -469,12 +481,32 @@ def run_lemke(
     if refactor_every is None:
         refactor_every = max(REFACTOR_EVERY, n)
     z = np.zeros(n)
-    basis = np.zeros(n, dtype=np.int64)
     if not (np.all(np.isfinite(M)) and np.all(np.isfinite(q))):
         return Status.NUMERICAL, 0, z, np.zeros(0, dtype=np.int64)
-    code, pivots = lemke_kernel(M, q, int(max_pivots), int(refactor_every), z, basis)
+    Binv = np.empty((n, n))
+    x = np.empty(n)
+    basis = np.empty(n, dtype=np.int64)
+    col, a, noise, div = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    cand = np.empty(n, dtype=np.int64)
+    ist = np.zeros(4, dtype=np.int64)
+    if lemke_start(M, q, Binv, x, basis, col, div, cand, ist) == _SOLVED:
+        return Status.SOLVED, 0, z, np.zeros(0, dtype=np.int64)  # q >= 0: z = 0
+    Bmat = np.empty((n, n))
+    work = np.empty((n, n))
+    chunk = budget.chunk_pivots(n)
+    while True:
+        code = lemke_steps(
+            M, q, int(max_pivots), int(refactor_every), chunk, Binv, Bmat, work, x, basis, col,
+            a, noise, div, cand, ist,
+        )  # fmt: skip
+        if code != _CONTINUE:
+            break
+        if budget.poll() is not None:  # raises if a stop was requested
+            code = _TIME_LIMIT
+            break
+    code = lemke_finish(M, q, code, Binv, Bmat, work, x, basis, col, z)
     zb = np.sort(basis[(basis >= n) & (basis < 2 * n)] - n)
-    return _STATUS[int(code)], int(pivots), snap_rounding_negatives(z), zb
+    return _STATUS[int(code)], int(ist[2]), snap_rounding_negatives(z), zb
 
 
 def as_problem(M, q) -> tuple[np.ndarray, np.ndarray]:

@@ -13,22 +13,33 @@ speed rows sigma of 000 Eq. 41/53) have no Gauss-Seidel step at all. For those r
 (or ||M||_inf if none is positive), which is a damped projected-gradient step on that row.
 
 After every sweep the residual is recomputed from (M, q) and the iteration stops once it meets
-the tolerance of problem.py. Hitting ``max_iter`` is reported as ``iteration_limit`` and a blow
-up (non-finite z) as ``numerical``: never as success.
-"""
+STOP_MARGIN = 0.1 of the acceptance tolerance of problem.py. The sweeps run in chunks of
+budget.PGS_CHUNK so the step's time budget and stop flag are polled in between (budget.py).
+Hitting ``max_iter`` is reported as ``iteration_limit`` and a blow up (non-finite z) as
+``numerical``: never as success."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
+from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp.lemke import as_problem
-from mbsim.simcore.lcp.problem import DEFAULT_TOL_REL, EPS, ROUND, LcpResult, Status, evaluate
+from mbsim.simcore.lcp.problem import (
+    DEFAULT_TOL_REL,
+    LcpResult,
+    Status,
+    evaluate,
+    tolerance_kernel,
+)
 
 DIAG_REL = 1e-12
 DEFAULT_MAX_ITER = 5000
+#: PGS stops at this fraction of the acceptance tolerance: linear convergence makes the last
+#: digit cheap, and the answer then passes the independent verification with a margin
+STOP_MARGIN = 0.1
 
-_CONVERGED, _ITER_LIMIT, _DIVERGED = 0, 1, 2
+_CONVERGED, _ITER_LIMIT, _DIVERGED, _TIME_LIMIT = 0, 1, 2, 3
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
@@ -61,8 +72,13 @@ def _residual(M, q, z, w):
 
 
 @njit(cache=True)
-def pgs_kernel(M, q, z, max_iter, tol_rel, omega):
-    """PGS from the initial z (updated in place). Returns (code, sweeps)."""
+def pgs_kernel(M, q, z, max_iter, tol_rel, omega, first=1):
+    """PGS sweeps ``first`` .. ``max_iter`` from the initial z (updated in place).
+
+    Returns (code, sweeps done so far). The driver calls it in chunks of budget.PGS_CHUNK
+    sweeps (``first`` and ``max_iter`` are absolute sweep numbers), so it can poll the time
+    budget and the stop flag in between.
+    """
     n = q.shape[0]
     if n == 0:
         return _CONVERGED, 0
@@ -81,12 +97,12 @@ def pgs_kernel(M, q, z, max_iter, tol_rel, omega):
     for i in range(n):
         d[i] = M[i, i] if M[i, i] > DIAG_REL * mnorm else fallback
     w = np.empty(n)
-    for it in range(1, max_iter + 1):
+    for it in range(first, max_iter + 1):
         _sweep(M, q, z, d, omega)
         res, neg, zn = _residual(M, q, z, w)
         if not np.isfinite(res) or not np.isfinite(zn):
             return _DIVERGED, it
-        if max(res, neg) <= tol_rel * max(1.0, qn) + ROUND * n * EPS * mnorm * zn:
+        if max(res, neg) <= STOP_MARGIN * tolerance_kernel(tol_rel, n, mnorm, qn, zn):
             return _CONVERGED, it
     return _ITER_LIMIT, max_iter
 
@@ -110,9 +126,20 @@ def pgs(
     z = np.zeros(n) if z0 is None else np.maximum(np.asarray(z0, dtype=np.float64), 0.0)
     if not (np.all(np.isfinite(M)) and np.all(np.isfinite(q))):
         return evaluate(M, q, z, Status.NUMERICAL, 0, "pgs", 0.0, tol_rel, "M or q not finite")
-    code, sweeps = pgs_kernel(M, q, z, int(max_iter), float(tol_rel), float(omega))
+    code, sweeps, first = _ITER_LIMIT, 0, 1
+    while first <= max_iter:
+        last = min(int(max_iter), first + budget.PGS_CHUNK - 1)
+        code, sweeps = pgs_kernel(M, q, z, last, float(tol_rel), float(omega), first)
+        if code != _ITER_LIMIT or last == max_iter:
+            break
+        first = last + 1
+        if budget.poll() is not None:  # raises if a stop was requested
+            code = _TIME_LIMIT
+            break
     if code == _CONVERGED:
         status, message = Status.SOLVED, ""
+    elif code == _TIME_LIMIT:
+        status, message = Status.TIME_LIMIT, f"time budget exhausted after {sweeps} sweeps"
     elif code == _ITER_LIMIT:
         status, message = Status.ITERATION_LIMIT, f"did not converge in {sweeps} sweeps"
     else:

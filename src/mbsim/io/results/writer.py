@@ -1,0 +1,633 @@
+"""Writing a results file: :class:`ResultsWriter` streams a run into HDF5 (schema version 1).
+
+docs/hdf5-format.md is the reference for the layout. Units are SI: time in s, joint positions
+in rad or m (free joints: m and a unit quaternion), velocities in rad/s or m/s, impulses in N s,
+energies in J, lengths in m, wall-clock durations in s.
+
+Writing (:class:`ResultsWriter`, a context manager):
+
+* Everything that can be checked before the run is: the path is a valid name for a regular file
+  that is none of the run's inputs, the folder exists and is writable, the file does not exist
+  (unless ``force``), the disk has room for the estimated size. The file is then claimed (an
+  exclusive lock held until it is closed, :class:`~mbsim.io.results.target.FileClaim`) and
+  created at once, so an unwritable path or a file in use fails before the first step.
+* Rows are buffered in memory and written only inside :meth:`ResultsWriter.flush`, which runs
+  when a buffer holds ``flush_rows`` rows or ``flush_seconds`` (1 s) of wall time have passed,
+  and ends with an HDF5 flush. Outside a flush the file on disk is the consistent state of the
+  last flush, so SIGKILL or a power cut leaves a file h5py opens, holding everything up to the
+  last flush; its ``status`` attribute stays ``running``. SWMR mode is deliberately not used:
+  a SWMR file whose writer died cannot be opened by plain h5py until ``h5clear`` is run on it.
+* A flush writes the datasets, flushes, then records the committed row count in each group's
+  ``rows`` attribute and flushes again, so a reader of a file killed mid-flush can ignore a
+  partly written tail (:func:`load_results` does).
+* Before each flush the disk space the flush and the file's end need is reserved
+  (:meth:`~mbsim.io.results.target.FileClaim.reserve`); when the disk cannot give it the run
+  stops with status ``failed``, the committed rows kept and a message, instead of HDF5 failing
+  half-way through a write (which crashes the process).
+* A flush happens only between recorded steps (``/trajectory`` and ``/diagnostics`` of equal
+  length), so a killed run leaves tables that agree.
+* Leaving the ``with`` block normally marks the file ``complete``; a KeyboardInterrupt marks it
+  ``interrupted``; any other exception ``failed`` with the exception as the message.
+
+Reading: :mod:`mbsim.io.results.reader`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import math
+import os
+import time as _time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+import h5py
+import numpy as np
+
+from mbsim.io.results import target as _target
+from mbsim.io.results.schema import (
+    _MODEL_META,
+    _STR,
+    EVENT_KINDS,
+    FORMAT,
+    SCHEMA_VERSION,
+    SOLVER_CODES,
+    STATUSES,
+    ResultsError,
+    _contact_cols,
+    _diagnostic_cols,
+    _mib,
+    _trajectory_cols,
+    estimate_bytes,
+)
+from mbsim.io.results.table import Table, _column, _vector
+
+#: HDF5 metadata, the global heap and attribute updates need some room beyond the raw data.
+SPACE_MARGIN_BYTES = 1 << 20
+#: More recorded rows than any run can produce (1e12: at 1 us of wall time per step, 11 days):
+#: a duration / dt past it is a mistake in the numbers, said as such, not a disk-space error.
+MAX_ROWS = 10**12
+FLUSH_SECONDS = 1.0
+#: Rows buffered before a flush is forced regardless of time (bounds memory).
+FLUSH_ROWS = 4096
+
+
+def _utc_now() -> str:
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _mbsim_version() -> str:
+    from mbsim import __version__
+
+    return __version__
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class ResultsWriter:
+    """Stream a run into an HDF5 results file (schema version 1; see the module docstring).
+
+    ``model_info``: ``/model`` content (see :func:`model_info`; ``body_names``, ``joint_names``,
+    ``joint_types``, ``parents``, ``q_names``, ``v_names``, ``masses`` are required,
+    ``tree_names`` and ``body_trees`` optional). ``scenario_toml``: the resolved scenario.
+    ``input_files``: files whose sha256 is recorded. ``command``: the command line.
+    ``dt``/``duration`` in s; ``record_every`` only sizes the free-space estimate.
+    ``body_poses`` / ``contacts``: create ``/trajectory/body_pose`` / ``/contacts``.
+    ``records``: extra groups and their attributes (group name -> attributes), written with
+    the header, before the file's first flush (``mbsim batch`` marks its files this way).
+    Raises :class:`ResultsError` (nothing is created) when the file cannot be written.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        model_info: Mapping[str, object],
+        scenario_toml: str,
+        input_files: Sequence[str | os.PathLike[str]] = (),
+        command: str = "",
+        formulation: str = "",
+        dt: float,
+        duration: float,
+        force: bool = False,
+        record_every: int = 1,
+        body_poses: bool = False,
+        contacts: bool = False,
+        flush_seconds: float = FLUSH_SECONDS,
+        flush_rows: int = FLUSH_ROWS,
+        records: Mapping[str, Mapping[str, object]] | None = None,
+    ) -> None:
+        self.path = Path(os.path.abspath(os.fspath(path)))
+        self.flush_seconds = float(flush_seconds)
+        self.flush_rows = int(flush_rows)
+        self.flushes = 0
+        self.status = "running"
+        self._closed = True
+        info = dict(model_info)
+        missing = [k for k in list(_MODEL_META)[:7] if k not in info]
+        if missing:
+            raise ValueError(f"model_info lacks {', '.join(missing)}")
+        self.q_names = [str(n) for n in info["q_names"]]  # type: ignore[union-attr]
+        self.v_names = [str(n) for n in info["v_names"]]  # type: ignore[union-attr]
+        self.body_names = [str(n) for n in info["body_names"]]  # type: ignore[union-attr]
+        self.nq, self.nv, self.nb = len(self.q_names), len(self.v_names), len(self.body_names)
+        self.dt = float(dt)
+        self.body_poses = bool(body_poses)
+        self._check_target(path, force, input_files)
+        self._check_space(dt, duration, record_every)
+        hashes = self._hash_inputs(input_files)
+        # the exclusive claim on the path: from here until the file is closed no other run
+        # can open, truncate or unlink it (target.FileClaim)
+        self._claim = _target.FileClaim(self.path, force)
+        try:
+            if not self._claim.still_ours():
+                raise OSError("another process replaced the file just claimed")
+            # HDF5 must not lock it again: its own flock would conflict with the claim's
+            self._file = h5py.File(self.path, "w", locking=False)
+        except Exception as exc:
+            if self._claim.still_ours() and os.fstat(self._claim.fd).st_size == 0:
+                self.path.unlink(missing_ok=True)  # the empty file this claim created
+            self._claim.release()
+            raise ResultsError(f"{self.path}: cannot create the results file ({exc}).") from exc
+        self._closed = False
+        try:
+            self._write_header(info, scenario_toml, hashes, command, formulation, dt, duration)
+            for name, attrs in (records or {}).items():
+                group = self._file.require_group(name)
+                for key, value in attrs.items():
+                    group.attrs[key] = value
+            self.trajectory = Table(
+                self._file.create_group("trajectory"),
+                _trajectory_cols(self.nq, self.nv, self.nb, self.body_poses),
+            )
+            self.events = Table(self._file.create_group("events"), _contact_cols(events=True))
+            self.contacts = (
+                Table(self._file.create_group("contacts"), _contact_cols(events=False))
+                if contacts
+                else None
+            )
+            self.diagnostics = Table(self._file.create_group("diagnostics"), _diagnostic_cols())
+            self._describe_groups()
+            self._file.flush()
+        except BaseException as exc:
+            # Nothing useful is in the file yet: remove it rather than leave a misleading one.
+            self._closed = True
+            try:
+                self._file.close()
+            finally:
+                if self._claim.still_ours():  # ours (claimed): removing it loses nothing
+                    self.path.unlink(missing_ok=True)
+                self._claim.release()
+            if isinstance(exc, Exception):
+                raise ResultsError(f"{self.path}: cannot write the results file ({exc}).") from exc
+            raise
+        self._groups = [
+            g for g in (self.trajectory, self.events, self.contacts, self.diagnostics) if g
+        ]
+        self._last_flush = _time.monotonic()
+        self._started = _time.monotonic()
+        self.last_time = float("nan")
+
+    # ----------------------------------------------------------------- set-up
+
+    def _check_target(self, path, force: bool, inputs) -> None:
+        _target.check_output_path(path, force, list(inputs))
+
+    def _check_space(self, dt: float, duration: float, record_every: int) -> None:
+        """Refuse a run whose recorded rows cannot fit on the disk (or cannot be counted)."""
+        steps = duration / dt if dt > 0 else 0.0
+        rows = steps / max(1, record_every) + 1
+        if not math.isfinite(rows) or rows > MAX_ROWS:
+            raise ResultsError(
+                f"{self.path}: duration = {duration:g} s at dt = {dt:g} s is {steps:.3g} "
+                f"time steps, too many to run or record (at most {MAX_ROWS:.0e}); raise dt or "
+                "shorten the duration."
+            )
+        needed = estimate_bytes(
+            nq=self.nq, nv=self.nv, nb=self.nb, rows=int(rows), body_poses=self.body_poses
+        )
+        free = _target.free_bytes(str(self.path.parent))
+        if free < needed + SPACE_MARGIN_BYTES:
+            raise ResultsError(
+                f"{self.path}: not enough disk space: the results need about {_mib(needed)} "
+                f"(uncompressed) but only {_mib(free)} are free on {self.path.parent}."
+            )
+
+    def _hash_inputs(self, files: Sequence[str | os.PathLike[str]]) -> list[tuple[str, str]]:
+        out = []
+        for f in files:
+            p = Path(os.path.abspath(os.fspath(f)))
+            try:
+                out.append((str(p), _sha256(p)))
+            except OSError as exc:
+                raise ResultsError(
+                    f"{p}: cannot read this input file to record its checksum "
+                    f"({exc.strerror or exc})."
+                ) from exc
+        return out
+
+    def _write_header(self, info, scenario_toml, hashes, command, formulation, dt, duration):
+        f = self._file
+        a = f.attrs
+        a["format"] = FORMAT
+        a["schema_version"] = np.int64(SCHEMA_VERSION)
+        a["mbsim_version"] = _mbsim_version()
+        a["created_utc"] = _utc_now()
+        a["command"] = command
+        a["formulation"] = formulation
+        a["dt"] = float(dt)
+        a["duration"] = float(duration)
+        a["status"] = "running"
+        a["message"] = ""
+        g = f.create_group("scenario")
+        g.attrs["description"] = "the fully resolved scenario and checksums of the input files"
+        ds = g.create_dataset("toml", data=scenario_toml, dtype=_STR)
+        ds.attrs.update(units="1", description="fully resolved scenario, TOML text")
+        ds = g.create_dataset("input_files", data=[h[0] for h in hashes], dtype=_STR)
+        ds.attrs.update(units="1", description="absolute paths of the files the run read")
+        ds = g.create_dataset("sha256", data=[h[1] for h in hashes], dtype=_STR)
+        ds.attrs.update(units="1", description="SHA-256 (hex) of each input file, same order")
+        m = f.create_group("model")
+        m.attrs["description"] = "the multibody model the trajectory refers to"
+        for key, (units, desc) in _MODEL_META.items():
+            if key not in info:
+                continue
+            value = info[key]
+            if key in ("parents", "body_trees"):
+                data = np.asarray(value, dtype=np.int64).reshape(-1)
+            elif key == "masses":
+                data = np.asarray(value, dtype=np.float64).reshape(-1)
+            else:
+                data = [str(x) for x in value]  # type: ignore[union-attr]
+            if isinstance(data, list):
+                ds = m.create_dataset(key, data=data, dtype=_STR, shape=(len(data),))
+            else:
+                ds = m.create_dataset(key, data=data)
+            ds.attrs.update(units=units, description=desc)
+
+    def _describe_groups(self) -> None:
+        f = self._file
+        f["trajectory"].attrs["description"] = "recorded states, one row per recorded step"
+        f["events"].attrs["description"] = (
+            "contact events, one row per event (contact_begin, contact_end, impact, stick, slip)"
+        )
+        if self.contacts is not None:
+            f["contacts"].attrs["description"] = "every active contact at every recorded step"
+        f["diagnostics"].attrs["description"] = "solver diagnostics, one row per recorded step"
+
+    # ----------------------------------------------------------------- appending
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ResultsError(f"{self.path}: the results file is already closed ({self.status}).")
+
+    def append_state(
+        self,
+        time: float,
+        q,
+        v,
+        energy,
+        body_pose=None,
+        step: int | None = None,
+    ) -> None:
+        """One recorded state: ``q`` (nq), ``v`` (nv), ``energy`` (kinetic, potential, total),
+        ``body_pose`` (nb, 7) if body poses are recorded; ``step`` defaults to round(time/dt).
+        The arrays are copied."""
+        self._check_open()
+        time = float(time)
+        if step is None:
+            step = int(round(time / self.dt)) if self.dt > 0 else self.trajectory.committed
+        row = {
+            "time": time,
+            "step": int(step),
+            "q": _vector("q", q, (self.nq,)),
+            "v": _vector("v", v, (self.nv,)),
+            "energy": _vector("energy", energy, (3,)),
+        }
+        if self.body_poses:
+            if body_pose is None:
+                raise ValueError("this results file records body poses: pass body_pose")
+            row["body_pose"] = _vector("body_pose", body_pose, (self.nb, 7))
+        self.trajectory.add_row(row)
+        self.last_time = time
+        self._maybe_flush()
+
+    def append_events(
+        self,
+        *,
+        time,
+        step,
+        kind,
+        body_a,
+        body_b,
+        point,
+        normal,
+        normal_impulse,
+        tangent_impulse,
+        normal_velocity_before,
+        normal_velocity_after,
+        energy_before=float("nan"),
+        energy_after=float("nan"),
+    ) -> None:
+        """Append events, one per row; every argument is a length-E column (scalars broadcast).
+        ``kind``: names from :data:`EVENT_KINDS` or their codes. Energies in J (impacts)."""
+        self._check_open()
+        kinds = np.atleast_1d(np.asarray(kind))
+        n = len(kinds)
+        if n == 0:
+            return
+        if kinds.dtype.kind in "US":
+            bad = sorted(set(map(str, kinds)) - set(EVENT_KINDS))
+            if bad:
+                raise ValueError(f"unknown event kind(s) {bad}; known: {EVENT_KINDS}")
+            codes = np.array([EVENT_KINDS.index(str(k)) for k in kinds], dtype=np.uint8)
+        else:
+            codes = kinds.astype(np.int64)
+            if codes.min() < 0 or codes.max() >= len(EVENT_KINDS):
+                raise ValueError(f"event kind codes must be in 0..{len(EVENT_KINDS) - 1}")
+            codes = codes.astype(np.uint8)
+        values = dict(
+            time=time,
+            step=step,
+            body_a=body_a,
+            body_b=body_b,
+            point=point,
+            normal=normal,
+            normal_impulse=normal_impulse,
+            tangent_impulse=tangent_impulse,
+            normal_velocity_before=normal_velocity_before,
+            normal_velocity_after=normal_velocity_after,
+            energy_before=energy_before,
+            energy_after=energy_after,
+        )
+        batch = {"kind": codes}
+        for c in self.events.cols:
+            if c.name != "kind":
+                batch[c.name] = _column(c.name, values[c.name], c.dtype, c.shape, n)
+        self.events.add_batch(batch, n)
+        self._maybe_flush()
+
+    def append_contacts(
+        self,
+        *,
+        time,
+        step,
+        body_a,
+        body_b,
+        point,
+        normal,
+        normal_impulse,
+        tangent_impulse,
+        normal_velocity_before,
+        normal_velocity_after,
+        gap=float("nan"),
+    ) -> None:
+        """Append the active contacts of a recorded step (columns as in append_events, no
+        kind, plus ``gap`` in m). Ignored when the file does not record contacts."""
+        self._check_open()
+        if self.contacts is None:
+            return
+        values = dict(
+            time=time,
+            step=step,
+            body_a=body_a,
+            body_b=body_b,
+            point=point,
+            normal=normal,
+            normal_impulse=normal_impulse,
+            tangent_impulse=tangent_impulse,
+            normal_velocity_before=normal_velocity_before,
+            normal_velocity_after=normal_velocity_after,
+            gap=gap,
+        )
+        n = int(np.atleast_1d(np.asarray(body_a)).shape[0])
+        if n == 0:
+            return
+        batch = {
+            c.name: _column(c.name, values[c.name], c.dtype, c.shape, n) for c in self.contacts.cols
+        }
+        self.contacts.add_batch(batch, n)
+        self._maybe_flush()
+
+    def append_diagnostics(
+        self,
+        *,
+        time: float,
+        step: int,
+        lcp_size: int = 0,
+        lcp_pivots: int = 0,
+        lcp_residual: float = 0.0,
+        n_contacts: int = 0,
+        max_penetration: float = 0.0,
+        constraint_error: float = 0.0,
+        step_seconds: float = float("nan"),
+        solver: str | int = "none",
+    ) -> None:
+        """One row of solver diagnostics for a recorded step. ``solver``: a name from
+        :data:`SOLVER_CODES` (or its code)."""
+        self._check_open()
+        if isinstance(solver, str):
+            if solver not in SOLVER_CODES:
+                raise ValueError(f"unknown solver {solver!r}; known: {SOLVER_CODES}")
+            code = SOLVER_CODES.index(solver)
+        else:
+            code = int(solver)
+        if not 0 <= code < len(SOLVER_CODES):
+            raise ValueError(f"solver codes must be in 0..{len(SOLVER_CODES) - 1}")
+        self.diagnostics.add_row(
+            {
+                "time": float(time),
+                "step": int(step),
+                "lcp_size": int(lcp_size),
+                "lcp_pivots": int(lcp_pivots),
+                "lcp_residual": float(lcp_residual),
+                "n_contacts": int(n_contacts),
+                "max_penetration": float(max_penetration),
+                "constraint_error": float(constraint_error),
+                "step_seconds": float(step_seconds),
+                "solver": code,
+            }
+        )
+        self._maybe_flush()
+
+    # ----------------------------------------------------------------- flushing, finishing
+
+    def _maybe_flush(self) -> None:
+        traj, diag = self.trajectory.total_rows, self.diagnostics.total_rows
+        # Flush only between recorded steps, when /trajectory and /diagnostics hold the same
+        # number of rows, so that a killed run leaves tables of equal length (a writer that
+        # records no diagnostics flushes at any row). Memory bounds the wait.
+        between_steps = traj == diag if diag else traj > 1
+        pending = max(g.pending_rows for g in self._groups)
+        if (between_steps or pending >= 4 * self.flush_rows) and (
+            pending >= self.flush_rows or _time.monotonic() - self._last_flush >= self.flush_seconds
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        """Write every buffered row and flush the file (see :class:`Table` for the order)."""
+        self._check_open()
+        try:
+            pending = sum(g.pending_bytes for g in self._groups)
+            if not pending:
+                return
+            # Compression may not shrink float data much: assume none. The tail is rewritten
+            # in place (fixed-size uncompressed chunks), so new rows need new space once;
+            # finishing the file from the new committed state needs its own room on top.
+            self._make_room(pending + self._finish_bytes())
+            sealed = [g.write_sealed() for g in self._groups]
+            if any(sealed):
+                self._file.flush()
+                for g in self._groups:
+                    g.mark_sealed()
+                self._file.flush()
+            for g in self._groups:
+                g.write_tail()
+            self._file.flush()
+            for g in self._groups:
+                g.mark_tail()
+            for g in self._groups:
+                g.commit()
+            self._file.attrs["last_time"] = self._committed_time()
+            self._file.flush()
+        except ResultsError:
+            raise
+        except Exception as exc:  # h5py raises OSError or RuntimeError on write failures
+            self._fail(f"writing the results failed ({exc})")
+        self.flushes += 1
+        self._last_flush = _time.monotonic()
+
+    def _finish_bytes(self) -> int:
+        """Disk needed to finish the file from its committed state: the tails moved into the
+        main datasets (uncompressed, at most) and the final attributes."""
+        return sum(g.tail_bytes for g in self._groups) + SPACE_MARGIN_BYTES
+
+    def _make_room(self, nbytes: int) -> None:
+        """Reserve ``nbytes`` past the end of the file before HDF5 writes (see
+        :mod:`mbsim.io.results.target`); a full disk ends the run as a clean failure with the
+        committed rows kept. Without ``fallocate`` the free space is checked instead."""
+        try:
+            reserved = self._claim.reserve(nbytes)
+        except OSError as exc:
+            self._fail_disk_full(f"{exc.strerror or exc} while reserving {_mib(nbytes)}")
+        if not reserved:
+            free = _target.free_bytes(str(self.path.parent))
+            if free < nbytes:
+                self._fail_disk_full(f"{_mib(free)} free, {_mib(nbytes)} needed")
+
+    def _fail_disk_full(self, detail: str) -> NoReturn:
+        """The disk cannot take the next flush: drop the unflushed rows, finish the file from
+        its committed rows (status failed) and raise ResultsError."""
+        message = (
+            f"the disk is full on {self.path.parent} ({detail}); the file holds the results "
+            f"up to t = {self._committed_time():g} s"
+        )
+        try:
+            for g in self._groups:
+                g.drop_pending()
+                g.close_tail()
+        except Exception:  # the committed rows stay readable through the tails
+            pass
+        self._fail(message)
+
+    def _committed_time(self) -> float:
+        g = self.trajectory
+        if len(g.tail_rows["time"]):
+            return float(g.tail_rows["time"][-1])
+        return float(self._file["trajectory/time"][g.sealed - 1]) if g.sealed else float("nan")
+
+    def _fail(self, message: str) -> NoReturn:
+        """Mark the file failed (best effort: the disk may be full) and raise ResultsError."""
+        self._set_final("failed", message)
+        raise ResultsError(f"{self.path}: {message}.")
+
+    def _set_final(self, status: str, message: str) -> bool:
+        """Record the final status, close the file and give up the claim on it. False when
+        the path no longer names this run's file (another process removed or replaced it)."""
+        self.status = status
+        self._closed = True
+        try:
+            a = self._file.attrs
+            a["status"] = status
+            a["message"] = message
+            a["ended_utc"] = _utc_now()
+            a["wall_seconds"] = _time.monotonic() - self._started
+            self._file.flush()
+        except Exception:  # the state is already as good as it gets; report the first error
+            pass
+        finally:
+            try:
+                self._file.close()
+            except Exception:
+                pass
+            ours = self._claim.still_ours()
+            self._claim.release()
+        return ours
+
+    def finish(self, status: str = "complete", message: str = "") -> None:
+        """Write what is buffered, set ``status`` (complete, interrupted or failed) and
+        ``message``, close the file. A second call does nothing. Raises ResultsError when the
+        file cannot be finished (the disk is full: status failed) or when another process
+        removed or replaced it during the run (a run never reports a file it did not write)."""
+        if self._closed:
+            return
+        if status not in STATUSES[1:]:
+            raise ValueError(f"status must be one of {STATUSES[1:]}, not {status!r}")
+        self.flush()
+        try:
+            self._make_room(self._finish_bytes())
+            for g in self._groups:
+                g.close_tail()
+        except ResultsError:
+            raise
+        except Exception as exc:
+            self._fail(f"writing the results failed ({exc})")
+        if not self._set_final(status, message):
+            self.status = "failed"
+            raise ResultsError(
+                f"{self.path}: was removed or replaced by another process while this run "
+                "wrote it; this run's results are lost."
+            )
+
+    def group(self, name: str) -> h5py.Group:
+        """An extra top-level group for auxiliary records (e.g. ``lcp_dumps``), created on
+        first use; its content is written directly, outside the buffered tables."""
+        self._check_open()
+        return self._file.require_group(name)
+
+    def __enter__(self) -> ResultsWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self._closed:
+            return False
+        if exc_type is None:
+            self.finish("complete")
+            return False
+        if issubclass(exc_type, KeyboardInterrupt):
+            status, message = "interrupted", "interrupted by the user (SIGINT / Ctrl-C)"
+        else:
+            status, message = "failed", f"{exc_type.__name__}: {exc}"
+        try:
+            self.finish(status, message)
+        except ResultsError:
+            pass  # the original exception is the one to report
+        return False
+
+    def __del__(self) -> None:
+        # A writer dropped without finish (e.g. a bug): close the HDF5 file so it is
+        # flushed; the status stays "running", which is the truth.
+        if not getattr(self, "_closed", True):
+            try:
+                self._file.close()
+            except Exception:
+                pass
+            self._claim.release()

@@ -1,0 +1,327 @@
+"""No run loses or overwrites another run's data (issue 17, "Data loss").
+
+Every check is against an independent fact: the bytes a file held before, the closed-form
+bouncing ball of test_results.py, the size of a tmpfs mounted for the test, the kernel's
+file type of a path.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+import mbsim.io.results.target as target_mod
+from mbsim.errors import MbsimError
+from mbsim.io.results import ResultsError, ResultsWriter, load_results
+from test_results import DT, INFO, ball, write_ball_file
+
+
+def one_line(exc) -> str:
+    msg = str(exc.value)
+    assert isinstance(exc.value, MbsimError) and "\n" not in msg, msg
+    return msg
+
+
+def writer(path, **kw) -> ResultsWriter:
+    return ResultsWriter(path, model_info=INFO, scenario_toml="", dt=DT, duration=1.0, **kw)
+
+
+def append_ball_rows(w: ResultsWriter, start: int, stop: int) -> None:
+    for k in range(start, stop):
+        z, vz, ke, pe = ball(k * DT)
+        w.append_state(k * DT, z, vz, [ke[0], pe[0], ke[0] + pe[0]])
+        w.append_diagnostics(time=k * DT, step=k, solver="none")
+
+
+def assert_ball_rows(path: Path, n: int) -> None:
+    r = load_results(path)
+    z, vz, _, _ = ball(np.arange(n) * DT)
+    assert len(r.time) == n and np.array_equal(r.q[:, 0], z) and np.array_equal(r.v[:, 0], vz)
+
+
+# --------------------------------------------------------------------------- one writer a file
+
+
+def test_a_file_in_use_is_refused_with_or_without_force(tmp_path: Path):
+    path = tmp_path / "w.h5"
+    first = writer(path)
+    append_ball_rows(first, 0, 200)
+    first.flush()
+    for force in (False, True):
+        with pytest.raises(ResultsError) as exc:
+            writer(path, force=force)
+        msg = one_line(exc)
+        assert str(path) in msg and ("in use" in msg or "using this file" in msg), msg
+    append_ball_rows(first, 200, 400)
+    first.finish("complete")
+    assert load_results(path).status == "complete"
+    assert_ball_rows(path, 400)  # the first run's rows, all of them
+
+
+def test_two_runs_past_the_exists_check_never_truncate_each_other(tmp_path: Path, monkeypatch):
+    path = tmp_path / "race.h5"
+    first = writer(path)
+    append_ball_rows(first, 0, 300)
+    first.flush()
+    # the second run checked the path before the first created it: the check passes
+    monkeypatch.setattr(target_mod, "check_output_path", lambda *a, **k: None)
+    with pytest.raises(ResultsError) as exc:
+        writer(path)
+    assert "already exists" in one_line(exc)
+    first.finish("complete")
+    assert_ball_rows(path, 300)
+
+
+def test_a_run_never_reports_complete_for_a_file_it_did_not_write(tmp_path: Path):
+    path = tmp_path / "gone.h5"
+    w = writer(path)
+    append_ball_rows(w, 0, 50)
+    path.unlink()
+    path.write_bytes(b"someone else's file")  # another program puts its file there
+    with pytest.raises(ResultsError) as exc:
+        w.finish("complete")
+    assert "removed or replaced" in one_line(exc) and w.status != "complete"
+    assert path.read_bytes() == b"someone else's file"
+
+
+# --------------------------------------------------------------------------- path checks
+
+
+def test_invalid_output_names_are_refused(tmp_path: Path):
+    existing = tmp_path / "r.h5"
+    existing.write_bytes(b"precious")
+    cases = [
+        (str(existing) + "\0.new", "NUL"),
+        (str(tmp_path / ("x" * 300 + ".h5")), "at most 255"),
+        (str(tmp_path / "sub") + "/", "names no file"),
+    ]
+    for bad, fragment in cases:
+        with pytest.raises(ResultsError) as exc:
+            writer(bad, force=False)
+        assert fragment in one_line(exc), str(exc.value)
+        assert "\0" not in str(exc.value)
+    assert existing.read_bytes() == b"precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.h5"]
+
+
+def test_an_input_of_the_run_is_never_the_output(tmp_path: Path):
+    urdf = tmp_path / "robot.urdf"
+    urdf.write_text("<robot name='r'/>")
+    alias = tmp_path / "alias.urdf"
+    alias.symlink_to(urdf)
+    for out in (urdf, tmp_path / "." / "robot.urdf"):
+        with pytest.raises(ResultsError) as exc:
+            writer(out, input_files=[alias], force=True)
+        assert "input file of this run" in one_line(exc)
+    assert urdf.read_text() == "<robot name='r'/>"
+
+
+def test_only_regular_files_are_written(tmp_path: Path):
+    fifo = tmp_path / "pipe.h5"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.h5"
+    link.symlink_to(tmp_path / "elsewhere.h5")
+    targets = [(fifo, "named pipe"), (link, "symbolic link")]
+    device = tmp_path / "null.h5"
+    try:
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a copy of /dev/null
+        targets.append((device, "character device"))
+    except PermissionError:
+        pass  # not root: the pipe and the link stand for every non-regular file
+    for path, kind in targets:
+        with pytest.raises(ResultsError) as exc:
+            writer(path, force=True)
+        assert kind in one_line(exc) and str(path) in str(exc.value)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.path.islink(link)
+    assert not (tmp_path / "elsewhere.h5").exists()
+    if device.exists():
+        assert stat.S_ISCHR(os.lstat(device).st_mode)
+
+
+def test_an_absurd_step_count_is_said_to_be_one(tmp_path: Path):
+    for dt in (1e-300, 5e-324):
+        with pytest.raises(ResultsError) as exc:
+            ResultsWriter(tmp_path / "r.h5", model_info=INFO, scenario_toml="", dt=dt, duration=1.0)
+        msg = one_line(exc)
+        assert "too many" in msg and "steps" in msg and len(msg) < 300, msg
+    assert not (tmp_path / "r.h5").exists()
+
+
+# --------------------------------------------------------------------------- table lengths
+
+
+def test_no_flush_falls_between_a_steps_state_and_its_diagnostics(tmp_path: Path):
+    path = tmp_path / "steps.h5"
+    w = writer(path, flush_seconds=0.0)  # flush at every chance
+    for k in range(20):
+        z, vz, ke, pe = ball(k * DT)
+        w.append_state(k * DT, z, vz, [ke[0], pe[0], ke[0] + pe[0]])
+        with h5py.File(path, "r", locking=False) as f:  # what a SIGKILL here would leave
+            rows = {
+                g: int(f[g].attrs["rows"]) + int(f[g]["_tail"].attrs["rows"])
+                for g in ("trajectory", "diagnostics")
+            }
+        assert rows["trajectory"] == rows["diagnostics"] == k, rows
+        w.append_diagnostics(time=k * DT, step=k, solver="none")
+    w.finish("complete")
+
+
+def test_the_reader_trims_tables_of_a_killed_run_to_one_length(tmp_path: Path):
+    path = tmp_path / "killed.h5"
+    write_ball_file(path, 300, contacts=False)
+    with h5py.File(path, "r+") as f:  # a run killed after a state row, before its diagnostics
+        g = f["diagnostics"]
+        for name in g:
+            g[name].resize(299, axis=0)
+        g.attrs["rows"] = 299
+        f.attrs["status"] = "running"
+    r = load_results(path)
+    assert len(r.time) == len(r.diagnostics["time"]) == 299
+    assert r.notes and "299" in r.notes[0] and "300" in r.notes[0]
+    z, _, _, _ = ball(np.arange(299) * DT)
+    assert np.array_equal(r.q[:, 0], z)
+
+
+# --------------------------------------------------------------------------- a full disk
+
+
+@pytest.fixture
+def small_disk():
+    """A 4 MiB tmpfs (mounting needs root and a kernel that lets this process mount)."""
+    folder = Path(f"/tmp/mbsim-full-{uuid.uuid4().hex[:8]}")
+    folder.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        folder.rmdir()
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip() or done.returncode}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
+        folder.rmdir()
+
+
+FILL = f"""
+import sys
+import numpy as np
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from test_results import INFO, ball
+from mbsim.io.results import ResultsError, ResultsWriter
+
+# duration = 1 s sizes the pre-run estimate (fits); the loop then writes far more
+w = ResultsWriter(sys.argv[1], model_info=INFO, scenario_toml="", dt=1e-3, duration=1.0,
+                  body_poses=True, flush_rows=2000)
+rng = np.random.default_rng(0)  # random poses: incompressible, the disk fills for real
+try:
+    for k in range(10**6):
+        z, vz, ke, pe = ball(k * 1e-3)
+        w.append_state(k * 1e-3, z, vz, [ke[0], pe[0], ke[0] + pe[0]],
+                       body_pose=rng.random((1, 7)))
+        w.append_diagnostics(time=k * 1e-3, step=k, solver="none")
+except ResultsError as exc:
+    print(exc)
+    sys.exit(1)
+sys.exit(3)
+"""
+
+
+def test_a_full_disk_is_a_clean_failure_with_the_flushed_rows_kept(tmp_path, small_disk):
+    script = tmp_path / "fill.py"
+    script.write_text(FILL)
+    path = small_disk / "full.h5"
+    done = subprocess.run(
+        [sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])  # not a SIGSEGV
+    assert "disk is full" in done.stdout and str(path) in done.stdout
+    r = load_results(path)
+    assert r.status == "failed" and "disk is full" in r.message
+    n = len(r.time)
+    assert n > 1000 and len(r.diagnostics["time"]) == n
+    z, vz, _, _ = ball(np.arange(n) * 1e-3)
+    assert np.array_equal(r.q[:, 0], z) and np.array_equal(r.v[:, 0], vz)
+    with h5py.File(path, "r") as f:
+        assert all("_tail" not in f[g] for g in ("trajectory", "events", "diagnostics"))
+
+
+RUN_ON_A_FULL_DISK = """
+import sys
+import mbsim.io.results.target as target
+target.free_bytes = lambda folder: 10**15  # the pre-run estimate passes; the disk fills later
+from mbsim.cli.main import main
+sys.argv = ["mbsim", "run", "sample:pendulum-3.toml", "--duration", "600", "--out", sys.argv[1],
+            "--quiet"]
+main()
+"""
+
+
+def test_mbsim_run_on_a_full_disk_fails_with_exit_1(tmp_path, small_disk):
+    script = tmp_path / "run_full.py"
+    script.write_text(RUN_ON_A_FULL_DISK)
+    path = small_disk / "full.h5"
+    done = subprocess.run(
+        [sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mbsim: failed: "), done.stderr
+    assert "disk is full" in lines[0] and "Traceback" not in done.stderr
+    r = load_results(path)
+    assert r.status == "failed" and "disk is full" in r.message
+    assert len(r.time) > 100 and len(r.diagnostics["time"]) == len(r.time)
+    assert np.all(np.diff(r.time) > 0) and np.all(np.isfinite(r.q))
+    with h5py.File(path, "r") as f:
+        assert all("_tail" not in f[g] for g in ("trajectory", "events", "diagnostics"))
+
+
+def test_mbsim_run_force_never_takes_a_live_runs_file(tmp_path: Path):
+    import signal
+    import time
+
+    mbsim = Path(sys.executable).with_name("mbsim")
+    out = tmp_path / "w.h5"
+    first = subprocess.Popen(
+        [str(mbsim), "run", "sample:pendulum-3.toml", "--duration", "600", "--out", str(out),
+         "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            try:
+                if len(load_results(out).time) > 10:
+                    break
+            except Exception:  # not created yet
+                pass
+            time.sleep(0.5)
+        else:
+            pytest.fail("the first run never flushed")
+        second = subprocess.run(
+            [str(mbsim), "run", "sample:pendulum-3.toml", "--duration", "0.01", "--out",
+             str(out), "--force", "--quiet"],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert second.returncode == 2, second.stderr
+        lines = second.stderr.strip().splitlines()
+        assert len(lines) == 1 and "another process is using this file" in lines[0]
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    r = load_results(out)
+    assert r.status == "interrupted" and r.duration == 600.0  # the first run's file, intact
+    assert len(r.time) > 10 and len(r.diagnostics["time"]) == len(r.time)
