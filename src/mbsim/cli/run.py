@@ -194,6 +194,12 @@ def _print_summary(summary, sc, as_json):
         f"{summary.worst_lcp_residual:.3g}; impacts that gained energy: {summary.energy_gains}",
         f"results: {sc.output.path}",
     ]
+    if summary.saturated_steps:
+        lines.insert(
+            3,
+            f"steps with a joint force clamped at its URDF effort: {summary.saturated_steps} "
+            "(/trajectory/tau_limit)",
+        )
     if sc.closures or summary.max_constraint_error > 0.0:
         lines.insert(
             3, f"max loop-closure / mimic error: {summary.max_constraint_error:.3g} (m or rad)"
