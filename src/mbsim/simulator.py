@@ -27,7 +27,7 @@ from mbsim.io.scenario import build_scenario_model, load_scenario
 from mbsim.names import link_ref
 from mbsim.simcore.bilateral import Bilateral, ConstraintError, closures_from_scenario
 from mbsim.simcore.data import Data
-from mbsim.simcore.dynamics import energy
+from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.joints import FREE
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
@@ -221,6 +221,7 @@ class Simulator:
         if bool(self.scene.allowed.any()):
             _check_rk4(sc)
         self.data = Data(m)
+        self._rnea_data = Data(m)
         self.actuators = Actuators(
             m, Data(m), sc.simulation.dt, *self._controls(),
             implicit=sc.simulation.integrator != "rk4",
@@ -362,6 +363,13 @@ class Simulator:
                 out[f"{tree}/{names[k]}"] = k
                 out.setdefault(names[k], k)
         return out
+
+    def gravity_torques(self, q=None) -> np.ndarray:
+        """RNEA(q, 0, 0) (nv, N m or N): the joint forces that hold configuration ``q`` (default
+        the current one) against gravity, for gravity compensation in a controller."""
+        q = self.q if q is None else np.asarray(q, dtype=float)
+        zero = np.zeros(self.model.nv)
+        return rnea(self.model, self._rnea_data, q, zero, zero)
 
     def body_ref(self, b: int) -> str:
         """``tree/link`` name of body index ``b`` (``world`` for -1)."""
