@@ -22,7 +22,8 @@ The velocity update (M + dt D)(v+ - v) = dt (tau - C) + J^T p then becomes
 diagonal (``data.armature``, as for implicit damping) and applies tau_e. Every step is then a
 backward-Euler step of the PD's stiff part, stable for any kp, kd and dt (the explicit force
 diverges once dt sqrt(kp / m) or dt kd / m exceeds ~2, as kp 300 on light iiwa links at
-1 ms does). With rk4 the PD is an explicit force of the stages (g = 0).
+1 ms does). With rk4 the PD is an explicit force of the stages (g = 0; each stage calls
+:meth:`Actuators.forces`, so :meth:`Actuators.applied` gives the last stage's force).
 
 Effort limits: the joint's total actuator force (every mode, the Python controller's torque
 and the constant ``torque`` entries together) is clamped to [-effort, effort] when the URDF
