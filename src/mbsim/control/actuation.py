@@ -70,8 +70,9 @@ class JointCommand:
 
 
 class Actuators:
-    """Joint forces of a step: ``forces(t, q, v, extra) -> (tau_e, g)`` (see the module
-    docstring); after the step, :meth:`applied` gives the force each joint really applied.
+    """Joint forces of a step: ``forces(t, q, v, extra) -> (tau_e, g)``, or tau_e alone when
+    no joint has an implicit part (see the module docstring); after the step,
+    :meth:`applied` gives the force each joint really applied.
 
     ``constant``: (nv,) constant joint forces; ``commands``: JointCommand list; ``implicit``:
     the PD's implicit split (Euler) or an explicit force (rk4); ``data``: a Data for RNEA.
@@ -83,6 +84,9 @@ class Actuators:
         self.commands = list(commands)
         self.implicit = bool(implicit)
         self.gravity = any(c.gravity_compensation for c in self.commands)
+        #: whether any joint has an implicit part; without, forces() returns tau alone and
+        #: the stepper's diagonal stays that of joint damping
+        self.has_gain = self.implicit and any(c.mode != "torque" for c in self.commands)
         e = np.asarray(model.effort, dtype=float)
         self.limited = np.isfinite(e) & (e > 0.0)
         self.effort = np.where(self.limited, e, np.inf)
@@ -126,7 +130,7 @@ class Actuators:
             tau[over] = np.clip(tau[over], -self.effort[over], self.effort[over])
             gain[over] = 0.0
         self.tau_e, self.gain, self.flags = tau, gain, flags
-        return tau, gain
+        return (tau, gain) if self.has_gain else tau
 
     def applied(self, v_before, v_after) -> np.ndarray:
         """The actuator force applied over the step just taken (N m or N): tau_e - g (v+ - v)."""
