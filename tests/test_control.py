@@ -480,3 +480,34 @@ def _write(tmp_path, text: str) -> Path:
     p = tmp_path / "s.toml"
     p.write_text(text)
     return p
+
+
+def test_velocity_feedforward_shifts_the_steady_speed(tmp_path):
+    """I w' = kd (w* - w) + u: the steady speed is w* + u / kd (closed form)."""
+    kd, w, u = 0.5, 1.0, 0.25
+    sim = wheel_scenario(
+        tmp_path, f'{{ mode = "velocity", target = {w}, kd = {kd}, feedforward = {u} }}',
+        duration=20.0,
+    )  # fmt: skip
+    sim.run()
+    assert sim.v[0] == pytest.approx(w + u / kd, rel=1e-6)
+
+
+def test_gravity_compensation_removes_the_sag(tmp_path):
+    """PD + exact gravity compensation has its equilibrium at the target: no sag (closed
+    form), where the same PD without compensation sags by tau_g / kp (the test above)."""
+    target = {"panda_joint2": 0.6, "panda_joint4": -1.2, "panda_joint6": 1.6}
+    ctl = "\n".join(
+        f'panda_joint{k} = {{ mode = "position", target = {target.get(f"panda_joint{k}", 0.0)},'
+        " kp = 300.0, kd = 70.0, gravity_compensation = true }"
+        for k in range(1, 8)
+    )
+    q0s = ", ".join(f"{n} = {x}" for n, x in target.items())
+    sim = Simulator.from_file(
+        _write(tmp_path, f'[simulation]\nduration = 3.0\n[robot.panda]\nurdf = "{PANDA}"\n'
+               f"q0 = {{ {q0s} }}\n[robot.panda.control]\n{ctl}\n[contact]\n"
+               'self_collision = false\n[output]\npath = "o.h5"\n'),
+    )  # fmt: skip
+    sim.run()
+    for n, x in target.items():
+        assert sim.q[sim.q_index[n]] == pytest.approx(x, abs=1e-6), n
