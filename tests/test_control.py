@@ -404,9 +404,15 @@ def test_contact_points_of_a_resting_box_carry_its_weight(tmp_path):
         '[simulation]\nduration = 0.5\n[robot.box]\nurdf = "box.urdf"\nbase = "floating"\n'
         'q0 = { "root_joint.z" = 0.1 }\n[contact]\nfloor = true\n[output]\npath = "o.h5"\n'
     )
-    sim = Simulator.from_file(tmp_path / "s.toml")
-    for _ in range(300):
+    sim = Simulator.from_file(tmp_path / "s.toml", overrides={"robot.box.q0.root_joint.z": 0.15})
+    events = []
+    for _ in range(400):
         r = sim.step()
+        events += r.events
+    begins = [e for e in events if e.kind == "contact_begin"]
+    assert len(begins) >= 4  # the four bottom corners land (0.05 m drop)
+    assert all({e.body_a, e.body_b} == {"box/body", "world"} for e in begins)
+    assert all(abs(e.point[2]) < 2e-3 for e in begins)
     pts = r.contact_points
     assert len(pts) == 4
     assert {p.body_a for p in pts} | {p.body_b for p in pts} == {"box/body", "world"}
