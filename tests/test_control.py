@@ -564,3 +564,15 @@ def test_iiwa_holds_a_posture_with_stiff_gains(tmp_path, kp, kd, seconds):
             assert sag == pytest.approx(tau_g / kp, rel=0.05), n
             checked += 1
     assert checked >= 2  # the shoulder and the elbow
+
+
+def test_torque_series_drives_the_wheel_as_integrated_in_closed_form(tmp_path):
+    """tau(t) = t N m (a linear series): I w' = t, w = t^2 / (2 I) (closed form; the step
+    takes tau at its start, so Euler lags by dt t / (2 I))."""
+    ramp = '{ mode = "torque", torque = { t = [0.0, 1.0], tau = [0.0, 1.0] } }'
+    sim = wheel_scenario(tmp_path, ramp)
+    for _ in range(500):
+        sim.step()
+    dt = sim.options.dt
+    assert sim.v[0] == pytest.approx(sim.t**2 / (2 * I_AXIS), abs=dt * sim.t / I_AXIS)
+    assert sim.tau[0] == pytest.approx(sim.t - dt)  # the last step's force, taken at its start
