@@ -12,6 +12,7 @@ import pytest
 from mbsim.io.scenario import ScenarioError, load_scenario_text
 from mbsim.simcore import options
 from mbsim.simcore.bilateral import CLOSURE_ROWS
+from mbsim.simcore.delassus import ALGORITHMS as DELASSUS_REGISTRY
 from mbsim.simcore.formulations import FORMULATIONS as FORMULATION_REGISTRY
 from mbsim.simcore.lcp import solve_lcp
 
@@ -38,6 +39,7 @@ def test_the_lists_are_the_documented_ones():
 def test_the_core_implements_every_name():
     assert tuple(FORMULATION_REGISTRY) == options.FORMULATIONS
     assert tuple(CLOSURE_ROWS) == options.CLOSURE_TYPES
+    assert tuple(DELASSUS_REGISTRY) == options.DELASSUS
     # a 1x1 LCP z >= 0, z - 1 >= 0, z (z - 1) = 0: z = 1 by every solver
     for solver in options.LCP_SOLVERS:
         res = solve_lcp(np.eye(1), np.array([-1.0]), solver=solver)

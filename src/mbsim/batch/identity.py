@@ -16,6 +16,8 @@ import json
 import os
 from pathlib import Path
 
+from mbsim.io.files import file_sha256
+
 
 class FileHashes:
     """SHA-256 of files, each file read once per sweep (every run shares the URDFs)."""
@@ -26,11 +28,7 @@ class FileHashes:
     def __call__(self, path: str | os.PathLike[str]) -> str:
         p = Path(os.path.abspath(os.fspath(path)))
         if p not in self._cache:
-            h = hashlib.sha256()
-            with open(p, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-            self._cache[p] = h.hexdigest()
+            self._cache[p] = file_sha256(p)
         return self._cache[p]
 
 

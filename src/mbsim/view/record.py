@@ -27,7 +27,6 @@ z <= 0 is in the scene), ``notes`` (visuals left out at run time, one sentence a
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
 
@@ -35,6 +34,7 @@ import h5py
 import numpy as np
 
 from mbsim.errors import MbsimError
+from mbsim.io.files import file_sha256, recorded_file_change
 from mbsim.view.visuals import read_visuals
 
 __all__ = [
@@ -76,11 +76,6 @@ class SceneRecord:
     floor: bool = False
     #: visuals left out at run time, one sentence each (printed by ``mbsim view``)
     notes: list[str] = field(default_factory=list)
-
-
-def file_sha256(path: str) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def scene_of(model, floor: bool) -> SceneRecord:
@@ -205,13 +200,10 @@ def check_meshes(rec: SceneRecord, results_path: str, link_of: dict[int, str]) -
     one sentence naming the results file, the link and the mesh (MbsimError)."""
     for i, (path, digest) in enumerate(zip(rec.mesh_files, rec.mesh_sha256, strict=True)):
         link = link_of.get(i, "?")
-        if not os.path.isfile(path):
+        change = recorded_file_change(path, digest)
+        if change:
+            recorded = f" (sha256 {digest[:12]}... recorded)" if change == "changed" else ""
             raise MbsimError(
-                f"{results_path}: the mesh {path} of link '{link}' has moved or been deleted "
-                "since the run; put it back or rerun the simulation."
-            )
-        if file_sha256(path) != digest:
-            raise MbsimError(
-                f"{results_path}: the mesh {path} of link '{link}' has changed since the run "
-                f"(sha256 {digest[:12]}... recorded); restore it or rerun the simulation."
+                f"{results_path}: the mesh {path} of link '{link}' has {change} since the "
+                f"run{recorded}; restore it or rerun the simulation."
             )

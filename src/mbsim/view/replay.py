@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from mbsim.errors import MbsimError
+from mbsim.io.files import recorded_file_change
 from mbsim.io.results import Results, load_results
-from mbsim.view.record import SceneRecord, check_meshes, file_sha256, read_scene, scene_of
+from mbsim.view.record import SceneRecord, check_meshes, read_scene, scene_of
 
 __all__ = ["EVENT_BUDGET", "FACE_BUDGET", "FRAME_BUDGET", "MeshData", "Replay", "load_replay"]
 
@@ -189,15 +190,11 @@ def rebuild_model(r: Results):
     from mbsim.io.scenario import build_scenario_model, load_scenario_text
 
     for f, digest in r.input_files.items():
-        if not os.path.isfile(f):
+        change = recorded_file_change(f, digest)
+        if change:
             raise MbsimError(
                 f"{r.path}: has no /visual group or body poses, and its input file {f} has "
-                "moved or been deleted, so the scene cannot be rebuilt."
-            )
-        if file_sha256(f) != digest:
-            raise MbsimError(
-                f"{r.path}: has no /visual group or body poses, and its input file {f} has "
-                "changed since the run, so the scene cannot be rebuilt."
+                f"{change} since the run, so the scene cannot be rebuilt."
             )
     sc = load_scenario_text(r.scenario_toml, source=r.path)
     model, _, sc = build_scenario_model(sc)

@@ -35,7 +35,6 @@ Reading: :mod:`mbsim.io.results.reader`.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import math
 import os
 import time as _time
@@ -46,6 +45,7 @@ from typing import NoReturn
 import h5py
 import numpy as np
 
+from mbsim.io.files import file_sha256
 from mbsim.io.results import target as _target
 from mbsim.io.results.schema import (
     _MODEL_META,
@@ -82,14 +82,6 @@ def _mbsim_version() -> str:
     from mbsim import __version__
 
     return __version__
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class ResultsWriter:
@@ -226,7 +218,7 @@ class ResultsWriter:
         for f in files:
             p = Path(os.path.abspath(os.fspath(f)))
             try:
-                out.append((str(p), _sha256(p)))
+                out.append((str(p), file_sha256(p)))
             except OSError as exc:
                 raise ResultsError(
                     f"{p}: cannot read this input file to record its checksum "
