@@ -175,16 +175,21 @@ class ContactProblem:
     _Q_u: np.ndarray | None = None
     #: the forward-dynamics path (simcore/forward.py)
     dynamics: object = None
+    #: joint-space rows (limits, joint friction; simcore/joint_rows.py), None for none
+    joint: object = None
+    #: the joint rows' total impulses of an impact (stepper.impact_phase), N m s or N s
+    joint_impulse_total: np.ndarray | None = None
 
     @classmethod
     def build(
         cls, model, data, q, contacts, tau, nf, mu, gap_velocity, solver, tol_rel, X_fn,
-        bilateral=None, dt=0.0, dynamics=None,
+        bilateral=None, dt=0.0, dynamics=None, joint=None,
     ):  # fmt: skip
         """The problem of one step. ``bilateral``: a :class:`~mbsim.simcore.bilateral.
         Bilateral` (loop closures, mimic joints) or None; its nodes follow the contact nodes,
         its rows are reduced to an independent subset (bilateral.independent_rows) and their
-        stabilised targets use the step ``dt``."""
+        stabilised targets use the step ``dt``. ``joint``: the step's
+        :class:`~mbsim.simcore.joint_rows.JointRows` (limits, joint friction) or None."""
         c = contacts
         moving_a = c.body_a >= 0
         moving_b = c.body_b >= 0
@@ -214,6 +219,7 @@ class ContactProblem:
         )  # fmt: skip
         if extra:
             problem._attach_bilateral(bilateral, extra["rows"], extra["offset"], dt)
+        problem.joint = joint if joint else None
         return problem
 
     def _attach_bilateral(self, bilateral, rows, offset, dt) -> None:
@@ -276,10 +282,65 @@ class ContactProblem:
     def k(self) -> int:
         return self.D.shape[2]
 
+    @property
+    def n_joint_rows(self) -> int:
+        """Joint-space velocity rows (limits, friction pairs; simcore/joint_rows.py)."""
+        return 0 if self.joint is None else self.joint.n_rows
+
+    @property
+    def n_joint_unknowns(self) -> int:
+        """Complementary unknowns of the joint block, in front of the contact unknowns."""
+        return 0 if self.joint is None else self.joint.n_unknowns
+
+    @property
+    def Gj(self) -> np.ndarray:
+        """The joint rows G_j (n_joint_rows, nv)."""
+        return np.zeros((0, self.model.nv)) if self.joint is None else self.joint.G
+
     def impulses(self, z: np.ndarray) -> np.ndarray:
-        """Linear contact impulses F = D beta (nu, 3) from the LCP's contact unknowns."""
-        beta = z[: self.nu * self.k].reshape(self.nu, self.k)
+        """Linear contact impulses F = D beta (nu, 3) from the LCP's complementary unknowns
+        (the joint block first, then [beta; sigma])."""
+        j0 = self.n_joint_unknowns
+        beta = z[j0 : j0 + self.nu * self.k].reshape(self.nu, self.k)
         return np.einsum("ijk,ik->ij", self.D, beta)
+
+    def joint_impulses(self, z: np.ndarray) -> np.ndarray:
+        """The joint rows' impulses p_j (n_joint_rows,) from the complementary unknowns."""
+        return z[: self.n_joint_rows].copy()
+
+    def complementary_map(self) -> np.ndarray:
+        """T ((n_joint_rows + 3 nu), complementary unknowns): the impulses of the rows
+        [joint; contact] from the unknowns [joint block; beta; sigma] (block-diagonal: the
+        joint block's row_map, then D per contact)."""
+        nj, nju = self.n_joint_rows, self.n_joint_unknowns
+        nz = self.nu * (self.k + 1)
+        T = np.zeros((nj + 3 * self.nu, nju + nz))
+        if nj:
+            T[:nj, :nju] = self.joint.row_map()
+        T[nj:, nju : nju + self.nu * self.k] = self.Dblock()
+        return T
+
+    def complementary_block(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """(E, e): the complementarity part of all complementary unknowns (joint block, then
+        the contacts' [[0, E-hat], [E-bar, 0]]) and its constant (the friction bounds F dt)."""
+        nju = self.n_joint_unknowns
+        nz = self.nu * (self.k + 1)
+        E = np.zeros((nju + nz, nju + nz))
+        e = np.zeros(nju + nz)
+        if nju:
+            E[:nju, :nju], e[:nju] = self.joint.block(dt)
+        E[nju:, nju:] = self.complementarity_block()
+        return E, e
+
+    def complementary_shift(self, gap: bool) -> np.ndarray:
+        """The allowance on the rows [joint; contact] (joint limits' g_v, the contacts' gap
+        velocity along the normal) when ``gap``, zero otherwise; (n_joint_rows + 3 nu,)."""
+        out = np.zeros(self.n_joint_rows + 3 * self.nu)
+        if self.joint is not None:
+            out[: self.n_joint_rows] = self.joint.row_shift(gap)
+        if gap:
+            out[self.n_joint_rows :] = (self.gap_velocity[:, None] * self.contacts.normal).ravel()
+        return out
 
     def node_impulses(self, F: np.ndarray) -> np.ndarray:
         """Node impulses Q_u^T F as (n_nodes, 6) [moment; force] for contact impulses F on A
