@@ -22,6 +22,7 @@ from mbsim.io.scenario import build_scenario_model
 from mbsim.simcore.bilateral import Bilateral, ConstraintError, closures_from_scenario
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy
+from mbsim.simcore.joint_rows import JointLimits
 from mbsim.simcore.joints import FREE
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
@@ -60,6 +61,10 @@ class RunSummary:
     max_constraint_error: float = 0.0
     worst_lcp_residual: float = 0.0
     energy_gains: int = 0
+    #: largest |v_k| / URDF velocity limit over the run (not enforced; 0 without limits)
+    max_velocity_ratio: float = 0.0
+    #: the joint (tree/joint name) where that ratio was reached, "" if none
+    max_velocity_joint: str = ""
     status: str = "complete"
     message: str = ""
 
@@ -81,6 +86,8 @@ class RunSummary:
             "max_constraint_error": self.max_constraint_error,
             "worst_lcp_residual": self.worst_lcp_residual,
             "impacts_gaining_energy": self.energy_gains,
+            "max_velocity_ratio": self.max_velocity_ratio,
+            "max_velocity_joint": self.max_velocity_joint,
         }
 
 
@@ -128,13 +135,18 @@ class Simulator:
             self.bilateral = Bilateral(m, closures_from_scenario(m, sc.closures), q0=self.q)
         except ConstraintError as exc:
             raise MbsimError(f"{sc.source or 'the scenario'}: {exc}") from None
+        self.joint_limits = self._joint_limits()
         self.stepper = OSStepper(
             m,
             self.scene if self.scene.allowed.any() else None,
             options,
             torque=self._torque if self._has_torque else None,
             bilateral=self.bilateral,
+            joint_limits=self.joint_limits,
         )
+        self._limits_active: set = set()  # (v index, side) of the limits engaged last step
+        vlim = m.velocity_limit
+        self._vlim_dofs = np.flatnonzero(np.isfinite(vlim) & (vlim > 0))
         self.t = 0.0
         self.step_index = 0
         self._active: dict = {}  # contact identity -> (index, sliding) at the last step
@@ -192,6 +204,19 @@ class Simulator:
                 pd.append((qi, vi, gain.target, gain.kp, gain.kd))
         self._has_torque = bool(np.any(tau) or pd)
         return tau, pd
+
+    def _joint_limits(self) -> JointLimits:
+        """Joint limits and friction of the model: ``simulation.joint_limits`` and
+        ``limit_restitution``, then each robot's ``joint_limits`` table (simcore/joint_rows)."""
+        sim = self.scenario.simulation
+        overrides = {}
+        for tree, r in self._robot_trees():
+            for name, o in r.joint_limits.items():
+                overrides[self._index(tree, r, name, "v")] = (o.enabled, o.restitution)
+        return JointLimits.from_model(
+            self.model, limits=sim.joint_limits, restitution=sim.limit_restitution,
+            overrides=overrides,
+        )  # fmt: skip
 
     def _torque(self, t, q, v):
         tau = self._torque_const.copy()
@@ -252,6 +277,26 @@ class Simulator:
         self._active, self._prev_contacts = now, c
         return rows, ended
 
+    def limit_events_of(self, report) -> list[tuple[str, int, float, float]]:
+        """Joint-limit events of the step just taken: (kind, v index, side, impulse) with kind
+        ``limit_begin`` when a limit starts to act (positive impulse this step, not last) and
+        ``limit_end`` when it stops; side +1 = lower, -1 = upper limit."""
+        now = {}
+        for dof, side, p in zip(
+            report.limit_dof.tolist(), report.limit_side.tolist(),
+            report.limit_impulse.tolist(), strict=True,
+        ):  # fmt: skip
+            if p > LIMIT_IMPULSE_MIN:
+                now[(dof, side)] = p
+        rows = [
+            ("limit_begin", d, s, p)
+            for (d, s), p in now.items()
+            if (d, s) not in self._limits_active
+        ]
+        rows += [("limit_end", d, s, 0.0) for d, s in self._limits_active if (d, s) not in now]
+        self._limits_active = set(now)
+        return rows
+
     def open_writer(self, command: str, force: bool = False, records=None):
         """A ResultsWriter for this run at ``output.path``: model, scenario text, input file
         hashes and the command line recorded, as ``mbsim run`` and ``mbsim batch`` write it.
@@ -308,12 +353,20 @@ class Simulator:
                 summary.status, summary.message = "failed", str(exc)
                 return summary
             try:
+                self._write_summary(writer, summary)
                 if before_finish is not None:
                     before_finish(writer, summary)
                 writer.finish(summary.status, summary.message)
             except ResultsError as exc:  # a full disk at the end, or the file taken away
                 summary.status, summary.message = "failed", str(exc)
         return summary
+
+    @staticmethod
+    def _write_summary(writer, summary) -> None:
+        """The run's velocity-limit ratio in ``/summary`` (attributes; docs/hdf5-format.md)."""
+        g = writer.group("summary")
+        g.attrs["max_velocity_ratio"] = summary.max_velocity_ratio
+        g.attrs["max_velocity_joint"] = summary.max_velocity_joint
 
     def attach_lcp_dumps(self, writer) -> None:
         """Send the LCPs ``output.dump_lcp`` asks for to ``/lcp_dumps`` in the results file
@@ -382,6 +435,7 @@ class Simulator:
             summary.energy_gains += sum(
                 1 for i in report.impacts if i.energy_after > i.energy_before
             )
+            self._velocity_ratio(summary)
             self._record(writer, report, summary, every)
             if self.step_index % ENERGY_CHECK_EVERY == 0:
                 self._check_energy(e0)
@@ -390,6 +444,21 @@ class Simulator:
                 if now - last_progress > 0.05:
                     progress(self.step_index, n_steps, self.t, report.n_contacts)
                     last_progress = now
+
+    def _velocity_ratio(self, summary) -> None:
+        """Track the largest |v_k| / velocity limit (URDF ``<limit velocity>``): velocity
+        limits are reported, not enforced (as in MuJoCo, PyBullet and Drake)."""
+        k = self._vlim_dofs
+        if not len(k):
+            return
+        ratio = np.abs(self.v[k]) / self.model.velocity_limit[k]
+        j = int(np.argmax(ratio))
+        if ratio[j] > summary.max_velocity_ratio:
+            summary.max_velocity_ratio = float(ratio[j])
+            dof = int(k[j])
+            body = int(np.searchsorted(self.model.vi, dof, side="right") - 1)
+            tree = self.model.tree_names[self.model.tree_of[body]]
+            summary.max_velocity_joint = f"{tree}/{self.model.v_names[dof]}"
 
     def _check_energy(self, e0: float) -> None:
         """Divergence by energy: total energy above E0 + ENERGY_BLOWUP (|E0| + 1 J) stops the
@@ -406,11 +475,13 @@ class Simulator:
         k = self.step_index
         if report is not None:
             rows, ended = self.events_of(report)
-            for row in rows:
+            limit_rows = self.limit_events_of(report)
+            for row in rows + limit_rows:
                 summary.events[row[0]] = summary.events.get(row[0], 0) + 1
             summary.events["contact_end"] = summary.events.get("contact_end", 0) + len(ended)
             if writer is not None:
                 self._write_events(writer, report, rows, ended)
+                self._write_limit_events(writer, limit_rows)
         if writer is None or k % every:
             return
         e = self.energy()
@@ -442,6 +513,25 @@ class Simulator:
             solver=report.solver or "none",
         )
 
+    def _write_limit_events(self, writer, rows) -> None:
+        """limit_begin / limit_end rows: body_a the body the joint moves, body_b its parent
+        (-1 = world), point the joint frame origin and normal side * the joint axis (world
+        frame, the direction the limit pushes the joint), normal_impulse the limit impulse of
+        the step (N m s or N s; 0 at limit_end)."""
+        if not rows:
+            return
+        m, d = self.model, self.data
+        forward_kinematics(m, d, self.q)
+        for kind, dof, side, p in rows:
+            body = int(np.searchsorted(m.vi, dof, side="right") - 1)
+            writer.append_events(
+                time=self.t, step=self.step_index, kind=kind, body_a=body,
+                body_b=int(m.parent[body]), point=d.p_world[body].copy(),
+                normal=side * (d.R_world[body] @ m.axis[body]), normal_impulse=p,
+                tangent_impulse=np.zeros(3), normal_velocity_before=np.nan,
+                normal_velocity_after=np.nan,
+            )  # fmt: skip
+
     def _write_events(self, writer, report, rows, ended):
         c = report.contacts
         k = self.step_index
@@ -466,6 +556,10 @@ class Simulator:
                 normal_velocity_before=np.nan, normal_velocity_after=np.nan,
             )  # fmt: skip
 
+
+#: A limit row's impulse (N m s or N s) above which the limit acts (limit_begin/limit_end):
+#: Lemke's non-basic unknowns are exact zeros, PGS's a few ulps of the impulse scale.
+LIMIT_IMPULSE_MIN = 1e-12
 
 #: Default g_Neps (m) with integrator = "rk4": 001 Sec. 4.1 caps the penetration the LCP may
 #: correct at the order of the first-order scheme's own penetration error, 1e-5 m there.

@@ -20,6 +20,7 @@ __all__ = [
     "Environment",
     "Output",
     "PairOverride",
+    "JointLimitOverride",
     "PdGain",
     "Pose",
     "Robot",
@@ -46,6 +47,8 @@ _SIM_DEFAULTS: dict[str, Any] = {
     "integrator": "euler",
     "dynamics": "aba",
     "delassus": "upsilon",
+    "joint_limits": True,
+    "limit_restitution": 0.0,
 }
 _CONTACT_DEFAULTS: dict[str, Any] = {
     "floor": False,
@@ -67,7 +70,8 @@ _OUTPUT_DEFAULTS: dict[str, Any] = {
     "body_poses": True,
     "dump_lcp": "none",
 }
-_ROBOT_KEYS = ("urdf", "base", "base_pose", "q0", "v0", "torque", "pd", "srdf")
+_ROBOT_KEYS = ("urdf", "base", "base_pose", "q0", "v0", "torque", "pd", "srdf", "joint_limits")
+_LIMIT_KEYS = ("enabled", "restitution")
 _ENV_KEYS = ("urdf", "base_pose")
 _POSE_KEYS = ("xyz", "rpy")
 _PD_KEYS = ("target", "kp", "kd")
@@ -103,6 +107,16 @@ class PdGain:
 
 
 @dataclass(frozen=True)
+class JointLimitOverride:
+    """One joint's limit settings (``[robot.NAME.joint_limits]``): ``enabled`` enforces its
+    URDF position limits (or not) whatever ``simulation.joint_limits`` says; ``restitution``
+    (in [0, 1]) replaces ``simulation.limit_restitution`` at its stops, None keeps it."""
+
+    enabled: bool = True
+    restitution: float | None = None
+
+
+@dataclass(frozen=True)
 class Robot:
     """One robot: a URDF tree attached by ``base`` at ``base_pose``.
 
@@ -123,6 +137,7 @@ class Robot:
     torque: dict[str, float] = field(default_factory=dict)
     pd: dict[str, PdGain] = field(default_factory=dict)
     srdf: Path | None = None
+    joint_limits: dict[str, JointLimitOverride] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -157,6 +172,10 @@ class Simulation:
     integrator: str = "euler"
     dynamics: str = "aba"
     delassus: str = "upsilon"
+    #: enforce the URDF position limits of revolute and prismatic joints (simcore/joint_rows)
+    joint_limits: bool = True
+    #: restitution at the limit stops, in [0, 1] (per joint: Robot.joint_limits)
+    limit_restitution: float = 0.0
 
     @property
     def n_steps(self) -> int:
