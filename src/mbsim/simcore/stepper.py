@@ -177,6 +177,8 @@ class StepReport:
     limit_dof: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     limit_side: np.ndarray = field(default_factory=lambda: np.zeros(0))
     limit_impulse: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: a joint reached a limit fast enough for an impact phase this step
+    limit_impact: bool = False
 
 
 @dataclass
@@ -465,8 +467,9 @@ class OSStepper:
             v_new = report.v_new
             v_start = report.v_start
         q_new, v_new = self._integrate(
-            q, v_start, v_new, tau, t, qdd, constrained, bool(report.impacts)
-        )
+            q, v_start, v_new, tau, t, qdd, constrained,
+            bool(report.impacts) or report.limit_impact,
+        )  # fmt: skip
         self.step_index += 1
         if not (np.all(np.isfinite(q_new)) and np.all(np.isfinite(v_new))):
             raise SimulationError(
@@ -545,6 +548,7 @@ class OSStepper:
             )  # fmt: skip
             impulse_total += impulse
             joint_total += problem.joint_impulse_total
+            report.limit_impact = limit_impacting
             ke_after = self._kinetic(q, v_c)
             vn_after = normal_velocity(problem, v_c)
             for i in np.flatnonzero(impacting):
@@ -568,7 +572,8 @@ class OSStepper:
             problem.gap_velocity = 2.0 * gap_velocity + normal_velocity(problem, v)
         # --- the contact LCP of the step (Eq. 53 or the chosen formulation's); qdd is the
         # free acceleration at (q, v), still valid when no impact changed v
-        sol = form.solve(problem, v, dt, True, accel=None if report.impacts else qdd)
+        impacted = bool(report.impacts) or report.limit_impact
+        sol = form.solve(problem, v, dt, True, accel=None if impacted else qdd)
         self._accept(sol, "contact", t)
         res = sol.result
         report.v_new = sol.v

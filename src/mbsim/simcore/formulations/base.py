@@ -23,10 +23,13 @@ from mbsim.simcore.kinematics import body_velocities_kernel, point_velocities
 
 
 def lcp_dimension(
-    formulation: str, n: int, N: int, n_bilateral: int, nu: int, nf: int
+    formulation: str, n: int, N: int, n_bilateral: int, nu: int, nf: int,
+    n_limits: int = 0, n_friction: int = 0,
 ) -> int:  # fmt: skip
-    """LCP size of ``formulation`` by the formulas of 000 Table 1 (see module docstring)."""
-    contacts = nu * (nf + 2)
+    """LCP size of ``formulation`` by the formulas of 000 Table 1 (see module docstring),
+    plus the joint block of every formulation: one unknown per active joint limit and three
+    (beta+, beta-, sigma) per joint with Coulomb friction (simcore/joint_rows.py)."""
+    contacts = nu * (nf + 2) + n_limits + 3 * n_friction
     hinges = 6 * n - N
     sizes = {
         "nmc": 6 * n + hinges + n_bilateral + contacts,
