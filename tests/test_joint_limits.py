@@ -157,7 +157,7 @@ def test_every_formulation_gives_the_same_v_plus_with_limits_active(eps):
     for form in FORMS:
         model, st = stepper(urdf, form, dt=1e-3, restitution=eps)
         seen = []
-        st.dump_lcps("all", lambda name, M, q, res, n_free, s, t: seen.append(M.shape[0]))
+        st.dump_lcps("all", lambda name, M, q, res, n_free, s, t, seen=seen: seen.append(len(M)))
         _, v1, rep = st.step(q0.copy(), v0.copy(), 0.0)
         assert len(rep.limit_dof) == 2 and rep.limit_impulse.max() > 0.0
         # the LCP of the step has the joint block: 2 limits, 3 friction joints
