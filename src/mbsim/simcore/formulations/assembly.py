@@ -1,10 +1,10 @@
 """The two LCP assemblers every formulation shares (the block layout of 000 Eqs. 27, 36, 53).
 
 Rows come in one order everywhere: the equality rows first (hinges of the non-minimal
-formulations, then the bilateral rows; their unknowns are free), then the contact rows
-(beta (nu (nf+1)) and sigma (nu), complementary). This module is the one place that orders
-the blocks: a new block of complementary rows (joint limits, box-constrained joint friction;
-see formulations.base.Formulation) goes between the two.
+formulations, then the bilateral rows; their unknowns are free), then the joint rows (joint
+limits, box-constrained joint friction; simcore/joint_rows.py; complementary), then the
+contact rows (beta (nu (nf+1)) and sigma (nu), complementary). This module is the one place
+that orders the blocks (see formulations.base.Formulation).
 
 * :func:`delassus_lcp` -- the row-space formulations (OS Eq. 53, RMC Eq. 41, NMC/OS Sec. 8):
   the unknowns are impulses only and the matrix is the Delassus matrix K of the rows.

@@ -8,7 +8,8 @@ See :class:`Formulation` for the contract and its extension point for new row ty
 The LCP sizes of Table 1 (n bodies, N DoFs, n_bilateral loop-closure rows, nu contacts, nf
 friction directions): NMC 6n + (6n - N + n_bilateral) + nu (nf + 2); MC N + n_bilateral +
 nu (nf + 2); RMC nu (nf + 2); OS n_bilateral + nu (nf + 2); NMC/OS (6n - N + n_bilateral) +
-nu (nf + 2).
+nu (nf + 2). Joint limits and joint friction (simcore/joint_rows.py) add n_limits + 3
+n_friction complementary unknowns to every one of them.
 """
 
 from __future__ import annotations
@@ -75,19 +76,20 @@ class Formulation(Protocol):
 
     Rows. Every formulation sees the same rows, in this order: equality rows (bilateral:
     ``problem.Qb`` on the stacked world-aligned node velocities plus ``problem.Gm`` on v,
-    target ``problem.bilateral_target``), then the contact rows (``problem.Q_u`` on the node
-    velocities, friction matrices D, complementarity block). Two shared assemblers write the
+    target ``problem.bilateral_target``), then the joint rows (``problem.Gj`` on v: joint
+    limits and joint friction, simcore/joint_rows.py), then the contact rows
+    (``problem.Q_u`` on the node velocities, friction matrices D, complementarity block). Two shared assemblers write the
     LCPs (formulations/assembly.py): :func:`~mbsim.simcore.formulations.assembly.
     delassus_lcp` for the row-space formulations (OS, RMC, NMC/OS: a Delassus matrix K of the
     rows and their free velocities) and :func:`~mbsim.simcore.formulations.assembly.
     velocity_lcp` for the velocity-space ones (MC, NMC: a mass matrix and the row map G).
 
-    Extension point for joint-space rows (joint position limits, box-constrained joint
-    friction). A row acting on v only, G_j v (G_j (n_j, nv)), enters every formulation the
-    way mimic rows (``problem.Gm``) do today:
+    Joint-space rows (joint position limits and box-constrained joint friction, the path a
+    further joint-space row type takes too). A row acting on v only, G_j v (G_j (n_j, nv)),
+    enters every formulation the way mimic rows (``problem.Gm``) do:
 
-    1. ContactProblem.build attaches G_j and its targets, as ``_attach_bilateral`` attaches
-       Q_b, G_m and U-bar.
+    1. ContactProblem.build attaches the step's JointRows (``joint=``), as
+       ``_attach_bilateral`` attaches Q_b, G_m and U-bar.
     2. OS (``OS.prepare``): the rows are [Q_b; 0; Q_u] on the nodes and [G_m; G_j; 0] on v;
        :func:`~mbsim.simcore.formulations.minimal.joint_row_delassus` adds their terms to K
        through W = M^-1 G^T (``problem.dynamics.solve_joint``, O(N) per row with ABA) and
@@ -101,7 +103,8 @@ class Formulation(Protocol):
        G_j v+ >= target with impulse >= 0) or a box-constrained pair (friction,
        |p| <= f_max) adds complementary unknowns placed between the equality block and the
        contact block, in the two assemblers of formulations/assembly.py, the one place that
-       orders the blocks.
+       orders the blocks (through ``complementary_map``, ``complementary_block`` and
+       ``complementary_shift``).
     """
 
     name: str

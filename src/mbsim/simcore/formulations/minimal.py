@@ -17,6 +17,10 @@ bilateral block Q_b Lambda Q_b^T (plus the joint-space terms of mimic rows, belo
 them as equality rows beside the velocities (Eq. 36); RMC eliminates them with the projected
 inverse mass Y of Eq. 39 and keeps its size nu (nf + 2).
 
+Joint limits and joint friction (simcore/joint_rows.py) are complementary rows G_j v between
+the bilateral and the contact rows: OS through joint_row_delassus, RMC stacked over G_u, MC
+beside the contact rows of Eq. 36.
+
 The three classes share no base: OS and RMC assemble through formulations.assembly.
 delassus_lcp, MC through velocity_lcp; RMC and MC share the dense rows of :func:`dense_rows`.
 """
@@ -47,8 +51,8 @@ def joint_row_delassus(problem, K: np.ndarray, R: np.ndarray, G: np.ndarray) -> 
     in place, K += C + C^T + G W with W = M^-1 G^T and C = R V_nodes(W) (the node velocities
     the joint-space impulses cause); return W (nv, nrows), whose columns are zero for rows
     without a joint-space part. O(N) per joint-space row on the ABA path
-    (dynamics.solve_joint). This is the OS path of every joint-space row: mimic rows today,
-    joint limits and joint friction next (formulations.base.Formulation)."""
+    (dynamics.solve_joint). This is the OS path of every joint-space row: mimic rows, joint
+    limits and joint friction (formulations.base.Formulation)."""
     d = problem.data
     W = problem.dynamics.solve_joint(d, G)
     for j in np.flatnonzero(np.any(G != 0.0, axis=1)):

@@ -33,6 +33,9 @@ hinges: a closure node on body k at point p (body frame) moves with [[R_k, 0], [
 (V_k+ - dt c-hat_k), and a mimic row G_m qdot+ uses the qdot+ map above; their right-hand
 side is the stabilised target U-bar. Sizes grow by n_bilateral as in Table 1.
 
+Joint limits and joint friction (simcore/joint_rows.py) act on qdot+ = Jq V+ - dt S^T c: rows
+G_j Jq on the body velocities with the shift -dt G_j S^T c, placed before the contact rows.
+
 Both assemble through formulations.assembly: NMC's mixed LCP by velocity_lcp (the body
 inertia as the mass block), NMC/OS's by delassus_lcp (Lambda = G I^-1 G^T as K).
 """
