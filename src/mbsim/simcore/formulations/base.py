@@ -79,8 +79,8 @@ class Formulation(Protocol):
     target ``problem.bilateral_target``), then the joint rows (``problem.Gj`` on v: joint
     limits and joint friction, simcore/joint_rows.py), then the contact rows
     (``problem.Q_u`` on the node velocities, friction matrices D, complementarity block).
-    Two shared assemblers write the LCPs (formulations/assembly.py): :func:`~mbsim.simcore.formulations.assembly.
-    delassus_lcp` for the row-space formulations (OS, RMC, NMC/OS: a Delassus matrix K of the
+    Two shared assemblers write the LCPs (formulations/assembly.py):
+    :func:`~mbsim.simcore.formulations.assembly.delassus_lcp` for the row-space formulations (OS, RMC, NMC/OS: a Delassus matrix K of the
     rows and their free velocities) and :func:`~mbsim.simcore.formulations.assembly.
     velocity_lcp` for the velocity-space ones (MC, NMC: a mass matrix and the row map G).
 
