@@ -80,9 +80,10 @@ class Formulation(Protocol):
     limits and joint friction, simcore/joint_rows.py), then the contact rows
     (``problem.Q_u`` on the node velocities, friction matrices D, complementarity block).
     Two shared assemblers write the LCPs (formulations/assembly.py):
-    :func:`~mbsim.simcore.formulations.assembly.delassus_lcp` for the row-space formulations (OS, RMC, NMC/OS: a Delassus matrix K of the
-    rows and their free velocities) and :func:`~mbsim.simcore.formulations.assembly.
-    velocity_lcp` for the velocity-space ones (MC, NMC: a mass matrix and the row map G).
+    :func:`~mbsim.simcore.formulations.assembly.delassus_lcp` for the row-space formulations
+    (OS, RMC, NMC/OS: a Delassus matrix K of the rows and their free velocities) and
+    :func:`~mbsim.simcore.formulations.assembly.velocity_lcp` for the velocity-space ones
+    (MC, NMC: a mass matrix and the row map G).
 
     Joint-space rows (joint position limits and box-constrained joint friction, the path a
     further joint-space row type takes too). A row acting on v only, G_j v (G_j (n_j, nv)),
