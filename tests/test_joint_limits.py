@@ -169,6 +169,27 @@ def test_every_formulation_gives_the_same_v_plus_with_limits_active(eps):
         np.testing.assert_allclose(out[form], ref, rtol=1e-8, atol=1e-9)
 
 
+def test_prismatic_slider_falls_onto_its_lower_stop():
+    """A 2 kg slider on a vertical prismatic joint, released 0.2 m above its lower stop at
+    q = -0.1 m, reaches it at sqrt(2 g 0.2) m/s (e = 0: no rebound) and rests on it."""
+    urdf = (
+        '<robot name="s"><link name="world"/><link name="b"><inertial><mass value="2"/>'
+        '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+        '<joint name="z" type="prismatic"><parent link="world"/><child link="b"/>'
+        '<axis xyz="0 0 1"/><limit lower="-0.1" upper="1" effort="1" velocity="1"/></joint>'
+        "</robot>"
+    )
+    model, st = stepper(urdf)
+    q, v, t = np.array([0.1]), np.zeros(1), 0.0
+    low = np.inf
+    for _ in range(400):
+        q, v, _ = st.step(q, v, t)
+        t += 1e-3
+        low = min(low, q[0])
+    assert low >= -0.1 - LIMIT_TOL
+    assert q[0] == pytest.approx(-0.1, abs=LIMIT_TOL) and abs(v[0]) <= 1e-9
+
+
 # ----------------------------------------------------------------- scenarios and results
 
 

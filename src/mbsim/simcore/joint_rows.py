@@ -31,6 +31,12 @@ so p = beta+ - beta- opposes the motion with |p| = F dt when the joint slides (s
 and holds it (v_k+ = 0) while the other forces need less than F dt. In an impulsive phase the
 bound F dt is 0: a finite friction torque gives no impulse in zero time.
 
+Integrators: the rows are written for the Euler update q+ = q + dt v+. With ``integrator =
+"rk4"`` the step's impulses are held as forces (stepper._rk4) and a stop can be passed by up to
+dt |v_s - v+| / 2 in the impact step, which the next step's recovery removes; held joint
+friction is, like held contact friction (001 Sec. 4.1), not guaranteed to dissipate.
+URDF ``planar`` joints are refused by the loader, so they have no limits here.
+
 Row layout (``JointRows``): the velocity rows G (n_rows, nv) are the limit rows, then one
 (+e_k, -e_k) pair per friction joint; the complementary unknowns are [lambda; beta (pairs);
 sigma (one per friction joint)]. :meth:`JointRows.row_map` maps the unknowns to row impulses.
