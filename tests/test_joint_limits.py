@@ -313,3 +313,31 @@ def test_passive_panda_stays_inside_its_limits_1s(tmp_path):
 @pytest.mark.slow
 def test_passive_panda_stays_inside_its_limits_5s(tmp_path):
     panda_stays_inside(tmp_path, 5.0)
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_formulations_agree_with_limits_friction_and_contacts(n):
+    """The contact scene of tests/test_formulations.py (a chain pressing a floor and a wall,
+    frictionless contacts) with stops just behind the two first joints' motion and Coulomb
+    friction on every joint: the joint block and the contact block in one LCP, same v+."""
+    from test_formulations import FORMS as ALL_FORMS
+    from test_formulations import state_in_contact
+
+    model, det, q, v = state_in_contact(n)
+    lower = np.full(n, -np.inf)
+    upper = np.full(n, np.inf)
+    lower[0], upper[1] = q[0] - 2e-5, q[1] + 2e-5
+    v = v.copy()
+    v[0], v[1] = -0.5, 0.5  # both approach their stop
+    limits = JointLimits(lower, upper, np.full(n, 0.3), np.full(n, 0.05))
+    out = {}
+    for form in ALL_FORMS:
+        st = OSStepper(
+            model, det, StepOptions(dt=1e-4, mu=0.0, formulation=form), joint_limits=limits
+        )
+        _, v1, rep = st.step(q.copy(), v.copy(), 0.0)
+        assert rep.n_contacts > 0 and len(rep.limit_dof) == 2
+        assert rep.limit_impact and rep.limit_impulse.max() > 0.0
+        out[form] = v1
+    for form in ALL_FORMS[1:]:
+        np.testing.assert_allclose(out[form], out["os"], rtol=1e-8, atol=1e-9)
