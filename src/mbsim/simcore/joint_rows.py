@@ -80,7 +80,7 @@ class JointLimits:
         for k, (enabled, e) in (overrides or {}).items():
             if not enabled:
                 lower[k], upper[k] = -np.inf, np.inf
-            elif limits is False:
+            elif not limits:
                 lower[k], upper[k] = model.lower[k], model.upper[k]
             if e is not None:
                 eps[k] = e
