@@ -176,6 +176,7 @@ def _check_robot(check: _Checker, r) -> list[tuple[str, str]]:
         ("torque", vn, "v coordinate"),
         ("pd", names.one_dof.get(t, {}), "1-DoF joint"),
         ("joint_limits", names.one_dof.get(t, {}), "1-DoF joint"),
+        ("control", names.one_dof.get(t, {}), "1-DoF joint"),
     ):
         for joint in getattr(r, key):
             if joint not in known:
