@@ -134,6 +134,7 @@ class JointLimitOverride:
     restitution: float | None = None
 
 
+@dataclass(frozen=True)
 class Signal:
     """A scalar function of time (SI units of what it drives): a constant ``value``, or samples
     ``y`` at strictly increasing times ``t`` (s), from waypoints or from column ``column`` of
