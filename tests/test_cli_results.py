@@ -76,6 +76,8 @@ def test_inspect_summary(monkeypatch, capsys, ball_file, truth):
         "impact": n_hits,
         "stick": 0,
         "slip": 0,
+        "limit_begin": 0,
+        "limit_end": 0,
     }
     total = truth["ke"] + truth["pe"]
     assert s["energy"]["total_start_J"] == total[0] and s["energy"]["total_end_J"] == total[-1]

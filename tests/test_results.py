@@ -289,6 +289,8 @@ def test_layout_is_plain_h5py_readable(tmp_path: Path):
             "impact": 2,
             "stick": 3,
             "slip": 4,
+            "limit_begin": 5,
+            "limit_end": 6,
         }
         assert h5py.check_enum_dtype(f["diagnostics/solver"].dtype) == {
             "none": 0,

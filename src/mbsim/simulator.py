@@ -28,6 +28,7 @@ from mbsim.names import link_ref
 from mbsim.simcore.bilateral import Bilateral, ConstraintError, closures_from_scenario
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
+from mbsim.simcore.joint_rows import JointLimits
 from mbsim.simcore.joints import FREE
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
@@ -69,6 +70,10 @@ class RunSummary:
     max_constraint_error: float = 0.0
     worst_lcp_residual: float = 0.0
     energy_gains: int = 0
+    #: largest |v_k| / URDF velocity limit over the run (not enforced; 0 without limits)
+    max_velocity_ratio: float = 0.0
+    #: the joint (tree/joint name) where that ratio was reached, "" if none
+    max_velocity_joint: str = ""
     saturated_steps: int = 0
     status: str = "complete"
     message: str = ""
@@ -91,6 +96,8 @@ class RunSummary:
             "max_constraint_error": self.max_constraint_error,
             "worst_lcp_residual": self.worst_lcp_residual,
             "impacts_gaining_energy": self.energy_gains,
+            "max_velocity_ratio": self.max_velocity_ratio,
+            "max_velocity_joint": self.max_velocity_joint,
             "effort_saturated_steps": self.saturated_steps,
         }
 
@@ -156,13 +163,18 @@ class Simulator:
             self.bilateral = Bilateral(m, closures_from_scenario(m, sc.closures), q0=self.q)
         except ConstraintError as exc:
             raise MbsimError(f"{sc.source or 'the scenario'}: {exc}") from None
+        self.joint_limits = self._joint_limits()
         self.stepper = OSStepper(
             m,
             self.scene if self.scene.allowed.any() else None,
             options,
             torque=self._torque,
             bilateral=self.bilateral,
+            joint_limits=self.joint_limits,
         )
+        self._limits_active: set = set()  # (v index, side) of the limits engaged last step
+        vlim = m.velocity_limit
+        self._vlim_dofs = np.flatnonzero(np.isfinite(vlim) & (vlim > 0))
         self.t = 0.0
         self.step_index = 0
         self._active: dict = {}  # contact identity -> (index, sliding) at the last step
@@ -227,6 +239,19 @@ class Simulator:
                 vi = self._index(tree, r, name, "v")
                 commands.append(JointCommand.from_control(qi, vi, c))
         return tau, commands
+
+    def _joint_limits(self) -> JointLimits:
+        """Joint limits and friction of the model: ``simulation.joint_limits`` and
+        ``limit_restitution``, then each robot's ``joint_limits`` table (simcore/joint_rows)."""
+        sim = self.scenario.simulation
+        overrides = {}
+        for tree, r in self._robot_trees():
+            for name, o in r.joint_limits.items():
+                overrides[self._index(tree, r, name, "v")] = (o.enabled, o.restitution)
+        return JointLimits.from_model(
+            self.model, limits=sim.joint_limits, restitution=sim.limit_restitution,
+            overrides=overrides,
+        )  # fmt: skip
 
     def _torque(self, t, q, v):
         """The stepper's joint-force callback: (tau_e, g) of the actuators (control/actuation)."""
@@ -325,7 +350,8 @@ class Simulator:
         a = self.actuators
         self.tau, self.tau_limit = a.applied(v0, v), a.flags.copy()
         rows, ended = self.events_of(report)
-        return StepResult(self, report, rows, ended, self.tau, self.tau_limit)
+        limit_rows = self.limit_events_of(report)
+        return StepResult(self, report, rows, ended, self.tau, self.tau_limit, limit_rows)
 
     def energy(self) -> np.ndarray:
         """[kinetic, potential, total] (J) of the current state."""
@@ -360,6 +386,37 @@ class Simulator:
         ended = [(prev, i) for key, (i, _) in self._active.items() if key not in now]
         self._active, self._prev_contacts = now, c
         return rows, ended
+
+    def limit_events_of(self, report) -> list[tuple]:
+        """Joint-limit events of the step just taken: (kind, v index, side, impulse, body,
+        parent body, point, normal) with kind ``limit_begin`` when a limit starts to act
+        (positive impulse this step, not last) and ``limit_end`` when it stops; side +1 =
+        lower, -1 = upper limit; body the body the joint moves, point its joint frame origin
+        and normal side * the joint axis (world frame, m and 1: the direction the stop pushes
+        the joint), at the state after the step."""
+        now = {}
+        for dof, side, p in zip(
+            report.limit_dof.tolist(), report.limit_side.tolist(),
+            report.limit_impulse.tolist(), strict=True,
+        ):  # fmt: skip
+            if p > LIMIT_IMPULSE_MIN:
+                now[(dof, side)] = p
+        was = self._limits_active
+        rows = [("limit_begin", d, s, p) for (d, s), p in now.items() if (d, s) not in was]
+        rows += [("limit_end", d, s, 0.0) for d, s in was if (d, s) not in now]
+        self._limits_active = set(now)
+        if not rows:
+            return []
+        m, d = self.model, self.data
+        forward_kinematics(m, d, self.q)
+        out = []
+        for kind, dof, side, p in rows:
+            body = int(np.searchsorted(m.vi, dof, side="right") - 1)
+            normal = side * (d.R_world[body] @ m.axis[body])
+            out.append(
+                (kind, dof, side, p, body, int(m.parent[body]), d.p_world[body].copy(), normal)
+            )
+        return out
 
     def open_writer(self, command: str, force: bool = False, records=None):
         """A ResultsWriter for this run at ``output.path``: model, scenario text, input file
@@ -421,12 +478,20 @@ class Simulator:
                 summary.status, summary.message = "failed", str(exc)
                 return summary
             try:
+                self._write_summary(writer, summary)
                 if before_finish is not None:
                     before_finish(writer, summary)
                 writer.finish(summary.status, summary.message)
             except ResultsError as exc:  # a full disk at the end, or the file taken away
                 summary.status, summary.message = "failed", str(exc)
         return summary
+
+    @staticmethod
+    def _write_summary(writer, summary) -> None:
+        """The run's velocity-limit ratio in ``/summary`` (attributes; docs/hdf5-format.md)."""
+        g = writer.group("summary")
+        g.attrs["max_velocity_ratio"] = summary.max_velocity_ratio
+        g.attrs["max_velocity_joint"] = summary.max_velocity_joint
 
     def attach_lcp_dumps(self, writer) -> None:
         """Send the LCPs ``output.dump_lcp`` asks for to ``/lcp_dumps`` in the results file
@@ -533,6 +598,7 @@ class Simulator:
             summary.energy_gains += sum(
                 1 for i in report.impacts if i.energy_after > i.energy_before
             )
+            self._velocity_ratio(summary)
             self._record(writer, report, summary, every)
             if self.step_index % ENERGY_CHECK_EVERY == 0:
                 self._check_energy(e0)
@@ -541,6 +607,21 @@ class Simulator:
                 if now - last_progress > 0.05:
                     progress(self.step_index, n_steps, self.t, report.n_contacts)
                     last_progress = now
+
+    def _velocity_ratio(self, summary) -> None:
+        """Track the largest |v_k| / velocity limit (URDF ``<limit velocity>``): velocity
+        limits are reported, not enforced (as in MuJoCo, PyBullet and Drake)."""
+        k = self._vlim_dofs
+        if not len(k):
+            return
+        ratio = np.abs(self.v[k]) / self.model.velocity_limit[k]
+        j = int(np.argmax(ratio))
+        if ratio[j] > summary.max_velocity_ratio:
+            summary.max_velocity_ratio = float(ratio[j])
+            dof = int(k[j])
+            body = int(np.searchsorted(self.model.vi, dof, side="right") - 1)
+            tree = self.model.tree_names[self.model.tree_of[body]]
+            summary.max_velocity_joint = f"{tree}/{self.model.v_names[dof]}"
 
     def _check_energy(self, e0: float) -> None:
         """Divergence by energy: total energy above E0 + ENERGY_BLOWUP (|E0| + 1 J) stops the
@@ -558,12 +639,14 @@ class Simulator:
         report = None if result is None else result.report
         if report is not None:
             rows, ended = result._rows, result._ended
+            limit_rows = result._limit_rows
             summary.saturated_steps += bool(result.tau_limit.any())
-            for row in rows:
+            for row in rows + limit_rows:
                 summary.events[row[0]] = summary.events.get(row[0], 0) + 1
             summary.events["contact_end"] = summary.events.get("contact_end", 0) + len(ended)
             if writer is not None:
                 self._write_events(writer, report, rows, ended)
+                self._write_limit_events(writer, limit_rows)
         if writer is None or k % every:
             return
         e = self.energy()
@@ -599,6 +682,17 @@ class Simulator:
             solver=report.solver or "none",
         )
 
+    def _write_limit_events(self, writer, rows) -> None:
+        """limit_begin / limit_end rows (:meth:`limit_events_of`): normal_impulse the limit
+        impulse of the step (N m s or N s; 0 at limit_end), no tangent impulse, velocities
+        NaN."""
+        for kind, _dof, _side, p, body, parent, point, normal in rows:
+            writer.append_events(
+                time=self.t, step=self.step_index, kind=kind, body_a=body, body_b=parent,
+                point=point, normal=normal, normal_impulse=p, tangent_impulse=np.zeros(3),
+                normal_velocity_before=np.nan, normal_velocity_after=np.nan,
+            )  # fmt: skip
+
     def _write_events(self, writer, report, rows, ended):
         c = report.contacts
         k = self.step_index
@@ -622,6 +716,11 @@ class Simulator:
                 normal=old.normal[i], normal_impulse=0.0, tangent_impulse=np.zeros(3),
                 normal_velocity_before=np.nan, normal_velocity_after=np.nan,
             )  # fmt: skip
+
+
+#: A limit row's impulse (N m s or N s) above which the limit acts (limit_begin/limit_end):
+#: Lemke's non-basic unknowns are exact zeros, PGS's a few ulps of the impulse scale.
+LIMIT_IMPULSE_MIN = 1e-12
 
 
 def _qualname(f) -> str:

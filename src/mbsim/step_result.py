@@ -29,8 +29,9 @@ class ContactPoint:
 
 @dataclass(frozen=True)
 class Event:
-    """An event of a step: ``kind`` (contact_begin, contact_end, impact, stick, slip) between
-    ``body_a`` and ``body_b`` (``tree/link``) at ``point`` (m, world)."""
+    """An event of a step: ``kind`` (contact_begin, contact_end, impact, stick, slip,
+    limit_begin, limit_end) between ``body_a`` and ``body_b`` (``tree/link``; for a joint
+    limit the body the joint moves and its parent) at ``point`` (m, world)."""
 
     kind: str
     body_a: str
@@ -45,9 +46,11 @@ class StepResult:
     every other field of the stepper's report (``n_contacts``, ``lcp_residual``, the raw
     ``contacts`` arrays of the collision module, ...)."""
 
-    def __init__(self, sim, report, rows, ended, tau, tau_limit) -> None:
+    def __init__(self, sim, report, rows, ended, tau, tau_limit, limit_rows=()) -> None:
         self.report, self.tau, self.tau_limit = report, tau, tau_limit
         self._sim, self._rows, self._ended = sim, rows, ended
+        #: joint-limit events (Simulator.limit_events_of rows)
+        self._limit_rows = list(limit_rows)
 
     def __getattr__(self, name):
         return getattr(self.__dict__["report"], name)
@@ -89,4 +92,6 @@ class StepResult:
                   0.5 * (old.point_a[i] + old.point_b[i]))
             for old, i in self._ended
         ]  # fmt: skip
+        # joint limits: body_a the body the joint moves, body_b its parent, at the joint
+        out += [Event(row[0], body(row[4]), body(row[5]), row[6]) for row in self._limit_rows]
         return out

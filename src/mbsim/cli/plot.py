@@ -26,6 +26,8 @@ _KIND_COLORS = {
     "impact": "tab:red",
     "stick": "tab:blue",
     "slip": "tab:orange",
+    "limit_begin": "tab:purple",
+    "limit_end": "tab:pink",
 }
 MAX_PIXELS = 20000
 

@@ -194,6 +194,12 @@ def _print_summary(summary, sc, as_json):
         f"{summary.worst_lcp_residual:.3g}; impacts that gained energy: {summary.energy_gains}",
         f"results: {sc.output.path}",
     ]
+    if summary.max_velocity_ratio > 0.0:
+        lines.insert(
+            3,
+            f"largest |v| / velocity limit: {summary.max_velocity_ratio:.3g} "
+            f"({summary.max_velocity_joint}; velocity limits are reported, not enforced)",
+        )
     if summary.saturated_steps:
         lines.insert(
             3,

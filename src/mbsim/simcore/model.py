@@ -117,6 +117,8 @@ class Model:
     link_frames: dict
     mimics: tuple[Mimic, ...]
     lint: tuple[str, ...] = field(default_factory=tuple)
+    #: Coulomb joint friction (URDF ``<dynamics friction>``, N m or N) per v index, 0 = none
+    friction: np.ndarray | None = None
 
     def neutral_q(self) -> np.ndarray:
         """The zero configuration (identity quaternion on free joints)."""
@@ -378,6 +380,7 @@ def _flatten(b: _Builder, gravity: np.ndarray) -> Model:
     upper = np.full(nv, np.inf)
     effort = np.full(nv, np.inf)
     vlim = np.full(nv, np.inf)
+    friction = np.zeros(nv)
     for i, bd in enumerate(b.bodies):
         R, p = bd["origin"][:3, :3], bd["origin"][:3, 3]
         tree_E[i] = R.T
@@ -407,6 +410,7 @@ def _flatten(b: _Builder, gravity: np.ndarray) -> Model:
                 upper[k] = np.inf if np.isnan(js.upper) else js.upper
             effort[k] = np.inf if np.isnan(js.effort) else js.effort
             vlim[k] = np.inf if np.isnan(js.velocity) else js.velocity
+            friction[k] = 0.0 if np.isnan(js.friction) else js.friction
         m, c, Ic = bd["mass"]
         mass[i] = m
         com[i] = c
@@ -458,6 +462,7 @@ def _flatten(b: _Builder, gravity: np.ndarray) -> Model:
         link_frames=b.link_frames,
         mimics=tuple(mimics),
         lint=tuple(b.lint),
+        friction=friction,
     )
 
 

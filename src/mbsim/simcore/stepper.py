@@ -68,6 +68,7 @@ from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.formulations import ContactProblem, Solution, make
 from mbsim.simcore.formulations.base import normal_velocity
 from mbsim.simcore.forward import make_dynamics
+from mbsim.simcore.joint_rows import q_of_v
 from mbsim.simcore.kinematics import (
     body_velocities_kernel,
     integrate,
@@ -174,6 +175,13 @@ class StepReport:
     constraint_error: float = 0.0
     #: bilateral rows dropped as redundant this step (bilateral.independent_rows)
     redundant_rows: int = 0
+    #: joint-limit rows of the step (simcore/joint_rows.py): v index, side (+1 lower, -1
+    #: upper) and total impulse over the step (N m s or N s, impacts included)
+    limit_dof: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    limit_side: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    limit_impulse: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: a joint reached a limit fast enough for an impact phase this step
+    limit_impact: bool = False
 
 
 @dataclass
@@ -201,7 +209,9 @@ def _no_contacts():
     )  # fmt: skip
 
 
-def impact_phase(form, problem, v, eps, energy_consistent, kinetic, respond, accept):
+def impact_phase(
+    form, problem, v, eps, energy_consistent, kinetic, respond, accept, joint_respond=None,
+):  # fmt: skip
     """The collision of one step (000 Sec. 7, Eqs. 54-58), from the pre-step velocity v.
 
     Compression (Eq. 54): the LCP of ``form`` with dt = 0 and no gap allowance gives v_c and
@@ -213,18 +223,30 @@ def impact_phase(form, problem, v, eps, energy_consistent, kinetic, respond, acc
     kinetic energy ``kinetic(v)`` does not exceed its value before the collision (Kane's
     paradox guard). ``accept(solution, what)`` checks (and dumps) every LCP solved.
 
+    Joint limits (simcore/joint_rows.py) take part in both phases as rows of the same LCPs;
+    a limit with restitution eps_l recovers theta_l = eps_l lambda_c of its compression
+    impulse, applied by ``joint_respond(theta)`` = M^-1 G_j^T theta (None: no joint rows).
+
     Returns (v after the collision, total impulse on A (nu, 3) N s, kinetic energy before, J).
+    The total joint-row impulses are left in ``problem.joint_impulse_total``.
     """
     ke_before = kinetic(v)
     sol = form.solve(problem, v, 0.0, False)
     accept(sol, "compression")
     v_c, impulse = sol.v, sol.F
-    if np.any(eps > 0):
+    p_joint = problem.joint_impulses(sol.result.z)
+    eps_j = np.zeros(len(p_joint))
+    if problem.joint is not None:
+        eps_j[: problem.joint.n_limits] = problem.joint.limit_eps
+    if np.any(eps > 0) or np.any(eps_j > 0):
         normal = problem.contacts.normal
         theta = (eps * np.einsum("ij,ij->i", sol.F, normal))[:, None] * normal
+        theta_j = eps_j * p_joint
         scale = 1.0
         for _ in range(30 if energy_consistent else 1):
             v_t = v_c + respond(scale * theta)
+            if joint_respond is not None and np.any(theta_j):
+                v_t = v_t + joint_respond(scale * theta_j)
             sol_d = form.solve(problem, v_t, 0.0, False)
             accept(sol_d, "decompression")
             if not energy_consistent or kinetic(sol_d.v) <= ke_before:
@@ -232,6 +254,8 @@ def impact_phase(form, problem, v, eps, energy_consistent, kinetic, respond, acc
             scale *= 0.5
         v_c = sol_d.v
         impulse = impulse + (sol_d.F + scale * theta)
+        p_joint = p_joint + problem.joint_impulses(sol_d.result.z) + scale * theta_j
+    problem.joint_impulse_total = p_joint
     return v_c, impulse, ke_before
 
 
@@ -242,8 +266,13 @@ class OSStepper:
     swaps in a validated copy. ``rk4`` is the integrator decision, made there once.
     """
 
-    def __init__(self, model, collision, options: StepOptions, torque=None, bilateral=None):
+    def __init__(
+        self, model, collision, options: StepOptions, torque=None, bilateral=None,
+        joint_limits=None,
+    ):  # fmt: skip
         self.model = model
+        #: joint limits and joint friction (simcore/joint_rows.JointLimits), or None
+        self.joint_limits = joint_limits if joint_limits else None
         self.data = Data(model)
         self.collision = collision
         self.torque = torque
@@ -433,17 +462,25 @@ class OSStepper:
         nu = 0 if c is None else len(c.gap)
         v_new = v + dt * qdd
         v_start = v
-        constrained = bool(nu or self.formulation.always_solves or self.bilateral is not None)
+        joint = None
+        if self.joint_limits is not None:
+            joint = self.joint_limits.rows(
+                q_of_v(self.model, q), v, v_new, dt, o.stabilization, o.max_recovery_speed
+            )
+        constrained = bool(
+            nu or self.formulation.always_solves or self.bilateral is not None or joint
+        )
         if constrained:
             if c is None:
                 c = _no_contacts()
             with lcp_limits(seconds=o.lcp_max_seconds):
-                report = self._contact_step(q, v, tau, c, t, qdd)
+                report = self._contact_step(q, v, tau, c, t, qdd, joint)
             v_new = report.v_new
             v_start = report.v_start
         q_new, v_new = self._integrate(
-            q, v_start, v_new, tau, t, qdd, constrained, bool(report.impacts)
-        )
+            q, v_start, v_new, tau, t, qdd, constrained,
+            bool(report.impacts) or report.limit_impact,
+        )  # fmt: skip
         self.step_index += 1
         if not (np.all(np.isfinite(q_new)) and np.all(np.isfinite(v_new))):
             raise SimulationError(
@@ -462,7 +499,7 @@ class OSStepper:
         report.step_seconds = _time.perf_counter() - t0
         return q_new, v_new, report
 
-    def _contact_step(self, q, v, tau, c, t, qdd) -> StepReport:
+    def _contact_step(self, q, v, tau, c, t, qdd, joint=None) -> StepReport:
         m, d, o = self.model, self.data, self.opt
         dt = o.dt
         nu = len(c.gap)
@@ -484,6 +521,7 @@ class OSStepper:
             problem = ContactProblem.build(
                 m, d, q, c, tau, o.nf, mu, gap_velocity, o.solver, o.lcp_tol_rel,
                 node_transforms, bilateral=self.bilateral, dt=dt, dynamics=self.dynamics,
+                joint=joint,
             )  # fmt: skip
         except ConstraintError as exc:  # e.g. a distance closure's points came together
             raise SimulationError(f"at step {self.step_index}, t = {t:.6g} s: {exc}") from None
@@ -494,6 +532,7 @@ class OSStepper:
         report.redundant_rows = problem.n_redundant
         report.max_penetration = float(max(0.0, -np.min(c.gap, initial=0.0)))
         impulse_total = np.zeros((nu, 3))
+        joint_total = np.zeros(problem.n_joint_rows)
 
         # --- impacts (Sec. 7): compression (Eq. 54) then decompression (Eqs. 56-57)
         if nu:
@@ -502,14 +541,25 @@ class OSStepper:
             impacting = (vn_minus < -o.impact_velocity) & (c.gap + vn_minus * dt <= 0.0)
         else:
             impacting = np.zeros(0, dtype=bool)
-        if np.any(impacting):
+        limit_impacting = False
+        if problem.joint is not None and problem.joint.n_limits:
+            jr = problem.joint
+            sv = jr.limit_side * v[jr.limit_dof]  # the same rule on the joint gap
+            limit_impacting = bool(
+                np.any((sv < -o.impact_velocity) & (jr.limit_gap + sv * dt <= 0.0))
+            )
+        if np.any(impacting) or limit_impacting:
+            Gj = problem.Gj
             v_c, impulse, ke_before = impact_phase(
                 form, problem, v, eps, o.energy_consistent_impacts,
                 kinetic=lambda vk: self._kinetic(q, vk),
                 respond=lambda F: self._respond(problem, F),
                 accept=lambda sol, what: self._accept(sol, what, t),
+                joint_respond=lambda th: self.dynamics.solve_joint(d, Gj) @ th,
             )  # fmt: skip
             impulse_total += impulse
+            joint_total += problem.joint_impulse_total
+            report.limit_impact = limit_impacting
             ke_after = self._kinetic(q, v_c)
             vn_after = normal_velocity(problem, v_c)
             for i in np.flatnonzero(impacting):
@@ -533,16 +583,23 @@ class OSStepper:
             problem.gap_velocity = 2.0 * gap_velocity + normal_velocity(problem, v)
         # --- the contact LCP of the step (Eq. 53 or the chosen formulation's); qdd is the
         # free acceleration at (q, v), still valid when no impact changed v
-        sol = form.solve(problem, v, dt, True, accel=None if report.impacts else qdd)
+        impacted = bool(report.impacts) or report.limit_impact
+        sol = form.solve(problem, v, dt, True, accel=None if impacted else qdd)
         self._accept(sol, "contact", t)
         res = sol.result
         report.v_new = sol.v
         report.v_start = v
         impulse_total += sol.F
+        joint_total += problem.joint_impulses(res.z)
+        if problem.joint is not None:
+            jr = problem.joint
+            report.limit_dof = jr.limit_dof
+            report.limit_side = jr.limit_side
+            report.limit_impulse = joint_total[: jr.n_limits]
         fn = np.einsum("ij,ij->i", impulse_total, c.normal)
         report.normal_impulse = fn
         report.tangent_impulse = impulse_total - fn[:, None] * c.normal
-        sigma = res.z[nu * problem.k :]
+        sigma = res.z[problem.n_joint_unknowns + nu * problem.k :]
         report.sliding = sigma > 1e-9 * max(1.0, float(np.max(np.abs(sigma), initial=0.0)))
         report.lcp_size = res.size
         report.lcp_pivots = res.pivots

@@ -18,7 +18,9 @@ from mbsim.errors import MbsimError
 FORMAT = "mbsim-results"
 SCHEMA_VERSION = 1
 #: Event kinds, in HDF5 enum code order (0, 1, ...).
-EVENT_KINDS = ("contact_begin", "contact_end", "impact", "stick", "slip")
+EVENT_KINDS = (
+    "contact_begin", "contact_end", "impact", "stick", "slip", "limit_begin", "limit_end",
+)  # fmt: skip
 #: Which LCP solver solved a step (``/diagnostics/solver`` enum codes): ``none`` = no LCP that
 #: step (no contacts or closures), ``lemke_reg`` = Lemke on the regularised matrix, ``failed``
 #: = the whole fallback chain failed.

@@ -269,7 +269,7 @@ class ResultsWriter:
         f = self._file
         f["trajectory"].attrs["description"] = "recorded states, one row per recorded step"
         f["events"].attrs["description"] = (
-            "contact events, one row per event (contact_begin, contact_end, impact, stick, slip)"
+            "contact and joint-limit events, one row per event (kinds: /events/kind codes)"
         )
         if self.contacts is not None:
             f["contacts"].attrs["description"] = "every active contact at every recorded step"

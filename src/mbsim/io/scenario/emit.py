@@ -52,6 +52,8 @@ def scenario_dict(s: Scenario) -> dict:
             "integrator": sim.integrator,
             "dynamics": sim.dynamics,
             "delassus": sim.delassus,
+            "joint_limits": sim.joint_limits,
+            "limit_restitution": sim.limit_restitution,
             "lcp_max_seconds": sim.lcp_max_seconds,
         },
         "robot": {
@@ -64,6 +66,11 @@ def scenario_dict(s: Scenario) -> dict:
                 "torque": dict(r.torque),
                 "pd": {j: {"target": g.target, "kp": g.kp, "kd": g.kd} for j, g in r.pd.items()},
                 "srdf": str(r.srdf) if r.srdf is not None else "",
+                "joint_limits": {
+                    j: {"enabled": o.enabled}
+                    | ({} if o.restitution is None else {"restitution": o.restitution})
+                    for j, o in r.joint_limits.items()
+                },
                 "control": {j: _control(c) for j, c in r.control.items()},
             }
             for r in s.robots

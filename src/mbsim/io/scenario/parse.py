@@ -21,6 +21,7 @@ from mbsim.io.scenario.types import (
     _CONTACT_DEFAULTS,
     _CONTROL_KEYS,
     _ENV_KEYS,
+    _LIMIT_KEYS,
     _NAME_RE,
     _OUTPUT_DEFAULTS,
     _PAIR_KEYS,
@@ -38,6 +39,7 @@ from mbsim.io.scenario.types import (
     Contact,
     Environment,
     JointControl,
+    JointLimitOverride,
     Output,
     PairOverride,
     PdGain,
@@ -380,6 +382,10 @@ def _simulation(ctx: _Ctx, value: object) -> Simulation:
         integrator=_choice(ctx, (*path, "integrator"), t["integrator"], INTEGRATORS),
         dynamics=_choice(ctx, (*path, "dynamics"), t["dynamics"], DYNAMICS),
         delassus=_choice(ctx, (*path, "delassus"), t["delassus"], DELASSUS),
+        joint_limits=_bool(ctx, (*path, "joint_limits"), t["joint_limits"]),
+        limit_restitution=_float(
+            ctx, (*path, "limit_restitution"), t["limit_restitution"], ge=0.0, le=1.0
+        ),
         lcp_max_seconds=_float(ctx, (*path, "lcp_max_seconds"), t["lcp_max_seconds"], ge=0.0),
     )
 
@@ -415,6 +421,7 @@ def _robot(ctx: _Ctx, name: str, value: object) -> Robot:
             )
     srdf = _str(ctx, (*path, "srdf"), t.get("srdf", ""), nonempty=False)
     return Robot(
+        joint_limits=_joint_limits(ctx, (*path, "joint_limits"), t.get("joint_limits", {})),
         name=name,
         urdf=_file(ctx, (*path, "urdf"), t["urdf"], "URDF"),
         base=_choice(ctx, (*path, "base"), t.get("base", "fixed"), BASES),
@@ -426,6 +433,27 @@ def _robot(ctx: _Ctx, name: str, value: object) -> Robot:
         srdf=_file(ctx, (*path, "srdf"), srdf, "SRDF") if srdf else None,
         control=control,
     )
+
+
+def _joint_limits(ctx: _Ctx, path: tuple, value: object) -> dict[str, JointLimitOverride]:
+    """``[robot.NAME.joint_limits]``: joint = true | false | { enabled, restitution }."""
+    t = _table(ctx, path, value, "a table of joint limit settings by joint name")
+    out = {}
+    for joint, item in t.items():
+        jpath = (*path, joint)
+        if isinstance(item, bool):
+            out[joint] = JointLimitOverride(enabled=item)
+            continue
+        g = _table(ctx, jpath, item, "true, false or a table { enabled = .., restitution = .. }")
+        _check_keys(ctx, jpath, g, _LIMIT_KEYS)
+        eps = g.get("restitution")
+        out[joint] = JointLimitOverride(
+            enabled=_bool(ctx, (*jpath, "enabled"), g.get("enabled", True)),
+            restitution=None
+            if eps is None
+            else _float(ctx, (*jpath, "restitution"), eps, ge=0.0, le=1.0),
+        )
+    return out
 
 
 def _joint_control(ctx: _Ctx, path: tuple, value: object) -> JointControl:

@@ -21,6 +21,7 @@ __all__ = [
     "JointControl",
     "Output",
     "PairOverride",
+    "JointLimitOverride",
     "PdGain",
     "Pose",
     "Robot",
@@ -48,6 +49,8 @@ _SIM_DEFAULTS: dict[str, Any] = {
     "integrator": "euler",
     "dynamics": "aba",
     "delassus": "upsilon",
+    "joint_limits": True,
+    "limit_restitution": 0.0,
     "lcp_max_seconds": 60.0,  # StepOptions.lcp_max_seconds; 0 = no limit
 }
 _CONTACT_DEFAULTS: dict[str, Any] = {
@@ -71,7 +74,10 @@ _OUTPUT_DEFAULTS: dict[str, Any] = {
     "body_poses": True,
     "dump_lcp": "none",
 }
-_ROBOT_KEYS = ("urdf", "base", "base_pose", "q0", "v0", "torque", "pd", "control", "srdf")
+_ROBOT_KEYS = (
+    "urdf", "base", "base_pose", "q0", "v0", "torque", "pd", "control", "srdf", "joint_limits",
+)  # fmt: skip
+_LIMIT_KEYS = ("enabled", "restitution")
 _ENV_KEYS = ("urdf", "base_pose")
 _POSE_KEYS = ("xyz", "rpy")
 _PD_KEYS = ("target", "kp", "kd")
@@ -116,6 +122,16 @@ class PdGain:
     target: float
     kp: float
     kd: float
+
+
+@dataclass(frozen=True)
+class JointLimitOverride:
+    """One joint's limit settings (``[robot.NAME.joint_limits]``): ``enabled`` enforces its
+    URDF position limits (or not) whatever ``simulation.joint_limits`` says; ``restitution``
+    (in [0, 1]) replaces ``simulation.limit_restitution`` at its stops, None keeps it."""
+
+    enabled: bool = True
+    restitution: float | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +197,7 @@ class Robot:
     torque: dict[str, float] = field(default_factory=dict)
     pd: dict[str, PdGain] = field(default_factory=dict)
     srdf: Path | None = None
+    joint_limits: dict[str, JointLimitOverride] = field(default_factory=dict)
     control: dict[str, JointControl] = field(default_factory=dict)
 
 
@@ -217,6 +234,10 @@ class Simulation:
     integrator: str = "euler"
     dynamics: str = "aba"
     delassus: str = "upsilon"
+    #: enforce the URDF position limits of revolute and prismatic joints (simcore/joint_rows)
+    joint_limits: bool = True
+    #: restitution at the limit stops, in [0, 1] (per joint: Robot.joint_limits)
+    limit_restitution: float = 0.0
     lcp_max_seconds: float = 60.0
 
     @property

@@ -8,7 +8,8 @@ See :class:`Formulation` for the contract and its extension point for new row ty
 The LCP sizes of Table 1 (n bodies, N DoFs, n_bilateral loop-closure rows, nu contacts, nf
 friction directions): NMC 6n + (6n - N + n_bilateral) + nu (nf + 2); MC N + n_bilateral +
 nu (nf + 2); RMC nu (nf + 2); OS n_bilateral + nu (nf + 2); NMC/OS (6n - N + n_bilateral) +
-nu (nf + 2).
+nu (nf + 2). Joint limits and joint friction (simcore/joint_rows.py) add n_limits + 3
+n_friction complementary unknowns to every one of them.
 """
 
 from __future__ import annotations
@@ -23,10 +24,13 @@ from mbsim.simcore.kinematics import body_velocities_kernel, point_velocities
 
 
 def lcp_dimension(
-    formulation: str, n: int, N: int, n_bilateral: int, nu: int, nf: int
+    formulation: str, n: int, N: int, n_bilateral: int, nu: int, nf: int,
+    n_limits: int = 0, n_friction: int = 0,
 ) -> int:  # fmt: skip
-    """LCP size of ``formulation`` by the formulas of 000 Table 1 (see module docstring)."""
-    contacts = nu * (nf + 2)
+    """LCP size of ``formulation`` by the formulas of 000 Table 1 (see module docstring),
+    plus the joint block of every formulation: one unknown per active joint limit and three
+    (beta+, beta-, sigma) per joint with Coulomb friction (simcore/joint_rows.py)."""
+    contacts = nu * (nf + 2) + n_limits + 3 * n_friction
     hinges = 6 * n - N
     sizes = {
         "nmc": 6 * n + hinges + n_bilateral + contacts,
@@ -72,19 +76,21 @@ class Formulation(Protocol):
 
     Rows. Every formulation sees the same rows, in this order: equality rows (bilateral:
     ``problem.Qb`` on the stacked world-aligned node velocities plus ``problem.Gm`` on v,
-    target ``problem.bilateral_target``), then the contact rows (``problem.Q_u`` on the node
-    velocities, friction matrices D, complementarity block). Two shared assemblers write the
-    LCPs (formulations/assembly.py): :func:`~mbsim.simcore.formulations.assembly.
-    delassus_lcp` for the row-space formulations (OS, RMC, NMC/OS: a Delassus matrix K of the
-    rows and their free velocities) and :func:`~mbsim.simcore.formulations.assembly.
-    velocity_lcp` for the velocity-space ones (MC, NMC: a mass matrix and the row map G).
+    target ``problem.bilateral_target``), then the joint rows (``problem.Gj`` on v: joint
+    limits and joint friction, simcore/joint_rows.py), then the contact rows
+    (``problem.Q_u`` on the node velocities, friction matrices D, complementarity block).
+    Two shared assemblers write the LCPs (formulations/assembly.py):
+    :func:`~mbsim.simcore.formulations.assembly.delassus_lcp` for the row-space formulations
+    (OS, RMC, NMC/OS: a Delassus matrix K of the rows and their free velocities) and
+    :func:`~mbsim.simcore.formulations.assembly.velocity_lcp` for the velocity-space ones
+    (MC, NMC: a mass matrix and the row map G).
 
-    Extension point for joint-space rows (joint position limits, box-constrained joint
-    friction). A row acting on v only, G_j v (G_j (n_j, nv)), enters every formulation the
-    way mimic rows (``problem.Gm``) do today:
+    Joint-space rows (joint position limits and box-constrained joint friction, the path a
+    further joint-space row type takes too). A row acting on v only, G_j v (G_j (n_j, nv)),
+    enters every formulation the way mimic rows (``problem.Gm``) do:
 
-    1. ContactProblem.build attaches G_j and its targets, as ``_attach_bilateral`` attaches
-       Q_b, G_m and U-bar.
+    1. ContactProblem.build attaches the step's JointRows (``joint=``), as
+       ``_attach_bilateral`` attaches Q_b, G_m and U-bar.
     2. OS (``OS.prepare``): the rows are [Q_b; 0; Q_u] on the nodes and [G_m; G_j; 0] on v;
        :func:`~mbsim.simcore.formulations.minimal.joint_row_delassus` adds their terms to K
        through W = M^-1 G^T (``problem.dynamics.solve_joint``, O(N) per row with ABA) and
@@ -98,7 +104,8 @@ class Formulation(Protocol):
        G_j v+ >= target with impulse >= 0) or a box-constrained pair (friction,
        |p| <= f_max) adds complementary unknowns placed between the equality block and the
        contact block, in the two assemblers of formulations/assembly.py, the one place that
-       orders the blocks.
+       orders the blocks (through ``complementary_map``, ``complementary_block`` and
+       ``complementary_shift``).
     """
 
     name: str
@@ -175,16 +182,21 @@ class ContactProblem:
     _Q_u: np.ndarray | None = None
     #: the forward-dynamics path (simcore/forward.py)
     dynamics: object = None
+    #: joint-space rows (limits, joint friction; simcore/joint_rows.py), None for none
+    joint: object = None
+    #: the joint rows' total impulses of an impact (stepper.impact_phase), N m s or N s
+    joint_impulse_total: np.ndarray | None = None
 
     @classmethod
     def build(
         cls, model, data, q, contacts, tau, nf, mu, gap_velocity, solver, tol_rel, X_fn,
-        bilateral=None, dt=0.0, dynamics=None,
+        bilateral=None, dt=0.0, dynamics=None, joint=None,
     ):  # fmt: skip
         """The problem of one step. ``bilateral``: a :class:`~mbsim.simcore.bilateral.
         Bilateral` (loop closures, mimic joints) or None; its nodes follow the contact nodes,
         its rows are reduced to an independent subset (bilateral.independent_rows) and their
-        stabilised targets use the step ``dt``."""
+        stabilised targets use the step ``dt``. ``joint``: the step's
+        :class:`~mbsim.simcore.joint_rows.JointRows` (limits, joint friction) or None."""
         c = contacts
         moving_a = c.body_a >= 0
         moving_b = c.body_b >= 0
@@ -214,6 +226,7 @@ class ContactProblem:
         )  # fmt: skip
         if extra:
             problem._attach_bilateral(bilateral, extra["rows"], extra["offset"], dt)
+        problem.joint = joint if joint else None
         return problem
 
     def _attach_bilateral(self, bilateral, rows, offset, dt) -> None:
@@ -276,10 +289,65 @@ class ContactProblem:
     def k(self) -> int:
         return self.D.shape[2]
 
+    @property
+    def n_joint_rows(self) -> int:
+        """Joint-space velocity rows (limits, friction pairs; simcore/joint_rows.py)."""
+        return 0 if self.joint is None else self.joint.n_rows
+
+    @property
+    def n_joint_unknowns(self) -> int:
+        """Complementary unknowns of the joint block, in front of the contact unknowns."""
+        return 0 if self.joint is None else self.joint.n_unknowns
+
+    @property
+    def Gj(self) -> np.ndarray:
+        """The joint rows G_j (n_joint_rows, nv)."""
+        return np.zeros((0, self.model.nv)) if self.joint is None else self.joint.G
+
     def impulses(self, z: np.ndarray) -> np.ndarray:
-        """Linear contact impulses F = D beta (nu, 3) from the LCP's contact unknowns."""
-        beta = z[: self.nu * self.k].reshape(self.nu, self.k)
+        """Linear contact impulses F = D beta (nu, 3) from the LCP's complementary unknowns
+        (the joint block first, then [beta; sigma])."""
+        j0 = self.n_joint_unknowns
+        beta = z[j0 : j0 + self.nu * self.k].reshape(self.nu, self.k)
         return np.einsum("ijk,ik->ij", self.D, beta)
+
+    def joint_impulses(self, z: np.ndarray) -> np.ndarray:
+        """The joint rows' impulses p_j (n_joint_rows,) from the complementary unknowns."""
+        return z[: self.n_joint_rows].copy()
+
+    def complementary_map(self) -> np.ndarray:
+        """T ((n_joint_rows + 3 nu), complementary unknowns): the impulses of the rows
+        [joint; contact] from the unknowns [joint block; beta; sigma] (block-diagonal: the
+        joint block's row_map, then D per contact)."""
+        nj, nju = self.n_joint_rows, self.n_joint_unknowns
+        nz = self.nu * (self.k + 1)
+        T = np.zeros((nj + 3 * self.nu, nju + nz))
+        if nj:
+            T[:nj, :nju] = self.joint.row_map()
+        T[nj:, nju : nju + self.nu * self.k] = self.Dblock()
+        return T
+
+    def complementary_block(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """(E, e): the complementarity part of all complementary unknowns (joint block, then
+        the contacts' [[0, E-hat], [E-bar, 0]]) and its constant (the friction bounds F dt)."""
+        nju = self.n_joint_unknowns
+        nz = self.nu * (self.k + 1)
+        E = np.zeros((nju + nz, nju + nz))
+        e = np.zeros(nju + nz)
+        if nju:
+            E[:nju, :nju], e[:nju] = self.joint.block(dt)
+        E[nju:, nju:] = self.complementarity_block()
+        return E, e
+
+    def complementary_shift(self, gap: bool) -> np.ndarray:
+        """The allowance on the rows [joint; contact] (joint limits' g_v, the contacts' gap
+        velocity along the normal) when ``gap``, zero otherwise; (n_joint_rows + 3 nu,)."""
+        out = np.zeros(self.n_joint_rows + 3 * self.nu)
+        if self.joint is not None:
+            out[: self.n_joint_rows] = self.joint.row_shift(gap)
+        if gap:
+            out[self.n_joint_rows :] = (self.gap_velocity[:, None] * self.contacts.normal).ravel()
+        return out
 
     def node_impulses(self, F: np.ndarray) -> np.ndarray:
         """Node impulses Q_u^T F as (n_nodes, 6) [moment; force] for contact impulses F on A

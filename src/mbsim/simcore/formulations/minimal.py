@@ -17,6 +17,10 @@ bilateral block Q_b Lambda Q_b^T (plus the joint-space terms of mimic rows, belo
 them as equality rows beside the velocities (Eq. 36); RMC eliminates them with the projected
 inverse mass Y of Eq. 39 and keeps its size nu (nf + 2).
 
+Joint limits and joint friction (simcore/joint_rows.py) are complementary rows G_j v between
+the bilateral and the contact rows: OS through joint_row_delassus, RMC stacked over G_u, MC
+beside the contact rows of Eq. 36.
+
 The three classes share no base: OS and RMC assemble through formulations.assembly.
 delassus_lcp, MC through velocity_lcp; RMC and MC share the dense rows of :func:`dense_rows`.
 """
@@ -47,8 +51,8 @@ def joint_row_delassus(problem, K: np.ndarray, R: np.ndarray, G: np.ndarray) -> 
     in place, K += C + C^T + G W with W = M^-1 G^T and C = R V_nodes(W) (the node velocities
     the joint-space impulses cause); return W (nv, nrows), whose columns are zero for rows
     without a joint-space part. O(N) per joint-space row on the ABA path
-    (dynamics.solve_joint). This is the OS path of every joint-space row: mimic rows today,
-    joint limits and joint friction next (formulations.base.Formulation)."""
+    (dynamics.solve_joint). This is the OS path of every joint-space row: mimic rows, joint
+    limits and joint friction (formulations.base.Formulation)."""
     d = problem.data
     W = problem.dynamics.solve_joint(d, G)
     for j in np.flatnonzero(np.any(G != 0.0, axis=1)):
@@ -95,22 +99,28 @@ class OS:
     def prepare(self, problem) -> None:
         """K, the Delassus matrix of the rows: W = Q_u Lambda Q_u^T for contacts alone; with
         bilateral rows R = [Q_b; Q_u] on the node velocities and G = [G_m; 0] on v,
-        K = R Lambda R^T plus the joint-space terms of :func:`joint_row_delassus`."""
+        K = R Lambda R^T plus the joint-space terms of :func:`joint_row_delassus`; joint rows
+        (limits, joint friction) add zero node rows and G_j on v between the two blocks."""
         lam = self._lambda(problem)
-        if not problem.n_bilateral:
+        nbl, nj = problem.n_bilateral, problem.n_joint_rows
+        if not nbl and not nj:
             self._K = relative_compliance(lam, problem.ia, problem.ib)
             return
-        R = np.vstack([problem.Qb, problem.Q_u])
+        nn6 = 6 * len(problem.node_body)
+        Qb = problem.Qb if nbl else np.zeros((0, nn6))
+        R = np.vstack([Qb, np.zeros((nj, nn6)), problem.Q_u])
         K = R @ lam @ R.T
         G = np.zeros((R.shape[0], problem.model.nv))
-        G[: problem.n_bilateral] = problem.Gm
+        if nbl:
+            G[:nbl] = problem.Gm
+        G[nbl : nbl + nj] = problem.Gj
         self._Wm = joint_row_delassus(problem, K, R, G)
         self._R, self._G, self._K = R, G, K
 
     def W(self, problem) -> np.ndarray:
         """The contact block of K: W = Q_u Lambda Q_u^T (3 nu square, Eq. 49)."""
-        nbl = problem.n_bilateral
-        return self._K[nbl:, nbl:]
+        n0 = problem.n_bilateral + problem.n_joint_rows
+        return self._K[n0:, n0:]
 
     def respond(self, problem, F) -> np.ndarray:
         """M^-1 J^T Q_u^T F (the O(N) impulse response on the ABA path)."""
@@ -126,17 +136,17 @@ class OS:
     def solve(self, problem, v, dt, gap, accel=None) -> Solution:
         v_free = free_velocity(problem, v, dt, accel)
         nbl = problem.n_bilateral
-        if not nbl:
+        if not nbl and not problem.n_joint_rows:
             phi = relative_velocity(problem, v_free).ravel()
             M, q = delassus_lcp(problem, self._K, phi, np.zeros(0), gap)
             res = solve_lcp(M, q, solver=problem.solver, tol_rel=problem.tol_rel)
             F = problem.impulses(res.z)
             return Solution(v_free + self.respond(problem, F), F, res, M, q, 0)
         phi = self._row_velocity(problem, v_free)
-        M, q = delassus_lcp(problem, self._K, phi, problem.bilateral_target(gap), gap)
+        M, q = delassus_lcp(problem, self._K, phi, problem.bilateral_target(gap), gap, dt)
         res = solve_mixed_lcp(M, q, nbl, solver=problem.solver, tol_rel=problem.tol_rel)
         F = problem.impulses(res.z)
-        p = np.concatenate([res.x, F.ravel()])
+        p = np.concatenate([res.x, problem.joint_impulses(res.z), F.ravel()])
         f_nodes = (self._R.T @ p).reshape(-1, 6)
         dv = problem.dynamics.respond(problem.data, problem.node_body, problem.node_X, f_nodes)
         return Solution(v_free + dv + self._Wm @ p, F, res, M, q, nbl)
@@ -150,6 +160,9 @@ class RMC:
 
     def prepare(self, problem) -> None:
         Mq, Gu, Gb = dense_rows(problem)
+        self._nj = nj = problem.n_joint_rows
+        if nj:  # unilateral joint rows join the contact rows: W = [G_j; G_u] Y [G_j; G_u]^T
+            Gu = np.vstack([problem.Gj, Gu])
         self._chol = scipy.linalg.cho_factor(Mq)
         MiGu = scipy.linalg.cho_solve(self._chol, Gu.T)
         self._Gb = None
@@ -164,11 +177,11 @@ class RMC:
 
     def W(self, problem) -> np.ndarray:
         """W = G_u Y G_u^T (3 nu square, Eq. 41)."""
-        return self._W
+        return self._W[self._nj :, self._nj :]
 
     def respond(self, problem, F) -> np.ndarray:
         """Y G_u^T F (Eq. 38; Y = M^-1 without bilateral rows)."""
-        return self._YGu @ F.ravel()
+        return self._YGu[:, self._nj :] @ F.ravel()
 
     def solve(self, problem, v, dt, gap, accel=None) -> Solution:
         v_free = free_velocity(problem, v, dt, accel)
@@ -176,14 +189,16 @@ class RMC:
             # X of Eq. 39: v_free projected onto G_b v = U-bar
             resid = self._Gb @ v_free - problem.bilateral_target(gap)
             v_free = v_free - self._MiGb @ scipy.linalg.cho_solve(self._Kb, resid)
-        if not problem.nu:
+        nj = self._nj
+        if not problem.nu and not nj:
             M, q = np.zeros((0, 0)), np.zeros(0)
             return Solution(v_free, np.zeros((0, 3)), solve_lcp(M, q), M, q, 0)
-        phi = relative_velocity(problem, v_free).ravel()
-        M, q = delassus_lcp(problem, self._W, phi, np.zeros(0), gap)
+        phi = np.concatenate([problem.Gj @ v_free, relative_velocity(problem, v_free).ravel()])
+        M, q = delassus_lcp(problem, self._W, phi, np.zeros(0), gap, dt)
         res = solve_lcp(M, q, solver=problem.solver, tol_rel=problem.tol_rel)
         F = problem.impulses(res.z)
-        return Solution(v_free + self.respond(problem, F), F, res, M, q, 0)
+        p = np.concatenate([problem.joint_impulses(res.z), F.ravel()])
+        return Solution(v_free + self._YGu @ p, F, res, M, q, 0)
 
 
 class MC:
@@ -198,9 +213,10 @@ class MC:
     def solve(self, problem, v, dt, gap, accel=None) -> Solution:
         """The mixed LCP of Eq. 36 with [v+; p_b] free (assembly.velocity_lcp)."""
         v_free = free_velocity(problem, v, dt, accel)
+        G_c = np.vstack([problem.Gj, self._G]) if problem.n_joint_rows else self._G
         M, q, n_free = velocity_lcp(
             problem, self._Mq, self._Mq @ v_free, self._Gb, problem.bilateral_target(gap),
-            self._G, gap,
+            G_c, gap, dt=dt,
         )  # fmt: skip
         res = solve_mixed_lcp(M, q, n_free, solver=problem.solver, tol_rel=problem.tol_rel)
         N = problem.model.nv

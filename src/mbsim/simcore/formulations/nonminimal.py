@@ -33,6 +33,9 @@ hinges: a closure node on body k at point p (body frame) moves with [[R_k, 0], [
 (V_k+ - dt c-hat_k), and a mimic row G_m qdot+ uses the qdot+ map above; their right-hand
 side is the stabilised target U-bar. Sizes grow by n_bilateral as in Table 1.
 
+Joint limits and joint friction (simcore/joint_rows.py) act on qdot+ = Jq V+ - dt S^T c: rows
+G_j Jq on the body velocities with the shift -dt G_j S^T c, placed before the contact rows.
+
 Both assemble through formulations.assembly: NMC's mixed LCP by velocity_lcp (the body
 inertia as the mass block), NMC/OS's by delassus_lcp (Lambda = G I^-1 G^T as K).
 """
@@ -102,8 +105,13 @@ class NMC:
         self._Nm = self._node_map(problem)
         self.Gb = Gb if not problem.n_bilateral else np.vstack([Gb, self._bilateral_rows(problem)])
         # a contact point of body k at p moves with R_k [-p^, 1] V_k: the linear rows of the
-        # node map, combined by Q_u
+        # node map, combined by Q_u; joint rows (limits, friction) G_j act on qdot = Jq V
+        # (less dt S^T c, in _body_state), in front of the contact rows
         self.Gu = problem.Q_u @ self._Nm
+        self._Jq_j = None
+        if problem.n_joint_rows:
+            self._Jq_j = self._qdot_map(problem)
+            self.Gu = np.vstack([problem.Gj @ self._Jq_j, self.Gu])
 
     def _node_map(self, problem) -> np.ndarray:
         """(6 nnodes, 6 nb): world-aligned node velocities from body velocities, node a on
@@ -176,6 +184,11 @@ class NMC:
         chat = np.empty((m.nb, 6))
         propagate_bias(m.parent, d.E, d.r, d.cbias, chat)
         self.contact_shift = -dt * (self.Gu @ chat.ravel())
+        if self._Jq_j is not None:
+            # joint rows: G_j v+ = G_j (Jq V+ - dt S^T c), not G_j Jq (V+ - dt c-hat)
+            nj = problem.n_joint_rows
+            cq = np.einsum("kji,kj->ki", self.S, d.cbias)[self.dof_body, self.dof_col]
+            self.contact_shift[:nj] = -dt * (problem.Gj @ cq)
         if problem.n_bilateral:
             rhs = np.concatenate([rhs, self._bilateral_rhs(problem, dt, gap)])
         return V, dt * f, rhs
@@ -217,7 +230,7 @@ class NMC:
             Ib = Ib + K
         M, q, n_free = velocity_lcp(
             problem, Ib, Ib @ V.ravel() + dtf.ravel(), self.Gb, rhs, self.Gu, gap,
-            contact_shift=self.contact_shift,
+            contact_shift=self.contact_shift, dt=dt,
         )  # fmt: skip
         res = solve_mixed_lcp(M, q, n_free, solver=problem.solver, tol_rel=problem.tol_rel)
         Vp = res.x[: 6 * m.nb].reshape(m.nb, 6)
@@ -271,11 +284,11 @@ class NMCOS(NMC):
             V_free = V + np.einsum("kij,kj->ki", self._Iinv, dtf)
         Vf = V_free.ravel()
         phi = np.concatenate([self.Gb @ Vf, self.Gu @ Vf + self.contact_shift])
-        M, q = delassus_lcp(problem, self.lam, phi, rhs, gap)
+        M, q = delassus_lcp(problem, self.lam, phi, rhs, gap, dt)
         nh = len(rhs)
         res = solve_mixed_lcp(M, q, nh, solver=problem.solver, tol_rel=problem.tol_rel)
         F = problem.impulses(res.z)
-        p = np.concatenate([res.x, F.ravel()])
+        p = np.concatenate([res.x, problem.joint_impulses(res.z), F.ravel()])
         imp = (self.G.T @ p).reshape(m.nb, 6)
         if self._damped is not None:
             Vp = V_free + self._solve_inertia(imp.ravel())

@@ -1,0 +1,218 @@
+"""Joint-space unilateral and friction rows: position limits and Coulomb joint friction.
+
+Both act on the joint velocity v alone, so they are rows G_j v of the step's LCP in every
+formulation (the extension point of formulations.base.Formulation), placed between the
+equality rows and the contact rows.
+
+Position limits (URDF ``<limit lower upper>`` of revolute and prismatic joints; continuous and
+free joints have none). For DoF k with position q_k the gap to the lower limit is
+g = q_k - lower (side s = +1) and to the upper one g = upper - q_k (s = -1). A limit whose
+gap is below ``margin`` (plus the distance the joint may travel this step, see
+:meth:`JointLimits.rows`) adds the unilateral row
+
+    w = s v_k+ + g_v >= 0,   lambda >= 0,   w lambda = 0,
+
+lambda (N m s or N s) the limit impulse acting on DoF k with sign s. g_v is the contact gap
+rule of stepper.py applied to the joint gap: g/dt when separated (the joint may close the
+gap this step but not pass it), max(k g, -v_max dt)/dt when past the limit (k =
+``StepOptions.stabilization``, v_max = ``max_recovery_speed``, read as rad/s or m/s), and 0 in
+an impulsive phase (dt = 0). Restitution eps at a stop acts as for contacts (stepper.
+impact_phase): the compression impulse lambda_c is followed by eps lambda_c.
+
+Coulomb joint friction (URDF ``<dynamics friction>`` F > 0, N m or N) on DoF k is a
+box-constrained impulse |p| <= F dt, complementary with the joint speed. In LCP form it is the
+two-direction friction pyramid of a contact with a fixed bound instead of mu p_n:
+
+    w+ =  v_k+ + sigma >= 0  _|_  beta+ >= 0
+    w- = -v_k+ + sigma >= 0  _|_  beta- >= 0
+    w_s = F dt - beta+ - beta- >= 0  _|_  sigma >= 0
+
+so p = beta+ - beta- opposes the motion with |p| = F dt when the joint slides (sigma = |v_k+|)
+and holds it (v_k+ = 0) while the other forces need less than F dt. In an impulsive phase the
+bound F dt is 0: a finite friction torque gives no impulse in zero time.
+
+Integrators: the rows are written for the Euler update q+ = q + dt v+. With ``integrator =
+"rk4"`` the step's impulses are held as forces (stepper._rk4) and a stop can be passed by up to
+dt |v_s - v+| / 2 in the impact step, which the next step's recovery removes; held joint
+friction is, like held contact friction (001 Sec. 4.1), not guaranteed to dissipate.
+URDF ``planar`` joints are refused by the loader, so they have no limits here.
+
+Row layout (``JointRows``): the velocity rows G (n_rows, nv) are the limit rows, then one
+(+e_k, -e_k) pair per friction joint; the complementary unknowns are [lambda; beta (pairs);
+sigma (one per friction joint)]. :meth:`JointRows.row_map` maps the unknowns to row impulses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Joint-limit margin (rad for revolute, m for prismatic joints): a limit row is added once
+#: the gap is below this plus the travel of the step, like the contact margin for shapes.
+#: Rows of separated limits cost a few LCP unknowns but never act early (the -g/dt rule).
+LIMIT_MARGIN = 0.01
+
+
+@dataclass(frozen=True)
+class JointLimits:
+    """Which joint-space rows a model gets (per v index, fixed for a run).
+
+    lower/upper (nv,): the enforced limits (-inf/inf where none or disabled); restitution
+    (nv,): eps at the stops; friction (nv,): Coulomb friction F (N m or N, 0 = none); margin:
+    see :data:`LIMIT_MARGIN`."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+    restitution: np.ndarray
+    friction: np.ndarray
+    margin: float = LIMIT_MARGIN
+
+    @classmethod
+    def from_model(cls, model, limits=True, restitution=0.0, friction=True, overrides=None):
+        """The rows of ``model``'s URDF data. ``limits``: enforce position limits at all;
+        ``restitution``: default eps at stops; ``friction``: use URDF joint friction;
+        ``overrides``: {v index: (enabled, restitution or None)} per joint."""
+        nv = model.nv
+        lower = np.where(limits, model.lower, -np.inf).astype(float)
+        upper = np.where(limits, model.upper, np.inf).astype(float)
+        eps = np.full(nv, float(restitution))
+        for k, (enabled, e) in (overrides or {}).items():
+            if not enabled:
+                lower[k], upper[k] = -np.inf, np.inf
+            elif not limits:
+                lower[k], upper[k] = model.lower[k], model.upper[k]
+            if e is not None:
+                eps[k] = e
+        fr = getattr(model, "friction", None)
+        fr = np.zeros(nv) if fr is None or not friction else np.maximum(fr, 0.0)
+        return cls(lower, upper, eps, np.asarray(fr, dtype=float))
+
+    def __bool__(self) -> bool:
+        return bool(
+            np.any(np.isfinite(self.lower)) or np.any(np.isfinite(self.upper))
+            or np.any(self.friction > 0)
+        )  # fmt: skip
+
+    def rows(self, q_of_v, v, v_free, dt, stabilization, max_recovery_speed) -> JointRows:
+        """The rows of one step. ``q_of_v`` (nv,): the joint position of each v index (NaN
+        for free-joint components); v, v_free: start and free-motion velocities. A limit is
+        near when g + dt min(0, s v_k, s v_free_k) < margin: within the margin, or reachable
+        this step at the faster of the two speeds."""
+        rows_dof, rows_side, rows_gap = [], [], []
+        for side, bound in ((1.0, self.lower), (-1.0, self.upper)):
+            k = np.flatnonzero(np.isfinite(bound))
+            if not len(k):
+                continue
+            g = side * (q_of_v[k] - bound[k])
+            travel = dt * np.minimum(0.0, np.minimum(side * v[k], side * v_free[k]))
+            near = g + travel < self.margin
+            rows_dof.append(k[near])
+            rows_side.append(np.full(int(near.sum()), side))
+            rows_gap.append(g[near])
+        dof = np.concatenate(rows_dof) if rows_dof else np.zeros(0, dtype=np.int64)
+        side = np.concatenate(rows_side) if rows_side else np.zeros(0)
+        gap = np.concatenate(rows_gap) if rows_gap else np.zeros(0)
+        if dt > 0:
+            recover = np.maximum(stabilization * gap, -max_recovery_speed * dt)
+            allowance = np.where(gap > 0.0, gap, recover) / dt
+        else:
+            allowance = np.zeros(len(gap))
+        fdof = np.flatnonzero(self.friction > 0)
+        return JointRows(
+            nv=len(v), limit_dof=dof.astype(np.int64), limit_side=side, limit_gap=gap,
+            limit_allowance=allowance, limit_eps=self.restitution[dof],
+            friction_dof=fdof, friction_force=self.friction[fdof],
+        )  # fmt: skip
+
+
+@dataclass
+class JointRows:
+    """The joint-space rows of one step (module docstring for the layout and the math).
+
+    limit_dof/limit_side/limit_gap (nl,): DoF, side s (+1 lower, -1 upper), gap (rad or m);
+    limit_allowance (nl,): g_v of the step's LCP (rad/s or m/s); limit_eps: restitution;
+    friction_dof/friction_force (nf,): DoF and F (N m or N)."""
+
+    nv: int
+    limit_dof: np.ndarray
+    limit_side: np.ndarray
+    limit_gap: np.ndarray
+    limit_allowance: np.ndarray
+    limit_eps: np.ndarray
+    friction_dof: np.ndarray
+    friction_force: np.ndarray
+
+    @property
+    def n_limits(self) -> int:
+        return len(self.limit_dof)
+
+    @property
+    def n_friction(self) -> int:
+        return len(self.friction_dof)
+
+    @property
+    def n_rows(self) -> int:
+        """Velocity rows: one per limit, two per friction joint."""
+        return self.n_limits + 2 * self.n_friction
+
+    @property
+    def n_unknowns(self) -> int:
+        """Complementary unknowns: the row impulses and one sigma per friction joint."""
+        return self.n_rows + self.n_friction
+
+    def __bool__(self) -> bool:
+        return self.n_rows > 0
+
+    @property
+    def G(self) -> np.ndarray:
+        """(n_rows, nv): s e_k for the limits, then +e_k, -e_k per friction joint."""
+        G = np.zeros((self.n_rows, self.nv))
+        nl = self.n_limits
+        G[np.arange(nl), self.limit_dof] = self.limit_side
+        j = np.arange(self.n_friction)
+        G[nl + 2 * j, self.friction_dof] = 1.0
+        G[nl + 2 * j + 1, self.friction_dof] = -1.0
+        return G
+
+    def row_map(self) -> np.ndarray:
+        """(n_rows, n_unknowns): the row impulses from the unknowns [lambda; beta; sigma]."""
+        return np.eye(self.n_rows, self.n_unknowns)
+
+    def row_shift(self, gap: bool) -> np.ndarray:
+        """The allowance added to the velocity rows (the limits' g_v in a time step)."""
+        out = np.zeros(self.n_rows)
+        if gap:
+            out[: self.n_limits] = self.limit_allowance
+        return out
+
+    def block(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """(E, e): the complementarity part of the joint block (n_unknowns square) and its
+        constant: +1 couples each beta row to its sigma, the sigma row is F dt - beta+ -
+        beta-."""
+        n, nl, nr = self.n_unknowns, self.n_limits, self.n_rows
+        E = np.zeros((n, n))
+        e = np.zeros(n)
+        for j in range(self.n_friction):
+            s = nr + j
+            for r in (nl + 2 * j, nl + 2 * j + 1):
+                E[r, s] = 1.0
+                E[s, r] = -1.0
+            e[s] = self.friction_force[j] * dt
+        return E, e
+
+    def impulses(self, z: np.ndarray) -> np.ndarray:
+        """Generalized joint impulse G^T p (nv,) from the joint unknowns z[:n_unknowns]."""
+        return self.G.T @ z[: self.n_rows]
+
+    def limit_impulses(self, z: np.ndarray) -> np.ndarray:
+        """lambda (nl,) of the limits, N m s or N s."""
+        return z[: self.n_limits].copy()
+
+
+def q_of_v(model, q: np.ndarray) -> np.ndarray:
+    """The position of each 1-DoF joint at its v index; NaN for free-joint components."""
+    out = np.full(model.nv, np.nan)
+    one = model.nvj == 1
+    out[model.vi[one]] = q[model.qi[one]]
+    return out
