@@ -138,3 +138,14 @@ def test_box_resting_on_four_corners_shows_no_chatter(tmp_path):
         xs.append(sim.q[0])
     assert chatter == 0
     assert np.max(np.abs(xs)) < 1e-6
+
+
+def test_the_gripper_sample_is_listed():
+    from typer.testing import CliRunner
+
+    from mbsim.cli.main import app
+
+    out = CliRunner().invoke(app, ["samples", "list"])
+    assert out.exit_code == 0
+    lines = out.output.split()
+    assert {"gripper", "gripper-box", "sample:gripper-lift.toml"} <= set(lines)

@@ -110,25 +110,26 @@ def _polish(M, q, z_reg, S, delta) -> np.ndarray | None:
         return z
     MSS = M[np.ix_(S, S)]
     rhs = -q[S]
-    cands = []
-    zl = _least_change(MSS, rhs, z_reg[S])
-    if zl is not None:
-        cands.append(zl)
-    zp = _proximal(MSS, rhs, z_reg[S], delta)
-    if zp is not None:
-        cands.append(zp)
-    if not cands:
-        return None
     scale = float(np.max(np.abs(rhs), initial=0.0))
-    errs = []
-    for c in cands:
+    mnorm = inf_norm(MSS)
+    best, best_err = None, np.inf
+    # the proximal iterations only when the least-change correction is not at rounding level
+    for polish in (
+        lambda: _least_change(MSS, rhs, z_reg[S]),
+        lambda: _proximal(MSS, rhs, z_reg[S], delta),
+    ):
+        c = polish()
+        if c is None:
+            continue
         e = float(np.max(np.abs(MSS @ c - rhs)))
-        floor = 16.0 * S.size * np.finfo(float).eps * (inf_norm(MSS) * np.max(np.abs(c)) + scale)
-        if e <= floor:
-            z[S] = c
-            return snap_rounding_negatives(z)
-        errs.append(e)
-    z[S] = cands[int(np.argmin(errs))]
+        if e <= 16.0 * S.size * np.finfo(float).eps * (mnorm * np.max(np.abs(c)) + scale):
+            best = c
+            break
+        if e < best_err:
+            best, best_err = c, e
+    if best is None:
+        return None
+    z[S] = best
     return snap_rounding_negatives(z)
 
 
