@@ -20,6 +20,7 @@ from mbsim.cli import inspect as inspect_cmd
 from mbsim.cli import plot as plot_cmd
 from mbsim.cli import run as run_cmd
 from mbsim.cli import samples as samples_cmd
+from mbsim.cli.view import view
 from mbsim.errors import MbsimError
 
 app = typer.Typer(
@@ -64,6 +65,7 @@ app.command("export", help="Export a results table to CSV or NPZ.")(export_cmd.e
 app.command("plot", help="Plot joints, body heights/speeds, energy and events (matplotlib).")(
     plot_cmd.plot
 )
+app.command("view", help="Replay a results file in 3D: an HTML page or an animated glTF.")(view)
 app.add_typer(samples_cmd.app, name="samples", help="List, locate or copy the bundled samples.")
 app.add_typer(bench_cmd.app, name="bench", help="Run the papers' benchmarks (e.g. pendulum).")
 
