@@ -5,8 +5,9 @@ points (the corners a box-box manifold gives), sometimes with duplicated points;
 axis-aligned faces and axis-aligned translations, whose exact ties in q are what trips Lemke.
 D^T W D then has rank <= 6 per body while each contact brings nf + 1 unknowns, cond(M) ~
 1e17. W is built here from first principles (W = J M^-1 J^T of free rigid bodies, J the point
-Jacobians), not by the simulator's Delassus code. Every LCP must be solved by the chain, checked twice: by the
-chain's own acceptance test (``r.ok``) and by an independent complementarity check here.
+Jacobians), not by the simulator's Delassus code. Every LCP must be solved by the chain,
+checked twice: by the chain's own acceptance test (``r.ok``) and by an independent
+complementarity check here.
 """
 
 from pathlib import Path
