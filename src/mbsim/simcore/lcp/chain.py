@@ -7,25 +7,29 @@
    (1e-10, 1e-8, 1e-6), each followed by a polish on the original M (below);
 3. ``pgs``: projected Gauss-Seidel.
 
-With ``solver="pgs"`` PGS goes first and the Lemke attempts follow. With ``chain=False`` only
-the first solver runs. An attempt is accepted on its verified residuals alone (problem.py),
-whichever solver produced it. Inside a :func:`budget.limits` context an attempt that runs out of
-the step's time ends the chain (status ``failed``, the message says so), and a stop request
-raises :class:`budget.SolveInterrupted`. Every attempt is recorded in ``result.attempts``; the
-returned result is the accepted one (``solver`` and ``delta`` say which), or, if none is
-accepted, the attempt with the smallest residual with status ``failed`` and a message naming
-every attempt (use ``result.describe(step, time)`` or :func:`problem.ensure` to stop a run with
-it).
+With ``solver="pgs"`` PGS goes first and the Lemke attempts follow. With the selection
+``"least_norm"`` (selection.py; the stepper's default) ``lemke_reg`` with delta =
+selection.LEAST_NORM_DELTA goes first, then ``lemke``, the other deltas and ``pgs``. With
+``chain=False`` only the first solver runs. An attempt is accepted on its verified residuals
+alone (problem.py), whichever solver produced it. Inside a :func:`budget.limits` context an
+attempt that runs out of the step's time ends the chain (status ``failed``, the message says
+so), and a stop request raises :class:`budget.SolveInterrupted`. Every attempt is recorded in
+``result.attempts``; the returned result is the accepted one (``solver`` and ``delta`` say
+which), or, if none is accepted, the attempt with the smallest residual with status ``failed``
+and a message naming every attempt (use ``result.describe(step, time)`` or
+:func:`problem.ensure` to stop a run with it).
 
 Regularisation and polish. Adding delta I makes every principal minor of a PSD or copositive
 matrix positive-ish, which removes the singular bases that make plain Lemke fail on duplicated
 or redundant contacts. But the solution of (M + delta I, q) violates the original problem by
 up to delta ||z||, more than the acceptance tolerance (1e-9 relative) once c > 1e-9. So the
 active set S (the basic z of Lemke's terminal basis) is kept and z_S is refined on the original
-M by proximal-point iterations ``(M_SS + delta I) z_S <- -q_S + delta z_S`` (fixed point:
-``M_SS z_S = -q_S``; converges when M_SS + delta I is well conditioned on the range of M_SS,
-and stays at a least-change solution when M_SS is singular but consistent). The polished z is
-verified on (M, q) like any other result: regularisation never loosens the acceptance test.
+M so that ``M_SS z_S = -q_S``: first by the least-change correction (minimum-norm least
+squares by SVD, exact when M_SS is singular but consistent, as with redundant contacts), else
+by proximal-point iterations ``(M_SS + delta I) z_S <- -q_S + delta z_S``. Rows that the
+polish leaves on the wrong side (z_i < -tol in S, w_i < -tol outside) are swapped and the
+polish repeated, at most ACTIVE_SET_FIXES times. The polished z is verified on (M, q) like any
+other result: regularisation never loosens the acceptance test.
 """
 
 from __future__ import annotations
