@@ -8,16 +8,19 @@ from pathlib import Path
 import typer
 
 from mbsim.errors import MbsimError
-from mbsim.samples.catalog import sample_names, sample_path
+from mbsim.samples.catalog import sample_names, sample_path, scenario_names
 
 app = typer.Typer(help="List, locate or copy the bundled sample robots.", no_args_is_help=True)
 
 
 @app.command("list")
 def list_samples() -> None:
-    """Print the names of the bundled samples (pendulum-N and chain-N work for any N)."""
+    """Print the names of the bundled sample robots (pendulum-N and chain-N work for any N),
+    then the bundled scenarios as ``sample:NAME.toml``."""
     for name in sample_names():
         typer.echo(name)
+    for name in scenario_names():
+        typer.echo(f"sample:{name}")
 
 
 @app.command("path")

@@ -43,6 +43,11 @@ def sample_names() -> list[str]:
     return sorted(p.stem for p in bundled_dir().glob("*.urdf"))
 
 
+def scenario_names() -> list[str]:
+    """File names of the bundled scenarios, sorted (run them as ``sample:NAME.toml``)."""
+    return sorted(p.name for p in bundled_dir().glob("*.toml"))
+
+
 def _unknown(name: str, why: str) -> MbsimError:
     """The one-sentence error for a sample name that cannot be resolved."""
     listed = ", ".join(sample_names())

@@ -77,6 +77,7 @@ from mbsim.simcore.kinematics import (
 )
 from mbsim.simcore.lcp import DUMP_MODES, check, should_dump
 from mbsim.simcore.lcp.budget import limits as lcp_limits
+from mbsim.simcore.lcp.selection import SELECTIONS, selecting
 from mbsim.simcore.options import INTEGRATORS
 
 RK4_GAP_ROWS = ("trapezoid", "euler")
@@ -127,6 +128,9 @@ class StepOptions:
     max_recovery_speed: the fastest a penetration is pushed out (m/s; module docstring).
     lcp_max_seconds: wall-time budget (s) of all the LCP solves of one step (None: no limit);
     a step that exceeds it fails the run with that cause (docs/lcp.md, lcp/budget.py).
+    lcp_selection: which solution of a contact LCP with many (redundant contacts) the step
+    takes: "least_norm" spreads the load over them (lcp/selection.py), "vertex" is plain
+    Lemke's answer.
     """
 
     dt: float
@@ -150,6 +154,7 @@ class StepOptions:
     rk4_gap_rows: str = "trapezoid"
     max_recovery_speed: float = 0.5
     lcp_max_seconds: float | None = 60.0
+    lcp_selection: str = "least_norm"
 
 
 @dataclass
@@ -294,6 +299,11 @@ class OSStepper:
             raise MbsimError(
                 f"unknown rk4_gap_rows {options.rk4_gap_rows!r}; expected one of "
                 f"{', '.join(RK4_GAP_ROWS)}"
+            )
+        if options.lcp_selection not in SELECTIONS:
+            raise MbsimError(
+                f"unknown lcp_selection {options.lcp_selection!r}; expected one of "
+                f"{', '.join(SELECTIONS)}"
             )
         if options.integrator not in INTEGRATORS:
             raise MbsimError(
@@ -473,7 +483,7 @@ class OSStepper:
         if constrained:
             if c is None:
                 c = _no_contacts()
-            with lcp_limits(seconds=o.lcp_max_seconds):
+            with lcp_limits(seconds=o.lcp_max_seconds), selecting(o.lcp_selection):
                 report = self._contact_step(q, v, tau, c, t, qdd, joint)
             v_new = report.v_new
             v_start = report.v_start

@@ -7,25 +7,29 @@
    (1e-10, 1e-8, 1e-6), each followed by a polish on the original M (below);
 3. ``pgs``: projected Gauss-Seidel.
 
-With ``solver="pgs"`` PGS goes first and the Lemke attempts follow. With ``chain=False`` only
-the first solver runs. An attempt is accepted on its verified residuals alone (problem.py),
-whichever solver produced it. Inside a :func:`budget.limits` context an attempt that runs out of
-the step's time ends the chain (status ``failed``, the message says so), and a stop request
-raises :class:`budget.SolveInterrupted`. Every attempt is recorded in ``result.attempts``; the
-returned result is the accepted one (``solver`` and ``delta`` say which), or, if none is
-accepted, the attempt with the smallest residual with status ``failed`` and a message naming
-every attempt (use ``result.describe(step, time)`` or :func:`problem.ensure` to stop a run with
-it).
+With ``solver="pgs"`` PGS goes first and the Lemke attempts follow. With the selection
+``"least_norm"`` (selection.py; the stepper's default) ``lemke_reg`` with delta =
+selection.LEAST_NORM_DELTA goes first, then ``lemke``, the other deltas and ``pgs``. With
+``chain=False`` only the first solver runs. An attempt is accepted on its verified residuals
+alone (problem.py), whichever solver produced it. Inside a :func:`budget.limits` context an
+attempt that runs out of the step's time ends the chain (status ``failed``, the message says
+so), and a stop request raises :class:`budget.SolveInterrupted`. Every attempt is recorded in
+``result.attempts``; the returned result is the accepted one (``solver`` and ``delta`` say
+which), or, if none is accepted, the attempt with the smallest residual with status ``failed``
+and a message naming every attempt (use ``result.describe(step, time)`` or
+:func:`problem.ensure` to stop a run with it).
 
 Regularisation and polish. Adding delta I makes every principal minor of a PSD or copositive
 matrix positive-ish, which removes the singular bases that make plain Lemke fail on duplicated
 or redundant contacts. But the solution of (M + delta I, q) violates the original problem by
 up to delta ||z||, more than the acceptance tolerance (1e-9 relative) once c > 1e-9. So the
 active set S (the basic z of Lemke's terminal basis) is kept and z_S is refined on the original
-M by proximal-point iterations ``(M_SS + delta I) z_S <- -q_S + delta z_S`` (fixed point:
-``M_SS z_S = -q_S``; converges when M_SS + delta I is well conditioned on the range of M_SS,
-and stays at a least-change solution when M_SS is singular but consistent). The polished z is
-verified on (M, q) like any other result: regularisation never loosens the acceptance test.
+M so that ``M_SS z_S = -q_S``: first by the least-change correction (minimum-norm least
+squares by SVD, exact when M_SS is singular but consistent, as with redundant contacts), else
+by proximal-point iterations ``(M_SS + delta I) z_S <- -q_S + delta z_S``. Rows that the
+polish leaves on the wrong side (z_i < -tol in S, w_i < -tol outside) are swapped and the
+polish repeated, at most ACTIVE_SET_FIXES times. The polished z is verified on (M, q) like any
+other result: regularisation never loosens the acceptance test.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import warnings
 import numpy as np
 import scipy.linalg
 
-from mbsim.simcore.lcp import budget
+from mbsim.simcore.lcp import budget, selection
 from mbsim.simcore.lcp.lemke import as_problem, lemke, run_lemke
 from mbsim.simcore.lcp.pgs import DEFAULT_MAX_ITER, pgs
 from mbsim.simcore.lcp.problem import (
@@ -51,6 +55,13 @@ from mbsim.simcore.options import LCP_SOLVERS
 
 DEFAULT_DELTAS = (1e-10, 1e-8, 1e-6)
 POLISH_ITERS = 30
+#: singular values of M_SS below this fraction of the largest count as zero in the
+#: least-change polish (redundant contacts make M_SS exactly singular; computed, its null
+#: singular values come out at ~1e-16 relative)
+LSTSQ_RCOND = 1e-12
+#: rounds of active-set correction after the polish (swap the rows whose sign is wrong,
+#: polish again); degenerate rows of redundant contacts need one or two
+ACTIVE_SET_FIXES = 5
 SOLVERS = LCP_SOLVERS
 
 
@@ -68,39 +79,100 @@ def lemke_regularised(
     if status != Status.SOLVED:
         return evaluate(M, q, z_reg, status, pivots, "lemke_reg", delta, tol_rel)
     raw = evaluate(M, q, z_reg, Status.SOLVED, pivots, "lemke_reg", delta, tol_rel)
-    z_pol = _polish(M, q, z_reg, S, delta)
-    if z_pol is None:
-        return raw
-    pol = evaluate(M, q, z_pol, Status.SOLVED, pivots, "lemke_reg", delta, tol_rel)
-    if pol.ok or not raw.ok and _worst(pol) <= _worst(raw):
-        return pol
-    return raw
+    best = raw
+    for _ in range(ACTIVE_SET_FIXES + 1):
+        z_pol = _polish(M, q, z_reg, S, delta)
+        if z_pol is None:
+            break
+        pol = evaluate(M, q, z_pol, Status.SOLVED, pivots, "lemke_reg", delta, tol_rel)
+        if pol.ok:
+            return pol
+        if not best.ok and _worst(pol) <= _worst(best):
+            best = pol
+        # the regularised active set was off by a few degenerate rows (a basic z polished
+        # below zero, a non-basic row with w < 0): swap them and polish again
+        inside = np.zeros(n, dtype=bool)
+        inside[S] = True
+        flip = (inside & (pol.z < -pol.tol)) | (~inside & (pol.w < -pol.tol))
+        if not flip.any():
+            break
+        S = np.flatnonzero(inside ^ flip)
+    return best
 
 
 def _polish(M, q, z_reg, S, delta) -> np.ndarray | None:
-    """Proximal-point refinement of z_S on M_SS z_S = -q_S (chain docstring); None if singular."""
+    """z_S refined on M_SS z_S = -q_S (chain docstring); None if no refinement worked.
+
+    Two candidates: the least-change correction z_S + dz with dz the minimum-norm
+    least-squares solution of M_SS dz = -q_S - M_SS z_S (SVD, LSTSQ_RCOND; exact for a singular
+    but consistent M_SS, the redundant-contact case, and it keeps the regularised selection's
+    spread of the load), refined once; then the proximal-point iterations. The first whose
+    residual on the active-set system is at rounding level wins, else the smaller one."""
     n = q.shape[0]
     z = np.zeros(n)
     if S.size == 0:
         return z
-    K = M[np.ix_(S, S)] + delta * np.eye(S.size)
+    MSS = M[np.ix_(S, S)]
+    rhs = -q[S]
+    scale = float(np.max(np.abs(rhs), initial=0.0))
+    mnorm = inf_norm(MSS)
+    best, best_err = None, np.inf
+    # the proximal iterations only when the least-change correction is not at rounding level
+    for polish in (
+        lambda: _least_change(MSS, rhs, z_reg[S]),
+        lambda: _proximal(MSS, rhs, z_reg[S], delta),
+    ):
+        c = polish()
+        if c is None:
+            continue
+        e = float(np.max(np.abs(MSS @ c - rhs)))
+        if e <= 16.0 * S.size * np.finfo(float).eps * (mnorm * np.max(np.abs(c)) + scale):
+            best = c
+            break
+        if e < best_err:
+            best, best_err = c, e
+    if best is None:
+        return None
+    z[S] = best
+    return snap_rounding_negatives(z)
+
+
+def _least_change(MSS, rhs, zS) -> np.ndarray | None:
+    """zS + the minimum-norm dz with MSS dz = rhs - MSS zS, two passes (SVD least squares)."""
+    zS = zS.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            for _ in range(2):
+                dz = scipy.linalg.lstsq(
+                    MSS, rhs - MSS @ zS, cond=LSTSQ_RCOND, check_finite=False,
+                    lapack_driver="gelsd",
+                )[0]  # fmt: skip
+                zS = zS + dz
+        except (ValueError, np.linalg.LinAlgError):
+            return None
+    return zS if np.all(np.isfinite(zS)) else None
+
+
+def _proximal(MSS, rhs, zS, delta) -> np.ndarray | None:
+    """Proximal-point iterations (MSS + delta I) zS <- rhs + delta zS; None if singular."""
+    K = MSS + delta * np.eye(MSS.shape[0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # singular K: detected below from non-finite values
         try:
             lu = scipy.linalg.lu_factor(K, check_finite=False)
         except (ValueError, np.linalg.LinAlgError):
             return None
-        zS = z_reg[S].copy()
+        zS = zS.copy()
         for _ in range(POLISH_ITERS):
-            new = scipy.linalg.lu_solve(lu, -q[S] + delta * zS, check_finite=False)
+            new = scipy.linalg.lu_solve(lu, rhs + delta * zS, check_finite=False)
             if not np.all(np.isfinite(new)):
                 return None
             step = float(np.max(np.abs(new - zS)))
             zS = new
             if step <= 4.0 * np.finfo(float).eps * max(1.0, float(np.max(np.abs(zS)))):
                 break
-    z[S] = zS
-    return snap_rounding_negatives(z)
+    return zS
 
 
 def _worst(r: LcpResult) -> float:
@@ -117,12 +189,21 @@ def solve_lcp(
     max_pivots: int | None = None,
     pgs_max_iter: int = DEFAULT_MAX_ITER,
     deltas: tuple[float, ...] = DEFAULT_DELTAS,
+    select: str | None = None,
 ) -> LcpResult:
     """Solve the standard LCP (M, q) with ``solver`` ("lemke" or "pgs") and the fallback chain.
 
-    ``deltas`` are relative to ||M||_inf (absolute if M = 0). See the module docstring for the
-    order of attempts and what the result records.
+    ``deltas`` are relative to ||M||_inf (absolute if M = 0). ``select`` ("vertex" or
+    "least_norm", selection.py; None: the mode of the enclosing ``selection.selecting``
+    block) chooses among many solutions. See the module docstring for the order of attempts
+    and what the result records.
     """
+    if select is None:
+        select = selection.current()
+    if select not in selection.SELECTIONS:
+        raise ValueError(
+            f"unknown LCP selection {select!r}; expected one of {', '.join(selection.SELECTIONS)}"
+        )
     if solver not in SOLVERS:
         raise ValueError(f"unknown LCP solver {solver!r}; expected one of {', '.join(SOLVERS)}")
     M, q = as_problem(M, q)
@@ -138,11 +219,15 @@ def solve_lcp(
     def run_reg(c):
         return lambda: lemke_regularised(M, q, c * mscale, max_pivots, tol_rel)
 
-    regs = [run_reg(c) for c in deltas]
-    if solver == "lemke":
-        plan = [run_lemke_plain, *regs, run_pgs]
+    if select == "least_norm" and solver == "lemke":
+        # the selecting solve first; the regularisation it uses is not tried twice
+        first = [run_reg(selection.LEAST_NORM_DELTA), run_lemke_plain]
+        regs = [run_reg(c) for c in deltas if c != selection.LEAST_NORM_DELTA]
+        plan = [*first, *regs, run_pgs]
+    elif solver == "lemke":
+        plan = [run_lemke_plain, *[run_reg(c) for c in deltas], run_pgs]
     else:
-        plan = [run_pgs, run_lemke_plain, *regs]
+        plan = [run_pgs, run_lemke_plain, *[run_reg(c) for c in deltas]]
     if not chain:
         plan = plan[:1]
 
