@@ -68,6 +68,7 @@ from mbsim.simcore.forward import make_dynamics
 from mbsim.simcore.kinematics import (
     body_velocities_kernel,
     integrate,
+    lie_stage_velocity,
     node_transforms,
     propagate_bias,
 )
@@ -362,7 +363,9 @@ class OSStepper:
         v+ = v_s + dt M^-1 (tau - C(q, v_s)) + M^-1 h gives h / dt = RNEA(q, v_s, (v+ - v_s)/dt)
         - tau, the generalized force of every contact and bilateral impulse; v_s is the
         velocity after any impact of the step (the impulsive jump is kept as it is). Stages on
-        free joints compose q with the stage velocity (kinematics.integrate). The held force
+        free joints compose q with the stage velocity mapped by dexp^-1 (Runge-Kutta-Munthe-
+        Kaas, kinematics.lie_stage_velocity), so orientation is fourth order too (a plain
+        average of body angular velocities is second order). The held force
         makes the scheme first order across a contact event and fourth order between them.
         ``k1a`` is the first stage's acceleration when already known, else None: qdd(q, v,
         tau) without constraint impulses, and (v+ - v_s)/dt with them when no impact changed
@@ -378,16 +381,22 @@ class OSStepper:
         k1v = v_start
         if k1a is None:
             k1a = accel(t, q, v_start)
+        # RKMK: stage k's configuration is q (+) (step x K_{k-1}), K the stage velocity
+        # mapped by dexp^-1 at that stage's rotation vector (kinematics.lie_stage_velocity;
+        # the identity on 1-DoF joints), so free-joint orientations are 4th order too
         q2 = integrate(m, q, k1v, h)
         k2v = v_start + h * k1a
         k2a = accel(t + h, q2, k2v)
-        q3 = integrate(m, q, k2v, h)
+        K2 = lie_stage_velocity(m, h * k1v, k2v)
+        q3 = integrate(m, q, K2, h)
         k3v = v_start + h * k2a
         k3a = accel(t + h, q3, k3v)
-        q4 = integrate(m, q, k3v, dt)
+        K3 = lie_stage_velocity(m, h * K2, k3v)
+        q4 = integrate(m, q, K3, dt)
         k4v = v_start + dt * k3a
         k4a = accel(t + dt, q4, k4v)
-        v_avg = (k1v + 2.0 * k2v + 2.0 * k3v + k4v) / 6.0
+        K4 = lie_stage_velocity(m, dt * K3, k4v)
+        v_avg = (k1v + 2.0 * K2 + 2.0 * K3 + K4) / 6.0
         v_new = v_start + dt * (k1a + 2.0 * k2a + 2.0 * k3a + k4a) / 6.0
         return integrate(m, q, v_avg, dt), v_new
 
