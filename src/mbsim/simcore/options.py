@@ -20,6 +20,13 @@ DYNAMICS = ("aba", "crba")
 DELASSUS = ("upsilon", "pv-osimr", "dense")
 #: Which LCPs a run writes to ``/lcp_dumps`` (``simcore/lcp/dump.py``).
 DUMP_MODES = ("none", "failures", "all")
+#: Friction polyhedron orientation (``simcore/contact.py`` friction_matrix): along each
+#: contact's slip, or 000's world-axis basis.
+FRICTION_AXES = ("slip", "world")
+#: Friction of an impact (``stepper.impact_phase``): Coulomb over the whole impulse
+#: (compression and restitution, Routh/Stronge), or 000's law capping it at mu times the
+#: compression impulse.
+IMPACT_FRICTION = ("total", "compression")
 #: How a robot's root link is attached to the world.
 BASES = ("fixed", "floating")
 #: Loop-closure types (``simcore/bilateral.py``): coincident points, rigid weld, fixed distance.
@@ -31,7 +38,9 @@ __all__ = [
     "DELASSUS",
     "DUMP_MODES",
     "DYNAMICS",
+    "FRICTION_AXES",
     "FORMULATIONS",
+    "IMPACT_FRICTION",
     "INTEGRATORS",
     "LCP_SOLVERS",
 ]

@@ -70,11 +70,12 @@ from mbsim.simcore.kinematics import (
     integrate,
     lie_stage_velocity,
     node_transforms,
+    point_velocities,
     propagate_bias,
 )
 from mbsim.simcore.lcp import DUMP_MODES, check, should_dump
 from mbsim.simcore.lcp.budget import limits as lcp_limits
-from mbsim.simcore.options import INTEGRATORS
+from mbsim.simcore.options import FRICTION_AXES, INTEGRATORS
 
 RK4_GAP_ROWS = ("trapezoid", "euler")
 
@@ -124,6 +125,9 @@ class StepOptions:
     max_recovery_speed: the fastest a penetration is pushed out (m/s; module docstring).
     lcp_max_seconds: wall-time budget (s) of all the LCP solves of one step (None: no limit);
     a step that exceeds it fails the run with that cause (docs/lcp.md, lcp/budget.py).
+    friction_axes: "slip" turns each friction polyhedron's first edge to the contact's
+    relative velocity after the free motion (exact Coulomb sliding in any direction),
+    "world" keeps 000's polyhedron fixed to the world axes (contact.friction_matrix).
     """
 
     dt: float
@@ -147,6 +151,7 @@ class StepOptions:
     rk4_gap_rows: str = "trapezoid"
     max_recovery_speed: float = 0.5
     lcp_max_seconds: float | None = 60.0
+    friction_axes: str = "slip"
 
 
 @dataclass
@@ -263,6 +268,11 @@ class OSStepper:
             raise MbsimError(
                 f"unknown rk4_gap_rows {options.rk4_gap_rows!r}; expected one of "
                 f"{', '.join(RK4_GAP_ROWS)}"
+            )
+        if options.friction_axes not in FRICTION_AXES:
+            raise MbsimError(
+                f"unknown friction_axes {options.friction_axes!r}; expected one of "
+                f"{', '.join(FRICTION_AXES)}"
             )
         if options.integrator not in INTEGRATORS:
             raise MbsimError(
@@ -478,10 +488,20 @@ class OSStepper:
             propagate_bias(m.parent, d.E, d.r, d.cbias, chat)
             target = target + curvature_drift(d.R_world, d.vel, chat, c, dt)
         gap_velocity = target / dt
+        reference = None
+        if o.friction_axes == "slip" and nu:
+            # each polyhedron's first edge along the contact's relative velocity after the
+            # free motion: its slip, or where a sticking contact is pushed (contact.py)
+            pv = point_velocities(
+                m, d, v + dt * qdd, np.concatenate([c.body_a, c.body_b]),
+                np.concatenate([c.local_a, c.local_b]),
+            )  # fmt: skip
+            reference = pv[:nu] - pv[nu:]
         try:
             problem = ContactProblem.build(
                 m, d, q, c, tau, o.nf, mu, gap_velocity, o.solver, o.lcp_tol_rel,
                 node_transforms, bilateral=self.bilateral, dt=dt, dynamics=self.dynamics,
+                friction_reference=reference,
             )  # fmt: skip
         except ConstraintError as exc:  # e.g. a distance closure's points came together
             raise SimulationError(f"at step {self.step_index}, t = {t:.6g} s: {exc}") from None

@@ -179,12 +179,13 @@ class ContactProblem:
     @classmethod
     def build(
         cls, model, data, q, contacts, tau, nf, mu, gap_velocity, solver, tol_rel, X_fn,
-        bilateral=None, dt=0.0, dynamics=None,
+        bilateral=None, dt=0.0, dynamics=None, friction_reference=None,
     ):  # fmt: skip
         """The problem of one step. ``bilateral``: a :class:`~mbsim.simcore.bilateral.
         Bilateral` (loop closures, mimic joints) or None; its nodes follow the contact nodes,
         its rows are reduced to an independent subset (bilateral.independent_rows) and their
-        stabilised targets use the step ``dt``."""
+        stabilised targets use the step ``dt``. ``friction_reference`` (nu, 3) or None: the
+        direction of each friction polyhedron's first edge (contact.friction_matrix)."""
         c = contacts
         moving_a = c.body_a >= 0
         moving_b = c.body_b >= 0
@@ -210,7 +211,8 @@ class ContactProblem:
             dynamics = AbaDynamics(model)
         problem = cls(
             model, data, q, c, tau, node_body, node_point, node_X, ia, ib,
-            friction_matrix(c.normal, nf), mu, gap_velocity, solver, tol_rel, dynamics=dynamics,
+            friction_matrix(c.normal, nf, friction_reference), mu, gap_velocity, solver,
+            tol_rel, dynamics=dynamics,
         )  # fmt: skip
         if extra:
             problem._attach_bilateral(bilateral, extra["rows"], extra["offset"], dt)
