@@ -268,3 +268,38 @@ def test_friction_polyhedron_follows_the_slip_in_any_heading(heading_deg, mu):
         assert (v[:3] @ down) / T == pytest.approx(expected, rel=0.005)
     else:
         assert abs(disp @ down) < 1e-9
+
+
+@pytest.mark.parametrize("formulation", ["os", "rmc", "mc", "nmc", "nmc-os"])
+@pytest.mark.parametrize(
+    ("law", "mu", "vt", "dvt"),
+    [
+        # sliding throughout: Coulomb over the whole impulse, mu (1 + e) |v_n| = 0.150
+        ("total", 0.1, 1.0, -0.150),
+        # 000's law: friction capped at mu times the compression impulse, 0.100
+        ("compression", 0.1, 1.0, -0.100),
+        # the contact point sticks within the impulse: rolling, v_t = 5/7 of 0.2 m/s
+        ("total", 0.5, 0.2, 0.2 * 5.0 / 7.0 - 0.2),
+    ],
+)
+def test_friction_through_an_impact(formulation, law, mu, vt, dvt):
+    """Issue 14 sec. 4: a sphere (no spin, no gravity) hits the plane at v_n = -1 m/s with
+    tangential speed vt, e = 0.5. Closed form (Routh): the normal impulse is (1 + e) m |v_n|;
+    while the contact slides the tangential impulse is mu times it (dv_t = -mu (1 + e) = -0.15
+    for mu = 0.1; MuJoCo -0.152), unless the slip u = v_t - r w stops first (du = 7/2 dv_t for
+    a solid sphere: rolling at 5/7 v_t). 000's law (``impact_friction = "compression"``)
+    gives -0.100. Exact to 1e-9 (one impact, LCPs solved to rounding); the kinetic energy
+    must not grow."""
+    r = 0.1
+    model = build_model([sphere(r=r)], gravity=(0, 0, 0))
+    opts = StepOptions(dt=1e-3, mu=mu, restitution=0.5, impact_friction=law,
+                       formulation=formulation)  # fmt: skip
+    st = OSStepper(model, SpheresOnPlane({0: r}), opts)
+    q = model.neutral_q()
+    q[2] = r + 1e-4
+    v = np.array([vt, 0.0, -1.0, 0.0, 0.0, 0.0])
+    _, v1, rep = st.step(q, v, 0.0)
+    assert len(rep.impacts) == 1
+    assert v1[0] - vt == pytest.approx(dvt, abs=1e-9)
+    assert v1[2] == pytest.approx(0.5, abs=1e-9)
+    assert rep.impacts[0].energy_after <= rep.impacts[0].energy_before

@@ -117,6 +117,8 @@ class Simulator:
             integrator=sc.simulation.integrator,
             gap_floor=_gap_floor(sc),
             energy_consistent_impacts=c.energy_consistent_impacts,
+            impact_friction=c.impact_friction,
+            friction_axes=c.friction_axes,
         )
         # a scene that can never produce a contact needs no friction check
         if bool(self.scene.allowed.any()):

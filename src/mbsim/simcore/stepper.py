@@ -75,7 +75,7 @@ from mbsim.simcore.kinematics import (
 )
 from mbsim.simcore.lcp import DUMP_MODES, check, should_dump
 from mbsim.simcore.lcp.budget import limits as lcp_limits
-from mbsim.simcore.options import FRICTION_AXES, INTEGRATORS
+from mbsim.simcore.options import FRICTION_AXES, IMPACT_FRICTION, INTEGRATORS
 
 RK4_GAP_ROWS = ("trapezoid", "euler")
 
@@ -128,6 +128,9 @@ class StepOptions:
     friction_axes: "slip" turns each friction polyhedron's first edge to the contact's
     relative velocity after the free motion (exact Coulomb sliding in any direction),
     "world" keeps 000's polyhedron fixed to the world axes (contact.friction_matrix).
+    impact_friction: "total" bounds an impact's friction by mu times its whole normal
+    impulse (Coulomb, Routh/Stronge), "compression" by the compression impulse (000's law;
+    impact_phase).
     """
 
     dt: float
@@ -152,6 +155,7 @@ class StepOptions:
     max_recovery_speed: float = 0.5
     lcp_max_seconds: float | None = 60.0
     friction_axes: str = "slip"
+    impact_friction: str = "total"
 
 
 @dataclass
@@ -204,7 +208,9 @@ def _no_contacts():
     )  # fmt: skip
 
 
-def impact_phase(form, problem, v, eps, energy_consistent, kinetic, respond, accept):
+def impact_phase(
+    form, problem, v, eps, energy_consistent, kinetic, respond, accept, friction="total"
+):  # fmt: skip
     """The collision of one step (000 Sec. 7, Eqs. 54-58), from the pre-step velocity v.
 
     Compression (Eq. 54): the LCP of ``form`` with dt = 0 and no gap allowance gives v_c and
@@ -212,6 +218,17 @@ def impact_phase(form, problem, v, eps, energy_consistent, kinetic, respond, acc
     (Eqs. 56-57): the recovered impulse theta(i) = eps(i) (n . P_c(i)) n is applied explicitly
     (``respond(theta)`` = M^-1 J^T Q_u^T theta) and the LCP solved again from v_c + that
     response, so every contact stays non-penetrating (q of Eq. 57 = D^T (v_c + W theta)).
+
+    Friction (``friction``, options.IMPACT_FRICTION). "compression" is 000's law: theta is
+    normal, and the decompression LCP's cone only holds its own normal impulse, so the
+    friction of the whole collision is capped near mu P_c,n (a ball sliding through an impact
+    with e = 0.5 loses a third less tangential speed than Coulomb's law says). "total"
+    (default; Routh's / Stronge's Coulomb friction over the whole impulse): the decompression
+    LCP's sigma rows get the budget mu(i) n . theta(i) (ContactProblem.friction_budget), so
+    its friction may reach mu times theta plus its own normal impulse: the collision's
+    friction is bounded by mu times its total normal impulse, and still opposes the
+    post-collision slip (maximal dissipation), so it takes energy, never adds it.
+
     With ``energy_consistent`` the recovered impulse is halved (up to 30 times) until the
     kinetic energy ``kinetic(v)`` does not exceed its value before the collision (Kane's
     paradox guard). ``accept(solution, what)`` checks (and dumps) every LCP solved.
@@ -228,7 +245,12 @@ def impact_phase(form, problem, v, eps, energy_consistent, kinetic, respond, acc
         scale = 1.0
         for _ in range(30 if energy_consistent else 1):
             v_t = v_c + respond(scale * theta)
-            sol_d = form.solve(problem, v_t, 0.0, False)
+            if friction == "total":
+                problem.friction_budget = problem.mu * scale * np.einsum("ij,ij->i", theta, normal)
+            try:
+                sol_d = form.solve(problem, v_t, 0.0, False)
+            finally:
+                problem.friction_budget = None
             accept(sol_d, "decompression")
             if not energy_consistent or kinetic(sol_d.v) <= ke_before:
                 break
@@ -273,6 +295,11 @@ class OSStepper:
             raise MbsimError(
                 f"unknown friction_axes {options.friction_axes!r}; expected one of "
                 f"{', '.join(FRICTION_AXES)}"
+            )
+        if options.impact_friction not in IMPACT_FRICTION:
+            raise MbsimError(
+                f"unknown impact_friction {options.impact_friction!r}; expected one of "
+                f"{', '.join(IMPACT_FRICTION)}"
             )
         if options.integrator not in INTEGRATORS:
             raise MbsimError(
@@ -526,6 +553,7 @@ class OSStepper:
                 kinetic=lambda vk: self._kinetic(q, vk),
                 respond=lambda F: self._respond(problem, F),
                 accept=lambda sol, what: self._accept(sol, what, t),
+                friction=o.impact_friction,
             )  # fmt: skip
             impulse_total += impulse
             ke_after = self._kinetic(q, v_c)

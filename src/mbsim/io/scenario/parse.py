@@ -49,6 +49,8 @@ from mbsim.simcore.options import (
     DUMP_MODES,
     DYNAMICS,
     FORMULATIONS,
+    FRICTION_AXES,
+    IMPACT_FRICTION,
     INTEGRATORS,
     LCP_SOLVERS,
 )
@@ -470,6 +472,10 @@ def _contact(ctx: _Ctx, value: object) -> Contact:
         energy_consistent_impacts=_bool(
             ctx, (*path, "energy_consistent_impacts"), t["energy_consistent_impacts"]
         ),
+        impact_friction=_choice(
+            ctx, (*path, "impact_friction"), t["impact_friction"], IMPACT_FRICTION
+        ),
+        friction_axes=_choice(ctx, (*path, "friction_axes"), t["friction_axes"], FRICTION_AXES),
     )
 
 

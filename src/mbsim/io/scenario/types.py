@@ -59,6 +59,8 @@ _CONTACT_DEFAULTS: dict[str, Any] = {
     "pairs": [],
     "gap_floor": None,  # absent: the stepper's rule (see docs/scenario-format.md)
     "energy_consistent_impacts": False,
+    "impact_friction": "total",
+    "friction_axes": "slip",
 }
 _OUTPUT_DEFAULTS: dict[str, Any] = {
     "path": None,  # <scenario stem>.h5 in the current directory
@@ -168,7 +170,9 @@ class Simulation:
 class Contact:
     """Contact model: ``margin`` (m) is the distance below which a pair is a contact, ``mu``
     the Coulomb friction coefficient, ``restitution`` Newton's coefficient in [0, 1],
-    ``friction_directions`` the number of edges of the friction polyhedron. Link references
+    ``friction_directions`` the number of edges of the friction polyhedron, ``friction_axes``
+    its orientation (options.FRICTION_AXES), ``impact_friction`` the friction law of an
+    impact (options.IMPACT_FRICTION). Link references
     are ``tree/link`` (bare ``link`` before :func:`validate_against_model` canonicalises them).
     """
 
@@ -183,6 +187,8 @@ class Contact:
     pairs: tuple[PairOverride, ...] = ()
     gap_floor: float | None = None
     energy_consistent_impacts: bool = False
+    impact_friction: str = "total"
+    friction_axes: str = "slip"
 
 
 @dataclass(frozen=True)

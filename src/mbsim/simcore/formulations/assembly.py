@@ -26,10 +26,11 @@ def delassus_lcp(problem, K: np.ndarray, phi: np.ndarray, target: np.ndarray, ga
     equality rows' right-hand side U-bar. Returns
 
         M = [[K_ee, K_eu D, 0], [D^T K_ue, D^T K_uu D, E-hat], [0, E-bar, 0]],
-        q = [phi_e - target; D^T phi_u (+ the gap allowance when ``gap``); 0]
+        q = [phi_e - target; D^T phi_u (+ the gap allowance when ``gap``); budget]
 
     with the equality impulses free (the first n_eq unknowns); with no equality rows it is
-    the standard LCP of contact.contact_lcp. The lower-left block is the transpose of the
+    the standard LCP of contact.contact_lcp (budget: problem.sigma_rows(), zero but in an
+    impact's restitution phase). The lower-left block is the transpose of the
     upper-right one, so M is symmetric up to its complementarity part.
     """
     n_eq = len(target)
@@ -56,13 +57,15 @@ def velocity_lcp(
     """(M, q, n_free) of the mixed LCP with the velocities x as free unknowns (Eqs. 27, 36):
 
         [[A, -G_e^T, -G_u^T D, 0], [G_e, 0, 0, 0], [D^T G_u, 0, 0, E-hat], [0, 0, E-bar, 0]]
-        [x+; p_e; beta; sigma] + [-momentum; -target; D^T shift (+ gap allowance); 0]
+        [x+; p_e; beta; sigma] + [-momentum; -target; D^T shift (+ gap allowance); budget]
 
     mass A (n_x square): the joint-space M (MC) or the block-diagonal body inertia (NMC);
     momentum: A x_free (the free motion's momentum, N s); G_eq (n_eq, n_x): the equality rows
     and ``target`` their right-hand side; G_u (3 nu, n_x): the contact rows Q_u J (MC) or Q_u
     on the body velocities (NMC); contact_shift (3 nu,): a known part of the contact
     velocity not in G_u x+ (NMC's -dt G_u c-hat), None for none. n_free = n_x + n_eq.
+    budget: problem.sigma_rows(), the friction of a normal impulse applied outside the LCP
+    (zero but in an impact's restitution phase).
     """
     n_x = mass.shape[0]
     n_free = n_x + G_eq.shape[0]
@@ -81,6 +84,7 @@ def velocity_lcp(
     q[:n_x] = -momentum
     q[n_x:n_free] = -target
     q[n_free : n_free + nk] = problem.gap_rows(gap)
+    q[n_free + nk :] = problem.sigma_rows()
     if contact_shift is not None:
         q[n_free : n_free + nk] = Db.T @ contact_shift + q[n_free : n_free + nk]
     return M, q, n_free

@@ -175,6 +175,11 @@ class ContactProblem:
     _Q_u: np.ndarray | None = None
     #: the forward-dynamics path (simcore/forward.py)
     dynamics: object = None
+    #: (nu,) N s or None: friction impulse the sigma rows allow beyond mu beta_n, mu times
+    #: a normal impulse applied outside the LCP (the restitution impulse of an impact,
+    #: stepper.impact_phase), so Coulomb's cone bounds the whole impulse:
+    #: mu (beta_n + budget/mu) - sum beta_j >= 0 (E-bar row + budget)
+    friction_budget: np.ndarray | None = None
 
     @classmethod
     def build(
@@ -293,7 +298,15 @@ class ContactProblem:
         allowance on the normal rows when ``gap``."""
         if gap:
             vu = vu + self.gap_velocity[:, None] * self.contacts.normal
-        return contact_lcp(W, self.D, self.mu, vu)
+        M, q = contact_lcp(W, self.D, self.mu, vu)
+        q[self.nu * self.k :] = self.sigma_rows()
+        return M, q
+
+    def sigma_rows(self) -> np.ndarray:
+        """q of the sigma (E-bar) rows, (nu,): zero, or the friction budget."""
+        if self.friction_budget is None:
+            return np.zeros(self.nu)
+        return np.asarray(self.friction_budget, dtype=float)
 
     def gap_rows(self, gap: bool) -> np.ndarray:
         """The gap allowance projected on D (the q shift of the beta rows), (nu (nf+1),)."""
