@@ -208,7 +208,7 @@ def _curvature_kernel(R_world, vel, chat, body_a, local_a, body_b, local_b, norm
         out[i] = scale * acc
 
 
-def curvature_drift(R_world, vel, chat, contacts, dt: float) -> np.ndarray:
+def curvature_drift(R_world, vel, chat, contacts, dt: float, core: bool = True) -> np.ndarray:
     """The normal displacement (m, (nu,)) a step of length dt adds beyond the velocity-level
     row: 1/2 dt^2 n . (a_A - a_B), with a the contact points' accelerations at zero joint
     acceleration (the J-dot v term: centripetal and Coriolis).
@@ -219,12 +219,36 @@ def curvature_drift(R_world, vel, chat, contacts, dt: float) -> np.ndarray:
     the gap makes the prediction second order. Point acceleration of a body point p (body
     frame) from the body's spatial velocity (w, v) and bias acceleration (alpha, a) (chat,
     body frame, Featherstone's spatial convention): R (a + alpha x p + w x (v + w x p)).
+
+    Smooth surfaces (``core``, the default; issue 14): a contact point on a sphere, capsule
+    or cylinder rim is not a material point but the closest point of the surface, found anew
+    each step; the gap is n . (core point) - r, so its second-order motion is that of the
+    core point at ``contacts.radius_a`` (radius_b) along +n (-n) from point A (B). At the
+    contact point itself, 001's prediction, a rolling body sinks by ~2.5 dt^2 w^2 r (its
+    bottom material point accelerates up at w^2 r). Contacts without radii (hand-written
+    detectors) and ``core`` False take the contact points.
     """
     out = np.zeros(len(contacts.gap))
     if len(out):
         c = contacts
+        local_a, local_b = c.local_a, c.local_b
+        ra, rb = getattr(c, "radius_a", None), getattr(c, "radius_b", None)
+        if core and ra is not None:
+            local_a = _core_points(R_world, c.body_a, local_a, c.normal, ra)
+            local_b = _core_points(R_world, c.body_b, local_b, c.normal, -rb)
         _curvature_kernel(
-            R_world, vel, chat, c.body_a, np.ascontiguousarray(c.local_a), c.body_b,
-            np.ascontiguousarray(c.local_b), np.ascontiguousarray(c.normal), 0.5 * dt * dt, out,
+            R_world, vel, chat, c.body_a, np.ascontiguousarray(local_a), c.body_b,
+            np.ascontiguousarray(local_b), np.ascontiguousarray(c.normal), 0.5 * dt * dt, out,
         )  # fmt: skip
+    return out
+
+
+def _core_points(R_world, body, local, normal, offset) -> np.ndarray:
+    """local + offset R_body^T n (body frame, m): the point ``offset`` along the world normal
+    from each contact point; static (body -1) points are left as they are."""
+    out = np.array(local, dtype=float, copy=True)
+    moving = (body >= 0) & (offset != 0.0)
+    if np.any(moving):
+        Rt = R_world[body[moving]]
+        out[moving] += offset[moving, None] * np.einsum("kji,kj->ki", Rt, normal[moving])
     return out

@@ -131,6 +131,11 @@ class StepOptions:
     impact_friction: "total" bounds an impact's friction by mu times its whole normal
     impulse (Coulomb, Routh/Stronge), "compression" by the compression impulse (000's law;
     impact_phase).
+    curvature_point: where the J-dot v gap term (curvature_correction) is taken for a
+    contact on a smooth surface (the detector's radius_a/radius_b: spheres, capsules, a
+    cylinder's rim): "core" at the material core point under it (a rolling body neither
+    sinks nor hops), "contact" at the contact point itself, as 001's material-point
+    prediction (contact.curvature_drift).
     """
 
     dt: float
@@ -156,6 +161,7 @@ class StepOptions:
     lcp_max_seconds: float | None = 60.0
     friction_axes: str = "slip"
     impact_friction: str = "total"
+    curvature_point: str = "core"
 
 
 @dataclass
@@ -300,6 +306,10 @@ class OSStepper:
             raise MbsimError(
                 f"unknown impact_friction {options.impact_friction!r}; expected one of "
                 f"{', '.join(IMPACT_FRICTION)}"
+            )
+        if options.curvature_point not in ("core", "contact"):
+            raise MbsimError(
+                f"unknown curvature_point {options.curvature_point!r}; expected core or contact"
             )
         if options.integrator not in INTEGRATORS:
             raise MbsimError(
@@ -513,7 +523,9 @@ class OSStepper:
             # a kinematic prediction, not an error to correct: neither scaled nor capped
             chat = np.empty((m.nb, 6))
             propagate_bias(m.parent, d.E, d.r, d.cbias, chat)
-            target = target + curvature_drift(d.R_world, d.vel, chat, c, dt)
+            target = target + curvature_drift(
+                d.R_world, d.vel, chat, c, dt, core=o.curvature_point == "core"
+            )
         gap_velocity = target / dt
         reference = None
         if o.friction_axes == "slip" and nu:
