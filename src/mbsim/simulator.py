@@ -119,6 +119,7 @@ class Simulator:
             energy_consistent_impacts=c.energy_consistent_impacts,
             impact_friction=c.impact_friction,
             friction_axes=c.friction_axes,
+            curvature_point=c.curvature_point,
         )
         # a scene that can never produce a contact needs no friction check
         if bool(self.scene.allowed.any()):

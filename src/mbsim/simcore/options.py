@@ -27,6 +27,10 @@ FRICTION_AXES = ("slip", "world")
 #: (compression and restitution, Routh/Stronge), or 000's law capping it at mu times the
 #: compression impulse.
 IMPACT_FRICTION = ("total", "compression")
+#: Where the gap's second-order (J-dot v) prediction is taken for a contact on a smooth
+#: surface (``simcore/contact.py`` curvature_drift): its core point, or the contact point
+#: itself (001's material-point prediction).
+CURVATURE_POINTS = ("core", "contact")
 #: How a robot's root link is attached to the world.
 BASES = ("fixed", "floating")
 #: Loop-closure types (``simcore/bilateral.py``): coincident points, rigid weld, fixed distance.
@@ -35,6 +39,7 @@ CLOSURE_TYPES = ("ball", "weld", "distance")
 __all__ = [
     "BASES",
     "CLOSURE_TYPES",
+    "CURVATURE_POINTS",
     "DELASSUS",
     "DUMP_MODES",
     "DYNAMICS",

@@ -75,7 +75,12 @@ from mbsim.simcore.kinematics import (
 )
 from mbsim.simcore.lcp import DUMP_MODES, check, should_dump
 from mbsim.simcore.lcp.budget import limits as lcp_limits
-from mbsim.simcore.options import FRICTION_AXES, IMPACT_FRICTION, INTEGRATORS
+from mbsim.simcore.options import (
+    CURVATURE_POINTS,
+    FRICTION_AXES,
+    IMPACT_FRICTION,
+    INTEGRATORS,
+)
 
 RK4_GAP_ROWS = ("trapezoid", "euler")
 
@@ -307,9 +312,10 @@ class OSStepper:
                 f"unknown impact_friction {options.impact_friction!r}; expected one of "
                 f"{', '.join(IMPACT_FRICTION)}"
             )
-        if options.curvature_point not in ("core", "contact"):
+        if options.curvature_point not in CURVATURE_POINTS:
             raise MbsimError(
-                f"unknown curvature_point {options.curvature_point!r}; expected core or contact"
+                f"unknown curvature_point {options.curvature_point!r}; expected one of "
+                f"{', '.join(CURVATURE_POINTS)}"
             )
         if options.integrator not in INTEGRATORS:
             raise MbsimError(

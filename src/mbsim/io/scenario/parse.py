@@ -45,6 +45,7 @@ from mbsim.names import WORLD, split_link_ref
 from mbsim.simcore.options import (
     BASES,
     CLOSURE_TYPES,
+    CURVATURE_POINTS,
     DELASSUS,
     DUMP_MODES,
     DYNAMICS,
@@ -476,6 +477,9 @@ def _contact(ctx: _Ctx, value: object) -> Contact:
             ctx, (*path, "impact_friction"), t["impact_friction"], IMPACT_FRICTION
         ),
         friction_axes=_choice(ctx, (*path, "friction_axes"), t["friction_axes"], FRICTION_AXES),
+        curvature_point=_choice(
+            ctx, (*path, "curvature_point"), t["curvature_point"], CURVATURE_POINTS
+        ),
     )
 
 

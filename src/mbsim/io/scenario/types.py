@@ -61,6 +61,7 @@ _CONTACT_DEFAULTS: dict[str, Any] = {
     "energy_consistent_impacts": False,
     "impact_friction": "total",
     "friction_axes": "slip",
+    "curvature_point": "core",
 }
 _OUTPUT_DEFAULTS: dict[str, Any] = {
     "path": None,  # <scenario stem>.h5 in the current directory
@@ -172,7 +173,8 @@ class Contact:
     the Coulomb friction coefficient, ``restitution`` Newton's coefficient in [0, 1],
     ``friction_directions`` the number of edges of the friction polyhedron, ``friction_axes``
     its orientation (options.FRICTION_AXES), ``impact_friction`` the friction law of an
-    impact (options.IMPACT_FRICTION). Link references
+    impact (options.IMPACT_FRICTION), ``curvature_point`` where a smooth contact's gap
+    prediction is taken (options.CURVATURE_POINTS). Link references
     are ``tree/link`` (bare ``link`` before :func:`validate_against_model` canonicalises them).
     """
 
@@ -189,6 +191,7 @@ class Contact:
     energy_consistent_impacts: bool = False
     impact_friction: str = "total"
     friction_axes: str = "slip"
+    curvature_point: str = "core"
 
 
 @dataclass(frozen=True)
