@@ -59,11 +59,19 @@ class PinTwin:
                 self.vperm[model.vi[i] + k] = self.pm.idx_vs[jid] + k
         if self.pm.nv != model.nv:
             raise KeyError(f"Pinocchio has nv={self.pm.nv}, mbsim nv={model.nv}")
-        if any("raised to 0" in entry for entry in model.lint):
-            # mbsim repaired a slightly non-PSD inertia that Pinocchio keeps: give Pinocchio the
-            # repaired body inertias so both compute the dynamics of the same bodies.
+        if any("raised to 0" in e or "inertia of its collision shapes" in e for e in model.lint):
+            # mbsim repaired a slightly non-PSD inertia, or gave a link with mass and zero
+            # inertia its collision shapes' inertia, where Pinocchio keeps the file's: give
+            # Pinocchio mbsim's body inertias so both compute the dynamics of the same bodies.
             for i, jid in enumerate(self.jids):
                 I = model.inertia[i]
+                if np.allclose(
+                    self.pm.inertias[jid].matrix()[[3, 4, 5, 0, 1, 2]][:, [3, 4, 5, 0, 1, 2]],
+                    I,
+                    rtol=1e-12,
+                    atol=1e-15,
+                ):
+                    continue  # the same body (Pinocchio refuses to rebuild near-singular ones)
                 m = model.mass[i]
                 c = model.com[i]
                 cx = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])

@@ -260,9 +260,11 @@ class Simulator:
         hashes and the command line recorded, as ``mbsim run`` and ``mbsim batch`` write it.
         ``records``: extra groups written with the header (group name -> attributes)."""
         from mbsim.io.results import ResultsWriter, model_info
+        from mbsim.view.record import record_scene, scene_of
 
         sc = self.scenario
-        return ResultsWriter(
+        scene = scene_of(self.model, sc.contact.floor)  # /visual, for mbsim view
+        writer = ResultsWriter(
             sc.output.path,
             model_info=model_info(self.model),
             scenario_toml=sc.to_toml(),
@@ -277,6 +279,8 @@ class Simulator:
             contacts=sc.output.record_contacts,
             records=records,
         )
+        record_scene(writer, scene)
+        return writer
 
     def run_to_file(
         self,

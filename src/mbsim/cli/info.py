@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from mbsim.collision.scene import CollisionScene
+from mbsim.errors import MbsimError
 from mbsim.io.urdf import load_urdf
 from mbsim.simcore.formulations import lcp_dimension
 from mbsim.simcore.model import Model, build_model
@@ -27,12 +28,28 @@ def info(
     contacts: int = typer.Option(4, "--contacts", help="Contacts assumed for the LCP sizes."),
     friction_directions: int = typer.Option(4, help="Friction polyhedron edges (nf)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+    package_dir: list[str] = typer.Option(
+        None,
+        "--package-dir",
+        help="Folder of ROS package NAME for package:// meshes, as NAME=PATH (repeatable).",
+    ),
+    allow_outside_paths: bool = typer.Option(
+        False,
+        "--allow-outside-paths",
+        help="Let mesh paths reach outside the URDF's folder and the package folders.",
+    ),
 ) -> None:
     """Print the body tree, DoFs, masses, collision shapes, checked pairs and LCP sizes."""
-    spec = load_urdf(urdf, base="floating" if floating else "fixed")
+    packages = parse_package_dirs(package_dir or [])
+    spec = load_urdf(
+        urdf,
+        base="floating" if floating else "fixed",
+        package_dirs=packages,
+        allow_outside_paths=allow_outside_paths,
+    )
     model = build_model([spec])
     summary = summarize(model)
-    summary["checked_pairs"] = checked_pairs(model, floor, self_collision)
+    summary["checked_pairs"] = checked_pairs(model, floor, self_collision, packages)
     summary["lcp_dimensions"] = {
         "contacts": contacts,
         "friction_directions": friction_directions,
@@ -47,9 +64,24 @@ def info(
     typer.echo(render(model, summary))
 
 
-def checked_pairs(model: Model, floor: bool, self_collision: bool) -> list[list[str]]:
+def parse_package_dirs(values: list[str]) -> dict[str, str]:
+    """``["NAME=PATH", ...]`` -> ``{NAME: PATH}``; raises MbsimError on a malformed entry."""
+    packages: dict[str, str] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise MbsimError(f"--package-dir '{value}' is not of the form NAME=PATH.")
+        packages[name.strip()] = path.strip()
+    return packages
+
+
+def checked_pairs(
+    model: Model, floor: bool, self_collision: bool, package_dirs: dict[str, str] | None = None
+) -> list[list[str]]:
     """Link pairs the collision scene will test (after adjacency, static and user filters)."""
-    scene = CollisionScene.from_model(model, floor=floor, self_collision=self_collision)
+    scene = CollisionScene.from_model(
+        model, floor=floor, self_collision=self_collision, package_dirs=package_dirs
+    )
     links = scene.links
     pairs = set()
     n = len(links)
@@ -88,6 +120,10 @@ def summarize(model: Model) -> dict:
     }
 
 
+#: Deepest indentation of the printed body tree (levels); deeper bodies show their depth.
+MAX_INDENT = 32
+
+
 def render(model: Model, s: dict) -> str:
     """Human-readable text: an indented tree, then totals and warnings."""
     children: dict[int, list[int]] = {}
@@ -95,16 +131,18 @@ def render(model: Model, s: dict) -> str:
         children.setdefault(int(model.parent[i]), []).append(i)
     lines = [f"robot {', '.join(s['trees'])} ({', '.join(s['sources'])})", "world"]
 
-    def walk(body: int, depth: int) -> None:
-        for c in children.get(body, []):
-            b = s["bodies"][c]
-            lines.append(
-                f"{'  ' * depth}└─ {b['name']}  [{b['joint_type']} '{b['joint']}', "
-                f"{b['mass_kg']:.6g} kg, {b['collision_shapes']} collision shapes]"
-            )
-            walk(c, depth + 1)
-
-    walk(-1, 1)
+    # depth-first with an explicit stack: chains thousands of links deep must not overflow
+    # the recursion limit; indentation stops growing at MAX_INDENT levels (depth is shown).
+    stack = [(c, 1) for c in reversed(children.get(-1, []))]
+    while stack:
+        c, depth = stack.pop()
+        b = s["bodies"][c]
+        indent = "  " * min(depth, MAX_INDENT) + (f"[depth {depth}] " if depth > MAX_INDENT else "")
+        lines.append(
+            f"{indent}└─ {b['name']}  [{b['joint_type']} '{b['joint']}', "
+            f"{b['mass_kg']:.6g} kg, {b['collision_shapes']} collision shapes]"
+        )
+        stack.extend((k, depth + 1) for k in reversed(children.get(c, [])))
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(s["collision_shapes_by_kind"].items()))
     lines += [
         f"bodies: {model.nb}   DoFs: nq = {s['nq']}, nv = {s['nv']}",

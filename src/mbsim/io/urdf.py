@@ -20,6 +20,11 @@ Pipeline, and why each step exists:
 4. **Conversion** to the spec dataclasses, then **semantic checks**: joint types, tree
    topology, mass, inertia, geometry sizes, limits, mimic targets.
 
+What urdfdom and PyBullet accept is repaired with a lint entry (XML prolog and trailing
+content, 4-number rpy/scale, lower > upper, ``<plane>``, zero inertia with a mass); xacro
+leftovers, negative limits, mimic cycles, values outside the bounds below and mesh paths
+outside the allowed folders are refused (see docs/architecture.md, "URDF loading").
+
 Every problem raises :class:`~mbsim.errors.UrdfError` (or :class:`~mbsim.errors.GeometryError`
 for shape sizes and missing meshes) with one sentence naming the file, the element and the
 offending value; no exception from lxml or yourdfpy escapes.
@@ -59,8 +64,8 @@ from lxml import etree
 
 from mbsim.errors import GeometryError, UrdfError
 from mbsim.io.safe_xml import safe_parser
+from mbsim.io.shape_inertia import shapes_inertia
 from mbsim.simcore.spec import (
-    JOINT_TYPES,
     GeometrySpec,
     Inertial,
     JointSpec,
@@ -69,11 +74,13 @@ from mbsim.simcore.spec import (
     RobotSpec,
 )
 
-__all__ = ["load_urdf", "parse_urdf_string", "resolve_mesh_uri"]
+__all__ = ["MeshPathRefused", "load_urdf", "parse_urdf_string", "resolve_mesh_uri"]
 
-#: Joint types URDF defines; ``planar`` is valid URDF but mbsim cannot simulate it.
+#: Joint types URDF defines. ``planar`` (motion in the plane normal to its axis) becomes two
+#: prismatic joints and a revolute one in the model builder.
 URDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
-_MOVING_TYPES = ("revolute", "continuous", "prismatic")
+#: Types whose axis matters (for planar: the plane's normal).
+_MOVING_TYPES = ("revolute", "continuous", "prismatic", "planar")
 INERTIA_RTOL = 1e-9
 #: Absolute floor of the inertia tolerance (kg m^2): below float noise of any real inertia.
 INERTIA_ATOL = 1e-15
@@ -81,6 +88,20 @@ INERTIA_ATOL = 1e-15
 #: 1 g point mass 3 cm off its axis, far below anything that matters dynamically.
 INERTIA_REPAIR_MAX = 1e-6
 AXIS_UNIT_TOL = 1e-6
+#: Range of every length the loader accepts (m): shape sizes lie in [LENGTH_MIN, LENGTH_MAX],
+#: origin offsets within +-LENGTH_MAX. 1e-9 m is below any machined feature; 1e6 m (1000 km)
+#: is beyond any robot or scene, and keeps FCL's broad phase far from overflow (it crashes on
+#: 1e200 m boxes). Mesh scale factors obey the same bounds in absolute value.
+LENGTH_MIN, LENGTH_MAX = 1e-9, 1e6
+#: Largest mass (kg) and principal moment of inertia (kg m^2) accepted: a 1000 t body, and
+#: such a body with a 30 m radius of gyration. Zero and tiny values are fine here (the model
+#: builder reports a massless moving body); larger ones only come from typos or fuzzing and
+#: would swamp the mass matrix's conditioning.
+MASS_MAX, INERTIA_MAX = 1e6, 1e9
+#: Mimic multiplier and offset bound (dimensionless; rad or m).
+MIMIC_MAX = 1e6
+#: Longest message (characters): a million-link file must not print megabytes.
+MESSAGE_MAX = 600
 _BASE_POSE_TOL = 1e-6
 
 # Shape tag -> (attribute, allowed counts, commas allowed). yourdfpy splits box sizes and mesh
@@ -110,6 +131,10 @@ class _Ctx:
     robot: str = ""
     lines: dict[tuple[str, str], int] = field(default_factory=dict)
     lint: list[str] = field(default_factory=list)
+    inertia_from_collision: bool = True
+    allow_outside_paths: bool = False
+    #: links whose <inertial> has a mass but no <inertia> (filled from collision shapes)
+    no_inertia: dict[str, int] = field(default_factory=dict)
 
     def at(self, kind: str, name: str) -> str:
         """``joint 'elbow' (line 12)``: how messages refer to a named element."""
@@ -117,8 +142,16 @@ class _Ctx:
         return f"{kind} '{name}'" + (f" (line {line})" if line else "")
 
     def error(self, text: str, exc: type[Exception] = UrdfError) -> Exception:
-        """One sentence: ``<file>: <text>.``"""
-        return exc(f"{self.source}: {text}.")
+        """One sentence: ``<file>: <text>.``, at most :data:`MESSAGE_MAX` characters."""
+        return exc(_clip(f"{self.source}: {text}", MESSAGE_MAX) + ".")
+
+
+def _clip(text: str | None, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters with the number of characters left out."""
+    text = text or ""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 30]}... ({len(text) - limit + 30} more characters)"
 
 
 # --------------------------------------------------------------------------- public API
@@ -132,6 +165,8 @@ def load_urdf(
     package_dirs: Mapping[str, str | os.PathLike[str]] | None = None,
     name: str | None = None,
     strict_inertia: bool = False,
+    inertia_from_collision: bool = True,
+    allow_outside_paths: bool = False,
 ) -> RobotSpec:
     """Read a URDF file into a :class:`RobotSpec` (metres, kilograms, radians).
 
@@ -141,12 +176,21 @@ def load_urdf(
     :func:`resolve_mesh_uri`). name: robot name (default: the ``<robot name>``).
     strict_inertia: if True, an inertia violating the triangle inequality is an error; by
     default it is kept and reported in ``RobotSpec.lint``. A non-PSD inertia is always an
-    error.
+    error. inertia_from_collision: a link with a mass but an all-zero or missing
+    ``<inertia>`` gets the inertia of its collision shapes at that mass (as PyBullet does;
+    :mod:`mbsim.io.shape_inertia`), reported in the lint; False keeps a zero inertia as
+    written and refuses a missing one. allow_outside_paths: let mesh URIs reach outside the
+    URDF's folder tree and the package folders (see :func:`resolve_mesh_uri`); refused by
+    default, with a GeometryError.
 
     Raises UrdfError (GeometryError for degenerate shape sizes) naming file, element, value.
     """
     source = os.path.abspath(os.fspath(path))
-    ctx = _Ctx(source)
+    ctx = _Ctx(
+        source,
+        inertia_from_collision=inertia_from_collision,
+        allow_outside_paths=allow_outside_paths,
+    )
     if not os.path.exists(source):
         raise ctx.error("URDF file does not exist")
     if not os.path.isfile(source):
@@ -170,6 +214,8 @@ def parse_urdf_string(
     package_dirs: Mapping[str, str | os.PathLike[str]] | None = None,
     name: str | None = None,
     strict_inertia: bool = False,
+    inertia_from_collision: bool = True,
+    allow_outside_paths: bool = False,
 ) -> RobotSpec:
     """Like :func:`load_urdf`, from URDF text.
 
@@ -181,7 +227,12 @@ def parse_urdf_string(
         # A decoded string may still carry an encoding declaration, which lxml refuses.
         text = re.sub(r"^\s*<\?xml[^>]*\?>", "", text, count=1).encode("utf-8")
     urdf_dir = os.path.abspath(os.fspath(base_dir)) if base_dir is not None else None
-    return _build(_Ctx(source), text, urdf_dir, base, base_pose, package_dirs, name, strict_inertia)
+    ctx = _Ctx(
+        source,
+        inertia_from_collision=inertia_from_collision,
+        allow_outside_paths=allow_outside_paths,
+    )
+    return _build(ctx, text, urdf_dir, base, base_pose, package_dirs, name, strict_inertia)
 
 
 def resolve_mesh_uri(
@@ -191,61 +242,128 @@ def resolve_mesh_uri(
     *,
     source: str | None = None,
     link: str | None = None,
+    allow_outside_paths: bool = False,
 ) -> str:
-    """Absolute path of the existing file a URDF mesh ``filename`` refers to.
+    """Absolute path of the existing mesh file a URDF mesh ``filename`` refers to.
 
     ``package://NAME/rest`` is looked up, in order, in: ``package_dirs[NAME]``; each
     ``ROS_PACKAGE_PATH`` entry that is the package (its folder is called NAME) or contains a
     folder NAME; ``PREFIX/share/NAME`` for each ``AMENT_PREFIX_PATH`` prefix; and each folder
     above the URDF (itself called NAME, or containing a folder NAME). ``file://path``,
-    absolute paths and relative paths (relative to ``urdf_dir``) are used as they are.
+    absolute paths and relative paths (relative to ``urdf_dir``) are used as they are; a
+    relative path ``DIR/.../FILE`` not found there is looked for in the folders above the
+    URDF, up to :data:`PARENT_SEARCH_LEVELS` levels, nearest first (PyBullet searches them too):
+    like a package, the folder DIR is found above the URDF.
+
+    Confinement (unless allow_outside_paths): the file must lie inside the URDF's folder
+    tree, inside the package folder it was found in (no ``..`` out of it), inside a folder
+    found by the upward search, or inside a declared root (``package_dirs`` values,
+    ``ROS_PACKAGE_PATH`` entries, ``AMENT_PREFIX_PATH/share``). The check is on the normalised
+    path (symlinks inside an allowed folder are the folder owner's choice, e.g. ROS
+    symlink installs). Only files with a mesh extension (:data:`MESH_EXTENSIONS`) are
+    looked at, and a refused path is never tested for existence, so no message reveals
+    whether an unrelated file exists.
 
     source/link only enrich the message. Raises GeometryError naming the URDF, the link, the
-    URI and every path tried.
+    URI and every allowed path tried.
     """
-    base = os.fspath(urdf_dir) if urdf_dir is not None else None
+    base = os.path.abspath(os.fspath(urdf_dir)) if urdf_dir is not None else None
+    head = f"{source or '<URDF>'}: {_link_words(link)}mesh '{_clip(uri, 200)}'"
     if uri.startswith("package://"):
         # "package:///name/..." occurs in published files; like Pinocchio, tolerate it.
         package, _, rest = uri[len("package://") :].lstrip("/").partition("/")
         if not package or not rest:
-            raise GeometryError(
-                f"{source or '<URDF>'}: {_link_words(link)}mesh '{uri}' does not have the form "
-                "package://NAME/PATH."
-            )
+            raise GeometryError(f"{head} does not have the form package://NAME/PATH.")
+        path_part = rest
         candidates = [
-            os.path.join(root, rest) for root in _package_roots(package, base, package_dirs)
+            (os.path.join(root, rest), root) for root in _package_roots(package, base, package_dirs)
         ]
     elif uri.startswith("file://"):
-        candidates = _plain_candidates(unquote(uri[len("file://") :]), base)
+        path_part = unquote(uri[len("file://") :])
+        candidates = _plain_candidates(path_part, base)
     elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", uri):
         raise GeometryError(
-            f"{source or '<URDF>'}: {_link_words(link)}mesh '{uri}' uses an unsupported URI "
-            "scheme (mbsim understands package://, file://, absolute and relative paths)."
+            f"{head} uses an unsupported URI scheme (mbsim understands package://, file://, "
+            "absolute and relative paths)."
         )
     else:
+        path_part = uri
         candidates = _plain_candidates(uri, base)
-    tried = list(dict.fromkeys(os.path.abspath(c) for c in candidates))
-    for path in tried:
-        if os.path.isfile(path):
-            return path
+    extension = os.path.splitext(path_part)[1].lower()
+    if extension not in MESH_EXTENSIONS:
+        raise MeshPathRefused(
+            f"{head} does not name a mesh file (its extension '{_clip(extension, 20)}' is not "
+            f"one of {', '.join(MESH_EXTENSIONS)}), so mbsim does not open it."
+        )
+    declared = _declared_roots(package_dirs)
+    tried: list[str] = []
+    refused: list[str] = []
+    for candidate, root in candidates:
+        path = os.path.normpath(os.path.abspath(candidate))
+        allowed = [r for r in (root, base, *declared) if r is not None]
+        if not allow_outside_paths and not any(_inside(path, r) for r in allowed):
+            refused.append(path)
+            continue
+        if path not in tried:
+            tried.append(path)
+            if os.path.isfile(path):
+                return path
+    if refused and not tried:
+        raise MeshPathRefused(
+            f"{head} resolves to '{_clip(refused[0], 200)}', outside the URDF's folder "
+            f"{_clip(base or '(none)', 200)} and every package folder, so mbsim refuses to "
+            "read it; declare its folder with --package-dir NAME=PATH or pass "
+            "--allow-outside-paths."
+        )
     places = ", ".join(tried) if tried else "nowhere (no package folder or URDF folder known)"
-    raise GeometryError(
-        f"{source or '<URDF>'}: {_link_words(link)}mesh '{uri}' was not found; looked at {places}."
-    )
+    raise GeometryError(_clip(f"{head} was not found; looked at {places}", 4000) + ".")
+
+
+class MeshPathRefused(GeometryError):
+    """A mesh URI mbsim will not open: outside every allowed folder, or not a mesh file."""
 
 
 # --------------------------------------------------------------------------- mesh lookup
+
+#: File extensions mbsim will open as meshes (what trimesh reads for URDF collision meshes).
+MESH_EXTENSIONS = (".stl", ".obj", ".dae", ".ply", ".off", ".glb", ".gltf")
+#: How many folders above the URDF a relative mesh path is looked for in (PyBullet: 5).
+PARENT_SEARCH_LEVELS = 5
 
 
 def _link_words(link: str | None) -> str:
     return f"link '{link}' " if link else ""
 
 
-def _plain_candidates(path: str, urdf_dir: str | None) -> list[str]:
-    """A plain path is absolute, or relative to the URDF folder (if known)."""
+def _inside(path: str, folder: str) -> bool:
+    """True if normalised absolute ``path`` is ``folder`` or below it."""
+    folder = os.path.normpath(os.path.abspath(folder))
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _declared_roots(package_dirs: Mapping[str, str | os.PathLike[str]] | None) -> list[str]:
+    """Folders the user declared as package roots: package_dirs, ROS and ament paths."""
+    roots = [os.fspath(d) for d in (package_dirs or {}).values()]
+    roots += _env_paths("ROS_PACKAGE_PATH")
+    roots += [os.path.join(p, "share") for p in _env_paths("AMENT_PREFIX_PATH")]
+    return roots
+
+
+def _plain_candidates(path: str, urdf_dir: str | None) -> list[tuple[str, str | None]]:
+    """(candidate, the folder it must stay in) for a plain path: absolute (confined only by
+    the URDF folder and declared roots), or relative to the URDF folder, then ``DIR/...``
+    in the folders above it (confined to the DIR found there)."""
     if os.path.isabs(path):
-        return [path]
-    return [os.path.join(urdf_dir, path)] if urdf_dir is not None else []
+        return [(path, None)]
+    if urdf_dir is None:
+        return []
+    found = [(os.path.join(urdf_dir, path), urdf_dir)]
+    parts = [p for p in re.split(r"[/\\]", path) if p not in ("", ".")]
+    if len(parts) > 1 and ".." not in parts:
+        for level, folder in enumerate(_ancestors(urdf_dir)):
+            if 1 <= level <= PARENT_SEARCH_LEVELS:
+                found.append((os.path.join(folder, path), os.path.join(folder, parts[0])))
+    return found
 
 
 def _package_roots(
@@ -302,6 +420,7 @@ def _build(
     links = [_link_spec(ctx, yl, shape_tags[yl.name], urdf_dir, package_dirs) for yl in robot.links]
     joints = [_joint_spec(ctx, yj) for yj in robot.joints]
     for link in links:
+        _fill_zero_inertia(ctx, link)
         _check_link(ctx, link, strict_inertia)
     for joint in joints:
         _check_limits(ctx, joint)
@@ -345,9 +464,27 @@ def _check_base(ctx: _Ctx, base: str, base_pose: np.ndarray | None) -> np.ndarra
 
 
 def _parse_xml(ctx: _Ctx, data: bytes) -> etree._Element:
-    """Parse untrusted bytes; reject malformed XML, entity declarations and external DTDs."""
+    """Parse untrusted bytes; reject malformed XML, entity declarations and external DTDs.
+
+    What urdfdom (TinyXML) accepts and libxml2 does not is repaired by :func:`_repair_prolog`
+    and :func:`_cut_trailing_content`, each with a lint entry; the repaired bytes go through the
+    same hardened parser, so no entity, DTD, network access or XInclude is ever allowed.
+    """
+    data, notes = _repair_prolog(data)
     try:
-        root = etree.fromstring(data, safe_parser())
+        try:
+            root = etree.fromstring(data, safe_parser())
+        except etree.XMLSyntaxError as exc:
+            cut = _cut_trailing_content(data, exc)
+            if cut is None:
+                raise
+            try:
+                root = etree.fromstring(cut, safe_parser())
+            except etree.XMLSyntaxError:
+                raise exc from None  # the original complaint is the one to report
+            notes.append(
+                f"content after the end of <{root.tag}> (from line {exc.lineno}) was ignored"
+            )
     except etree.XMLSyntaxError as exc:
         if b"<!ENTITY" in data:
             # libxml2 fails on entity use (external entity in an attribute, amplification
@@ -361,7 +498,58 @@ def _parse_xml(ctx: _Ctx, data: bytes) -> etree._Element:
     except ValueError as exc:  # lxml raises this for some undecodable inputs
         raise ctx.error(f"is not well-formed XML ({exc})") from exc
     _reject_doctype(ctx, root.getroottree().docinfo, data)
+    ctx.lint.extend(notes)
     return root
+
+
+# A declaration preceded only by whitespace and comments (what TinyXML skips), with the span
+# of the declaration and of its version number.
+_LATE_DECLARATION = re.compile(
+    rb"\A(?:\xef\xbb\xbf)?(?:\s|<!--(?:(?!-->).)*-->)*?"
+    rb"(<\?xml\s+version\s*=\s*[\"']([^\"']*)[\"'][^?]*\?>)",
+    re.DOTALL,
+)
+
+
+def _repair_prolog(data: bytes) -> tuple[bytes, list[str]]:
+    """Make an XML declaration libxml2 refuses acceptable, as urdfdom accepts it.
+
+    Two repairs, reported in one lint entry: a version other than 1.x (pybullet_data writes
+    ``version="0.0"``) is read as 1.0, and a declaration after leading whitespace or
+    comments is moved to the start. Line numbers are preserved (the declaration is replaced
+    by spaces where it stood), so messages still point at the right lines.
+    """
+    match = _LATE_DECLARATION.match(data)
+    if match is None:
+        return data, []
+    notes = []
+    decl = match.group(1)
+    version = match.group(2)
+    if not re.fullmatch(rb"1\.[0-9]+", version):
+        notes.append(f"XML declaration version '{version.decode('ascii', 'replace')}' read as 1.0")
+        start, end = match.span(2)
+        decl = data[match.start(1) : start] + b"1.0" + data[end : match.end(1)]
+    bom = data.startswith(b"\xef\xbb\xbf")
+    if match.start(1) > (3 if bom else 0):
+        notes.append("XML declaration after leading whitespace or comments moved to the start")
+    elif not notes:
+        return data, []
+    notes = ["; ".join(notes) + " (as urdfdom reads it)"]
+    blank = re.sub(rb"[^\n]", b" ", data[match.start(1) : match.end(1)])
+    head = data[: match.start(1)].removeprefix(b"\xef\xbb\xbf")
+    return (b"\xef\xbb\xbf" if bom else b"") + decl + head + blank + data[match.end(1) :], notes
+
+
+def _cut_trailing_content(data: bytes, exc: etree.XMLSyntaxError) -> bytes | None:
+    """The document up to the end of its root element when libxml2's only complaint is
+    content after it (TinyXML, hence urdfdom and PyBullet, ignore such content); else None."""
+    if "Extra content at the end of the document" not in (exc.msg or "") or exc.lineno < 1:
+        return None
+    lines = data.split(b"\n")
+    if exc.lineno > len(lines):
+        return None
+    offset = sum(len(line) + 1 for line in lines[: exc.lineno - 1]) + max(exc.offset - 1, 0)
+    return data[:offset]
 
 
 def _entity_error(ctx: _Ctx, data: bytes) -> Exception:
@@ -396,6 +584,7 @@ def _check_raw_robot(ctx: _Ctx, root: etree._Element) -> dict[str, list[str]]:
                 f"contains xacro element <xacro:{qname.localname}> at line "
                 f"{element.sourceline}; run xacro to produce plain URDF first"
             )
+    _reject_xacro_expressions(ctx, root)
     robot_name = root.get("name")
     if not robot_name:
         # urdfdom refuses this, but published files (example-robot-data's ur3) omit it.
@@ -412,6 +601,18 @@ def _check_raw_robot(ctx: _Ctx, root: etree._Element) -> dict[str, list[str]]:
     if not shape_tags:
         raise ctx.error(f"robot '{robot_name}' has no <link> elements")
     return shape_tags
+
+
+def _reject_xacro_expressions(ctx: _Ctx, root: etree._Element) -> None:
+    """``$(find pkg)``, ``${radius * 2}``: xacro substitutions left in the file."""
+    for element in root.iter(etree.Element):
+        for attr, value in element.attrib.items():
+            if "$(" in value or "${" in value:
+                raise ctx.error(
+                    f"<{element.tag}> at line {element.sourceline} has {attr}="
+                    f"'{_clip(value, 80)}', a xacro expression; this is a xacro file, so run "
+                    "xacro on it first to produce plain URDF"
+                )
 
 
 def _unique_name(ctx: _Ctx, element: etree._Element, kind: str) -> str:
@@ -450,11 +651,33 @@ def _numbers(
     except ValueError:
         values = ()
     if len(values) not in counts or len(parts) != len(values):
-        wanted = " or ".join(str(c) for c in counts) + (" number" if counts == (1,) else " numbers")
-        raise ctx.error(f"{where} has {attr}='{text}', which is not {wanted}")
+        values = _pybullet_numbers(text)
+        if len(values) not in counts:
+            wanted = " or ".join(str(c) for c in counts)
+            wanted += " number" if counts == (1,) else " numbers"
+            raise ctx.error(f"{where} has {attr}='{_clip(text)}', which is not {wanted}")
+        written = " ".join(repr(v) for v in values)
+        ctx.lint.append(
+            f"{where} has {attr}='{_clip(text)}'; read as '{written}', as PyBullet does"
+        )
+        element.set(attr, written)  # yourdfpy parses the repaired text
     if not all(math.isfinite(v) for v in values):
-        raise ctx.error(f"{where} has {attr}='{text}', which is not finite")
+        raise ctx.error(f"{where} has {attr}='{_clip(text)}', which is not finite")
     return values
+
+
+_LENIENT_NUMBER = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\.?")
+
+
+def _pybullet_numbers(text: str) -> tuple[float, ...]:
+    """Numbers as PyBullet's URDF parser reads them, or () if that is not how they read:
+    separated by spaces or commas, each a decimal number optionally followed by a stray
+    period (``'0.07, 0, -0.69'``, ``'-1.57.'`` occur in pybullet_data)."""
+    parts = [p for p in re.split(r"[\s,]+", text) if p]
+    matches = [_LENIENT_NUMBER.fullmatch(p) for p in parts]
+    if not parts or not all(matches):
+        return ()
+    return tuple(float(m.group(1)) for m in matches if m is not None)
 
 
 def _required_child(ctx: _Ctx, element: etree._Element, tag: str, owner: str) -> etree._Element:
@@ -466,10 +689,29 @@ def _required_child(ctx: _Ctx, element: etree._Element, tag: str, owner: str) ->
 
 
 def _check_raw_origin(ctx: _Ctx, parent: etree._Element, owner: str) -> None:
+    """xyz: 3 lengths within :data:`LENGTH_MAX`; rpy: 3 angles (a 4th number, which
+    PyBullet ignores, is dropped with a lint entry)."""
     origin = parent.find("origin")
     if origin is not None:
-        _numbers(ctx, origin, "xyz", owner, (3,))
-        _numbers(ctx, origin, "rpy", owner, (3,))
+        xyz = _numbers(ctx, origin, "xyz", owner, (3,))
+        if xyz is not None and max(abs(v) for v in xyz) > LENGTH_MAX:
+            raise ctx.error(
+                f"{owner} <origin> (line {origin.sourceline}) has xyz='{_clip(origin.get('xyz'))}'"
+                f", an offset beyond {LENGTH_MAX:g} m"
+            )
+        _drop_fourth(ctx, origin, "rpy", owner)
+
+
+def _drop_fourth(ctx: _Ctx, element: etree._Element, attr: str, owner: str) -> None:
+    """Accept 3 numbers, or 4 with the 4th dropped (what PyBullet reads), reporting it."""
+    counts = (3, 4) if attr == "rpy" else (1, 3, 4)
+    values = _numbers(ctx, element, attr, owner, counts, commas=attr == "scale")
+    if values is not None and len(values) == 4:
+        ctx.lint.append(
+            f"{owner} <{element.tag}> (line {element.sourceline}) has {attr}="
+            f"'{_clip(element.get(attr))}' with 4 numbers; the first 3 are used, as PyBullet does"
+        )
+        element.set(attr, " ".join(repr(v) for v in values[:3]))
 
 
 def _check_raw_link(ctx: _Ctx, element: etree._Element, name: str) -> list[str]:
@@ -479,11 +721,37 @@ def _check_raw_link(ctx: _Ctx, element: etree._Element, name: str) -> list[str]:
         _check_raw_origin(ctx, inertial, owner)
         mass = _required_child(ctx, inertial, "mass", owner)
         _numbers(ctx, mass, "value", owner, required=True)
+        if (
+            inertial.find("inertia") is None
+            and ctx.inertia_from_collision
+            and element.find("collision") is not None
+        ):
+            # filled from the collision shapes once they are known (_fill_zero_inertia)
+            ctx.no_inertia[name] = inertial.sourceline
+            etree.SubElement(inertial, "inertia", ixx="0", iyy="0", izz="0")
         inertia = _required_child(ctx, inertial, "inertia", owner)
         for attr in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz"):
             # Off-diagonal terms default to 0; yourdfpy would default a missing diagonal to 1.
             _numbers(ctx, inertia, attr, owner, required=attr in ("ixx", "iyy", "izz"))
-    return [_check_raw_collision(ctx, c, owner) for c in element.findall("collision")]
+    tags = []
+    for col in element.findall("collision"):
+        if _is_plane(col):
+            # PyBullet's infinite plane: mbsim's only half-space is the built-in floor.
+            ctx.lint.append(
+                f"{owner} <collision> (line {col.sourceline}) holds a <plane>, a PyBullet "
+                "extension mbsim has no per-link shape for; it is ignored (use the built-in "
+                "floor, --floor, for a ground plane)"
+            )
+            element.remove(col)
+            continue
+        tags.append(_check_raw_collision(ctx, col, owner))
+    return tags
+
+
+def _is_plane(collision: etree._Element) -> bool:
+    geometry = collision.find("geometry")
+    shapes = [] if geometry is None else [c for c in geometry if isinstance(c.tag, str)]
+    return len(shapes) == 1 and shapes[0].tag == "plane"
 
 
 def _check_raw_collision(ctx: _Ctx, element: etree._Element, owner: str) -> str:
@@ -505,7 +773,7 @@ def _check_raw_collision(ctx: _Ctx, element: etree._Element, owner: str) -> str:
     if shape.tag == "mesh":
         if not (shape.get("filename") or "").strip():
             raise ctx.error(f"{where} has a <mesh> without a 'filename'")
-        _numbers(ctx, shape, "scale", owner, (1, 3), commas=True)
+        _drop_fourth(ctx, shape, "scale", owner)
     return shape.tag
 
 
@@ -621,7 +889,16 @@ def _geometry(
     )
     uri = geom.mesh.filename
     try:
-        path = resolve_mesh_uri(uri, urdf_dir, package_dirs, source=ctx.source, link=link)
+        path = resolve_mesh_uri(
+            uri,
+            urdf_dir,
+            package_dirs,
+            source=ctx.source,
+            link=link,
+            allow_outside_paths=ctx.allow_outside_paths,
+        )
+    except MeshPathRefused:
+        raise  # a refusal is final: the collision module must not try again
     except GeometryError:
         path = None  # the collision module resolves again and reports where it looked
     return GeometrySpec("mesh", scale3, origin, name, mesh_path=path, mesh_uri=uri)
@@ -629,11 +906,10 @@ def _geometry(
 
 def _joint_spec(ctx: _Ctx, yj: yourdfpy.Joint) -> JointSpec:
     where = ctx.at("joint", yj.name)
-    if yj.type == "planar":
-        raise ctx.error(f"{where} is a planar joint, which mbsim does not support")
     if yj.type not in URDF_JOINT_TYPES:
         raise ctx.error(
-            f"{where} has unknown type '{yj.type}' (expected one of {', '.join(JOINT_TYPES)})"
+            f"{where} has unknown type '{_clip(yj.type)}' (expected one of "
+            f"{', '.join(URDF_JOINT_TYPES)})"
         )
     limit, dyn, mimic = yj.limit, yj.dynamics, yj.mimic
     return JointSpec(
@@ -688,6 +964,38 @@ def _fmt(values: Iterable[float]) -> str:
 # --------------------------------------------------------------------------- semantic checks
 
 
+def _fill_zero_inertia(ctx: _Ctx, link: LinkSpec) -> None:
+    """A mass with an all-zero (or missing) inertia: use the collision shapes' inertia at that
+    mass (see :mod:`mbsim.io.shape_inertia`), when enabled and the shapes have a volume."""
+    inertial = link.inertial
+    if (
+        not ctx.inertia_from_collision
+        or inertial is None
+        or not inertial.mass > 0.0
+        or np.any(inertial.inertia != 0.0)
+        or not link.collisions
+    ):
+        return
+    for geom in link.collisions:
+        _check_shape(ctx, link.name, geom)  # sizes first: the integrals need sane numbers
+    where = ctx.at("link", link.name)
+    found = shapes_inertia(link.collisions, inertial.mass, f"{ctx.source}: {where}")
+    written = "no <inertia>" if link.name in ctx.no_inertia else "an all-zero <inertia>"
+    if found is None:
+        if link.name in ctx.no_inertia:
+            raise ctx.error(
+                f"{where} <inertial> (line {ctx.no_inertia[link.name]}) has no <inertia>, and "
+                "its collision shapes have no volume to take it from"
+            )
+        return
+    inertial.inertia = found[0]
+    ctx.lint.append(
+        f"{where} has mass {inertial.mass:.6g} kg but {written}; using the inertia of its "
+        f"collision shapes at that mass, principal moments "
+        f"{_fmt(np.linalg.eigvalsh(found[0]))} kg m^2 (as PyBullet does)"
+    )
+
+
 def _check_link(ctx: _Ctx, link: LinkSpec, strict_inertia: bool) -> None:
     if link.inertial is not None:
         _check_inertial(ctx, link.name, link.inertial, strict_inertia)
@@ -703,6 +1011,14 @@ def _check_inertial(ctx: _Ctx, link: str, inertial: Inertial, strict: bool) -> N
     where = ctx.at("link", link)
     if inertial.mass < 0:
         raise ctx.error(f"{where} has negative mass {inertial.mass:.6g} kg")
+    if inertial.mass > MASS_MAX:
+        raise ctx.error(f"{where} has mass {inertial.mass:.6g} kg, above the {MASS_MAX:g} kg bound")
+    largest = float(np.abs(inertial.inertia).max())
+    if largest > INERTIA_MAX:
+        raise ctx.error(
+            f"{where} has an inertia entry of {largest:.6g} kg m^2, above the "
+            f"{INERTIA_MAX:g} kg m^2 bound"
+        )
     moments, axes = np.linalg.eigh(inertial.inertia)
     tol = INERTIA_RTOL * float(np.abs(moments).sum()) + INERTIA_ATOL
     head = f"{where} has inertia with principal moments {_fmt(moments)} kg m^2, which"
@@ -725,24 +1041,55 @@ def _check_inertial(ctx: _Ctx, link: str, inertial: Inertial, strict: bool) -> N
 
 
 def _check_shape(ctx: _Ctx, link: str, geom: GeometrySpec) -> None:
-    """Sizes must be > 0 (m); mesh scales non-zero (negative mirrors the mesh)."""
+    """Sizes must be > 0 (m); mesh scales non-zero (negative mirrors the mesh); sizes and
+    |scales| within [LENGTH_MIN, LENGTH_MAX]."""
     bad = [p for p in geom.params if (p == 0 if geom.kind == "mesh" else p <= 0)]
+    label = "scale" if geom.kind == "mesh" else "size"
+    head = f"{ctx.at('link', link)} has a collision {geom.kind} with {label} {_fmt(geom.params)}"
     if bad:
-        label = "scale" if geom.kind == "mesh" else "size"
         raise ctx.error(
-            f"{ctx.at('link', link)} has a collision {geom.kind} with {label} "
-            f"{_fmt(geom.params)}, containing {bad[0]:.6g}, which must be "
+            f"{head}, containing {bad[0]:.6g}, which must be "
             f"{'non-zero' if geom.kind == 'mesh' else 'positive'}",
+            GeometryError,
+        )
+    out = [p for p in geom.params if not LENGTH_MIN <= abs(p) <= LENGTH_MAX]
+    if out:
+        unit = "" if geom.kind == "mesh" else " m"
+        raise ctx.error(
+            f"{head}, containing {out[0]:.6g}, outside the accepted range "
+            f"{LENGTH_MIN:g} to {LENGTH_MAX:g}{unit}",
             GeometryError,
         )
 
 
 def _check_limits(ctx: _Ctx, joint: JointSpec) -> None:
+    """lower > upper is Bullet's way to write "no limit": accepted, reported, unlimited.
+    Effort, velocity limits and damping, friction must not be negative; mimic multiplier
+    and offset lie within +-MIMIC_MAX."""
+    where = ctx.at("joint", joint.name)
     if joint.lower > joint.upper:  # False when either is NaN (absent)
-        raise ctx.error(
-            f"{ctx.at('joint', joint.name)} has lower limit {joint.lower:.6g} above upper "
-            f"limit {joint.upper:.6g}"
+        ctx.lint.append(
+            f"{where} has lower limit {joint.lower:.6g} above upper limit {joint.upper:.6g}; "
+            "read as no position limit (Bullet's convention)"
         )
+        joint.lower = joint.upper = float("nan")
+    for attr, unit in (
+        ("effort", "N m or N"),
+        ("velocity", "rad/s or m/s"),
+        ("damping", "N m s/rad or N s/m"),
+        ("friction", "N m or N"),
+    ):
+        value = getattr(joint, attr)
+        if value < 0:  # False for NaN (absent)
+            kind = "limit" if attr in ("effort", "velocity") else "coefficient"
+            raise ctx.error(f"{where} has negative {attr} {kind} {value:.6g} {unit}")
+    if joint.mimic is not None:
+        for attr in ("multiplier", "offset"):
+            value = getattr(joint.mimic, attr)
+            if abs(value) > MIMIC_MAX:
+                raise ctx.error(
+                    f"{where} has mimic {attr} {value:.6g}, beyond the +-{MIMIC_MAX:g} bound"
+                )
 
 
 def _check_mimics(ctx: _Ctx, joints: list[JointSpec]) -> None:
@@ -754,6 +1101,23 @@ def _check_mimics(ctx: _Ctx, joints: list[JointSpec]) -> None:
         if master not in names or master == joint.name:
             what = "itself" if master == joint.name else "a joint that does not exist"
             raise ctx.error(f"{ctx.at('joint', joint.name)} mimics '{master}', {what}")
+    # Following the masters from any joint must end; a loop has no solution to follow.
+    by_name = {j.name: j for j in joints}
+    settled: set[str] = set()
+    for joint in joints:
+        chain: list[str] = []
+        current: JointSpec | None = joint
+        while current is not None and current.mimic is not None and current.name not in settled:
+            if current.name in chain:
+                loop = chain[chain.index(current.name) :] + [current.name]
+                raise ctx.error(
+                    "mimic joints form a cycle "
+                    + " -> ".join(f"'{n}'" for n in loop)
+                    + "; each joint mimics the next, so none has a master to follow"
+                )
+            chain.append(current.name)
+            current = by_name[current.mimic.master]
+        settled.update(chain)
 
 
 def _check_tree(ctx: _Ctx, links: list[LinkSpec], joints: list[JointSpec]) -> str:

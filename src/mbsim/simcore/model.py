@@ -12,7 +12,9 @@ Building a model:
   stay on the parent at their offset. A subtree welded to the world becomes static geometry.
 * A root link called ``world`` without mass is the world frame (URDF convention). Any other
   root is welded to the world at ``base_pose`` or floats on a 6-DoF free joint, as the spec
-  says.
+  says; asked to float, a root whose welded links (itself and those reached by fixed joints)
+  have no mass stays the world frame instead, with a lint note (a free joint there would
+  move no inertia). Planar joints become prismatic, prismatic, revolute (``_planar_carriers``).
 * Bodies are numbered in depth-first preorder, trees one after another, so a parent always
   precedes its children and each subtree is contiguous.
 * Joint coordinates: revolute/continuous and prismatic joints have nq = nv = 1 (rad or m). A
@@ -26,7 +28,7 @@ Building a model:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -35,7 +37,7 @@ from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import articulated_pivots
 from mbsim.simcore.joints import FREE, JOINT_CODE, PRISMATIC, REVOLUTE
 from mbsim.simcore.spatial import spatial_inertia
-from mbsim.simcore.spec import GeometrySpec, RobotSpec
+from mbsim.simcore.spec import GeometrySpec, JointSpec, RobotSpec
 
 #: A body whose mass matrix pivot falls below this (relative to the largest pivot) makes the
 #: mass matrix numerically singular; float64 leaves ~1e-16, so 1e-12 keeps a margin of 1e4.
@@ -197,6 +199,17 @@ class _Builder:
             # float, the world link is instead an ordinary (massless) root on a free joint.
             self._attach(spec, tree, spec.root, -1, spec.base_pose, children)
             return
+        if spec.base == "floating" and not _welded_mass(spec, children):
+            # Nothing with mass is welded to the root: a free joint there would move no
+            # inertia. Like PyBullet (a massless base is static), the root is the world.
+            moving = [j.name for j in spec.joints if j.parent == spec.root]
+            self.lint.append(
+                f"{spec.source}: root link '{spec.root}' and the links welded to it have no "
+                "mass, so it is kept fixed as the world frame instead of floating"
+                + (f"; the robot moves on its own joints ({_names(moving)})" if moving else "")
+            )
+            self._attach(spec, tree, spec.root, -1, spec.base_pose, children)
+            return
         if spec.base == "floating":
             body = self._new_body(
                 spec, tree, spec.root, "root_joint", "floating", -1, spec.base_pose
@@ -222,24 +235,68 @@ class _Builder:
         return len(self.bodies) - 1
 
     def _attach(self, spec, tree, link_name, body, T_body_link, children, primary=False):
-        """Place ``link_name`` on ``body`` at ``T_body_link`` and recurse into its children.
+        """Place ``link_name`` on ``body`` at ``T_body_link``, then its subtree, depth first.
 
         ``primary`` is true for the link that defines the body's frame (not merged into it).
+        An explicit stack rather than recursion, so chains of any length build (a 5,000-link
+        chain would overflow Python's recursion limit). Children are visited in document
+        order, which keeps the depth-first preorder body numbering.
         """
-        link = spec.link(link_name)
-        self.link_frames[(tree, link_name)] = (body, np.array(T_body_link, dtype=float))
-        self._merge_link(spec, tree, link, body, T_body_link, primary)
-        for joint in children.get(link_name, []):
-            origin = T_body_link @ joint.origin
-            if joint.type == "fixed":
-                self._attach(spec, tree, joint.child, body, origin, children)
+        links = {link.name: link for link in spec.links}
+        # items: (link name, body, pose on body, primary) or (joint, parent body, origin)
+        stack: list[tuple] = [(link_name, body, np.array(T_body_link, dtype=float), primary)]
+        while stack:
+            item = stack.pop()
+            if isinstance(item[0], JointSpec):
+                # a moving joint: its body is numbered just before its subtree is visited
+                joint, parent, origin = item
+                if joint.type == "planar":
+                    parent, origin, joint = self._planar_carriers(spec, tree, joint, parent, origin)
+                child = self._new_body(
+                    spec, tree, joint.child, joint.name, joint.type, parent, origin, joint
+                )
+                if joint.mimic is not None:
+                    self.mimic_specs.append((child, joint.name, joint.mimic))
+                stack.append((joint.child, child, np.eye(4), True))
                 continue
-            child = self._new_body(
-                spec, tree, joint.child, joint.name, joint.type, body, origin, joint
+            name, body, T_body_link, primary = item
+            self.link_frames[(tree, name)] = (body, T_body_link)
+            self._merge_link(spec, tree, links[name], body, T_body_link, primary)
+            for joint in reversed(children.get(name, [])):
+                origin = T_body_link @ joint.origin
+                if joint.type == "fixed":
+                    stack.append((joint.child, body, origin, False))
+                else:
+                    stack.append((joint, body, origin))
+
+    def _planar_carriers(self, spec, tree, joint, parent, origin):
+        """A URDF planar joint (motion in the plane normal to its axis n, in the joint frame)
+        as prismatic ``NAME.x`` along t1, prismatic ``NAME.y`` along t2 = n x t1 (two massless
+        carrier bodies of those names) and revolute ``NAME.theta`` about n carrying the child
+        link. t1 is the joint frame's x (or y, if n is within ~25 degrees of x) made normal
+        to n. Returns the (parent, origin, joint) for the revolute body."""
+        n = np.asarray(joint.axis, dtype=float)
+        n = n / np.linalg.norm(n)
+        seed = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+        t1 = seed - (seed @ n) * n
+        t1 /= np.linalg.norm(t1)
+        t2 = np.cross(n, t1)
+        free = dict(lower=float("nan"), upper=float("nan"), mimic=None)
+        for suffix, axis in (("x", t1), ("y", t2)):
+            carrier = replace(
+                joint, name=f"{joint.name}.{suffix}", type="prismatic", axis=axis, **free
             )
-            if joint.mimic is not None:
-                self.mimic_specs.append((child, joint.name, joint.mimic))
-            self._attach(spec, tree, joint.child, child, np.eye(4), children, primary=True)
+            parent = self._new_body(
+                spec, tree, carrier.name, carrier.name, "prismatic", parent, origin, carrier
+            )
+            origin = np.eye(4)
+        self.lint.append(
+            f"{spec.source}: planar joint '{joint.name}' is modelled as prismatic joints "
+            f"'{joint.name}.x', '{joint.name}.y' and revolute '{joint.name}.theta' about "
+            f"its axis {tuple(round(float(v), 6) for v in n)}"
+        )
+        spin = replace(joint, name=f"{joint.name}.theta", type="revolute", axis=n, **free)
+        return parent, origin, spin
 
     def _merge_link(self, spec, tree, link, body, T_body_link, primary):
         for shape in link.collisions:
@@ -258,6 +315,28 @@ class _Builder:
         inert = link.inertial
         moved = _transform_inertia(inert.mass, np.asarray(inert.com), inert.inertia, T_body_link)
         self.bodies[body]["mass"] = _combine(self.bodies[body]["mass"], moved)
+
+
+def _welded_mass(spec: RobotSpec, children: dict[str, list]) -> float:
+    """Total mass (kg) of the root link and the links welded to it by fixed joints."""
+    links = {link.name: link for link in spec.links}
+    total, stack = 0.0, [spec.root]
+    while stack:
+        link = links[stack.pop()]
+        total += link.inertial.mass if link.inertial is not None else 0.0
+        stack.extend(j.child for j in children.get(link.name, []) if j.type == "fixed")
+    return total
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    """``text`` cut to ``limit`` characters (messages stay one readable line)."""
+    return text if len(text) <= limit else f"{text[: limit - 30]}... ({len(text)} characters)"
+
+
+def _names(names: list[str], limit: int = 5) -> str:
+    """``'a', 'b' and 3 more``: a bounded list for messages."""
+    shown = ", ".join(f"'{n}'" for n in names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def build_model(specs: list[RobotSpec], gravity=(0.0, 0.0, -9.81)) -> Model:
@@ -405,8 +484,26 @@ def _check_mass_matrix(model: Model, b: _Builder) -> None:
         k = int(bad[0])
         body = int(np.searchsorted(model.vi, k, side="right") - 1)
         bd = b.bodies[body]
-        raise ModelError(
-            f"{bd['source']}: joint '{bd['joint']}' moves no inertia along its axis (link "
-            f"'{bd['name']}' and the links below it have no mass or inertia in that direction), "
-            "so the mass matrix is singular; give the link an <inertial> or make the joint fixed"
-        )
+        where = f"{bd['source']}: joint '{_clip(bd['joint'])}'"
+        if not worst[k] > 0.0 or scale <= 0.0:
+            fix = (
+                "use a fixed base"
+                if bd["jtype"] == "floating" and bd["parent"] < 0
+                else "give the link an <inertial> or make the joint fixed"
+            )
+            message = (
+                f"{where} moves no inertia along its axis (link '{_clip(bd['name'])}' and the "
+                "links below it have no mass or inertia in that direction), so the mass matrix "
+                f"is singular; {fix}"
+            )
+        else:
+            # Not zero, but dwarfed by another joint's: the model mixes absurd scales.
+            big = int(np.argmax(worst if np.all(np.isfinite(worst)) else np.nan_to_num(worst)))
+            big_body = int(np.searchsorted(model.vi, big, side="right") - 1)
+            message = (
+                f"{where} moves an inertia of {worst[k]:.3g} (kg or kg m^2) along its axis, "
+                f"less than {SINGULAR_PIVOT_RTOL:g} times the {scale:.3g} moved by joint "
+                f"'{_clip(b.bodies[big_body]['joint'])}', so the mass matrix is numerically "
+                "singular; check the masses and inertias of the links below both joints"
+            )
+        raise ModelError(_clip(message, 600) + ".")

@@ -106,7 +106,9 @@ class RobotSpec:
     root: the name of the root link. If the root is called ``world`` and has no inertia it is
     the world frame itself (URDF convention) and the joint(s) leaving it attach the robot to
     the world. Otherwise the root link is attached to the world by ``base``: ``fixed`` (welded
-    at ``base_pose``) or ``floating`` (a 6-DoF free joint whose zero is ``base_pose``).
+    at ``base_pose``) or ``floating`` (a 6-DoF free joint whose zero is ``base_pose``; a root
+    whose welded links have no mass stays fixed instead, see :mod:`mbsim.simcore.model`).
+    Joints may also be ``planar`` (URDF): 3 DoF in the plane normal to ``axis``.
     source: the file the spec came from (used in messages). lint: repairs the loader made.
     urdf_dir, package_dirs: where relative and ``package://`` mesh paths were resolved from
     (so collision code can repeat the lookup and name every place it looked).

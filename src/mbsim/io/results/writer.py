@@ -6,9 +6,11 @@ energies in J, lengths in m, wall-clock durations in s.
 
 Writing (:class:`ResultsWriter`, a context manager):
 
-* Everything that can be checked before the run is: the folder exists and is writable, the file
-  does not exist (unless ``force``), the disk has room for the estimated size. The file is
-  created at once, so an unwritable path fails before the first step.
+* Everything that can be checked before the run is: the path is a valid name for a regular file
+  that is none of the run's inputs, the folder exists and is writable, the file does not exist
+  (unless ``force``), the disk has room for the estimated size. The file is then claimed (an
+  exclusive lock held until it is closed, :class:`~mbsim.io.results.target.FileClaim`) and
+  created at once, so an unwritable path or a file in use fails before the first step.
 * Rows are buffered in memory and written only inside :meth:`ResultsWriter.flush`, which runs
   when a buffer holds ``flush_rows`` rows or ``flush_seconds`` (1 s) of wall time have passed,
   and ends with an HDF5 flush. Outside a flush the file on disk is the consistent state of the
@@ -18,9 +20,12 @@ Writing (:class:`ResultsWriter`, a context manager):
 * A flush writes the datasets, flushes, then records the committed row count in each group's
   ``rows`` attribute and flushes again, so a reader of a file killed mid-flush can ignore a
   partly written tail (:func:`load_results` does).
-* Before each flush the free disk space is checked against the buffered bytes; when it runs
-  short the run stops with status ``failed`` and a message, instead of HDF5 failing half-way
-  through a write (which leaves a truncated file HDF5 refuses to open).
+* Before each flush the disk space the flush and the file's end need is reserved
+  (:meth:`~mbsim.io.results.target.FileClaim.reserve`); when the disk cannot give it the run
+  stops with status ``failed``, the committed rows kept and a message, instead of HDF5 failing
+  half-way through a write (which crashes the process).
+* A flush happens only between recorded steps (``/trajectory`` and ``/diagnostics`` of equal
+  length), so a killed run leaves tables that agree.
 * Leaving the ``with`` block normally marks the file ``complete``; a KeyboardInterrupt marks it
   ``interrupted``; any other exception ``failed`` with the exception as the message.
 
@@ -36,6 +41,7 @@ import os
 import time as _time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import h5py
 import numpy as np
@@ -142,9 +148,13 @@ class ResultsWriter:
         # can open, truncate or unlink it (target.FileClaim)
         self._claim = _target.FileClaim(self.path, force)
         try:
+            if not self._claim.still_ours():
+                raise OSError("another process replaced the file just claimed")
             # HDF5 must not lock it again: its own flock would conflict with the claim's
             self._file = h5py.File(self.path, "w", locking=False)
         except Exception as exc:
+            if self._claim.still_ours() and os.fstat(self._claim.fd).st_size == 0:
+                self.path.unlink(missing_ok=True)  # the empty file this claim created
             self._claim.release()
             raise ResultsError(f"{self.path}: cannot create the results file ({exc}).") from exc
         self._closed = False
@@ -513,7 +523,7 @@ class ResultsWriter:
             if free < nbytes:
                 self._fail_disk_full(f"{_mib(free)} free, {_mib(nbytes)} needed")
 
-    def _fail_disk_full(self, detail: str) -> None:
+    def _fail_disk_full(self, detail: str) -> NoReturn:
         """The disk cannot take the next flush: drop the unflushed rows, finish the file from
         its committed rows (status failed) and raise ResultsError."""
         message = (
@@ -534,7 +544,7 @@ class ResultsWriter:
             return float(g.tail_rows["time"][-1])
         return float(self._file["trajectory/time"][g.sealed - 1]) if g.sealed else float("nan")
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str) -> NoReturn:
         """Mark the file failed (best effort: the disk may be full) and raise ResultsError."""
         self._set_final("failed", message)
         raise ResultsError(f"{self.path}: {message}.")

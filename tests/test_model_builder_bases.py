@@ -1,0 +1,142 @@
+"""Model builder on real-world base layouts and long chains (issues 17 and 19): a massless
+root asked to float, links whose inertia comes from their collision shapes, a 5,000-link chain,
+and honest messages for absurd mass scales. Expected values are closed forms written here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mbsim.errors import ModelError
+from mbsim.io.urdf import parse_urdf_string
+from mbsim.simcore.data import Data
+from mbsim.simcore.dynamics import crba
+from mbsim.simcore.kinematics import forward_kinematics
+from mbsim.simcore.model import FREE, build_model
+from test_model_builder import joint, link, urdf
+
+
+@pytest.mark.parametrize("root", ["world", "slideBar"])
+@pytest.mark.parametrize("root_kind", ["no_inertial", "zero_mass"])
+def test_massless_root_asked_to_float_stays_the_world(root, root_kind):
+    """A cart on a rail whose rail has no mass (pybullet_data's cartpole, pendulum5): a free
+    joint on the rail would move no inertia; the rail stays put and the cart keeps its one
+    prismatic DoF, whose mass-matrix entry is the cart's 2 kg (closed form)."""
+    rail = link(root, None) if root_kind == "no_inertial" else link(root, 0.0)
+    text = urdf(rail + link("cart", 2.0) + joint("slide", root, "cart", "prismatic", axis="1 0 0"))
+    model = build_model([parse_urdf_string(text, source="cartpole.urdf", base="floating")])
+    assert model.nb == 1 and model.nv == 1 and model.parent[0] == -1
+    assert model.joint_names == ("slide",)
+    assert any(f"'{root}'" in w and "fixed as the world frame" in w for w in model.lint)
+    M = crba(model, Data(model), np.zeros(1))
+    assert M[0, 0] == pytest.approx(2.0, rel=1e-12)
+
+
+def test_massless_single_link_asked_to_float_is_static():
+    """plane.urdf: one link of mass 0 asked to float is a static body, not an error."""
+    text = urdf(
+        '<link name="planeLink"><inertial><mass value="0"/>'
+        '<inertia ixx="0" iyy="0" izz="0"/></inertial>'
+        '<collision><geometry><box size="30 30 0.01"/></geometry></collision></link>'
+    )
+    model = build_model([parse_urdf_string(text, base="floating")])
+    assert model.nb == 0 and model.nv == 0
+    assert len(model.geometries) == 1 and model.geometries[0].body == -1
+
+
+def test_massless_world_with_massive_welded_base_still_floats():
+    """world -fixed-> base (mass 3): the free joint carries the base (Pinocchio's layout:
+    its free flyer sits on the root link); the translational mass block is 3 kg."""
+    text = urdf(
+        link("world", None)
+        + link("base", 3.0)
+        + joint("weld", "world", "base", "fixed", xyz="0 0 0.5")
+    )
+    model = build_model([parse_urdf_string(text, base="floating")])
+    assert model.nb == 1 and model.jtype[0] == FREE and model.nv == 6
+    M = crba(model, Data(model), model.neutral_q())
+    np.testing.assert_allclose(M[:3, :3], 3.0 * np.eye(3), atol=1e-12)
+
+
+def test_massive_root_still_floats():
+    text = urdf(link("base", 3.0) + link("a") + joint("j1", "base", "a"))
+    model = build_model([parse_urdf_string(text, base="floating")])
+    assert model.jtype[0] == FREE and model.nv == 7 and not model.lint
+
+
+def _chain(n: int) -> str:
+    parts = [link("l0")]
+    for i in range(1, n):
+        parts.append(link(f"l{i}"))
+        parts.append(joint(f"j{i}", f"l{i - 1}", f"l{i}", xyz="0 0 0.01", axis="1 0 0"))
+    return urdf("".join(parts), "chain")
+
+
+def test_five_thousand_link_chain_loads_and_builds():
+    """Chains of ~975+ links used to overflow the recursion limit in the loader/builder.
+    The tip of a straight chain of 4,999 joints 0.01 m apart sits at 49.99 m."""
+    n = 5000
+    model = build_model([parse_urdf_string(_chain(n), source="chain.urdf")])
+    assert model.nb == n - 1 and model.nv == n - 1
+    assert list(model.parent[:3]) == [-1, 0, 1] and model.parent[-1] == n - 3
+    data = Data(model)
+    forward_kinematics(model, data, np.zeros(model.nq))
+    np.testing.assert_allclose(data.p_world[-1], [0.0, 0.0, 0.01 * (n - 1)], atol=1e-9)
+
+
+def test_absurd_mass_ratio_is_not_called_massless():
+    """A 1e6 kg link beside a 1e-15 kg one (pivots 0.1 and ~1e-15 kg m^2): the light joint's
+    pivot is tiny but not zero. The message says so, names the heavy joint, and does not
+    claim "no inertia"."""
+    text = urdf(
+        link("base")
+        + link("heavy", 1e6)
+        + '<link name="light"><inertial><origin xyz="0 0 0.1"/><mass value="1e-15"/>'
+        '<inertia ixx="1e-15" iyy="1e-15" izz="1e-15"/></inertial></link>'
+        + joint("j_heavy", "base", "heavy", xyz="0 0 1", axis="1 0 0")
+        + joint("j_light", "base", "light", axis="0 1 0")
+    )
+    with pytest.raises(ModelError) as info:
+        build_model([parse_urdf_string(text, source="scales.urdf")])
+    message = str(info.value)
+    assert "'j_light'" in message and "'j_heavy'" in message
+    assert "no inertia" not in message and "numerically singular" in message
+    assert "\n" not in message
+
+
+def _planar(axis: str, com: str = "0 0 0", xyz: str = "0 0 0") -> str:
+    return urdf(
+        link("table") + f'<link name="puck"><inertial><origin xyz="{com}"/><mass value="2"/>'
+        '<inertia ixx="0.1" iyy="0.2" izz="0.3"/></inertial></link>'
+        f'<joint name="slide" type="planar"><parent link="table"/><child link="puck"/>'
+        f'<origin xyz="{xyz}"/><axis xyz="{axis}"/><dynamics damping="0.5"/></joint>'
+    )
+
+
+def test_planar_joint_is_three_dofs_with_the_closed_form_mass_matrix():
+    """Puck of 2 kg, com 0.1 m along x, Izz = 0.3, sliding on the xy plane: with
+    q = (x, y, theta), at theta = 0 the kinetic energy gives
+    M = [[m, 0, 0], [0, m, m cx], [0, m cx, Izz + m cx^2]]."""
+    model = build_model([parse_urdf_string(_planar("0 0 1", com="0.1 0 0"), source="p.urdf")])
+    assert model.nv == 3 and model.nq == 3
+    assert model.q_names == ("slide.x", "slide.y", "slide.theta")
+    assert model.body_names[-1] == "puck" and list(model.parent) == [-1, 0, 1]
+    assert any("planar joint 'slide'" in w for w in model.lint)
+    M = crba(model, Data(model), np.zeros(3))
+    m, cx = 2.0, 0.1
+    expected = np.array([[m, 0, 0], [0, m, m * cx], [0, m * cx, 0.3 + m * cx * cx]])
+    np.testing.assert_allclose(M, expected, atol=1e-12)
+    np.testing.assert_allclose(model.damping, [0.5, 0.5, 0.5])
+    assert np.all(np.isinf(model.lower)) and np.all(np.isinf(model.upper))
+
+
+def test_planar_joint_moves_in_the_plane_normal_to_its_axis():
+    """Axis x: the plane is y-z. q = (a, b, theta) puts the puck at origin + a t1 + b t2
+    with t1 = y, t2 = x cross y = z, turned by theta about x."""
+    model = build_model([parse_urdf_string(_planar("1 0 0", xyz="1 2 3"))])
+    data = Data(model)
+    theta = 0.7
+    forward_kinematics(model, data, np.array([0.3, -0.2, theta]))
+    np.testing.assert_allclose(data.p_world[-1], [1.0, 2.3, 2.8], atol=1e-12)
+    c, s = np.cos(theta), np.sin(theta)
+    np.testing.assert_allclose(data.R_world[-1], [[1, 0, 0], [0, c, -s], [0, s, c]], atol=1e-12)
