@@ -4,7 +4,7 @@ Exact: a shape's contacts with a plane are the points of its core closest to the
 the kernel keeps every core vertex (sphere centre, capsule ends, box and convex vertices, a
 mesh's hull vertices: the lowest points of any point set are hull vertices) whose distance to
 the plane, less the radius, is within the margin. A cylinder has no vertices: on each end cap,
-its rim point deepest along -n (a smooth point: the rim's lowest point, scene.smooth_contacts)
+its rim point deepest along -n (a smooth point: the rim's lowest point, scene.smooth_radii)
 and those of the four rim points on its local +-x, +-y axes that are more than 45 deg round the
 rim from it (the support polygon of a standing cylinder; when upright the deepest point is not
 unique and the +x one is taken). A cylinder rolling on its rim is then one continuous contact
