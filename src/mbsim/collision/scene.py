@@ -34,7 +34,7 @@ from mbsim.collision.filters import GROUND_TREE, LinkNames, allowed_pairs
 from mbsim.collision.geometry import build_records
 from mbsim.collision.manifold import K_CYL_RIM, reduce_manifold
 from mbsim.collision.narrowphase import finish, narrowphase, shape_poses
-from mbsim.collision.shapes import CAPSULE, KIND_NAMES, SPHERE
+from mbsim.collision.shapes import CAPSULE, CYLINDER, KIND_NAMES, SPHERE
 from mbsim.collision.table import KIND, RAD, build_table
 from mbsim.errors import GeometryError
 from mbsim.names import FLOOR_LINK
@@ -56,7 +56,8 @@ def smooth_radii(geom_a, geom_b, feature_key, shape_kind, shape_radius):
     point to a material core point of its shape, 0 for a material point. A sphere's or a
     capsule's point is its core's closest point offset by the radius r; a cylinder rim's
     deepest point against the plane (manifold.K_CYL_RIM slot 0) lies r from the rim circle's
-    centre (along the normal for a cylinder on its side). Such a point is found anew each
+    centre (along the normal for a cylinder on its side; on the ground plane or a polytope
+    face, fcl_narrow._cylinder_on_face). Such a point is found anew each
     step; the material point under it moves on a curve whose J-dot v term is the surface
     rolling, not a drift of the gap (simcore.contact.curvature_drift, issue 14: a rolling
     sphere sank by ~2.5 dt^2 w^2 r). shape_kind, shape_radius: (n_shapes,), the ground
@@ -64,9 +65,13 @@ def smooth_radii(geom_a, geom_b, feature_key, shape_kind, shape_radius):
     round_r = np.where((shape_kind == SPHERE) | (shape_kind == CAPSULE), shape_radius, 0.0)
     kind = (feature_key >> 56) & 0x7F
     slot = (feature_key >> 20) & 0xFFFFF
-    rim = (kind == K_CYL_RIM) & (slot == 0)  # the cylinder is A against the plane
-    radius_a = np.where(rim, shape_radius[geom_a], round_r[geom_a])
-    return radius_a, round_r[geom_b]
+    rim = (kind == K_CYL_RIM) & (slot == 0)
+    # the cylinder is A against the ground plane, either side against a polytope face
+    rim_a = rim & (shape_kind[geom_a] == CYLINDER)
+    rim_b = rim & (shape_kind[geom_b] == CYLINDER)
+    radius_a = np.where(rim_a, shape_radius[geom_a], round_r[geom_a])
+    radius_b = np.where(rim_b, shape_radius[geom_b], round_r[geom_b])
+    return radius_a, radius_b
 
 
 @dataclass(slots=True)
