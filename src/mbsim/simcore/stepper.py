@@ -29,7 +29,9 @@ leaves a penetration with at most 1/2 v_max^2 = 0.125 J/kg, less than the g |g| 
 rise costs once |g| > v_max^2 / 2 g = 1.3 cm; a shallower penetration may leave with up to
 that much (a hop of at most 1.3 cm). The gap is first advanced by the second-order term the velocity
 row cannot see, 1/2 dt^2 n . J-dot v (contact.curvature_drift; ``curvature_correction``), so
-a contact point on a rotating body does not drift into the surface by that much every step.
+a contact point on a rotating body does not drift into the surface by that much every step;
+for a contact on a smooth surface (sphere, capsule, cylinder rim) the term is taken at the
+material core point under it (``curvature_point``), or a rolling body would sink.
 With ``gap_floor`` set (001 Sec. 4.1's g_Neps) the rule is n . v_u+ >= -max(g, g_Neps)/dt.
 
 Joint damping (URDF ``<dynamics damping>``, D = diag(d)) is implicit with the Euler
