@@ -38,6 +38,7 @@ from lxml import etree
 
 from mbsim.collision import CollisionScene, Contacts
 from mbsim.collision.narrowphase import finish, narrowphase
+from mbsim.collision.scene import smooth_radii
 from mbsim.io.urdf import load_urdf
 from mbsim.samples import sample_path
 from mbsim.simcore.data import Data
@@ -156,7 +157,8 @@ def breakdown(scene, traj, repeat: int) -> dict[str, float]:
             ints, vecs, gap = finish(
                 scene._out_i, scene._out_f, nc, scene._ipack, scene._offs, scene.n_shapes, R, p
             )
-            Contacts(*ints[:4], *vecs, gap, ints[4], ints[5])
+            radii = smooth_radii(ints[2], ints[3], ints[5], scene._shape_kind, scene._shape_radius)
+            Contacts(*ints[:4], *vecs, gap, ints[4], ints[5], *radii)
             t5 = time.perf_counter()
             for key, dt in zip(acc, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4), strict=True):
                 acc[key] += dt

@@ -501,6 +501,9 @@ def test_unreadable_or_empty_scenarios(tmp_path: Path, setup, fragment):
         ({"simulation.dt": 0.0}, "simulation.dt", "greater than 0"),
         ({"simulation.dtt": 1.0}, "simulation.dtt", "did you mean 'dt'"),
         ({"contact.mu": "high"}, "contact.mu", "must be a number"),
+        ({"contact.impact_friction": "full"}, "contact.impact_friction", "compression"),
+        ({"contact.friction_axes": "body"}, "contact.friction_axes", "world"),
+        ({"contact.curvature_point": "surface"}, "contact.curvature_point", "contact"),
         ({"robot.ghost.q0.joint_1": 1.0}, "robot.ghost.q0.joint_1", "no robot 'ghost'"),
         ({"contact.pairs.4.mu": 1.0}, "contact.pairs.4.mu", "no item 4"),
         ({"simulation.dt.x": 1.0}, "simulation.dt.x", "not a table"),
@@ -589,3 +592,25 @@ def test_flag_errors(scene: Path, tmp_path: Path):
             flags={"base": "floating"},
         )
     one_line_error(exc, "--base", "exactly one robot", "robot.NAME.base")
+
+
+def test_friction_laws_reach_the_stepper():
+    """contact.impact_friction, contact.friction_axes and contact.curvature_point (issue 14
+    secs. 3-4): the defaults are Coulomb over the whole impact impulse, the slip-aligned
+    polyhedron and the core-point gap prediction; the papers' laws are selectable, survive
+    to_toml and reach the stepper's options."""
+    from mbsim.simulator import Simulator
+
+    sc = load_scenario("sample:pendulum-3.toml")
+    assert (sc.contact.impact_friction, sc.contact.friction_axes) == ("total", "slip")
+    over = {
+        "contact.impact_friction": "compression",
+        "contact.friction_axes": "world",
+        "contact.curvature_point": "contact",
+    }
+    papers = ("compression", "world", "contact")
+    sc = load_scenario("sample:pendulum-3.toml", over)
+    again = load_scenario_text(sc.to_toml(), source=sc.source).contact
+    assert (again.impact_friction, again.friction_axes, again.curvature_point) == papers
+    opt = Simulator(sc).stepper.opt
+    assert (opt.impact_friction, opt.friction_axes, opt.curvature_point) == papers

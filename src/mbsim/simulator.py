@@ -141,6 +141,9 @@ class Simulator:
             integrator=sc.simulation.integrator,
             gap_floor=_gap_floor(sc),
             energy_consistent_impacts=c.energy_consistent_impacts,
+            impact_friction=c.impact_friction,
+            friction_axes=c.friction_axes,
+            curvature_point=c.curvature_point,
             max_recovery_speed=c.max_recovery_speed,
             lcp_max_seconds=sc.simulation.lcp_max_seconds or None,
         )

@@ -4,9 +4,12 @@ Exact: a shape's contacts with a plane are the points of its core closest to the
 the kernel keeps every core vertex (sphere centre, capsule ends, box and convex vertices, a
 mesh's hull vertices: the lowest points of any point set are hull vertices) whose distance to
 the plane, less the radius, is within the margin. A cylinder has no vertices: on each end cap,
-its rim point deepest along -n and the four rim points on its local +-x, +-y axes (the support
-polygon of a standing cylinder; when upright the deepest point is not unique and the +x one is
-taken). The plane is B, the shape A; the normal is the plane normal (m, unit).
+its rim point deepest along -n (a smooth point: the rim's lowest point, scene.smooth_radii)
+and those of the four rim points on its local +-x, +-y axes that are more than 45 deg round the
+rim from it (the support polygon of a standing cylinder; when upright the deepest point is not
+unique and the +x one is taken). A cylinder rolling on its rim is then one continuous contact
+per cap, not material rim points reaching the bottom in turn. The plane is B, the shape A; the
+normal is the plane normal (m, unit).
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ from mbsim.collision.manifold import K_CYL_RIM, K_GROUND, key_of, put
 from mbsim.collision.primitives import dot3
 from mbsim.collision.shapes import CYLINDER
 from mbsim.collision.table import HLEN, KIND, RAD, V0, VN
+
+#: cos 45 deg: rim points on the cylinder's axes closer than this to the deepest are dropped.
+HALF_SQRT2 = 0.7071067811865476
 
 
 @njit(cache=True)
@@ -48,8 +54,8 @@ def ground_contacts(g, si, sf, V, Rw, pw, hn, hd, margin, buf, keys):
 @njit(cache=True)
 def cylinder_plane(g, sf, R, p, hn, hd, margin, buf, keys):
     """Cylinder rims against the plane: on each end cap, the rim point deepest along -hn and
-    the four rim points on the local +-x, +-y axes (the support polygon of a standing
-    cylinder); every one within the margin is a candidate."""
+    the rim points on the local +-x, +-y axes more than 45 deg from it (the support polygon
+    of a standing cylinder); every one within the margin is a candidate."""
     r, h = sf[g, RAD], sf[g, HLEN]
     axis = R[:, 2]
     w = np.empty(3)
@@ -64,9 +70,21 @@ def cylinder_plane(g, sf, R, p, hn, hd, margin, buf, keys):
     count = 0
     q = np.empty(3)
     pb = np.empty(3)
+    # a rim point on an axis within 45 deg of the deepest one is dropped: it would stand in
+    # for that smooth point as a material point, arriving at the bottom as an impact every
+    # quarter turn of a rolling cylinder (issue 14); the others (axes farther round the rim)
+    # still make the support polygon of a standing cylinder
+    near = np.empty(5)
+    near[0] = 0.0
+    near[1] = dot3(w, R[:, 0])
+    near[2] = dot3(w, R[:, 1])
+    near[3] = -near[1]
+    near[4] = -near[2]
     for cap in range(2):
         zs = h if cap == 1 else -h
         for slot in range(5):
+            if near[slot] > HALF_SQRT2:
+                continue
             for a in range(3):
                 e = p[a] + zs * axis[a]
                 if slot == 0:

@@ -32,10 +32,10 @@ from mbsim.collision.broadphase import TAGS_WORK, BruteForceBroadphase, FclBroad
 from mbsim.collision.fcl_narrow import FclNarrowphase
 from mbsim.collision.filters import GROUND_TREE, LinkNames, allowed_pairs
 from mbsim.collision.geometry import build_records
-from mbsim.collision.manifold import reduce_manifold
+from mbsim.collision.manifold import K_CYL_RIM, reduce_manifold
 from mbsim.collision.narrowphase import finish, narrowphase, shape_poses
-from mbsim.collision.shapes import KIND_NAMES
-from mbsim.collision.table import build_table
+from mbsim.collision.shapes import CAPSULE, CYLINDER, KIND_NAMES, SPHERE
+from mbsim.collision.table import KIND, RAD, build_table
 from mbsim.errors import GeometryError
 from mbsim.names import FLOOR_LINK
 
@@ -51,6 +51,29 @@ DEFAULT_WORK_LIMIT = 20000
 DEFAULT_SLACK = 0.01
 
 
+def smooth_radii(geom_a, geom_b, feature_key, shape_kind, shape_radius):
+    """(radius_a, radius_b), m, (nc,) each: the distance along the normal from each contact
+    point to a material core point of its shape, 0 for a material point. A sphere's or a
+    capsule's point is its core's closest point offset by the radius r; a cylinder rim's
+    deepest point against the plane (manifold.K_CYL_RIM slot 0) lies r from the rim circle's
+    centre (along the normal for a cylinder on its side; on the ground plane or a polytope
+    face, fcl_narrow._cylinder_on_face). Such a point is found anew each
+    step; the material point under it moves on a curve whose J-dot v term is the surface
+    rolling, not a drift of the gap (simcore.contact.curvature_drift, issue 14: a rolling
+    sphere sank by ~2.5 dt^2 w^2 r). shape_kind, shape_radius: (n_shapes,), the ground
+    plane's entries -1 and 0."""
+    round_r = np.where((shape_kind == SPHERE) | (shape_kind == CAPSULE), shape_radius, 0.0)
+    kind = (feature_key >> 56) & 0x7F
+    slot = (feature_key >> 20) & 0xFFFFF
+    rim = (kind == K_CYL_RIM) & (slot == 0)
+    # the cylinder is A against the ground plane, either side against a polytope face
+    rim_a = rim & (shape_kind[geom_a] == CYLINDER)
+    rim_b = rim & (shape_kind[geom_b] == CYLINDER)
+    radius_a = np.where(rim_a, shape_radius[geom_a], round_r[geom_a])
+    radius_b = np.where(rim_b, shape_radius[geom_b], round_r[geom_b])
+    return radius_a, radius_b
+
+
 @dataclass(slots=True)
 class Contacts:
     """Contacts of one step, as arrays of length nc (SI units, world frame unless stated).
@@ -61,7 +84,12 @@ class Contacts:
     normal (nc, 3): unit, from B to A. gap (nc,): (point_a - point_b) . normal, m, negative =
     penetration. pair_id: geom_a * n_shapes + geom_b (stable). feature_key: which features of
     the pair made the point (stable while they stay in contact); (pair_id, feature_key)
-    identifies a contact across steps.
+    identifies a contact across steps. radius_a, radius_b (nc,): m, 0 when the point is a
+    material point of its shape (a vertex, an edge or face point); r when it is the closest
+    point of a smooth surface at distance r along the normal from a material core point (a
+    sphere's centre, a capsule's segment, a cylinder rim's centre; see
+    :func:`smooth_radii`): such a point is found anew each step, and the gap's second-order
+    prediction follows the core (simcore.contact.curvature_drift).
     """
 
     body_a: np.ndarray
@@ -76,6 +104,8 @@ class Contacts:
     gap: np.ndarray
     pair_id: np.ndarray
     feature_key: np.ndarray
+    radius_a: np.ndarray
+    radius_b: np.ndarray
 
     def __len__(self) -> int:
         return int(self.gap.shape[0])
@@ -133,6 +163,10 @@ class CollisionScene:
         #: ``tree/link`` of every shape (the last one the ground plane, ``builtin/floor``)
         self.links = [LinkNames.qualified(model, t, link) for t, link in keys]
         body = np.array([r.body for r in self.records] + [-1], dtype=np.int64)
+        #: kind of every shape (shapes.py codes), -1 for the ground plane
+        self._shape_kind = np.append(self.table.si[:n, KIND], -1).astype(np.int64)
+        #: radius of every shape (m; spheres, capsules, cylinders), 0 for the ground plane
+        self._shape_radius = np.append(self.table.sf[:n, RAD], 0.0)
         tree = np.array([t for t, _ in keys], dtype=np.int64)
         self.allowed = allowed_pairs(
             model,
@@ -248,9 +282,10 @@ class CollisionScene:
         ints, vecs, gap = finish(
             self._out_i, self._out_f, nc, self._ipack, self._offs, self.n_shapes, R_world, p_world
         )
+        ra, rb = smooth_radii(ints[2], ints[3], ints[5], self._shape_kind, self._shape_radius)
         contacts = Contacts(
             ints[0], ints[1], ints[2], ints[3], vecs[0], vecs[1], vecs[2], vecs[3], vecs[4], gap,
-            ints[4], ints[5],
+            ints[4], ints[5], ra, rb,
         )  # fmt: skip
         if self._margin_table is None:
             return contacts

@@ -24,27 +24,38 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+#: A reference direction whose tangential part is shorter than this (m/s for a slip
+#: velocity) is no direction: the polyhedron falls back to the world-axis basis.
+MIN_REFERENCE = 1e-9
+
 
 @njit(cache=True)
-def _friction_kernel(n, cos_a, sin_a, D):
+def _friction_kernel(n, cos_a, sin_a, ref, D):
     """Fill D (nu, 3, nf + 1) from unit normals n (nu, 3): column 0 is n, column 1 + j is
-    cos_a[j] t1 + sin_a[j] t2 (see friction_matrix)."""
+    cos_a[j] t1 + sin_a[j] t2 (see friction_matrix); ``ref`` (nu, 3) or (0, 3)."""
     for i in range(n.shape[0]):
         n0, n1, n2 = n[i, 0], n[i, 1], n[i, 2]
-        # the world axis least aligned with n (first of ties, as argmin), projected off n
-        axis = 0
-        if abs(n1) < abs(n0):
-            axis = 1
-        if abs(n2) < abs(n[i, axis]):
-            axis = 2
-        nk = n[i, axis]
-        t10, t11, t12 = -nk * n0, -nk * n1, -nk * n2
-        if axis == 0:
-            t10 += 1.0
-        elif axis == 1:
-            t11 += 1.0
-        else:
-            t12 += 1.0
+        t10 = t11 = t12 = 0.0
+        aligned = False
+        if ref.shape[0]:
+            rn = ref[i, 0] * n0 + ref[i, 1] * n1 + ref[i, 2] * n2
+            t10, t11, t12 = ref[i, 0] - rn * n0, ref[i, 1] - rn * n1, ref[i, 2] - rn * n2
+            aligned = t10 * t10 + t11 * t11 + t12 * t12 > MIN_REFERENCE * MIN_REFERENCE
+        if not aligned:
+            # the world axis least aligned with n (first of ties, as argmin), projected off n
+            axis = 0
+            if abs(n1) < abs(n0):
+                axis = 1
+            if abs(n2) < abs(n[i, axis]):
+                axis = 2
+            nk = n[i, axis]
+            t10, t11, t12 = -nk * n0, -nk * n1, -nk * n2
+            if axis == 0:
+                t10 += 1.0
+            elif axis == 1:
+                t11 += 1.0
+            else:
+                t12 += 1.0
         inv = 1.0 / np.sqrt(t10 * t10 + t11 * t11 + t12 * t12)
         t10 *= inv
         t11 *= inv
@@ -60,20 +71,27 @@ def _friction_kernel(n, cos_a, sin_a, D):
             D[i, 2, j + 1] = c * t12 + s * t22
 
 
-def friction_matrix(normal: np.ndarray, nf: int) -> np.ndarray:
+def friction_matrix(normal: np.ndarray, nf: int, reference=None) -> np.ndarray:
     """D(i) for every contact: (nu, 3, nf + 1) with columns [n, d_1, ..., d_nf] (Eq. 7).
 
     d_j = cos(2 pi j / nf) t1 + sin(2 pi j / nf) t2, j = 0 .. nf-1, with (t1, t2, n)
-    right-handed: t1 is the normalised projection of the world axis least aligned with n (so
-    the basis is a smooth function of n away from those switching cones and deterministic
-    everywhere) and t2 = n x t1.
+    right-handed and t2 = n x t1. t1 is the normalised tangential part of ``reference[i]``
+    (nu, 3; the stepper passes the contact's relative slip velocity at the free motion) when
+    that is longer than MIN_REFERENCE: a slip along d_1 meets the polyhedron's vertex, so
+    sliding friction is exactly mu F_n in any direction (the world-axis polyhedron gives
+    cos(pi/nf) mu at 45 deg to its axes for nf = 4), and the free motion's tangential
+    velocity of a sticking contact points where friction must hold it. Otherwise (no
+    reference, or none for this contact) t1 is the normalised projection of the world axis
+    least aligned with n (a smooth function of n away from those switching cones and
+    deterministic everywhere): 000's fixed polyhedron.
     """
     if nf < 4 or nf % 2:
         raise ValueError(f"friction directions nf={nf} must be an even number >= 4")
     n = np.ascontiguousarray(np.atleast_2d(np.asarray(normal, dtype=float)))
     angles = 2.0 * np.pi * np.arange(nf) / nf
     D = np.empty((len(n), 3, nf + 1))
-    _friction_kernel(n, np.cos(angles), np.sin(angles), D)
+    ref = np.zeros((0, 3)) if reference is None else np.asarray(reference, dtype=float)
+    _friction_kernel(n, np.cos(angles), np.sin(angles), np.ascontiguousarray(ref), D)
     return D
 
 
@@ -190,7 +208,7 @@ def _curvature_kernel(R_world, vel, chat, body_a, local_a, body_b, local_b, norm
         out[i] = scale * acc
 
 
-def curvature_drift(R_world, vel, chat, contacts, dt: float) -> np.ndarray:
+def curvature_drift(R_world, vel, chat, contacts, dt: float, core: bool = True) -> np.ndarray:
     """The normal displacement (m, (nu,)) a step of length dt adds beyond the velocity-level
     row: 1/2 dt^2 n . (a_A - a_B), with a the contact points' accelerations at zero joint
     acceleration (the J-dot v term: centripetal and Coriolis).
@@ -201,12 +219,36 @@ def curvature_drift(R_world, vel, chat, contacts, dt: float) -> np.ndarray:
     the gap makes the prediction second order. Point acceleration of a body point p (body
     frame) from the body's spatial velocity (w, v) and bias acceleration (alpha, a) (chat,
     body frame, Featherstone's spatial convention): R (a + alpha x p + w x (v + w x p)).
+
+    Smooth surfaces (``core``, the default; issue 14): a contact point on a sphere, capsule
+    or cylinder rim is not a material point but the closest point of the surface, found anew
+    each step; the gap is n . (core point) - r, so its second-order motion is that of the
+    core point at ``contacts.radius_a`` (radius_b) along +n (-n) from point A (B). At the
+    contact point itself, 001's prediction, a rolling body sinks by ~2.5 dt^2 w^2 r (its
+    bottom material point accelerates up at w^2 r). Contacts without radii (hand-written
+    detectors) and ``core`` False take the contact points.
     """
     out = np.zeros(len(contacts.gap))
     if len(out):
         c = contacts
+        local_a, local_b = c.local_a, c.local_b
+        ra, rb = getattr(c, "radius_a", None), getattr(c, "radius_b", None)
+        if core and ra is not None:
+            local_a = _core_points(R_world, c.body_a, local_a, c.normal, ra)
+            local_b = _core_points(R_world, c.body_b, local_b, c.normal, -rb)
         _curvature_kernel(
-            R_world, vel, chat, c.body_a, np.ascontiguousarray(c.local_a), c.body_b,
-            np.ascontiguousarray(c.local_b), np.ascontiguousarray(c.normal), 0.5 * dt * dt, out,
+            R_world, vel, chat, c.body_a, np.ascontiguousarray(local_a), c.body_b,
+            np.ascontiguousarray(local_b), np.ascontiguousarray(c.normal), 0.5 * dt * dt, out,
         )  # fmt: skip
+    return out
+
+
+def _core_points(R_world, body, local, normal, offset) -> np.ndarray:
+    """local + offset R_body^T n (body frame, m): the point ``offset`` along the world normal
+    from each contact point; static (body -1) points are left as they are."""
+    out = np.array(local, dtype=float, copy=True)
+    moving = (body >= 0) & (offset != 0.0)
+    if np.any(moving):
+        Rt = R_world[body[moving]]
+        out[moving] += offset[moving, None] * np.einsum("kji,kj->ki", Rt, normal[moving])
     return out

@@ -413,6 +413,24 @@ def integrate_kernel(jtype, qi, vi, q, v, dt, out):
         out[a + 6] = nz / n
 
 
+def lie_stage_velocity(model, theta, v) -> np.ndarray:
+    """RKMK stage velocity of 4th-order Lie-group RK (Munthe-Kaas): ``v`` with the body
+    angular velocity w of every free joint replaced by dexp^-1 of it at the stage's rotation
+    vector theta (rad, the angular block of ``theta``): w + 1/2 theta x w + 1/12 theta x
+    (theta x w). The orientation R = R_0 exp([Theta]) then obeys Theta-dot = dexp^-1(w)
+    (body-frame convention), an ODE on a vector space that classical RK4 integrates to 4th
+    order; the truncation drops O(|theta|^4 |w|) terms, below RK4's local error. Other joints
+    (and the free joint's linear block, p-dot = v in the world frame) are unchanged."""
+    out = np.array(v, dtype=float, copy=True)
+    for i in np.flatnonzero(model.jtype == FREE):
+        b = model.vi[i] + 3
+        th = np.asarray(theta[b : b + 3], dtype=float)
+        w = np.asarray(v[b : b + 3], dtype=float)
+        tw = np.cross(th, w)
+        out[b : b + 3] = w + 0.5 * tw + np.cross(th, tw) / 12.0
+    return out
+
+
 def integrate(model, q, v, dt, out=None) -> np.ndarray:
     """Configuration after moving with constant joint velocity ``v`` for ``dt`` seconds."""
     out = np.empty(model.nq) if out is None else out

@@ -20,6 +20,17 @@ DYNAMICS = ("aba", "crba")
 DELASSUS = ("upsilon", "pv-osimr", "dense")
 #: Which LCPs a run writes to ``/lcp_dumps`` (``simcore/lcp/dump.py``).
 DUMP_MODES = ("none", "failures", "all")
+#: Friction polyhedron orientation (``simcore/contact.py`` friction_matrix): along each
+#: contact's slip, or 000's world-axis basis.
+FRICTION_AXES = ("slip", "world")
+#: Friction of an impact (``stepper.impact_phase``): Coulomb over the whole impulse
+#: (compression and restitution, Routh/Stronge), or 000's law capping it at mu times the
+#: compression impulse.
+IMPACT_FRICTION = ("total", "compression")
+#: Where the gap's second-order (J-dot v) prediction is taken for a contact on a smooth
+#: surface (``simcore/contact.py`` curvature_drift): its core point, or the contact point
+#: itself (001's material-point prediction).
+CURVATURE_POINTS = ("core", "contact")
 #: How a robot's root link is attached to the world.
 BASES = ("fixed", "floating")
 #: Loop-closure types (``simcore/bilateral.py``): coincident points, rigid weld, fixed distance.
@@ -28,10 +39,13 @@ CLOSURE_TYPES = ("ball", "weld", "distance")
 __all__ = [
     "BASES",
     "CLOSURE_TYPES",
+    "CURVATURE_POINTS",
     "DELASSUS",
     "DUMP_MODES",
     "DYNAMICS",
+    "FRICTION_AXES",
     "FORMULATIONS",
+    "IMPACT_FRICTION",
     "INTEGRATORS",
     "LCP_SOLVERS",
 ]

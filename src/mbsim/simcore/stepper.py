@@ -29,7 +29,9 @@ leaves a penetration with at most 1/2 v_max^2 = 0.125 J/kg, less than the g |g| 
 rise costs once |g| > v_max^2 / 2 g = 1.3 cm; a shallower penetration may leave with up to
 that much (a hop of at most 1.3 cm). The gap is first advanced by the second-order term the velocity
 row cannot see, 1/2 dt^2 n . J-dot v (contact.curvature_drift; ``curvature_correction``), so
-a contact point on a rotating body does not drift into the surface by that much every step.
+a contact point on a rotating body does not drift into the surface by that much every step;
+for a contact on a smooth surface (sphere, capsule, cylinder rim) the term is taken at the
+material core point under it (``curvature_point``), or a rolling body would sink.
 With ``gap_floor`` set (001 Sec. 4.1's g_Neps) the rule is n . v_u+ >= -max(g, g_Neps)/dt.
 
 Joint damping (URDF ``<dynamics damping>``, D = diag(d)) is implicit with the Euler
@@ -72,13 +74,20 @@ from mbsim.simcore.joint_rows import q_of_v
 from mbsim.simcore.kinematics import (
     body_velocities_kernel,
     integrate,
+    lie_stage_velocity,
     node_transforms,
+    point_velocities,
     propagate_bias,
 )
 from mbsim.simcore.lcp import DUMP_MODES, check, should_dump
 from mbsim.simcore.lcp.budget import limits as lcp_limits
 from mbsim.simcore.lcp.selection import SELECTIONS, selecting
-from mbsim.simcore.options import INTEGRATORS
+from mbsim.simcore.options import (
+    CURVATURE_POINTS,
+    FRICTION_AXES,
+    IMPACT_FRICTION,
+    INTEGRATORS,
+)
 
 RK4_GAP_ROWS = ("trapezoid", "euler")
 
@@ -131,6 +140,17 @@ class StepOptions:
     lcp_selection: which solution of a contact LCP with many (redundant contacts) the step
     takes: "least_norm" spreads the load over them (lcp/selection.py), "vertex" is plain
     Lemke's answer.
+    friction_axes: "slip" turns each friction polyhedron's first edge to the contact's
+    relative velocity after the free motion (exact Coulomb sliding in any direction),
+    "world" keeps 000's polyhedron fixed to the world axes (contact.friction_matrix).
+    impact_friction: "total" bounds an impact's friction by mu times its whole normal
+    impulse (Coulomb, Routh/Stronge), "compression" by the compression impulse (000's law;
+    impact_phase).
+    curvature_point: where the J-dot v gap term (curvature_correction) is taken for a
+    contact on a smooth surface (the detector's radius_a/radius_b: spheres, capsules, a
+    cylinder's rim): "core" at the material core point under it (a rolling body neither
+    sinks nor hops), "contact" at the contact point itself, as 001's material-point
+    prediction (contact.curvature_drift).
     """
 
     dt: float
@@ -155,6 +175,9 @@ class StepOptions:
     max_recovery_speed: float = 0.5
     lcp_max_seconds: float | None = 60.0
     lcp_selection: str = "least_norm"
+    friction_axes: str = "slip"
+    impact_friction: str = "total"
+    curvature_point: str = "core"
 
 
 @dataclass
@@ -216,6 +239,7 @@ def _no_contacts():
 
 def impact_phase(
     form, problem, v, eps, energy_consistent, kinetic, respond, accept, joint_respond=None,
+    friction="total",
 ):  # fmt: skip
     """The collision of one step (000 Sec. 7, Eqs. 54-58), from the pre-step velocity v.
 
@@ -224,6 +248,17 @@ def impact_phase(
     (Eqs. 56-57): the recovered impulse theta(i) = eps(i) (n . P_c(i)) n is applied explicitly
     (``respond(theta)`` = M^-1 J^T Q_u^T theta) and the LCP solved again from v_c + that
     response, so every contact stays non-penetrating (q of Eq. 57 = D^T (v_c + W theta)).
+
+    Friction (``friction``, options.IMPACT_FRICTION). "compression" is 000's law: theta is
+    normal, and the decompression LCP's cone only holds its own normal impulse, so the
+    friction of the whole collision is capped near mu P_c,n (a ball sliding through an impact
+    with e = 0.5 loses a third less tangential speed than Coulomb's law says). "total"
+    (default; Routh's / Stronge's Coulomb friction over the whole impulse): the decompression
+    LCP's sigma rows get the budget mu(i) n . theta(i) (ContactProblem.friction_budget), so
+    its friction may reach mu times theta plus its own normal impulse: the collision's
+    friction is bounded by mu times its total normal impulse, and still opposes the
+    post-collision slip (maximal dissipation), so it takes energy, never adds it.
+
     With ``energy_consistent`` the recovered impulse is halved (up to 30 times) until the
     kinetic energy ``kinetic(v)`` does not exceed its value before the collision (Kane's
     paradox guard). ``accept(solution, what)`` checks (and dumps) every LCP solved.
@@ -252,7 +287,12 @@ def impact_phase(
             v_t = v_c + respond(scale * theta)
             if joint_respond is not None and np.any(theta_j):
                 v_t = v_t + joint_respond(scale * theta_j)
-            sol_d = form.solve(problem, v_t, 0.0, False)
+            if friction == "total":
+                problem.friction_budget = problem.mu * scale * np.einsum("ij,ij->i", theta, normal)
+            try:
+                sol_d = form.solve(problem, v_t, 0.0, False)
+            finally:
+                problem.friction_budget = None
             accept(sol_d, "decompression")
             if not energy_consistent or kinetic(sol_d.v) <= ke_before:
                 break
@@ -304,6 +344,21 @@ class OSStepper:
             raise MbsimError(
                 f"unknown lcp_selection {options.lcp_selection!r}; expected one of "
                 f"{', '.join(SELECTIONS)}"
+            )
+        if options.friction_axes not in FRICTION_AXES:
+            raise MbsimError(
+                f"unknown friction_axes {options.friction_axes!r}; expected one of "
+                f"{', '.join(FRICTION_AXES)}"
+            )
+        if options.impact_friction not in IMPACT_FRICTION:
+            raise MbsimError(
+                f"unknown impact_friction {options.impact_friction!r}; expected one of "
+                f"{', '.join(IMPACT_FRICTION)}"
+            )
+        if options.curvature_point not in CURVATURE_POINTS:
+            raise MbsimError(
+                f"unknown curvature_point {options.curvature_point!r}; expected one of "
+                f"{', '.join(CURVATURE_POINTS)}"
             )
         if options.integrator not in INTEGRATORS:
             raise MbsimError(
@@ -412,7 +467,9 @@ class OSStepper:
         v+ = v_s + dt M^-1 (tau - C(q, v_s)) + M^-1 h gives h / dt = RNEA(q, v_s, (v+ - v_s)/dt)
         - tau, the generalized force of every contact and bilateral impulse; v_s is the
         velocity after any impact of the step (the impulsive jump is kept as it is). Stages on
-        free joints compose q with the stage velocity (kinematics.integrate). The held force
+        free joints compose q with the stage velocity mapped by dexp^-1 (Runge-Kutta-Munthe-
+        Kaas, kinematics.lie_stage_velocity), so orientation is fourth order too (a plain
+        average of body angular velocities is second order). The held force
         makes the scheme first order across a contact event and fourth order between them.
         ``k1a`` is the first stage's acceleration when already known, else None: qdd(q, v,
         tau) without constraint impulses, and (v+ - v_s)/dt with them when no impact changed
@@ -428,16 +485,22 @@ class OSStepper:
         k1v = v_start
         if k1a is None:
             k1a = accel(t, q, v_start)
+        # RKMK: stage k's configuration is q (+) (step x K_{k-1}), K the stage velocity
+        # mapped by dexp^-1 at that stage's rotation vector (kinematics.lie_stage_velocity;
+        # the identity on 1-DoF joints), so free-joint orientations are 4th order too
         q2 = integrate(m, q, k1v, h)
         k2v = v_start + h * k1a
         k2a = accel(t + h, q2, k2v)
-        q3 = integrate(m, q, k2v, h)
+        K2 = lie_stage_velocity(m, h * k1v, k2v)
+        q3 = integrate(m, q, K2, h)
         k3v = v_start + h * k2a
         k3a = accel(t + h, q3, k3v)
-        q4 = integrate(m, q, k3v, dt)
+        K3 = lie_stage_velocity(m, h * K2, k3v)
+        q4 = integrate(m, q, K3, dt)
         k4v = v_start + dt * k3a
         k4a = accel(t + dt, q4, k4v)
-        v_avg = (k1v + 2.0 * k2v + 2.0 * k3v + k4v) / 6.0
+        K4 = lie_stage_velocity(m, dt * K3, k4v)
+        v_avg = (k1v + 2.0 * K2 + 2.0 * K3 + K4) / 6.0
         v_new = v_start + dt * (k1a + 2.0 * k2a + 2.0 * k3a + k4a) / 6.0
         return integrate(m, q, v_avg, dt), v_new
 
@@ -525,13 +588,25 @@ class OSStepper:
             # a kinematic prediction, not an error to correct: neither scaled nor capped
             chat = np.empty((m.nb, 6))
             propagate_bias(m.parent, d.E, d.r, d.cbias, chat)
-            target = target + curvature_drift(d.R_world, d.vel, chat, c, dt)
+            target = target + curvature_drift(
+                d.R_world, d.vel, chat, c, dt, core=o.curvature_point == "core"
+            )
         gap_velocity = target / dt
+        reference = None
+        if o.friction_axes == "slip" and nu:
+            # each polyhedron's first edge along the contact's relative velocity after the
+            # free motion: its slip, or where a sticking contact is pushed (contact.py)
+            pv = point_velocities(
+                m, d, v + dt * qdd, np.concatenate([c.body_a, c.body_b]),
+                np.concatenate([c.local_a, c.local_b]),
+            )  # fmt: skip
+            reference = pv[:nu] - pv[nu:]
         try:
             problem = ContactProblem.build(
                 m, d, q, c, tau, o.nf, mu, gap_velocity, o.solver, o.lcp_tol_rel,
                 node_transforms, bilateral=self.bilateral, dt=dt, dynamics=self.dynamics,
                 joint=joint,
+                friction_reference=reference,
             )  # fmt: skip
         except ConstraintError as exc:  # e.g. a distance closure's points came together
             raise SimulationError(f"at step {self.step_index}, t = {t:.6g} s: {exc}") from None
@@ -566,6 +641,7 @@ class OSStepper:
                 respond=lambda F: self._respond(problem, F),
                 accept=lambda sol, what: self._accept(sol, what, t),
                 joint_respond=lambda th: self.dynamics.solve_joint(d, Gj) @ th,
+                friction=o.impact_friction,
             )  # fmt: skip
             impulse_total += impulse
             joint_total += problem.joint_impulse_total

@@ -104,6 +104,12 @@ def scenario_dict(s: Scenario) -> dict:
         raw["contact"]["gap_floor"] = c.gap_floor
     if c.energy_consistent_impacts:
         raw["contact"]["energy_consistent_impacts"] = True
+    if c.impact_friction != "total":
+        raw["contact"]["impact_friction"] = c.impact_friction
+    if c.friction_axes != "slip":
+        raw["contact"]["friction_axes"] = c.friction_axes
+    if c.curvature_point != "core":
+        raw["contact"]["curvature_point"] = c.curvature_point
     if s.closures:
         raw["closure"] = []
         for cl in s.closures:

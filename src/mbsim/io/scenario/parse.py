@@ -54,10 +54,13 @@ from mbsim.names import WORLD, split_link_ref
 from mbsim.simcore.options import (
     BASES,
     CLOSURE_TYPES,
+    CURVATURE_POINTS,
     DELASSUS,
     DUMP_MODES,
     DYNAMICS,
     FORMULATIONS,
+    FRICTION_AXES,
+    IMPACT_FRICTION,
     INTEGRATORS,
     LCP_SOLVERS,
 )
@@ -676,6 +679,13 @@ def _contact(ctx: _Ctx, value: object) -> Contact:
         ),
         energy_consistent_impacts=_bool(
             ctx, (*path, "energy_consistent_impacts"), t["energy_consistent_impacts"]
+        ),
+        impact_friction=_choice(
+            ctx, (*path, "impact_friction"), t["impact_friction"], IMPACT_FRICTION
+        ),
+        friction_axes=_choice(ctx, (*path, "friction_axes"), t["friction_axes"], FRICTION_AXES),
+        curvature_point=_choice(
+            ctx, (*path, "curvature_point"), t["curvature_point"], CURVATURE_POINTS
         ),
         max_recovery_speed=_float(
             ctx, (*path, "max_recovery_speed"), t["max_recovery_speed"], gt=0.0

@@ -65,6 +65,9 @@ _CONTACT_DEFAULTS: dict[str, Any] = {
     "pairs": [],
     "gap_floor": None,  # absent: the stepper's rule (see docs/scenario-format.md)
     "energy_consistent_impacts": False,
+    "impact_friction": "total",
+    "friction_axes": "slip",
+    "curvature_point": "core",
     "max_recovery_speed": 0.5,  # StepOptions.max_recovery_speed (m/s)
 }
 _OUTPUT_DEFAULTS: dict[str, Any] = {
@@ -250,8 +253,11 @@ class Simulation:
 class Contact:
     """Contact model: ``margin`` (m) is the distance below which a pair is a contact, ``mu``
     the Coulomb friction coefficient, ``restitution`` Newton's coefficient in [0, 1],
-    ``friction_directions`` the number of edges of the friction polyhedron,
-    ``max_recovery_speed`` (m/s) the fastest a penetration is pushed out. Link references
+    ``friction_directions`` the number of edges of the friction polyhedron, ``friction_axes``
+    its orientation (options.FRICTION_AXES), ``impact_friction`` the friction law of an
+    impact (options.IMPACT_FRICTION), ``curvature_point`` where a smooth contact's gap
+    prediction is taken (options.CURVATURE_POINTS), ``max_recovery_speed`` (m/s) the fastest
+    a penetration is pushed out. Link references
     are ``tree/link`` (bare ``link`` before :func:`validate_against_model` canonicalises them).
     """
 
@@ -266,6 +272,9 @@ class Contact:
     pairs: tuple[PairOverride, ...] = ()
     gap_floor: float | None = None
     energy_consistent_impacts: bool = False
+    impact_friction: str = "total"
+    friction_axes: str = "slip"
+    curvature_point: str = "core"
     max_recovery_speed: float = 0.5
 
 

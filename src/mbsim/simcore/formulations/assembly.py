@@ -30,7 +30,7 @@ def delassus_lcp(
     Without joint rows
 
         M = [[K_ee, K_eu D, 0], [D^T K_ue, D^T K_uu D, E-hat], [0, E-bar, 0]],
-        q = [phi_e - target; D^T phi_u (+ the gap allowance when ``gap``); 0]
+        q = [phi_e - target; D^T phi_u (+ the gap allowance when ``gap``); budget]
 
     with the equality impulses free (the first n_eq unknowns); with no equality rows it is
     the standard LCP of contact.contact_lcp. With joint rows the complementary unknowns z

@@ -186,17 +186,24 @@ class ContactProblem:
     joint: object = None
     #: the joint rows' total impulses of an impact (stepper.impact_phase), N m s or N s
     joint_impulse_total: np.ndarray | None = None
+    #: (nu,) N s or None: friction impulse the sigma rows allow beyond mu beta_n, mu times
+    #: a normal impulse applied outside the LCP (the restitution impulse of an impact,
+    #: stepper.impact_phase), so Coulomb's cone bounds the whole impulse:
+    #: mu (beta_n + budget/mu) - sum beta_j >= 0 (E-bar row + budget)
+    friction_budget: np.ndarray | None = None
 
     @classmethod
     def build(
         cls, model, data, q, contacts, tau, nf, mu, gap_velocity, solver, tol_rel, X_fn,
-        bilateral=None, dt=0.0, dynamics=None, joint=None,
+        bilateral=None, dt=0.0, dynamics=None, joint=None, friction_reference=None,
     ):  # fmt: skip
         """The problem of one step. ``bilateral``: a :class:`~mbsim.simcore.bilateral.
         Bilateral` (loop closures, mimic joints) or None; its nodes follow the contact nodes,
         its rows are reduced to an independent subset (bilateral.independent_rows) and their
         stabilised targets use the step ``dt``. ``joint``: the step's
-        :class:`~mbsim.simcore.joint_rows.JointRows` (limits, joint friction) or None."""
+        :class:`~mbsim.simcore.joint_rows.JointRows` (limits, joint friction) or None.
+        ``friction_reference`` (nu, 3) or None: the direction of each friction polyhedron's
+        first edge (contact.friction_matrix)."""
         c = contacts
         moving_a = c.body_a >= 0
         moving_b = c.body_b >= 0
@@ -222,7 +229,8 @@ class ContactProblem:
             dynamics = AbaDynamics(model)
         problem = cls(
             model, data, q, c, tau, node_body, node_point, node_X, ia, ib,
-            friction_matrix(c.normal, nf), mu, gap_velocity, solver, tol_rel, dynamics=dynamics,
+            friction_matrix(c.normal, nf, friction_reference), mu, gap_velocity, solver,
+            tol_rel, dynamics=dynamics,
         )  # fmt: skip
         if extra:
             problem._attach_bilateral(bilateral, extra["rows"], extra["offset"], dt)
@@ -329,7 +337,8 @@ class ContactProblem:
 
     def complementary_block(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
         """(E, e): the complementarity part of all complementary unknowns (joint block, then
-        the contacts' [[0, E-hat], [E-bar, 0]]) and its constant (the friction bounds F dt)."""
+        the contacts' [[0, E-hat], [E-bar, 0]]) and its constant (the joint friction bounds F dt;
+        the sigma rows' friction budget, sigma_rows)."""
         nju = self.n_joint_unknowns
         nz = self.nu * (self.k + 1)
         E = np.zeros((nju + nz, nju + nz))
@@ -337,6 +346,7 @@ class ContactProblem:
         if nju:
             E[:nju, :nju], e[:nju] = self.joint.block(dt)
         E[nju:, nju:] = self.complementarity_block()
+        e[nju + self.nu * self.k :] = self.sigma_rows()
         return E, e
 
     def complementary_shift(self, gap: bool) -> np.ndarray:
@@ -359,14 +369,15 @@ class ContactProblem:
         allowance on the normal rows when ``gap``."""
         if gap:
             vu = vu + self.gap_velocity[:, None] * self.contacts.normal
-        return contact_lcp(W, self.D, self.mu, vu)
+        M, q = contact_lcp(W, self.D, self.mu, vu)
+        q[self.nu * self.k :] = self.sigma_rows()
+        return M, q
 
-    def gap_rows(self, gap: bool) -> np.ndarray:
-        """The gap allowance projected on D (the q shift of the beta rows), (nu (nf+1),)."""
-        if not gap:
-            return np.zeros(self.nu * self.k)
-        shift = self.gap_velocity[:, None] * self.contacts.normal
-        return np.einsum("ijk,ij->ik", self.D, shift).ravel()
+    def sigma_rows(self) -> np.ndarray:
+        """q of the sigma (E-bar) rows, (nu,): zero, or the friction budget."""
+        if self.friction_budget is None:
+            return np.zeros(self.nu)
+        return np.asarray(self.friction_budget, dtype=float)
 
     def Gu(self, J_nodes: np.ndarray) -> np.ndarray:
         """Relative contact velocity map G_u = Q_u J (3 nu, ncols) from node Jacobians
