@@ -176,6 +176,12 @@ def capsule_mesh(gc, gm, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys):
 DEPTH_FRACTION = 0.05
 #: A point counts as inside or on a mesh when its signed distance is at most this (m).
 INSIDE_TOL = 1e-9
+#: A triangle pair is *facing* when n_inc . n_ref <= -FACING_COS (within 60 deg of opposed;
+#: a cube corner pointing into a face has all three faces at 54.7 deg). Facing pairs give
+#: touching and penetrating contacts; oblique ones only separated contacts (the incident
+#: point strictly outside the reference mesh), because a point of an oblique face on or
+#: inside the other mesh belongs to the face it penetrates, not to a side face it grazes.
+FACING_COS = 0.5
 
 
 @njit(cache=True)
@@ -278,8 +284,10 @@ def _mesh_clip_pass(gr, gi, ref_is_b, si, sf, MV, MT, MB, Rw, pw, margin, buf, k
         Tr = MT[tr0 + r]
         off = dot3(nr, Wr[Tr[0]])
         for i in range(tin):
-            if dot3(nr, Ni[i]) >= 0.0:  # not facing the reference triangle
+            c = dot3(nr, Ni[i])
+            if c >= 0.0:  # turned away from the reference triangle
                 continue
+            facing = c <= -FACING_COS
             dx = Sr[r, 0] - Si[i, 0]
             dy = Sr[r, 1] - Si[i, 1]
             dz = Sr[r, 2] - Si[i, 2]
@@ -291,14 +299,18 @@ def _mesh_clip_pass(gr, gi, ref_is_b, si, sf, MV, MT, MB, Rw, pw, margin, buf, k
                 h = dot3(nr, poly[k]) - off
                 if h > margin or h < -depth_cap:
                     continue
-                if h < -INSIDE_TOL:
-                    # below the reference plane: a penetration only if the point is inside
-                    # the reference mesh and this face is (nearly) its nearest surface
+                if h < -INSIDE_TOL or not facing:
                     for a in range(3):
                         ql[a] = R[0, a] * (poly[k, 0] - pr[0]) + R[1, a] * (poly[k, 1] - pr[1])
                         ql[a] += R[2, a] * (poly[k, 2] - pr[2])
                     sd = point_mesh(ql, MV, MT, MB, vr0, tr0, trn, closest, nl)
-                    if sd > INSIDE_TOL or h < sd - depth_cap:
+                    if not facing:
+                        if sd <= INSIDE_TOL or h < 0.0:  # oblique: separated contacts only
+                            continue
+                    elif sd > INSIDE_TOL or h < sd - depth_cap:
+                        # below the reference plane: a penetration only if the point is
+                        # inside the reference mesh, no deeper than the cap past its nearest
+                        # surface
                         continue
                 if count >= room:
                     count = compact(buf, keys, count, max(buf.shape[0] // 4, 1))
@@ -331,10 +343,12 @@ def mesh_mesh(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys):
     polygon's closest points: the gaps are exact for face-face and vertex-face contacts, and
     a face resting on a face gives the corners of the overlap region (the support polygon).
 
-    A point below the reference plane (h < 0) is kept only if it is inside the reference mesh
-    (signed distance, :func:`point_mesh`, at most INSIDE_TOL) and no deeper than
-    ``margin + DEPTH_FRACTION x`` the smaller bounding radius, and than its signed distance
-    by more than that: otherwise the reference face is not the surface it penetrates.
+    Facing pairs (within 60 deg of opposed, FACING_COS) give touching and penetrating
+    contacts: a point below the reference plane (h < 0) is kept only if it is inside the
+    reference mesh (signed distance sd, :func:`point_mesh`, at most INSIDE_TOL) and
+    h >= sd - (margin + DEPTH_FRACTION x the smaller bounding radius): otherwise the reference
+    face is not the surface it penetrates. Oblique pairs give only separated contacts (sd >
+    INSIDE_TOL), so a face grazing a side face never adds a sideways normal.
     Edge-edge crossings are found where an incident edge crosses a side plane of the
     reference prism (a point on the reference triangle's edge), with the face normal.
 

@@ -59,6 +59,8 @@ _CONTACT_DEFAULTS: dict[str, Any] = {
     "pairs": [],
     "gap_floor": None,  # absent: the stepper's rule (see docs/scenario-format.md)
     "energy_consistent_impacts": False,
+    "mesh_contact": "triangles",  # every link's non-convex meshes: "triangles" | "convex-hull"
+    "mesh_contact_links": {},  # {"tree/link" = mode}: per-link override
 }
 _OUTPUT_DEFAULTS: dict[str, Any] = {
     "path": None,  # <scenario stem>.h5 in the current directory
@@ -183,6 +185,8 @@ class Contact:
     pairs: tuple[PairOverride, ...] = ()
     gap_floor: float | None = None
     energy_consistent_impacts: bool = False
+    mesh_contact: str = "triangles"
+    mesh_contact_links: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
