@@ -269,3 +269,40 @@ def test_peg_on_the_convex_hull_of_the_slot_stays_on_top(tmp_path):
     extra = 'mesh_contact_links = { "low/low" = "convex-hull" }'
     sim, xyz = _run(_peg_case(tmp_path, extra), 1000)
     assert abs(xyz[-1, 2] - 0.3) < 1e-5
+
+
+# ------------------------------------------------------------------ scenario keys
+
+
+def test_scenario_mesh_contact_reaches_the_scene_and_round_trips(tmp_path):
+    """contact.mesh_contact_links = { "low/low" = "convex-hull" } hulls only the slot block
+    (its link's shape becomes CONVEX, the box peg stays a box); the emitted TOML keeps it."""
+    text = _peg_case(tmp_path, 'mesh_contact_links = { "low/low" = "convex-hull" }')
+    sc = load_scenario_text(text)
+    assert sc.contact.mesh_contact == "triangles"
+    assert sc.contact.mesh_contact_links == (("low/low", "convex-hull"),)
+    assert load_scenario_text(sc.to_toml()) == sc
+    sim = Simulator(sc)
+    kinds = {sim.scene.links[g]: r.kind for g, r in enumerate(sim.scene.records)}
+    assert kinds["low/low"] == CONVEX
+    sim = Simulator(load_scenario_text(_peg_case(tmp_path)))
+    kinds = {sim.scene.links[g]: r.kind for g, r in enumerate(sim.scene.records)}
+    assert kinds["low/low"] == MESH
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ('mesh_contact = "decomposition"', "contact.mesh_contact"),
+        ('mesh_contact_links = { "low/low" = "hull" }', "must be one of triangles, convex-hull"),
+        ('mesh_contact_links = ["low/low"]', "contact.mesh_contact_links"),
+        ('mesh_contact_links = { "low/nope" = "convex-hull" }', "nope"),
+    ],
+)
+def test_scenario_bad_mesh_contact_is_one_sentence(tmp_path, extra, message):
+    """A bad mode, a non-table, or an unknown link: one MbsimError naming the key."""
+    from mbsim.errors import MbsimError
+
+    with pytest.raises(MbsimError, match=message) as err:
+        Simulator(load_scenario_text(_peg_case(tmp_path, extra)))
+    assert "\n" not in str(err.value)
