@@ -214,6 +214,16 @@ def _world_mesh(g, si, MV, MT, MB, Rw, pw):
 
 
 @njit(cache=True)
+def _centre(g, sf, Rw, pw):
+    """World centre of shape g's bounding sphere (radius sf[g, BR])."""
+    c = np.empty(3)
+    for a in range(3):
+        c[a] = pw[g, a] + Rw[g, a, 0] * sf[g, BCX] + Rw[g, a, 1] * sf[g, BCX + 1]
+        c[a] += Rw[g, a, 2] * sf[g, BCX + 2]
+    return c
+
+
+@njit(cache=True)
 def _clip_triangle(W_ref, T_ref, n_ref, W_inc, T_inc, poly, tmp):
     """The incident triangle clipped to the prism over the reference triangle (its three
     side planes, Sutherland-Hodgman) into ``poly``; returns the vertex count (<= 6)."""
@@ -277,13 +287,28 @@ def _mesh_clip_pass(gr, gi, ref_is_b, si, sf, MV, MT, MB, Rw, pw, margin, buf, k
     n = np.empty(3)
     room = buf.shape[0] - 8
     kind = K_TRI_B if ref_is_b else K_TRI_A
+    # only triangles near the other mesh's bounding sphere can touch it: O(tr + ti) pruning
+    # before the O(tr x ti) pair loop
+    cr = _centre(gr, sf, Rw, pw)
+    ci = _centre(gi, sf, Rw, pw)
+    near = np.empty(tin, dtype=np.int64)
+    nnear = 0
+    for i in range(tin):
+        reach = Si[i, 3] + sf[gr, BR] + margin
+        if (Si[i, 0] - cr[0]) ** 2 + (Si[i, 1] - cr[1]) ** 2 + (Si[i, 2] - cr[2]) ** 2 <= reach**2:
+            near[nnear] = i
+            nnear += 1
     for r in range(trn):
         nr = Nr[r]
         if nr[0] == 0.0 and nr[1] == 0.0 and nr[2] == 0.0:
             continue
+        reach = Sr[r, 3] + sf[gi, BR] + margin
+        if (Sr[r, 0] - ci[0]) ** 2 + (Sr[r, 1] - ci[1]) ** 2 + (Sr[r, 2] - ci[2]) ** 2 > reach**2:
+            continue
         Tr = MT[tr0 + r]
         off = dot3(nr, Wr[Tr[0]])
-        for i in range(tin):
+        for ii in range(nnear):
+            i = near[ii]
             c = dot3(nr, Ni[i])
             if c >= 0.0:  # turned away from the reference triangle
                 continue
