@@ -9,6 +9,8 @@ face heights, the L's convex-hull area, the resting height of a body on a face.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import trimesh
@@ -244,6 +246,22 @@ def test_ell_dropped_onto_ell_comes_to_rest_on_the_face(ell_dir):
     assert np.abs(xyz[-300:, 2] - H).max() < 1e-5  # at rest for the last 0.3 s
     assert np.abs(xyz[:, :2]).max() < 1e-6
     assert np.allclose(sim.q[3:7], [1.0, 0.0, 0.0, 0.0], atol=1e-6)
+
+
+def test_tilted_ell_dropped_onto_ell_lands_on_an_edge_and_settles_flat(ell_dir):
+    """Dropped 3 cm with a 0.05 rad roll about x, the L first lands on an edge (a corner or
+    edge against a face), then rotates flat: after 1.5 s its origin is at z = H within 1e-5 m
+    over the last 0.3 s and it is level (|qx|, |qy| < 1e-6)."""
+    a = 0.05
+    text = _scenario(ell_dir, _ell_urdf("up"), _ell_urdf("low"), H + 0.03, 1.5)
+    text = text.replace(
+        '"root_joint.x" = 0.0 }',
+        f'"root_joint.x" = 0.0, "root_joint.qw" = {math.cos(a / 2)!r}, '
+        f'"root_joint.qx" = {math.sin(a / 2)!r} }}',
+    )
+    sim, xyz = _run(text, 1500)
+    assert np.abs(xyz[-300:, 2] - H).max() < 1e-5
+    assert abs(sim.q[4]) < 1e-6 and abs(sim.q[5]) < 1e-6
 
 
 def _peg_case(tmp_path, contact_extra=""):
