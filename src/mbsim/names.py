@@ -17,6 +17,11 @@ FLOOR_LINK = "floor"
 FLOOR = f"{BUILTIN_TREE}/{FLOOR_LINK}"
 #: The fixed world frame (a closure end); reserved as a tree name too.
 WORLD = "world"
+#: How a link's non-convex meshes collide (scenario ``contact.mesh_contact``, the scene's
+#: ``mesh_contact``): "triangles" keeps the triangle mesh (exact triangle-pair contacts),
+#: "convex-hull" replaces it by its convex hull (MuJoCo's rule for every mesh, PyBullet's for
+#: a mesh without the concave flag). A mesh that is its own hull is convex either way.
+MESH_CONTACT_MODES = ("triangles", "convex-hull")
 
 
 def link_ref(tree: str, link: str) -> str:

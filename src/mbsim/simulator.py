@@ -126,6 +126,8 @@ class Simulator:
             pair_margins=[(p.a, p.b, p.margin) for p in c.pairs if p.margin is not None],
             self_collision=c.self_collision,
             disabled_pairs=c.disabled_pairs,
+            mesh_contact=c.mesh_contact,
+            mesh_contact_links=c.mesh_contact_links,
         )
         self._pair_mu, self._pair_eps = pair_parameter_table(self.scene, c)
         options = StepOptions(

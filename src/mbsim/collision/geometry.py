@@ -85,18 +85,22 @@ def build_records(
     """A :class:`ShapeRecord` for every ``model.geometries`` entry, in order.
 
     convex: True to replace every mesh by its convex hull, or a collection of link names
-    (optionally ``tree_name/link``) whose meshes are replaced. package_dirs: ``{name: folder}``
-    for ``package://`` meshes the loader could not resolve.
+    (optionally ``tree_name/link``) whose meshes are replaced, or an object whose
+    ``wants_hull(link, tree/link)`` decides (the scene's ``mesh_contact`` choice).
+    package_dirs: ``{name: folder}`` for ``package://`` meshes the loader could not resolve.
     """
     cache: dict[tuple[str, tuple[float, float, float]], tuple[np.ndarray, np.ndarray]] = {}
     records = []
     for index, geom in enumerate(model.geometries):
         source = model.tree_sources[geom.tree] if geom.tree < len(model.tree_sources) else "<?>"
         tree_name = model.tree_names[geom.tree] if geom.tree < len(model.tree_names) else ""
-        want_hull = convex is True or (
-            not isinstance(convex, bool)
-            and (geom.link in convex or f"{tree_name}/{geom.link}" in convex)
-        )
+        if hasattr(convex, "wants_hull"):  # the scene's per-link mesh_contact choice
+            want_hull = convex.wants_hull(geom.link, f"{tree_name}/{geom.link}")
+        else:
+            want_hull = convex is True or (
+                not isinstance(convex, bool)
+                and (geom.link in convex or f"{tree_name}/{geom.link}" in convex)
+            )
         records.append(
             _record(index, geom, source, want_hull, package_dirs, cache),
         )

@@ -43,6 +43,8 @@ K_BOX_POINT, K_CYL_POINT, K_MESH_POINT = 10, 11, 12  # sphere (or capsule point)
 K_CYL_RIM = 13  # cylinder rim point: (end cap, slot)
 K_FCL_COLLIDE, K_FCL_DISTANCE = 14, 15  # FCL: (triangle ids)
 K_MESH_VERTEX, K_POLY_VERTEX = 16, 17  # mesh vertex on a polytope, polytope vertex on a mesh
+K_TRI_B, K_TRI_A = 18, 19  # mesh-mesh: a triangle of A clipped on a triangle of B (and vice versa):
+# (reference triangle, incident triangle, clipped-polygon vertex)
 
 
 @njit(cache=True)
@@ -195,3 +197,18 @@ def key_of(kind, a, b, c):
         | ((np.int64(b) & 0xFFFFF) << 20)
         | (np.int64(c) & 0xFFFFF)
     )
+
+
+@njit(cache=True)
+def compact(buf, keys, count, keep):
+    """Shrink a full pair buffer to at most ``keep`` rows chosen by :func:`reduce_manifold`
+    (the deepest point, then the largest area, then farthest-point sampling), so a kernel
+    that emits more candidates than the buffer holds never silently drops the deepest or
+    outermost ones. Returns the new count."""
+    chosen = np.empty(keep, dtype=np.int64)
+    m = reduce_manifold(buf, keys, count, keep, chosen)
+    rows = buf[chosen[:m]].copy()
+    ks = keys[chosen[:m]].copy()
+    buf[:m] = rows
+    keys[:m] = ks
+    return m

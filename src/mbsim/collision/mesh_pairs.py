@@ -3,7 +3,9 @@
 * mesh - box/convex (:func:`mesh_polytope`): mesh vertices against the polytope and polytope
   vertices against the mesh, exact for vertex-face contacts (a face resting on a face);
 * capsule - mesh (:func:`capsule_mesh`): the signed mesh distance of three points of the
-  capsule's segment.
+  capsule's segment;
+* mesh - mesh (:func:`mesh_mesh`): facing triangle pairs clipped against each other, the
+  reference face's normal (docs/collision.md, "Non-convex mesh pairs").
 
 Both search every triangle (pruned by triangle bounding spheres) and every nearby vertex, so
 they are limited by ``work_limit``; beyond it the pair goes to FCL.
@@ -14,7 +16,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mbsim.collision.manifold import K_MESH_POINT, K_MESH_VERTEX, K_POLY_VERTEX, key_of, put
+from mbsim.collision.manifold import (
+    K_MESH_POINT,
+    K_MESH_VERTEX,
+    K_POLY_VERTEX,
+    K_TRI_A,
+    K_TRI_B,
+    compact,
+    key_of,
+    put,
+)
 from mbsim.collision.polytope import point_to_core, shape_edges, shape_faces, world_poly
 from mbsim.collision.primitives import dot3, point_mesh, segment_triangle
 from mbsim.collision.table import BCX, BR, HLEN, MT0, MTN, MV0, MVN, RAD
@@ -156,3 +167,217 @@ def capsule_mesh(gc, gm, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys):
         pa = R @ q + p - r * n
         count = put(buf, keys, count, pa, pb, n, sd - r, key_of(K_MESH_POINT, k, 0, 0))
     return count
+
+
+#: Mesh-mesh: a clipped point may lie below its reference triangle by at most this fraction
+#: of the smaller mesh's bounding radius (beyond ``margin``). Deeper points belong to another
+#: face (e.g. a side face of A against the far side face of B, both on one plane through a
+#: touching interface) and are dropped. Real penetrations are far smaller than this.
+DEPTH_FRACTION = 0.05
+#: A point counts as inside or on a mesh when its signed distance is at most this (m).
+INSIDE_TOL = 1e-9
+#: A triangle pair is *facing* when n_inc . n_ref <= -FACING_COS (within 60 deg of opposed;
+#: a cube corner pointing into a face has all three faces at 54.7 deg). Facing pairs give
+#: touching and penetrating contacts; oblique ones only separated contacts (the incident
+#: point strictly outside the reference mesh), because a point of an oblique face on or
+#: inside the other mesh belongs to the face it penetrates, not to a side face it grazes.
+FACING_COS = 0.5
+
+
+@njit(cache=True)
+def _world_mesh(g, si, MV, MT, MB, Rw, pw):
+    """World vertices, unit triangle normals (zero for degenerate triangles) and triangle
+    bounding spheres (centre, radius) of mesh g."""
+    R = Rw[g]
+    p = pw[g]
+    v0, vn, t0, tn = si[g, MV0], si[g, MVN], si[g, MT0], si[g, MTN]
+    W = np.empty((vn, 3))
+    for i in range(vn):
+        for a in range(3):
+            W[i, a] = R[a, 0] * MV[v0 + i, 0] + R[a, 1] * MV[v0 + i, 1]
+            W[i, a] += R[a, 2] * MV[v0 + i, 2] + p[a]
+    N = np.zeros((tn, 3))
+    S = np.empty((tn, 4))
+    for t in range(tn):
+        i0, i1, i2 = MT[t0 + t, 0], MT[t0 + t, 1], MT[t0 + t, 2]
+        ux, uy, uz = W[i1, 0] - W[i0, 0], W[i1, 1] - W[i0, 1], W[i1, 2] - W[i0, 2]
+        wx, wy, wz = W[i2, 0] - W[i0, 0], W[i2, 1] - W[i0, 1], W[i2, 2] - W[i0, 2]
+        nx, ny, nz = uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx
+        ln = np.sqrt(nx * nx + ny * ny + nz * nz)
+        if ln > 0.0:
+            N[t, 0], N[t, 1], N[t, 2] = nx / ln, ny / ln, nz / ln
+        for a in range(3):
+            S[t, a] = R[a, 0] * MB[t0 + t, 0] + R[a, 1] * MB[t0 + t, 1]
+            S[t, a] += R[a, 2] * MB[t0 + t, 2] + p[a]
+        S[t, 3] = MB[t0 + t, 3]
+    return W, N, S
+
+
+@njit(cache=True)
+def _centre(g, sf, Rw, pw):
+    """World centre of shape g's bounding sphere (radius sf[g, BR])."""
+    c = np.empty(3)
+    for a in range(3):
+        c[a] = pw[g, a] + Rw[g, a, 0] * sf[g, BCX] + Rw[g, a, 1] * sf[g, BCX + 1]
+        c[a] += Rw[g, a, 2] * sf[g, BCX + 2]
+    return c
+
+
+@njit(cache=True)
+def _clip_triangle(W_ref, T_ref, n_ref, W_inc, T_inc, poly, tmp):
+    """The incident triangle clipped to the prism over the reference triangle (its three
+    side planes, Sutherland-Hodgman) into ``poly``; returns the vertex count (<= 6)."""
+    for k in range(3):
+        for a in range(3):
+            poly[k, a] = W_inc[T_inc[k], a]
+    m = 3
+    side = np.empty(3)
+    e = np.empty(3)
+    for s in range(3):
+        ia, ib = T_ref[s], T_ref[(s + 1) % 3]
+        for a in range(3):
+            e[a] = W_ref[ib, a] - W_ref[ia, a]
+        side[0] = e[1] * n_ref[2] - e[2] * n_ref[1]  # outward for counter-clockwise triangles
+        side[1] = e[2] * n_ref[0] - e[0] * n_ref[2]
+        side[2] = e[0] * n_ref[1] - e[1] * n_ref[0]
+        out = 0
+        for k in range(m):
+            j = (k + 1) % m
+            dk = 0.0
+            dj = 0.0
+            for a in range(3):
+                dk += side[a] * (poly[k, a] - W_ref[ia, a])
+                dj += side[a] * (poly[j, a] - W_ref[ia, a])
+            if dk <= 0.0:
+                tmp[out] = poly[k]
+                out += 1
+            if (dk < 0.0 < dj) or (dj < 0.0 < dk):
+                t = dk / (dk - dj)
+                for a in range(3):
+                    tmp[out, a] = poly[k, a] + t * (poly[j, a] - poly[k, a])
+                out += 1
+        m = out
+        for k in range(m):
+            poly[k] = tmp[k]
+        if m == 0:
+            return 0
+    return m
+
+
+@njit(cache=True)
+def _mesh_clip_pass(gr, gi, ref_is_b, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, count):
+    """Every triangle of mesh gi facing a triangle of mesh gr, clipped to that triangle's
+    prism; each clipped vertex p within the margin of the reference plane is a contact with
+    the reference face normal (see :func:`mesh_mesh`). Appends to the buffer; returns the
+    count."""
+    Wr, Nr, Sr = _world_mesh(gr, si, MV, MT, MB, Rw, pw)
+    Wi, Ni, Si = _world_mesh(gi, si, MV, MT, MB, Rw, pw)
+    tr0, trn, ti0, tin = si[gr, MT0], si[gr, MTN], si[gi, MT0], si[gi, MTN]
+    vr0 = si[gr, MV0]
+    R = Rw[gr]
+    pr = pw[gr]
+    depth_cap = margin + DEPTH_FRACTION * min(sf[gr, BR], sf[gi, BR])
+    poly = np.empty((9, 3))
+    tmp = np.empty((9, 3))
+    ql = np.empty(3)
+    closest = np.empty(3)
+    nl = np.empty(3)
+    pa = np.empty(3)
+    pb = np.empty(3)
+    n = np.empty(3)
+    room = buf.shape[0] - 8
+    kind = K_TRI_B if ref_is_b else K_TRI_A
+    # only triangles near the other mesh's bounding sphere can touch it: O(tr + ti) pruning
+    # before the O(tr x ti) pair loop
+    cr = _centre(gr, sf, Rw, pw)
+    ci = _centre(gi, sf, Rw, pw)
+    near = np.empty(tin, dtype=np.int64)
+    nnear = 0
+    for i in range(tin):
+        reach = Si[i, 3] + sf[gr, BR] + margin
+        if (Si[i, 0] - cr[0]) ** 2 + (Si[i, 1] - cr[1]) ** 2 + (Si[i, 2] - cr[2]) ** 2 <= reach**2:
+            near[nnear] = i
+            nnear += 1
+    for r in range(trn):
+        nr = Nr[r]
+        if nr[0] == 0.0 and nr[1] == 0.0 and nr[2] == 0.0:
+            continue
+        reach = Sr[r, 3] + sf[gi, BR] + margin
+        if (Sr[r, 0] - ci[0]) ** 2 + (Sr[r, 1] - ci[1]) ** 2 + (Sr[r, 2] - ci[2]) ** 2 > reach**2:
+            continue
+        Tr = MT[tr0 + r]
+        off = dot3(nr, Wr[Tr[0]])
+        for ii in range(nnear):
+            i = near[ii]
+            c = dot3(nr, Ni[i])
+            if c >= 0.0:  # turned away from the reference triangle
+                continue
+            facing = c <= -FACING_COS
+            dx = Sr[r, 0] - Si[i, 0]
+            dy = Sr[r, 1] - Si[i, 1]
+            dz = Sr[r, 2] - Si[i, 2]
+            reach = Sr[r, 3] + Si[i, 3] + margin
+            if dx * dx + dy * dy + dz * dz > reach * reach:
+                continue
+            m = _clip_triangle(Wr, Tr, nr, Wi, MT[ti0 + i], poly, tmp)
+            for k in range(m):
+                h = dot3(nr, poly[k]) - off
+                if h > margin or h < -depth_cap:
+                    continue
+                if h < -INSIDE_TOL or not facing:
+                    for a in range(3):
+                        ql[a] = R[0, a] * (poly[k, 0] - pr[0]) + R[1, a] * (poly[k, 1] - pr[1])
+                        ql[a] += R[2, a] * (poly[k, 2] - pr[2])
+                    sd = point_mesh(ql, MV, MT, MB, vr0, tr0, trn, closest, nl)
+                    if not facing:
+                        if sd <= INSIDE_TOL or h < 0.0:  # oblique: separated contacts only
+                            continue
+                    elif sd > INSIDE_TOL or h < sd - depth_cap:
+                        # below the reference plane: a penetration only if the point is
+                        # inside the reference mesh, no deeper than the cap past its nearest
+                        # surface
+                        continue
+                if count >= room:
+                    count = compact(buf, keys, count, max(buf.shape[0] // 4, 1))
+                if ref_is_b:  # A's point on its triangle, B's its projection; normal B's
+                    for a in range(3):
+                        pa[a] = poly[k, a]
+                        pb[a] = poly[k, a] - h * nr[a]
+                        n[a] = nr[a]
+                else:  # B's point on its triangle, A's its projection; normal -(A's)
+                    for a in range(3):
+                        pb[a] = poly[k, a]
+                        pa[a] = poly[k, a] - h * nr[a]
+                        n[a] = -nr[a]
+                count = put(buf, keys, count, pa, pb, n, h, key_of(kind, r, i, k))
+    return count
+
+
+@njit(cache=True)
+def mesh_mesh(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys):
+    """Non-convex mesh A = ga against non-convex mesh B = gb from the triangles' own geometry.
+
+    For every pair of a reference triangle (normal n, outward) and an incident triangle of
+    the other mesh facing it (n_inc . n < 0) whose bounding spheres are within the margin, the
+    incident triangle is clipped to the prism over the reference triangle (its three side
+    planes). Each clipped vertex p at height h = n . (p - v0) above the reference plane, with
+    h < margin, is a contact: gap h, normal n (from the reference mesh to the other), points p
+    and its projection p - h n, which lies on the reference triangle. Both directions are
+    run (B's triangles as reference, then A's), so vertices of either mesh resting on a face
+    of the other are found. h is linear over the clipped polygon, so its vertices hold the
+    polygon's closest points: the gaps are exact for face-face and vertex-face contacts, and
+    a face resting on a face gives the corners of the overlap region (the support polygon).
+
+    Facing pairs (within 60 deg of opposed, FACING_COS) give touching and penetrating
+    contacts: a point below the reference plane (h < 0) is kept only if it is inside the
+    reference mesh (signed distance sd, :func:`point_mesh`, at most INSIDE_TOL) and
+    h >= sd - (margin + DEPTH_FRACTION x the smaller bounding radius): otherwise the reference
+    face is not the surface it penetrates. Oblique pairs give only separated contacts (sd >
+    INSIDE_TOL), so a face grazing a side face never adds a sideways normal.
+    Edge-edge crossings are found where an incident edge crosses a side plane of the
+    reference prism (a point on the reference triangle's edge), with the face normal.
+
+    Returns the count (0 = no contact).
+    """
+    count = _mesh_clip_pass(gb, ga, True, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, 0)
+    return _mesh_clip_pass(ga, gb, False, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, count)

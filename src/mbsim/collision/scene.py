@@ -37,7 +37,7 @@ from mbsim.collision.narrowphase import finish, narrowphase, shape_poses
 from mbsim.collision.shapes import CAPSULE, CYLINDER, KIND_NAMES, SPHERE
 from mbsim.collision.table import KIND, RAD, build_table
 from mbsim.errors import GeometryError
-from mbsim.names import FLOOR_LINK
+from mbsim.names import FLOOR_LINK, MESH_CONTACT_MODES
 
 #: Default contact margin, m: pairs closer than this (gap < margin) are reported.
 DEFAULT_MARGIN = 1e-3
@@ -126,6 +126,8 @@ class CollisionScene:
         srdf: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
         groups: Mapping[str, Iterable[str]] | None = None,
         convex: bool | Collection[str] = False,
+        mesh_contact: str = "triangles",
+        mesh_contact_links: Iterable[tuple[str, str]] = (),
         manifold_cap: int = DEFAULT_CAP,
         package_dirs: Mapping[str, str | os.PathLike[str]] | None = None,
         broadphase: str = "fcl",
@@ -150,7 +152,8 @@ class CollisionScene:
         self.cap = int(manifold_cap)
         self.work_limit = int(work_limit)
         self.notes: list[str] = []
-        self.records = build_records(model, convex=convex, package_dirs=package_dirs)
+        hull_links = _HullLinks(model, convex, mesh_contact, mesh_contact_links)
+        self.records = build_records(model, convex=hull_links, package_dirs=package_dirs)
         self.table = build_table(self.records)
         n = self.table.n
         self.n_shapes = n + 1  # the ground plane's index is n whether or not it exists
@@ -229,6 +232,9 @@ class CollisionScene:
         ``<disable_collisions>`` are never checked; groups: {name: links}, links of one group
         never checked against each other (see :mod:`mbsim.collision.filters`).
         convex (False): True, or link names, to replace meshes by their convex hulls.
+        mesh_contact ("triangles"): how every link's non-convex meshes collide, one of
+        MESH_CONTACT_MODES; mesh_contact_links: (link, mode) pairs overriding it per link
+        (``tree/link`` or a bare link name). A link hulled by ``convex`` stays hulled.
         manifold_cap (4): most contact points kept per pair.
         package_dirs: {package: folder} for ``package://`` meshes.
         broadphase ("fcl"): or "bruteforce" (all pairs, bounding spheres; no FCL calls).
@@ -328,3 +334,39 @@ class CollisionScene:
 
     def _kind(self, g: int) -> str:
         return "half-space" if g >= self.table.n else KIND_NAMES[self.records[g].kind]
+
+
+class _HullLinks:
+    """Which links' meshes become convex hulls (``wants_hull``, asked by
+    :func:`mbsim.collision.geometry.build_records`): ``convex`` (True or link names) or a
+    ``mesh_contact`` mode of "convex-hull" (the ``tree/link`` entry, else the bare link's,
+    else the default). Unknown modes and link names raise GeometryError."""
+
+    def __init__(self, model, convex, default: str, per_link) -> None:
+        modes = [("mesh_contact", default)] + [
+            (f"mesh_contact_links {link!r}", mode) for link, mode in per_link
+        ]
+        for what, mode in modes:
+            if mode not in MESH_CONTACT_MODES:
+                raise GeometryError(
+                    f"{what}: mode {mode!r} must be one of {', '.join(MESH_CONTACT_MODES)}."
+                )
+        self.convex = convex
+        self.default = default
+        self.per_link = {str(link): mode for link, mode in per_link}
+        known = set()
+        for g in model.geometries:
+            tree = model.tree_names[g.tree] if g.tree < len(model.tree_names) else ""
+            known.update((g.link, f"{tree}/{g.link}"))
+        for link in self.per_link:
+            if link not in known:
+                raise GeometryError(
+                    f"mesh_contact_links names link {link!r}, which has no collision shape."
+                )
+
+    def wants_hull(self, link: str, qualified: str) -> bool:
+        c = self.convex
+        if c is True or (not isinstance(c, bool) and (link in c or qualified in c)):
+            return True
+        mode = self.per_link.get(qualified, self.per_link.get(link, self.default))
+        return mode == "convex-hull"

@@ -245,7 +245,11 @@ def _check_contact(check: _Checker, c: Contact, srdf_pairs: list[tuple[str, str]
         )
         for i, p in enumerate(c.pairs)
     )
-    return replace(c, disabled_pairs=tuple(all_pairs), pairs=pairs)
+    mesh_links = tuple(
+        (check.canonical(("contact", "mesh_contact_links", link), link), mode)
+        for link, mode in c.mesh_contact_links
+    )
+    return replace(c, disabled_pairs=tuple(all_pairs), pairs=pairs, mesh_contact_links=mesh_links)
 
 
 def _check_closures(check: _Checker, closures: tuple[Closure, ...]) -> tuple[Closure, ...]:

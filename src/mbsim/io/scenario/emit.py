@@ -102,6 +102,10 @@ def scenario_dict(s: Scenario) -> dict:
     }
     if c.gap_floor is not None:
         raw["contact"]["gap_floor"] = c.gap_floor
+    if c.mesh_contact != "triangles":
+        raw["contact"]["mesh_contact"] = c.mesh_contact
+    if c.mesh_contact_links:
+        raw["contact"]["mesh_contact_links"] = dict(c.mesh_contact_links)
     if c.energy_consistent_impacts:
         raw["contact"]["energy_consistent_impacts"] = True
     if c.impact_friction != "total":

@@ -50,7 +50,7 @@ from mbsim.io.scenario.types import (
     Signal,
     Simulation,
 )
-from mbsim.names import WORLD, split_link_ref
+from mbsim.names import MESH_CONTACT_MODES, WORLD, split_link_ref
 from mbsim.simcore.options import (
     BASES,
     CLOSURE_TYPES,
@@ -662,6 +662,15 @@ def _contact(ctx: _Ctx, value: object) -> Contact:
             )
         )
     srdf = _str(ctx, (*path, "srdf"), t["srdf"], nonempty=False)
+    mc_path = (*path, "mesh_contact_links")
+    mc = _table(ctx, mc_path, t["mesh_contact_links"], 'a table { "tree/link" = "convex-hull" }')
+    mesh_links = tuple(
+        (
+            _link_ref(ctx, (*mc_path, k), k, world_ok=False),
+            _choice(ctx, (*mc_path, k), v, MESH_CONTACT_MODES),
+        )
+        for k, v in mc.items()
+    )
     return Contact(
         floor=_bool(ctx, (*path, "floor"), t["floor"]),
         margin=_float(ctx, (*path, "margin"), t["margin"], ge=0.0, le=LENGTH_MAX),
@@ -677,6 +686,8 @@ def _contact(ctx: _Ctx, value: object) -> Contact:
             if t["gap_floor"] is None
             else _float(ctx, (*path, "gap_floor"), t["gap_floor"], le=0.0)
         ),
+        mesh_contact=_choice(ctx, (*path, "mesh_contact"), t["mesh_contact"], MESH_CONTACT_MODES),
+        mesh_contact_links=mesh_links,
         energy_consistent_impacts=_bool(
             ctx, (*path, "energy_consistent_impacts"), t["energy_consistent_impacts"]
         ),

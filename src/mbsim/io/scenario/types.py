@@ -69,6 +69,8 @@ _CONTACT_DEFAULTS: dict[str, Any] = {
     "friction_axes": "slip",
     "curvature_point": "core",
     "max_recovery_speed": 0.5,  # StepOptions.max_recovery_speed (m/s)
+    "mesh_contact": "triangles",  # every link's non-convex meshes: "triangles" | "convex-hull"
+    "mesh_contact_links": {},  # {"tree/link" = mode}: per-link override
 }
 _OUTPUT_DEFAULTS: dict[str, Any] = {
     "path": None,  # <scenario stem>.h5 in the current directory
@@ -276,6 +278,8 @@ class Contact:
     friction_axes: str = "slip"
     curvature_point: str = "core"
     max_recovery_speed: float = 0.5
+    mesh_contact: str = "triangles"
+    mesh_contact_links: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
