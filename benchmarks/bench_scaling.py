@@ -12,7 +12,8 @@
   (default 500). MuJoCo compiles the same URDF (condim 3, pyramidal cone, mu 0.5).
 
 Rates are medians of ``--repeat`` runs of thread CPU time (one BLAS thread). Writes a
-markdown table to stdout and, with ``--png PATH`` and matplotlib installed, a log-log plot.
+markdown table to stdout and, with ``--png PATH`` and matplotlib installed, a log-log plot
+(``--plot-from`` saved tables: plot rows measured by several runs of the script).
 Results go to docs/results.md with the machine and date; nothing here is asserted by tests.
 Needs the ``bench`` extra (mujoco).
 """
@@ -119,7 +120,14 @@ def main(argv=None):
     ap.add_argument("--contact-steps", type=int, default=500)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--png", help="write a log-log plot here (needs matplotlib)")
+    ap.add_argument(
+        "--plot-from", nargs="+", metavar="TABLE",
+        help="only plot (to --png) the rows of these saved markdown outputs of this script",
+    )  # fmt: skip
     args = ap.parse_args(argv)
+    if args.plot_from:
+        plot(read_tables(args.plot_from), args.png)
+        return
     import mujoco
 
     print(
@@ -156,6 +164,17 @@ def main(argv=None):
             print(f"| contacts | {k} | {mb:.0f} | {mj:.0f} | {mb / mj:.3f} |", flush=True)
     if args.png:
         plot(res, args.png)
+
+
+def read_tables(paths) -> dict:
+    """The (N, mbsim, MuJoCo) rows of saved outputs of this script, by case, sorted by N."""
+    res = {"links": [], "contacts": []}
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if len(cells) == 5 and cells[0] in res:
+                res[cells[0]].append((int(cells[1]), float(cells[2]), float(cells[3])))
+    return {k: sorted(v) for k, v in res.items()}
 
 
 def plot(res, path: str) -> None:
