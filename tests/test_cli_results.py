@@ -134,9 +134,12 @@ def test_export_csv_trajectory_parses_back_exactly(monkeypatch, capsys, ball_fil
         "energy[kinetic]",
         "energy[potential]",
         "energy[total]",
-    ] + [f"body_pose[ball.{c}]" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")]
+    ] + [f"body_pose[ball.{c}]" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")] + [
+        "tau[z]",
+        "tau_limit[z]",
+    ]
     data = np.array(rows[1:], dtype=float)
-    assert data.shape == (N, 14)
+    assert data.shape == (N, 16)
     assert np.array_equal(data[:, 0], truth["t"]) and np.array_equal(data[:, 1], np.arange(N))
     assert np.array_equal(data[:, 2], truth["z"]) and np.array_equal(data[:, 3], truth["vz"])
     assert np.array_equal(data[:, 4], truth["ke"]) and np.array_equal(data[:, 5], truth["pe"])

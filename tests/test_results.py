@@ -215,7 +215,7 @@ def test_layout_is_plain_h5py_readable(tmp_path: Path):
         assert abs(dt.datetime.now(dt.UTC).replace(tzinfo=None) - created) < dt.timedelta(minutes=5)
         assert isinstance(a["mbsim_version"], str) and a["message"] == ""
         expected = {
-            "trajectory": {"time", "step", "q", "v", "energy", "body_pose"},
+            "trajectory": {"time", "step", "q", "v", "energy", "body_pose", "tau", "tau_limit"},
             "events": {
                 "time",
                 "step",

@@ -38,7 +38,7 @@ EXPECTED_FILES = {
 #: hand-written (tests/test_mesh_arm.py).
 OTHER_BUNDLED = {
     "fourbar.urdf", "dual-arm.urdf", "dual-arm-hub.urdf", "dual-arm-wheel.urdf", "panda.urdf",
-    "table.urdf",
+    "table.urdf", "quadruped.urdf",
 }  # fmt: skip
 
 

@@ -1,7 +1,10 @@
 """mbsim.Simulator: a scenario made runnable -- model, collision scene, stepper and recording.
 
-    sim = Simulator(load_scenario("scene.toml"))
-    summary = sim.run(writer)          # or: for _ in range(n): sim.step()
+    sim = Simulator.from_file("scene.toml", overrides={"simulation.dt": 1e-4})
+    summary = sim.run(controller=f, out="r.h5")   # or: for _ in range(n): sim.step(tau)
+
+docs/python-api.md documents the stable Python surface (from_file, step, q/v/t, the name maps,
+run with a controller, the step's contacts).
 
 The simulator owns the state (q, v, t), calls the stepper (simcore/stepper.py) once per step,
 turns each step's contacts into events (contact begin/end by the collision module's stable
@@ -11,23 +14,29 @@ turns each step's contacts into events (contact begin/end by the collision modul
 
 from __future__ import annotations
 
+import os
 import time as _time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from mbsim.collision.scene import CollisionScene
+from mbsim.control import Actuators, JointCommand
 from mbsim.errors import MbsimError
-from mbsim.io.scenario import build_scenario_model
+from mbsim.io.scenario import build_scenario_model, load_scenario
+from mbsim.names import link_ref
 from mbsim.simcore.bilateral import Bilateral, ConstraintError, closures_from_scenario
 from mbsim.simcore.data import Data
-from mbsim.simcore.dynamics import energy
+from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.joints import FREE
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
 from mbsim.simcore.lcp.budget import SolveInterrupted
 from mbsim.simcore.lcp.budget import limits as lcp_limits
 from mbsim.simcore.stepper import OSStepper, SimulationError, StepOptions, check_rk4_friction
+from mbsim.step_result import ContactPoint, Event, StepResult
+
+__all__ = ["ContactPoint", "Event", "RunSummary", "Simulator", "StepResult", "dof_index"]
 
 #: Steps between energy divergence checks, and the allowed growth factor (see _check_energy).
 ENERGY_CHECK_EVERY = 100
@@ -60,6 +69,7 @@ class RunSummary:
     max_constraint_error: float = 0.0
     worst_lcp_residual: float = 0.0
     energy_gains: int = 0
+    saturated_steps: int = 0
     status: str = "complete"
     message: str = ""
 
@@ -81,11 +91,18 @@ class RunSummary:
             "max_constraint_error": self.max_constraint_error,
             "worst_lcp_residual": self.worst_lcp_residual,
             "impacts_gaining_energy": self.energy_gains,
+            "effort_saturated_steps": self.saturated_steps,
         }
 
 
 class Simulator:
     """A runnable scenario. See the module docstring."""
+
+    @classmethod
+    def from_file(cls, path, overrides=None) -> Simulator:
+        """A Simulator for the scenario file ``path`` (or ``sample:NAME.toml``), with dotted-key
+        ``overrides`` ({"simulation.dt": 1e-4, "robot.arm.q0.joint_1": 0.3}) applied first."""
+        return cls(load_scenario(path, overrides))
 
     def __init__(self, scenario):
         # loads every URDF, builds the forest and checks the scenario's names against it
@@ -117,12 +134,23 @@ class Simulator:
             integrator=sc.simulation.integrator,
             gap_floor=_gap_floor(sc),
             energy_consistent_impacts=c.energy_consistent_impacts,
+            max_recovery_speed=c.max_recovery_speed,
+            lcp_max_seconds=sc.simulation.lcp_max_seconds or None,
         )
         # a scene that can never produce a contact needs no friction check
         if bool(self.scene.allowed.any()):
             _check_rk4(sc)
-        self._torque_const, self._pd = self._controls()
         self.data = Data(m)
+        self._rnea_data = Data(m)
+        self.actuators = Actuators(
+            m, Data(m), sc.simulation.dt, *self._controls(),
+            implicit=sc.simulation.integrator != "rk4",
+        )  # fmt: skip
+        #: actuator forces applied over the last step (N m or N) and their effort-limit flags
+        self.tau = np.zeros(m.nv)
+        self.tau_limit = np.zeros(m.nv, dtype=np.int8)
+        self._extra_tau = None  # step(tau)'s torques, for that step only
+        self._controller = None  # run(controller=f): f(t, q, v, sim) -> tau, every step
         self.q, self.v = self._initial_state()
         try:
             self.bilateral = Bilateral(m, closures_from_scenario(m, sc.closures), q0=self.q)
@@ -132,7 +160,7 @@ class Simulator:
             m,
             self.scene if self.scene.allowed.any() else None,
             options,
-            torque=self._torque if self._has_torque else None,
+            torque=self._torque,
             bilateral=self.bilateral,
         )
         self.t = 0.0
@@ -180,24 +208,95 @@ class Simulator:
             ) from None
 
     def _controls(self):
+        """(constant joint forces, JointCommand list): ``torque``, ``pd`` (a position control to
+        a constant target with v* = 0) and ``control`` of every robot."""
+        from mbsim.io.scenario import JointControl, Signal
+
         m = self.model
         tau = np.zeros(m.nv)
-        pd = []
+        commands = []
         for tree, r in self._robot_trees():
             for name, value in r.torque.items():
                 tau[self._index(tree, r, name, "v")] += value
-            for name, gain in r.pd.items():
+            pd = {
+                j: JointControl("position", target=Signal(g.target), kp=g.kp, kd=g.kd)
+                for j, g in r.pd.items()
+            }
+            for name, c in {**pd, **r.control}.items():
                 qi = self._index(tree, r, name, "q")
                 vi = self._index(tree, r, name, "v")
-                pd.append((qi, vi, gain.target, gain.kp, gain.kd))
-        self._has_torque = bool(np.any(tau) or pd)
-        return tau, pd
+                commands.append(JointCommand.from_control(qi, vi, c))
+        return tau, commands
 
     def _torque(self, t, q, v):
-        tau = self._torque_const.copy()
-        for qi, vi, target, kp, kd in self._pd:
-            tau[vi] += kp * (target - q[qi]) - kd * v[vi]
-        return tau
+        """The stepper's joint-force callback: (tau_e, g) of the actuators (control/actuation)."""
+        extra = self._extra_tau
+        if self._controller is not None:
+            extra = self._checked_tau(self._controller(t, q, v, self), "the controller")
+            if self._extra_tau is not None:
+                extra = extra + self._extra_tau
+        return self.actuators.forces(t, q, v, extra)
+
+    def _checked_tau(self, tau, what: str) -> np.ndarray:
+        nv = self.model.nv
+        try:
+            arr = np.asarray(tau, dtype=float)
+        except (TypeError, ValueError):
+            raise SimulationError(
+                f"{what} returned {type(tau).__name__}, not {nv} numbers"
+            ) from None
+        if arr.shape != (nv,):
+            raise SimulationError(f"{what} returned shape {arr.shape}; expected ({nv},) (nv)")
+        if not np.all(np.isfinite(arr)):
+            raise SimulationError(f"{what} returned a non-finite joint force at t = {self.t:g} s")
+        return arr
+
+    # ------------------------------------------------------------------ names
+    @property
+    def q_index(self) -> dict[str, int]:
+        """Index into ``q`` by coordinate name (``Model.q_names``; ``tree/name`` too)."""
+        return self._name_map(self.model.q_names, self.model.qi, "nqj")
+
+    @property
+    def v_index(self) -> dict[str, int]:
+        """Index into ``v`` and ``tau`` by velocity name (``Model.v_names``; ``tree/name`` too)."""
+        return self._name_map(self.model.v_names, self.model.vi, "nvj")
+
+    @property
+    def joint_index(self) -> dict[str, int]:
+        """Index into ``v`` / ``tau`` of each 1-DoF joint by joint name (and ``tree/joint``)."""
+        m = self.model
+        out = {}
+        for i in range(m.nb):
+            if m.nvj[i] == 1:
+                name = m.joint_names[i]
+                out[f"{m.tree_names[m.tree_of[i]]}/{name}"] = int(m.vi[i])
+                out.setdefault(name, int(m.vi[i]))
+        return out
+
+    def _name_map(self, names, first, count) -> dict[str, int]:
+        m = self.model
+        out = {}
+        for i in range(m.nb):
+            tree = m.tree_names[m.tree_of[i]]
+            for k in range(first[i], first[i] + getattr(m, count)[i]):
+                out[f"{tree}/{names[k]}"] = k
+                out.setdefault(names[k], k)
+        return out
+
+    def gravity_torques(self, q=None) -> np.ndarray:
+        """RNEA(q, 0, 0) (nv, N m or N): the joint forces that hold configuration ``q`` (default
+        the current one) against gravity, for gravity compensation in a controller."""
+        q = self.q if q is None else np.asarray(q, dtype=float)
+        zero = np.zeros(self.model.nv)
+        return rnea(self.model, self._rnea_data, q, zero, zero)
+
+    def body_ref(self, b: int) -> str:
+        """``tree/link`` name of body index ``b`` (``world`` for -1)."""
+        if b < 0:
+            return "world"
+        m = self.model
+        return link_ref(m.tree_names[m.tree_of[b]], m.body_names[b])
 
     @property
     def options(self) -> StepOptions:
@@ -210,13 +309,23 @@ class Simulator:
         return self._pair_mu[a, b], self._pair_eps[a, b]
 
     # ------------------------------------------------------------------ stepping
-    def step(self):
-        """Advance one step; returns the stepper's report."""
-        q, v, report = self.stepper.step(self.q, self.v, self.t)
+    def step(self, tau=None) -> StepResult:
+        """Advance one step; ``tau`` (nv, N m or N, optional): joint forces added to the
+        scenario's for this step, clamped with them to the URDF effort. Returns a
+        :class:`StepResult` (contacts, events, applied forces, the stepper's report)."""
+        self._extra_tau = None if tau is None else self._checked_tau(tau, "step(tau)")
+        v0 = self.v
+        try:
+            q, v, report = self.stepper.step(self.q, self.v, self.t)
+        finally:
+            self._extra_tau = None
         self.q, self.v = q, v
         self.t = (self.step_index + 1) * self.options.dt
         self.step_index += 1
-        return report
+        a = self.actuators
+        self.tau, self.tau_limit = a.applied(v0, v), a.flags.copy()
+        rows, ended = self.events_of(report)
+        return StepResult(self, report, rows, ended, self.tau, self.tau_limit)
 
     def energy(self) -> np.ndarray:
         """[kinetic, potential, total] (J) of the current state."""
@@ -339,22 +448,60 @@ class Simulator:
         record_every: int | None = None,
         should_stop=None,
         summary: RunSummary | None = None,
+        *,
+        controller=None,
+        out=None,
+        force: bool = False,
     ) -> RunSummary:
-        """Run the scenario to its duration. ``writer``: a ResultsWriter (or None);
+        """Run the scenario to its duration.
+
+        ``controller``: ``f(t, q, v, sim) -> tau`` (nv joint forces, N m or N), called once
+        per step with the state at its start and added to the scenario's joint forces (then
+        clamped to the URDF effort). ``out``: write the results file there, exactly as
+        ``mbsim run`` does (:meth:`run_to_file`; ``force`` overwrites an existing file); a
+        file written with a controller records it in ``/controller`` (``kind = "python"``),
+        so ``mbsim run --from`` refuses to replay it. With ``out`` the run never raises
+        (but KeyboardInterrupt or the controller's own exceptions): see the summary's status.
+
+        ``writer``: a ResultsWriter (or None);
         ``progress(step, n_steps, t, n_contacts)`` is called about every 50 ms of wall time;
         ``should_stop()`` is polled between steps and ends the run early with status
         ``interrupted`` (a signal handler sets it, so no step or write is cut in half).
         ``summary``: filled in place as the run goes (so it still counts what happened when
         the run raises). Raises SimulationError on divergence/LCP failure (the caller records
         the status)."""
-        summary = RunSummary() if summary is None else summary
-        t_wall = _time.perf_counter()
+        previous = self._controller
+        if controller is not None:
+            self._controller = controller
         try:
-            self._run_steps(writer, progress, record_every, should_stop, summary)
+            if out is not None:
+                return self._run_out(out, controller, force, progress, should_stop)
+            summary = RunSummary() if summary is None else summary
+            t_wall = _time.perf_counter()
+            try:
+                self._run_steps(writer, progress, record_every, should_stop, summary)
+            finally:
+                summary.sim_time = self.t
+                summary.wall_seconds = _time.perf_counter() - t_wall
+            return summary
         finally:
-            summary.sim_time = self.t
-            summary.wall_seconds = _time.perf_counter() - t_wall
-        return summary
+            self._controller = previous
+
+    def _run_out(self, out, controller, force, progress, should_stop) -> RunSummary:
+        from pathlib import Path
+
+        sc = self.scenario
+        path = Path(os.path.abspath(os.path.expanduser(os.fspath(out))))
+        self.scenario = replace(sc, output=replace(sc.output, path=path))
+        records = None
+        command = "python: mbsim.Simulator.run"
+        if controller is not None:
+            name = f"{getattr(controller, '__module__', '?')}.{_qualname(controller)}"
+            records = {"controller": {"kind": "python", "name": name}}
+            command += f"(controller={name})"
+        return self.run_to_file(
+            command, force=force, records=records, progress=progress, should_stop=should_stop
+        )
 
     def _run_steps(self, writer, progress, record_every, should_stop, summary) -> None:
         sc = self.scenario
@@ -406,10 +553,12 @@ class Simulator:
                 f"t = {self.t:.6g} s: the simulation diverged"
             )
 
-    def _record(self, writer, report, summary, every):
+    def _record(self, writer, result, summary, every):
         k = self.step_index
+        report = None if result is None else result.report
         if report is not None:
-            rows, ended = self.events_of(report)
+            rows, ended = result._rows, result._ended
+            summary.saturated_steps += bool(result.tau_limit.any())
             for row in rows:
                 summary.events[row[0]] = summary.events.get(row[0], 0) + 1
             summary.events["contact_end"] = summary.events.get("contact_end", 0) + len(ended)
@@ -419,7 +568,11 @@ class Simulator:
             return
         e = self.energy()
         pose = self.body_poses() if self.scenario.output.body_poses else None
-        writer.append_state(self.t, self.q, self.v, e, body_pose=pose, step=k)
+        writer.append_state(
+            self.t, self.q, self.v, e, body_pose=pose, step=k,
+            tau=self.tau if report is not None else None,
+            tau_limit=self.tau_limit if report is not None else None,
+        )  # fmt: skip
         if report is None:
             writer.append_diagnostics(time=self.t, step=k)
             return
@@ -469,6 +622,10 @@ class Simulator:
                 normal=old.normal[i], normal_impulse=0.0, tangent_impulse=np.zeros(3),
                 normal_velocity_before=np.nan, normal_velocity_after=np.nan,
             )  # fmt: skip
+
+
+def _qualname(f) -> str:
+    return getattr(f, "__qualname__", None) or type(f).__qualname__
 
 
 #: Default g_Neps (m) with integrator = "rk4": 001 Sec. 4.1 caps the penetration the LCP may

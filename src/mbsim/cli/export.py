@@ -127,6 +127,11 @@ def table(r: Results, what: str) -> tuple[list[str], list[list]]:
             for b, body in enumerate(r.body_names):
                 for k, c in enumerate(("x", "y", "z", "qw", "qx", "qy", "qz")):
                     add(f"body_pose[{body}.{c}]", r.body_pose[:, b, k])
+        if r.tau is not None:  # last: files from before tau was recorded keep their columns
+            for k, n in enumerate(r.v_names):
+                add(f"tau[{n}]", r.tau[:, k])
+            for k, n in enumerate(r.v_names):
+                add(f"tau_limit[{n}]", r.tau_limit[:, k])
         return names, cols
     data = _require(r, what)
     order = ["time", "step"] + [k for k in data if k not in ("time", "step")]
@@ -178,6 +183,8 @@ def npz_arrays(r: Results, what: str) -> dict[str, np.ndarray]:
             "energy_columns": np.array(["kinetic", "potential", "total"]),
             **names,
         }
+        if r.tau is not None:
+            out["tau"], out["tau_limit"] = r.tau, r.tau_limit
         if r.body_pose is not None:
             out["body_pose"] = r.body_pose
             out["body_pose_columns"] = np.array(["x", "y", "z", "qw", "qx", "qy", "qz"])

@@ -1,8 +1,9 @@
 """The ``mbsim`` command: a Typer app that parses, calls the library and prints.
 
-Exit codes (README): 0 success, 1 the simulation failed, 2 bad input or usage, 130 interrupted
-(Ctrl-C) before a run's time loop started. A user error (:class:`~mbsim.errors.MbsimError`) is
-printed as one line on stderr; a traceback appears only with ``--debug``.
+Exit codes (README): 0 success, 1 the simulation failed or was interrupted, 2 bad input or usage,
+130 Ctrl-C before a run started (imports, loading). A user error
+(:class:`~mbsim.errors.MbsimError`) is printed as one line on stderr; a traceback appears only
+with ``--debug``.
 
 Start-up: ``mbsim --help`` must answer in well under a second, so the command modules (which
 pull in numpy, numba, scipy, trimesh, h5py) are imported only when their command runs or its

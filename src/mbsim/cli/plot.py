@@ -43,6 +43,12 @@ def plot(
         help="height or speed, one per --body in order (one value applies to all).",
     ),
     energy: bool = typer.Option(False, "--energy", help="Plot kinetic, potential, total energy."),
+    tracking: bool = typer.Option(
+        False, "--tracking", help="Plot q* - q of every joint under position control."
+    ),
+    tau: bool = typer.Option(
+        False, "--tau", help="Plot the actuator forces of the --joint joints (or of all)."
+    ),
     events: bool = typer.Option(False, "--events", help="Mark events with vertical lines."),
     output: Path = typer.Option(None, "--output", "-o", help="Figure file (.png, .pdf, .svg)."),
     width: int = typer.Option(1200, "--width", help="Figure width in pixels."),
@@ -68,7 +74,11 @@ def plot(
     figure_cls = _matplotlib()
     check_output(output, force, inputs=[results])
     r = load_results(results)
-    panels = build_panels(r, joint, body, quantity, energy)
+    panels = build_panels(r, [] if tau else joint, body, quantity, energy, tau or tracking)
+    if tau:
+        panels.append(tau_panel(r, joint))
+    if tracking:
+        panels.append(tracking_panel(r))
     fig = figure_cls(figsize=(width / dpi, height / dpi), dpi=dpi, layout="constrained")
     draw(fig, r, panels, events)
     write_atomic(output, lambda fh: fig.savefig(fh, format=fmt, dpi=dpi))
@@ -158,11 +168,53 @@ def body_series(r: Results, b: int, quantity: str) -> np.ndarray:
     return np.linalg.norm(vel, axis=1)
 
 
+def tau_panel(r: Results, joints: list[str]):
+    """The actuator forces (/trajectory/tau, N m or N) of ``joints`` (all when empty)."""
+    if r.tau is None:
+        raise MbsimError(f"{r.path}: records no actuator forces (written by an older mbsim).")
+    cols = []
+    for name in joints:
+        bare = name.rpartition("/")[2]
+        hits = [k for k, n in enumerate(r.v_names) if n == bare or n.startswith(bare + ".")]
+        if not hits:
+            raise MbsimError(f"{r.path}: --joint {name!r}: no such joint.")
+        cols += hits
+    cols = cols or list(range(len(r.v_names)))
+    return ("actuator forces", "tau [N m or N]", [(r.v_names[k], r.tau[:, k]) for k in cols])
+
+
+def tracking_panel(r: Results):
+    """q*(t) - q(t) of every joint under position control (``pd`` or a ``position`` control
+    of the scenario stored in the file; targets re-evaluated from it, CSVs read again)."""
+    from mbsim.control.signals import SignalFn
+    from mbsim.io.scenario import Signal, load_scenario_text
+
+    sc = load_scenario_text(r.scenario_toml, source=r.path)
+    series = []
+    for robot in sc.robots:
+        targets = {j: Signal(g.target) for j, g in robot.pd.items()}
+        targets.update({j: c.target for j, c in robot.control.items() if c.mode == "position"})
+        for j, signal in targets.items():
+            (k,) = joint_columns(r, f"{robot.name}/{j}")
+            f = SignalFn(signal)
+            ref = np.array([f(t)[0] for t in r.time])
+            series.append((f"{robot.name}/{j}", ref - r.q[:, k]))
+    if not series:
+        raise MbsimError(f"{r.path}: --tracking: no joint of this run is under position control.")
+    return ("tracking error", "q* - q [rad or m]", series)
+
+
 def build_panels(
-    r: Results, joints: list[str], bodies: list[str], quantities: list[str], energy: bool
+    r: Results,
+    joints: list[str],
+    bodies: list[str],
+    quantities: list[str],
+    energy: bool,
+    extra: bool = False,
 ) -> list[tuple[str, str, list[tuple[str, np.ndarray]]]]:
-    """(title, y label, [(label, series)]) per panel, validating every selection."""
-    if not joints and not bodies and not energy:
+    """(title, y label, [(label, series)]) per panel, validating every selection; ``extra``:
+    other panels (--tau, --tracking) were asked for, so no default selection."""
+    if not joints and not bodies and not energy and not extra:
         joints = list(dict.fromkeys(q.split(".")[0] for q in r.q_names))
         energy = True
     panels = []

@@ -131,7 +131,14 @@ def _from_results(path: Path, flags, overrides):
     path = path.resolve()
     if not path.is_file():
         raise MbsimError(f"{path}: results file does not exist")
-    text = load_results(path).scenario_toml
+    results = load_results(path)
+    if results.controller == "python":
+        raise MbsimError(
+            f"--from {path.name}: this run was driven by a Python controller "
+            f"({results.controller_name or 'unnamed'}), which the file does not hold, so it "
+            "cannot be replayed; rerun it from Python with Simulator.run(controller=...)"
+        )
+    text = results.scenario_toml
     if "output" not in flags:
         raise MbsimError(f"--from {path.name}: give --out for the new results file")
     return load_scenario_text(str(text), source=path, overrides=overrides, flags=flags)
@@ -187,6 +194,12 @@ def _print_summary(summary, sc, as_json):
         f"{summary.worst_lcp_residual:.3g}; impacts that gained energy: {summary.energy_gains}",
         f"results: {sc.output.path}",
     ]
+    if summary.saturated_steps:
+        lines.insert(
+            3,
+            f"steps with a joint force clamped at its URDF effort: {summary.saturated_steps} "
+            "(/trajectory/tau_limit)",
+        )
     if sc.closures or summary.max_constraint_error > 0.0:
         lines.insert(
             3, f"max loop-closure / mimic error: {summary.max_constraint_error:.3g} (m or rad)"

@@ -36,7 +36,10 @@ Joint damping (URDF ``<dynamics damping>``, D = diag(d)) is implicit with the Eu
 integrator: the step factorises M + dt D instead of M (data.armature = dt d, dynamics.aba),
 so (M + dt D)(v+ - v) = dt (tau - D v - C) + J^T p, the damping force taken at v+ (MuJoCo's
 implicit damping): stable for any d and dt, where the explicit force diverges once
-dt eig(M^-1 D) > 2. With rk4 damping stays an explicit force of the stages.
+dt eig(M^-1 D) > 2. With rk4 damping stays an explicit force of the stages. The ``torque``
+callback may return (tau_e, g) instead of tau: a joint force tau_e - g (v+ - v) taken at v+
+(implicit PD, mbsim/control/actuation.py), folded in the same way: dt g is added to the
+diagonal for the step (Euler only).
 
 The integrator is decided once, when the stepper is built (``OSStepper.rk4``; friction is
 refused by :func:`check_rk4_friction`, the one rule the Simulator also applies to the
@@ -277,9 +280,12 @@ class OSStepper:
         self.formulation = formulation
         self.dynamics = dynamics
         # implicit joint damping with Euler: M + dt D wherever M is factorised (dynamics.aba)
-        self.data.armature[:] = (
-            0.0 if options.integrator == "rk4" else options.dt * self.model.damping
+        self._armature = (
+            np.zeros(self.model.nv)
+            if options.integrator == "rk4"
+            else options.dt * np.asarray(self.model.damping, dtype=float)
         )
+        self.data.armature[:] = self._armature
         #: the integrator, decided here once: classical RK4 with held impulses, or Euler
         self.rk4 = options.integrator == "rk4"
         #: RK4's contact rows for its own position update (module docstring)
@@ -356,7 +362,12 @@ class OSStepper:
         """Applied joint forces: URDF damping and the scenario's torques (N m or N)."""
         tau = -self.model.damping * v
         if self.torque is not None:
-            tau = tau + self.torque(t, q, v)
+            applied = self.torque(t, q, v)
+            if isinstance(applied, tuple):  # (tau_e, g): implicit in v+ (module docstring)
+                applied, gain = applied
+                if not self.rk4:
+                    self.data.armature[:] = self._armature + self.opt.dt * gain
+            tau = tau + applied
         return tau
 
     def _rk4(self, q, v_start, tau_c, t, k1a):

@@ -61,6 +61,14 @@ class Results:
     diagnostics: dict[str, np.ndarray]
     #: What the reader corrected, one sentence each (e.g. tables trimmed to a common length).
     notes: list[str] = field(default_factory=list)
+    #: actuator forces (rows, nv; N m or N) and effort flags (rows, nv; -1, 0, +1); None in
+    #: files written before they were recorded
+    tau: np.ndarray | None = None
+    tau_limit: np.ndarray | None = None
+    #: ``python`` when a Python controller drove the run (Simulator.run(controller=...)),
+    #: else "" (the scenario's controls only): such a run cannot be replayed from the file
+    controller: str = ""
+    controller_name: str = ""
     event_kinds: tuple[str, ...] = field(default=EVENT_KINDS)
     solver_codes: tuple[str, ...] = field(default=SOLVER_CODES)
 
@@ -262,7 +270,7 @@ def _read(p: Path, f: h5py.File, locked: bool) -> Results:
         raise _Damaged("/scenario/input_files and /scenario/sha256 differ in length")
     notes: list[str] = []
     pose = "body_pose" in f.get("trajectory", {})
-    traj = _table(f, "trajectory", _trajectory_cols(nq, nv, nb, pose))
+    traj = _table(f, "trajectory", _trajectory_cols(nq, nv, nb, pose), ("tau", "tau_limit"))
     diag = _table(f, "diagnostics", _diagnostic_cols())
     _codes(diag, "solver", SOLVER_CODES, "/diagnostics/solver")
     traj, diag = _trim(traj, diag, notes)
@@ -273,6 +281,8 @@ def _read(p: Path, f: h5py.File, locked: bool) -> Results:
     if "contacts" in f:
         contacts = _table(f, "contacts", _contact_cols(events=False))
         _bodies(contacts, nb, "/contacts")
+    ctrl = f.get("controller")
+    ctrl = ctrl if isinstance(ctrl, h5py.Group) else None
     return Results(
         path=p,
         attrs=attrs,
@@ -300,6 +310,10 @@ def _read(p: Path, f: h5py.File, locked: bool) -> Results:
         contacts=contacts,
         diagnostics=diag,
         notes=notes,
+        tau=traj.get("tau"),
+        tau_limit=traj.get("tau_limit"),
+        controller=str(_attr(ctrl.attrs.get("kind", ""))) if ctrl is not None else "",
+        controller_name=str(_attr(ctrl.attrs.get("name", ""))) if ctrl is not None else "",
     )
 
 

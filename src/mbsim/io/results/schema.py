@@ -80,6 +80,25 @@ def _trajectory_cols(nq: int, nv: int, nb: int, body_poses: bool) -> list[_Col]:
             (("columns", list(_ENERGY_COLUMNS)),),
         ),
     ]
+    cols += [
+        _Col(
+            "tau",
+            np.float64,
+            (nv,),
+            "N m or N",
+            "actuator joint forces applied over the step that ended at this state (torque, "
+            "PD/velocity control, Python controller; after the effort clamp; 0 in row 0), "
+            "columns named by /model/v_names",
+        ),
+        _Col(
+            "tau_limit",
+            np.int8,
+            (nv,),
+            "1",
+            "effort saturation of each joint over that step: +1 / -1 clamped at +effort / "
+            "-effort (URDF <limit effort>), 0 not clamped",
+        ),
+    ]
     if body_poses:
         cols.append(
             _Col(

@@ -297,10 +297,13 @@ class ResultsWriter:
         energy,
         body_pose=None,
         step: int | None = None,
+        tau=None,
+        tau_limit=None,
     ) -> None:
         """One recorded state: ``q`` (nq), ``v`` (nv), ``energy`` (kinetic, potential, total),
-        ``body_pose`` (nb, 7) if body poses are recorded; ``step`` defaults to round(time/dt).
-        The arrays are copied."""
+        ``body_pose`` (nb, 7) if body poses are recorded; ``step`` defaults to round(time/dt);
+        ``tau`` (nv, default 0) the actuator forces of the step that ended here, ``tau_limit``
+        (nv, default 0) their effort-saturation flags (-1, 0, +1). The arrays are copied."""
         self._check_open()
         time = float(time)
         if step is None:
@@ -311,6 +314,10 @@ class ResultsWriter:
             "q": _vector("q", q, (self.nq,)),
             "v": _vector("v", v, (self.nv,)),
             "energy": _vector("energy", energy, (3,)),
+            "tau": np.zeros(self.nv) if tau is None else _vector("tau", tau, (self.nv,)),
+            "tau_limit": np.zeros(self.nv, np.int8)
+            if tau_limit is None
+            else np.asarray(tau_limit, dtype=np.int8).reshape(self.nv),
         }
         if self.body_poses:
             if body_pose is None:

@@ -175,6 +175,7 @@ def _check_robot(check: _Checker, r) -> list[tuple[str, str]]:
         ("v0", vn, "v coordinate"),
         ("torque", vn, "v coordinate"),
         ("pd", names.one_dof.get(t, {}), "1-DoF joint"),
+        ("control", names.one_dof.get(t, {}), "1-DoF joint"),
     ):
         for joint in getattr(r, key):
             if joint not in known:

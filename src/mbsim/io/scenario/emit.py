@@ -8,7 +8,31 @@ from typing import Any
 
 import tomli_w
 
-from mbsim.io.scenario.types import Pose, Scenario
+from mbsim.io.scenario.types import _SIGNAL_KEY, JointControl, Pose, Scenario, Signal
+
+
+def _signal(s: Signal, key: str) -> Any:
+    """A signal as the scenario writes it: a number, a waypoint table or a CSV reference."""
+    if s.constant:
+        return s.value
+    out: dict[str, Any] = {"interpolation": s.interpolation, "ends": s.ends}
+    if s.csv is not None:
+        return {"csv": str(s.csv), "column": s.column, **out}
+    return {"t": list(s.t), key: list(s.y), **out}
+
+
+def _control(c: JointControl) -> dict:
+    out: dict[str, Any] = {"mode": c.mode, "gravity_compensation": c.gravity_compensation}
+    if c.mode == "torque":
+        out["torque"] = _signal(c.torque, "tau")
+        return out
+    out["target"] = _signal(c.target, _SIGNAL_KEY[c.mode])
+    if c.mode == "position":
+        out["kp"] = c.kp
+    out["kd"] = c.kd
+    if c.feedforward is not None:
+        out["feedforward"] = _signal(c.feedforward, "tau")
+    return out
 
 
 def scenario_dict(s: Scenario) -> dict:
@@ -28,6 +52,7 @@ def scenario_dict(s: Scenario) -> dict:
             "integrator": sim.integrator,
             "dynamics": sim.dynamics,
             "delassus": sim.delassus,
+            "lcp_max_seconds": sim.lcp_max_seconds,
         },
         "robot": {
             r.name: {
@@ -39,6 +64,7 @@ def scenario_dict(s: Scenario) -> dict:
                 "torque": dict(r.torque),
                 "pd": {j: {"target": g.target, "kp": g.kp, "kd": g.kd} for j, g in r.pd.items()},
                 "srdf": str(r.srdf) if r.srdf is not None else "",
+                "control": {j: _control(c) for j, c in r.control.items()},
             }
             for r in s.robots
         },
@@ -65,6 +91,7 @@ def scenario_dict(s: Scenario) -> dict:
         "disabled_pairs": [list(p) for p in c.disabled_pairs],
         "srdf": str(c.srdf) if c.srdf is not None else "",
         "pairs": pairs,
+        "max_recovery_speed": c.max_recovery_speed,
     }
     if c.gap_floor is not None:
         raw["contact"]["gap_floor"] = c.gap_floor

@@ -19,6 +19,7 @@ from mbsim.io.scenario.overrides import _apply_flags, _apply_overrides
 from mbsim.io.scenario.types import (
     _CLOSURE_KEYS,
     _CONTACT_DEFAULTS,
+    _CONTROL_KEYS,
     _ENV_KEYS,
     _NAME_RE,
     _OUTPUT_DEFAULTS,
@@ -27,11 +28,16 @@ from mbsim.io.scenario.types import (
     _POSE_KEYS,
     _RESERVED_NAMES,
     _ROBOT_KEYS,
+    _SIGNAL_KEY,
     _SIM_DEFAULTS,
     _TOP_KEYS,
+    CONTROL_MODES,
+    INTERPOLATIONS,
+    SPLINE_ENDS,
     Closure,
     Contact,
     Environment,
+    JointControl,
     Output,
     PairOverride,
     PdGain,
@@ -39,6 +45,7 @@ from mbsim.io.scenario.types import (
     Robot,
     Scenario,
     ScenarioError,
+    Signal,
     Simulation,
 )
 from mbsim.names import WORLD, split_link_ref
@@ -373,6 +380,7 @@ def _simulation(ctx: _Ctx, value: object) -> Simulation:
         integrator=_choice(ctx, (*path, "integrator"), t["integrator"], INTEGRATORS),
         dynamics=_choice(ctx, (*path, "dynamics"), t["dynamics"], DYNAMICS),
         delassus=_choice(ctx, (*path, "delassus"), t["delassus"], DELASSUS),
+        lcp_max_seconds=_float(ctx, (*path, "lcp_max_seconds"), t["lcp_max_seconds"], ge=0.0),
     )
 
 
@@ -396,6 +404,15 @@ def _robot(ctx: _Ctx, name: str, value: object) -> Robot:
             kp=_float(ctx, (*gpath, "kp"), g["kp"], ge=0.0),
             kd=_float(ctx, (*gpath, "kd"), g.get("kd", 0.0), ge=0.0),
         )
+    control_raw = _table(
+        ctx, (*path, "control"), t.get("control", {}), "a table of joint controllers by joint name"
+    )
+    control = {j: _joint_control(ctx, (*path, "control", j), c) for j, c in control_raw.items()}
+    for joint in control:
+        if joint in pd:
+            raise ctx.error(
+                (*path, "control", joint), f"joint {joint} is also in robot.{name}.pd; use one"
+            )
     srdf = _str(ctx, (*path, "srdf"), t.get("srdf", ""), nonempty=False)
     return Robot(
         name=name,
@@ -407,7 +424,130 @@ def _robot(ctx: _Ctx, name: str, value: object) -> Robot:
         torque=_numbers_by_name(ctx, (*path, "torque"), t.get("torque", {})),
         pd=pd,
         srdf=_file(ctx, (*path, "srdf"), srdf, "SRDF") if srdf else None,
+        control=control,
     )
+
+
+def _joint_control(ctx: _Ctx, path: tuple, value: object) -> JointControl:
+    """One ``[robot.NAME.control]`` entry (docs/scenario-format.md, "Joint control")."""
+    c = _table(ctx, path, value, 'a table { mode = "position", target = .., kp = .., kd = .. }')
+    if "mode" not in c:
+        raise ctx.error((*path, "mode"), f"is required (one of {', '.join(CONTROL_MODES)})")
+    mode = _choice(ctx, (*path, "mode"), c["mode"], CONTROL_MODES)
+    _check_keys(ctx, path, c, _CONTROL_KEYS[mode])
+    gc = _bool(ctx, (*path, "gravity_compensation"), c.get("gravity_compensation", False))
+    ff = (
+        _signal(ctx, (*path, "feedforward"), c["feedforward"], "tau")
+        if "feedforward" in c
+        else None
+    )
+    if mode == "torque":
+        if "torque" not in c:
+            raise ctx.error((*path, "torque"), "is required (N m or N: a number or a series)")
+        return JointControl(
+            mode, torque=_signal(ctx, (*path, "torque"), c["torque"], "tau"),
+            gravity_compensation=gc,
+        )  # fmt: skip
+    if "target" not in c:
+        raise ctx.error((*path, "target"), f"is required (the {mode} target)")
+    if mode == "position" and "kp" not in c:
+        raise ctx.error((*path, "kp"), "is required (the PD stiffness, N m/rad or N/m)")
+    if mode == "velocity" and "kd" not in c:
+        raise ctx.error((*path, "kd"), "is required (the velocity gain, N m s/rad or N s/m)")
+    return JointControl(
+        mode,
+        target=_signal(ctx, (*path, "target"), c["target"], _SIGNAL_KEY[mode]),
+        kp=_float(ctx, (*path, "kp"), c.get("kp", 0.0), ge=0.0),
+        kd=_float(ctx, (*path, "kd"), c.get("kd", 0.0), ge=0.0),
+        gravity_compensation=gc,
+        feedforward=ff,
+    )
+
+
+def _signal(ctx: _Ctx, path: tuple, value: object, sample_key: str) -> Signal:
+    """A number, ``{ t = [..], <sample_key> = [..], interpolation, ends }`` or
+    ``{ csv = "file.csv", column = "name", interpolation, ends }``."""
+    if not isinstance(value, dict):
+        return Signal(value=_float(ctx, path, value))
+    what = f"t, {sample_key}" if "csv" not in value else "csv, column"
+    _check_keys(ctx, path, value, ("t", sample_key, "csv", "column", "interpolation", "ends"))
+    interp = _choice(
+        ctx, (*path, "interpolation"), value.get("interpolation", "linear"), INTERPOLATIONS
+    )
+    ends = _choice(ctx, (*path, "ends"), value.get("ends", "natural"), SPLINE_ENDS)
+    if "csv" in value:
+        for k in ("t", sample_key):
+            if k in value:
+                raise ctx.error((*path, k), "cannot be given with csv (the file holds the samples)")
+        csv_path = _file(ctx, (*path, "csv"), value["csv"], "CSV")
+        column = _str(ctx, (*path, "column"), value.get("column", path[-2]))
+        t, y = _csv_column(ctx, (*path, "csv"), csv_path, column)
+        return Signal(t=t, y=y, interpolation=interp, ends=ends, csv=csv_path, column=column)
+    if "column" in value:
+        raise ctx.error((*path, "column"), "applies only to a csv signal")
+    for k in ("t", sample_key):
+        if k not in value:
+            raise ctx.error((*path, k), f"is required (a signal table has {what})")
+    t = _samples(ctx, (*path, "t"), value["t"])
+    y = _samples(ctx, (*path, sample_key), value[sample_key])
+    if len(y) != len(t):
+        raise ctx.error(
+            (*path, sample_key), f"has {len(y)} values but t has {len(t)}", value[sample_key]
+        )
+    _check_times(ctx, (*path, "t"), t, interp)
+    return Signal(t=t, y=y, interpolation=interp, ends=ends)
+
+
+def _samples(ctx: _Ctx, path: tuple, value: object) -> tuple[float, ...]:
+    if not isinstance(value, list) or not value:
+        raise ctx.error(path, "must be a non-empty list of numbers", value)
+    return tuple(_float(ctx, (*path, i), v) for i, v in enumerate(value))
+
+
+def _check_times(ctx: _Ctx, path: tuple, t: tuple[float, ...], interp: str) -> None:
+    need = 3 if interp == "cubic" else 2
+    if len(t) < need:
+        raise ctx.error(path, f"needs at least {need} samples for {interp} interpolation", list(t))
+    for i in range(1, len(t)):
+        if not t[i] > t[i - 1]:
+            raise ctx.error(
+                (*path, i), f"must be greater than the time before it ({t[i - 1]:g} s)", t[i]
+            )
+
+
+def _csv_column(ctx: _Ctx, path: tuple, file: Path, column: str):
+    """(time, values) of ``column`` in a CSV file whose first column is the time (s) and whose
+    header row names the columns."""
+    import csv
+
+    try:
+        with open(file, newline="", encoding="utf-8") as fh:
+            rows = [r for r in csv.reader(fh) if r and not r[0].lstrip().startswith("#")]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ctx.error(path, f"cannot read {file} ({exc})") from None
+    if len(rows) < 3:
+        raise ctx.error(path, f"{file} needs a header row and at least 2 rows of samples")
+    header = [h.strip() for h in rows[0]]
+    if column not in header[1:]:
+        raise ctx.error(path, f"{file} has no column {column!r} (columns: {', '.join(header[1:])})")
+    k = header.index(column)
+    t, y = [], []
+    for line, row in enumerate(rows[1:], 2):
+        if len(row) != len(header):
+            raise ctx.error(path, f"{file}, row {line} has {len(row)} fields, not {len(header)}")
+        try:
+            tt, yy = float(row[0]), float(row[k])
+        except ValueError:
+            raise ctx.error(
+                path, f"{file}, row {line} holds a value that is not a number"
+            ) from None
+        if not (math.isfinite(tt) and math.isfinite(yy)):
+            raise ctx.error(path, f"{file}, row {line} holds a value that is not finite")
+        if t and not tt > t[-1]:
+            raise ctx.error(path, f"{file}, row {line}: time {tt:g} s does not increase")
+        t.append(tt)
+        y.append(yy)
+    return tuple(t), tuple(y)
 
 
 def _environment(ctx: _Ctx, name: str, value: object) -> Environment:
@@ -508,6 +648,9 @@ def _contact(ctx: _Ctx, value: object) -> Contact:
         ),
         energy_consistent_impacts=_bool(
             ctx, (*path, "energy_consistent_impacts"), t["energy_consistent_impacts"]
+        ),
+        max_recovery_speed=_float(
+            ctx, (*path, "max_recovery_speed"), t["max_recovery_speed"], gt=0.0
         ),
     )
 

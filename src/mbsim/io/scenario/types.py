@@ -18,6 +18,7 @@ __all__ = [
     "Closure",
     "Contact",
     "Environment",
+    "JointControl",
     "Output",
     "PairOverride",
     "PdGain",
@@ -25,6 +26,7 @@ __all__ = [
     "Robot",
     "Scenario",
     "ScenarioError",
+    "Signal",
     "Simulation",
 ]
 
@@ -46,6 +48,7 @@ _SIM_DEFAULTS: dict[str, Any] = {
     "integrator": "euler",
     "dynamics": "aba",
     "delassus": "upsilon",
+    "lcp_max_seconds": 60.0,  # StepOptions.lcp_max_seconds; 0 = no limit
 }
 _CONTACT_DEFAULTS: dict[str, Any] = {
     "floor": False,
@@ -59,6 +62,7 @@ _CONTACT_DEFAULTS: dict[str, Any] = {
     "pairs": [],
     "gap_floor": None,  # absent: the stepper's rule (see docs/scenario-format.md)
     "energy_consistent_impacts": False,
+    "max_recovery_speed": 0.5,  # StepOptions.max_recovery_speed (m/s)
 }
 _OUTPUT_DEFAULTS: dict[str, Any] = {
     "path": None,  # <scenario stem>.h5 in the current directory
@@ -67,10 +71,22 @@ _OUTPUT_DEFAULTS: dict[str, Any] = {
     "body_poses": True,
     "dump_lcp": "none",
 }
-_ROBOT_KEYS = ("urdf", "base", "base_pose", "q0", "v0", "torque", "pd", "srdf")
+_ROBOT_KEYS = ("urdf", "base", "base_pose", "q0", "v0", "torque", "pd", "control", "srdf")
 _ENV_KEYS = ("urdf", "base_pose")
 _POSE_KEYS = ("xyz", "rpy")
 _PD_KEYS = ("target", "kp", "kd")
+#: control modes of ``[robot.NAME.control]`` and the keys each allows
+CONTROL_MODES = ("torque", "position", "velocity")
+_CONTROL_KEYS = {
+    "torque": ("mode", "torque", "gravity_compensation"),
+    "position": ("mode", "target", "kp", "kd", "gravity_compensation", "feedforward"),
+    "velocity": ("mode", "target", "kd", "gravity_compensation", "feedforward"),
+}
+#: the waypoint key of a mode's target (its unit: N m, rad, rad/s; or N, m, m/s)
+_SIGNAL_KEY = {"torque": "tau", "position": "q", "velocity": "v"}
+#: interpolations of a waypoint or CSV signal, and the cubic spline's end conditions
+INTERPOLATIONS = ("linear", "cubic")
+SPLINE_ENDS = ("natural", "clamped")
 _PAIR_KEYS = ("a", "b", "mu", "restitution", "margin")
 _CLOSURE_KEYS = ("type", "a", "b", "point_a", "point_b", "distance")
 _TOP_KEYS = ("simulation", "robot", "environment", "contact", "closure", "output")
@@ -103,6 +119,47 @@ class PdGain:
 
 
 @dataclass(frozen=True)
+class Signal:
+    """A scalar function of time (SI units of what it drives): a constant ``value``, or samples
+    ``y`` at strictly increasing times ``t`` (s), from waypoints or from column ``column`` of
+    the CSV file ``csv``, interpolated ``linear`` or ``cubic`` (a C2 cubic spline with
+    ``natural`` or ``clamped`` ends: zero second or first derivative there). Before the first
+    and after the last sample the signal holds its end value (derivative 0)."""
+
+    value: float = 0.0
+    t: tuple[float, ...] = ()
+    y: tuple[float, ...] = ()
+    interpolation: str = "linear"
+    ends: str = "natural"
+    csv: Path | None = None
+    column: str = ""
+
+    @property
+    def constant(self) -> bool:
+        return not self.t
+
+
+@dataclass(frozen=True)
+class JointControl:
+    """The controller of one 1-DoF joint (``[robot.NAME.control]``; docs/scenario-format.md).
+
+    ``torque``: the joint force is the signal ``torque`` (N m or N). ``position``: PD to the
+    target trajectory, tau = kp (q* - q) + kd (v* - v) + feedforward, with v* the target's
+    time derivative; ``velocity``: tau = kd (v* - v) + feedforward. Both are integrated
+    implicitly (stable for stiff gains; mbsim.control.actuation). ``gravity_compensation``
+    adds the joint's gravity torque by RNEA. Every joint force is clamped to the URDF effort.
+    """
+
+    mode: str
+    torque: Signal | None = None
+    target: Signal | None = None
+    kp: float = 0.0
+    kd: float = 0.0
+    gravity_compensation: bool = False
+    feedforward: Signal | None = None
+
+
+@dataclass(frozen=True)
 class Robot:
     """One robot: a URDF tree attached by ``base`` at ``base_pose``.
 
@@ -110,8 +167,9 @@ class Robot:
     as ``root_joint.x`` .. ``root_joint.qz`` and ``root_joint.vx`` .. ``root_joint.wz``);
     unnamed coordinates start at the neutral configuration and at rest. torque: constant joint
     forces by v name. pd: PD gains by 1-DoF joint name (added to ``torque``). srdf: optional
-    SRDF whose ``<disable_collisions>`` pairs apply within this robot. Treat the dicts as
-    read-only.
+    SRDF whose ``<disable_collisions>`` pairs apply within this robot. control: a
+    :class:`JointControl` by 1-DoF joint name (a joint is in ``pd`` or ``control``, not both).
+    Treat the dicts as read-only.
     """
 
     name: str
@@ -123,6 +181,7 @@ class Robot:
     torque: dict[str, float] = field(default_factory=dict)
     pd: dict[str, PdGain] = field(default_factory=dict)
     srdf: Path | None = None
+    control: dict[str, JointControl] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -147,7 +206,8 @@ class PairOverride:
 
 @dataclass(frozen=True)
 class Simulation:
-    """Time stepping: ``duration`` and ``dt`` in s, ``gravity`` in m/s^2 (world frame)."""
+    """Time stepping: ``duration`` and ``dt`` in s, ``gravity`` in m/s^2 (world frame);
+    ``lcp_max_seconds``: wall-time budget (s) of one step's LCP solves, 0 = no limit."""
 
     duration: float = 1.0
     dt: float = 1e-3
@@ -157,6 +217,7 @@ class Simulation:
     integrator: str = "euler"
     dynamics: str = "aba"
     delassus: str = "upsilon"
+    lcp_max_seconds: float = 60.0
 
     @property
     def n_steps(self) -> int:
@@ -168,7 +229,8 @@ class Simulation:
 class Contact:
     """Contact model: ``margin`` (m) is the distance below which a pair is a contact, ``mu``
     the Coulomb friction coefficient, ``restitution`` Newton's coefficient in [0, 1],
-    ``friction_directions`` the number of edges of the friction polyhedron. Link references
+    ``friction_directions`` the number of edges of the friction polyhedron,
+    ``max_recovery_speed`` (m/s) the fastest a penetration is pushed out. Link references
     are ``tree/link`` (bare ``link`` before :func:`validate_against_model` canonicalises them).
     """
 
@@ -183,6 +245,7 @@ class Contact:
     pairs: tuple[PairOverride, ...] = ()
     gap_floor: float | None = None
     energy_consistent_impacts: bool = False
+    max_recovery_speed: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -242,6 +305,11 @@ class Scenario:
         files: list[Path] = [self.source] if self.source is not None else []
         files += [r.urdf for r in self.robots] + [e.urdf for e in self.environments]
         files += [r.srdf for r in self.robots if r.srdf is not None]
+        for r in self.robots:
+            for c in r.control.values():
+                for sig in (c.torque, c.target, c.feedforward):
+                    if sig is not None and sig.csv is not None:
+                        files.append(sig.csv)
         if self.contact.srdf is not None:
             files.append(self.contact.srdf)
         return list(dict.fromkeys(files))

@@ -1,0 +1,40 @@
+"""Signals of time: a :class:`~mbsim.io.scenario.Signal` made callable.
+
+``SignalFn(signal)(t) -> (y, dy/dt)``. Linear interpolation is piecewise linear (dy/dt the
+segment's slope); cubic is scipy's CubicSpline (C2, ``natural``: y'' = 0 at both ends,
+``clamped``: y' = 0 there). Outside [t_0, t_n] the signal holds its end value with dy/dt = 0,
+so a trajectory that ends leaves the joint holding its last target.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class SignalFn:
+    """Evaluate a Signal (see the module docstring). Units are those of the signal, per s for
+    the derivative."""
+
+    def __init__(self, signal) -> None:
+        self.value = float(signal.value)
+        self.t = np.asarray(signal.t, dtype=float)
+        self.y = np.asarray(signal.y, dtype=float)
+        self.spline = None
+        if len(self.t) and signal.interpolation == "cubic":
+            from scipy.interpolate import CubicSpline
+
+            self.spline = CubicSpline(self.t, self.y, bc_type=signal.ends)
+
+    def __call__(self, t: float) -> tuple[float, float]:
+        ts = self.t
+        if not len(ts):
+            return self.value, 0.0
+        if t <= ts[0]:
+            return float(self.y[0]), 0.0
+        if t >= ts[-1]:
+            return float(self.y[-1]), 0.0
+        if self.spline is not None:
+            return float(self.spline(t)), float(self.spline(t, 1))
+        k = int(np.searchsorted(ts, t, side="right")) - 1
+        slope = (self.y[k + 1] - self.y[k]) / (ts[k + 1] - ts[k])
+        return float(self.y[k] + slope * (t - ts[k])), float(slope)

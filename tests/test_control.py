@@ -1,0 +1,578 @@
+"""Joint control: signals, effort limits, implicit (stiff) PD and velocity control, each
+against closed-form physics or an independent RNEA (Pinocchio)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mbsim.control.signals import SignalFn
+from mbsim.io.scenario import Signal, load_scenario, load_scenario_text
+from mbsim.simulator import Simulator
+
+PANDA = Path(__file__).parent.parent / "src" / "mbsim" / "sample_robots" / "panda.urdf"
+
+#: A single revolute joint about z, gravity off in the tests: the link's inertia about the
+#: axis is I = izz (com on the axis), the URDF effort 2 N m.
+I_AXIS = 0.5
+EFFORT = 2.0
+WHEEL = f"""<?xml version="1.0"?>
+<robot name="wheel">
+  <link name="base"/>
+  <link name="disk">
+    <inertial><origin xyz="0 0 0"/><mass value="1.0"/>
+      <inertia ixx="0.3" iyy="0.3" izz="{I_AXIS}" ixy="0" ixz="0" iyz="0"/></inertial>
+  </link>
+  <joint name="spin" type="continuous">
+    <parent link="base"/><child link="disk"/><axis xyz="0 0 1"/>
+    <limit effort="{EFFORT}" velocity="100"/>
+  </joint>
+</robot>
+"""
+
+
+def wheel_scenario(tmp_path, control: str, duration=0.2, dt=1e-3, extra="") -> Simulator:
+    (tmp_path / "wheel.urdf").write_text(WHEEL)
+    text = textwrap.dedent(f"""
+        [simulation]
+        duration = {duration}
+        dt = {dt}
+        gravity = [0.0, 0.0, 0.0]
+        [robot.wheel]
+        urdf = "wheel.urdf"
+        [robot.wheel.control]
+        spin = {control}
+        [output]
+        path = "out.h5"
+        {extra}
+    """)
+    (tmp_path / "scene.toml").write_text(text)
+    return Simulator(load_scenario(tmp_path / "scene.toml"))
+
+
+# ------------------------------------------------------------------ signals
+def test_linear_signal_is_piecewise_linear_and_holds_its_ends():
+    f = SignalFn(Signal(t=(0.0, 1.0, 3.0), y=(0.0, 2.0, 1.0)))
+    assert f(0.5) == pytest.approx((1.0, 2.0))
+    assert f(2.0) == pytest.approx((1.5, -0.5))
+    assert f(-1.0) == (0.0, 0.0) and f(5.0) == (1.0, 0.0)
+
+
+def test_clamped_cubic_reproduces_a_cubic_with_zero_end_slopes():
+    # p(t) = 3 t^2 - 2 t^3 has p'(0) = p'(1) = 0: the clamped C2 spline through its samples is
+    # unique, so it is p itself (closed form)
+    t = np.linspace(0.0, 1.0, 5)
+    f = SignalFn(Signal(t=tuple(t), y=tuple(3 * t**2 - 2 * t**3), interpolation="cubic",
+                        ends="clamped"))  # fmt: skip
+    for s in np.linspace(0.01, 0.99, 17):
+        y, dy = f(s)
+        assert y == pytest.approx(3 * s**2 - 2 * s**3, abs=1e-12)
+        assert dy == pytest.approx(6 * s - 6 * s**2, abs=1e-12)
+
+
+def test_natural_cubic_reproduces_a_line_and_is_c2():
+    t = np.array([0.0, 0.3, 1.0, 1.7, 2.0])
+    f = SignalFn(Signal(t=tuple(t), y=tuple(2 * t - 1), interpolation="cubic"))
+    assert f(1.234) == pytest.approx((2 * 1.234 - 1, 2.0), abs=1e-12)
+    g = SignalFn(Signal(t=tuple(t), y=(0.0, 1.0, -1.0, 0.5, 0.0), interpolation="cubic"))
+    h = 1e-4
+    for knot in t[1:-1]:  # second derivative continuous across the inner knots
+        left = (g(knot - h)[1] - g(knot - 2 * h)[1]) / h
+        right = (g(knot + 2 * h)[1] - g(knot + h)[1]) / h
+        assert left == pytest.approx(right, abs=5e-2 * max(1.0, abs(left)))
+
+
+# ------------------------------------------------------------------ effort limits
+def test_pd_torque_saturates_at_the_effort_limit(tmp_path):
+    """kp (q* - q) = 1000 N m >> effort: the joint force is the effort, flagged +1, and the
+    disk turns as under a constant torque, q = effort t^2 / (2 I) (closed form)."""
+    sim = wheel_scenario(tmp_path, '{ mode = "position", target = 1.0, kp = 1000.0, kd = 10.0 }')
+    a = EFFORT / I_AXIS
+    for n in range(1, 101):
+        r = sim.step()
+        assert r.tau[0] == pytest.approx(EFFORT, rel=1e-12)
+        assert r.tau_limit[0] == 1
+        # semi-implicit Euler under a constant force: q_n = a dt^2 n (n + 1) / 2
+        dt = sim.options.dt
+        assert sim.q[0] == pytest.approx(a * dt**2 * n * (n + 1) / 2, rel=1e-9)
+    assert sim.q[0] == pytest.approx(0.5 * a * sim.t**2, rel=0.02)
+
+
+def test_python_torque_and_constant_torque_are_clamped_together(tmp_path):
+    sim = wheel_scenario(tmp_path, '{ mode = "torque", torque = 1.5 }')
+    r = sim.step(tau=[-4.0])  # 1.5 - 4 = -2.5 N m, beyond -effort
+    assert r.tau[0] == pytest.approx(-EFFORT) and r.tau_limit[0] == -1
+    r = sim.step(tau=[0.25])
+    assert r.tau[0] == pytest.approx(1.75) and r.tau_limit[0] == 0
+
+
+def test_saturation_is_recorded_and_exported(tmp_path):
+    import csv
+
+    from typer.testing import CliRunner
+
+    from mbsim.cli.main import app
+    from mbsim.io.results import load_results
+
+    sim = wheel_scenario(tmp_path, '{ mode = "position", target = 1.0, kp = 1000.0, kd = 10.0 }')
+    summary = sim.run_to_file("test")
+    assert summary.status == "complete" and summary.saturated_steps > 0
+    res = load_results(tmp_path / "out.h5")
+    assert res.tau[0, 0] == 0.0 and res.tau_limit[0, 0] == 0  # row 0: no step yet
+    assert np.all(np.abs(res.tau[1:, 0]) <= EFFORT * (1 + 1e-12))
+    assert res.tau_limit[1, 0] == 1 and res.tau[1, 0] == pytest.approx(EFFORT)
+    assert summary.saturated_steps == int(np.count_nonzero(res.tau_limit[1:, 0]))
+    out = tmp_path / "t.csv"
+    args = ["export", str(tmp_path / "out.h5"), "-o", str(out), "--format", "csv"]
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 0, done.output
+    rows = list(csv.DictReader(out.open()))
+    assert float(rows[1]["tau[spin]"]) == pytest.approx(EFFORT)
+    assert int(rows[1]["tau_limit[spin]"]) == 1
+
+
+# ------------------------------------------------------------------ velocity control
+def test_velocity_control_reaches_the_target_speed_exponentially(tmp_path):
+    """I w' = kd (w* - w): w = w* (1 - exp(-kd t / I)); implicit Euler's w_n = w* (1 - (1 +
+    dt kd / I)^-n) is first-order close to it (kd chosen so the torque stays below effort)."""
+    kd, w = 0.5, 3.0
+    sim = wheel_scenario(tmp_path, f'{{ mode = "velocity", target = {w}, kd = {kd} }}')
+    dt = sim.options.dt
+    for n in range(1, 201):
+        sim.step()
+        assert sim.v[0] == pytest.approx(w * (1 - (1 + dt * kd / I_AXIS) ** -n), rel=1e-9)
+    exact = w * (1 - np.exp(-kd * sim.t / I_AXIS))
+    assert sim.v[0] == pytest.approx(exact, abs=dt * kd / I_AXIS * w)
+
+
+def test_position_control_follows_a_waypoint_trajectory(tmp_path):
+    """A ramp q* = t (v* = 1): the error e = q - q* obeys I e'' = -(kd e' + kp e) from
+    e(0) = 0, e'(0) = -1, solved exactly by the matrix exponential (closed form)."""
+    from scipy.linalg import expm
+
+    kp, kd = 1.0, 1.2
+    sim = wheel_scenario(
+        tmp_path,
+        f'{{ mode = "position", kp = {kp}, kd = {kd}, target = {{ t = [0.0, 10.0], '
+        "q = [0.0, 10.0] } }",
+        duration=4.0,
+    )
+    A = np.array([[0.0, 1.0], [-kp / I_AXIS, -kd / I_AXIS]])
+    for _ in range(4):
+        for _ in range(1000):
+            sim.step()
+        e = expm(A * sim.t) @ [0.0, -1.0]
+        assert sim.q[0] - sim.t == pytest.approx(e[0], abs=2e-3)  # O(dt) of a unit error
+        assert sim.v[0] - 1.0 == pytest.approx(e[1], abs=2e-3)
+
+
+# ------------------------------------------------------------------ stiff PD (issue 20)
+def _pin_gravity(q):
+    pin = pytest.importorskip("pinocchio")
+    pm = pin.buildModelFromUrdf(str(PANDA))
+    pd = pm.createData()
+    names = [pm.names[j] for j in range(1, pm.njoints)]
+    qp = np.zeros(pm.nq)
+    for n in names:
+        qp[pm.idx_qs[pm.getJointId(n)]] = q[n]
+    g = pin.computeGeneralizedGravity(pm, pd, qp)
+    return {n: float(g[pm.idx_vs[pm.getJointId(n)]]) for n in names}
+
+
+@pytest.mark.parametrize("kp", [300.0, 1e4])
+def test_stiff_pd_holds_the_panda_and_sags_by_tau_g_over_kp(tmp_path, kp):
+    """kp 1e4 at dt 1 ms (explicit PD diverges far below): the arm holds its posture and
+    each joint sags by the static deflection tau_g(q) / kp, tau_g by Pinocchio's RNEA
+    (independent) at the settled posture, within 5% (what is left of the transient)."""
+    posture = (0.0, 0.6, 0.0, -1.2, 0.0, 1.6, 0.0)
+    q0 = {f"panda_joint{k + 1}": x for k, x in enumerate(posture)}
+    kd = 2.0 * np.sqrt(kp * 4.0)  # about critical for the shoulder's ~4 kg m^2
+    ctl = "\n".join(
+        f'{n} = {{ mode = "position", target = {x}, kp = {kp}, kd = {kd} }}' for n, x in q0.items()
+    )
+    q0s = ", ".join(f"{n} = {x}" for n, x in q0.items())
+    # the slow (overdamped) mode decays as exp(-kp t / kd): 3 s at kp 300
+    text = f"""
+[simulation]
+duration = {3.0 if kp < 1e3 else 1.5}
+dt = 1e-3
+[robot.panda]
+urdf = "{PANDA}"
+q0 = {{ {q0s} }}
+[robot.panda.control]
+{ctl}
+[contact]
+self_collision = false
+[output]
+path = "{tmp_path / "out.h5"}"
+"""
+    sim = Simulator(load_scenario_text(text))
+    sim.run()
+    assert np.abs(sim.v).max() < 1e-4  # settled
+    q = {n: float(sim.q[sim.q_index[n]]) for n in q0}
+    tau_g = _pin_gravity(q)
+    checked = 0
+    for n, x in q0.items():
+        sag = x - q[n]
+        static = tau_g[n] / kp
+        if abs(tau_g[n]) > 1.0:  # joints that carry a real gravity torque
+            assert sag == pytest.approx(static, rel=0.05), n
+            checked += 1
+        else:
+            assert abs(sag) <= 1.0 / kp
+    assert checked >= 3
+
+
+def test_stiff_gains_kp_1e4_stay_bounded_from_rest_on_the_panda(tmp_path):
+    """A step of the target by 0.2 rad with kp 1e4 kd 30 at 1 ms: bounded, settles."""
+    text = f"""
+[simulation]
+duration = 1.0
+dt = 1e-3
+gravity = [0.0, 0.0, 0.0]
+[robot.panda]
+urdf = "{PANDA}"
+q0 = {{ panda_joint4 = -1.2 }}
+[robot.panda.control]
+panda_joint2 = {{ mode = "position", target = 0.002, kp = 1e4, kd = 30.0 }}
+panda_joint4 = {{ mode = "position", target = -1.198, kp = 1e4, kd = 30.0 }}
+[contact]
+self_collision = false
+[output]
+path = "{tmp_path / "o.h5"}"
+"""
+    sim = Simulator(load_scenario_text(text))
+    sim.run()
+    assert sim.q[sim.q_index["panda_joint2"]] == pytest.approx(0.002, abs=1e-4)
+    assert sim.q[sim.q_index["panda_joint4"]] == pytest.approx(-1.198, abs=1e-4)
+
+
+# ------------------------------------------------------------------ scenario keys
+CSV_TEXT = "time,spin,other\n0.0,0.0,1.0\n1.0,0.5,1.0\n2.0,2.0,1.0\n"
+
+
+def _scene(tmp_path, control: str) -> Path:
+    (tmp_path / "wheel.urdf").write_text(WHEEL)
+    (tmp_path / "traj.csv").write_text(CSV_TEXT)
+    p = tmp_path / "scene.toml"
+    p.write_text(
+        f'[robot.wheel]\nurdf = "wheel.urdf"\n[robot.wheel.control]\nspin = {control}\n'
+        '[output]\npath = "o.h5"\n'
+    )
+    return p
+
+
+def test_control_table_round_trips_and_records_the_csv(tmp_path):
+    import hashlib
+
+    from mbsim.io.results import load_results
+
+    p = _scene(tmp_path, '{ mode = "position", kp = 5.0, kd = 1.0, gravity_compensation = true,'
+               ' target = { csv = "traj.csv", interpolation = "cubic", ends = "clamped" },'
+               ' feedforward = { t = [0.0, 1.0], tau = [0.1, 0.2] } }')  # fmt: skip
+    sc = load_scenario(p)
+    c = sc.robots[0].control["spin"]
+    assert (c.mode, c.kp, c.kd, c.gravity_compensation) == ("position", 5.0, 1.0, True)
+    assert c.target.t == (0.0, 1.0, 2.0) and c.target.y == (0.0, 0.5, 2.0)
+    assert c.target.column == "spin" and c.target.csv == tmp_path / "traj.csv"
+    assert load_scenario_text(sc.to_toml(), source=p) == sc
+    assert tmp_path / "traj.csv" in sc.input_files()
+    Simulator(sc).run_to_file("test")
+    res = load_results(tmp_path / "o.h5")
+    digest = hashlib.sha256(CSV_TEXT.encode()).hexdigest()
+    assert res.input_files[str(tmp_path / "traj.csv")] == digest
+
+
+@pytest.mark.parametrize(
+    ("control", "key", "why"),
+    [
+        ('{ mode = "pid", kp = 1.0 }', "robot.wheel.control.spin.mode", "must be one of"),
+        ('{ mode = "position", target = 0.0 }', "robot.wheel.control.spin.kp", "is required"),
+        ('{ mode = "velocity", target = 0.0, kp = 1.0, kd = 1.0 }',
+         "robot.wheel.control.spin.kp", "unknown key"),
+        ('{ mode = "position", kp = 1.0, target = { t = [0.0, 1.0], q = [0.0] } }',
+         "robot.wheel.control.spin.target.q", "has 1 values but t has 2"),
+        ('{ mode = "position", kp = 1.0, target = { t = [0.0, 0.0], q = [0.0, 1.0] } }',
+         "robot.wheel.control.spin.target.t.1", "must be greater than the time before it"),
+        ('{ mode = "position", kp = 1.0, target = { t = [0.0, 1.0], q = [0.0, 1.0],'
+         ' interpolation = "cubic" } }', "robot.wheel.control.spin.target.t", "at least 3"),
+        ('{ mode = "position", kp = 1.0, target = { csv = "traj.csv", column = "nope" } }',
+         "robot.wheel.control.spin.target.csv", "has no column 'nope'"),
+        ('{ mode = "position", kp = 1.0, target = { csv = "missing.csv" } }',
+         "robot.wheel.control.spin.target.csv", "does not exist"),
+        ('{ mode = "torque", torque = { t = [0.0, 1.0], q = [0.0, 1.0] } }',
+         "robot.wheel.control.spin.torque.q", "unknown key"),
+    ],
+)  # fmt: skip
+def test_bad_control_is_one_sentence_naming_file_and_key(tmp_path, control, key, why):
+    from mbsim.io.scenario import ScenarioError
+
+    p = _scene(tmp_path, control)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(p)
+    msg = str(info.value)
+    assert str(p) in msg and key in msg and why in msg, msg
+    assert "\n" not in msg
+
+
+def test_bad_csv_rows_are_named(tmp_path):
+    from mbsim.io.scenario import ScenarioError
+
+    p = _scene(tmp_path, '{ mode = "position", kp = 1.0, target = { csv = "traj.csv" } }')
+    (tmp_path / "traj.csv").write_text("time,spin\n0.0,0.0\n1.0,x\n")
+    with pytest.raises(ScenarioError, match=r"traj.csv, row 3 holds a value that is not a number"):
+        load_scenario(p)
+    (tmp_path / "traj.csv").write_text("time,spin\n0.0,0.0\n0.0,1.0\n")
+    with pytest.raises(ScenarioError, match=r"row 3: time 0 s does not increase"):
+        load_scenario(p)
+
+
+def test_unknown_control_joint_is_named(tmp_path):
+    from mbsim.errors import MbsimError
+
+    p = _scene(tmp_path, '{ mode = "torque", torque = 1.0 }')
+    p.write_text(p.read_text().replace("spin = ", "spinn = "))
+    with pytest.raises(MbsimError, match=r"robot.wheel.control.spinn.*did you mean 'spin'"):
+        Simulator(load_scenario(p))
+
+
+def test_step_options_keys(tmp_path):
+    p = _scene(tmp_path, '{ mode = "torque", torque = 1.0 }')
+    p.write_text(p.read_text() + "[contact]\nmax_recovery_speed = 0.2\n"
+                 "[simulation]\nlcp_max_seconds = 0\n")  # fmt: skip
+    sim = Simulator(load_scenario(p))
+    assert sim.options.max_recovery_speed == 0.2 and sim.options.lcp_max_seconds is None
+    assert load_scenario_text(sim.scenario.to_toml(), source=p).contact.max_recovery_speed == 0.2
+
+
+# ------------------------------------------------------------------ Python API
+def test_python_controller_run_is_recorded_and_not_replayed(tmp_path):
+    import subprocess
+    import sys
+
+    from mbsim.io.results import load_results
+
+    sim = Simulator.from_file(_scene(tmp_path, '{ mode = "torque", torque = 0.0 }'),
+                              overrides={"simulation.duration": 0.1})  # fmt: skip
+    seen = []
+
+    def hold(t, q, v, s):
+        seen.append(t)
+        return -0.5 * v  # a damper: I w' = -0.5 w, nothing to do from rest
+
+    summary = sim.run(controller=hold, out=tmp_path / "r.h5")
+    assert summary.status == "complete" and len(seen) == 100
+    assert seen[:2] == [0.0, pytest.approx(1e-3)]
+    res = load_results(tmp_path / "r.h5")
+    assert res.controller == "python" and "hold" in res.controller_name
+    done = subprocess.run(
+        [sys.executable, "-m", "mbsim.cli.main", "run", "--from", str(tmp_path / "r.h5"),
+         "--out", str(tmp_path / "again.h5")],
+        capture_output=True, text=True, env={**__import__("os").environ},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "Python controller" in done.stderr and "cannot be replayed" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "again.h5").exists()
+
+
+def test_bad_controller_output_fails_the_run_with_one_sentence(tmp_path):
+    sim = Simulator.from_file(_scene(tmp_path, '{ mode = "torque", torque = 0.0 }'))
+    summary = sim.run(controller=lambda t, q, v, s: [1.0, 2.0], out=tmp_path / "r.h5")
+    assert summary.status == "failed"
+    assert "returned shape (2,); expected (1,)" in summary.message
+
+
+BOX = """<?xml version="1.0"?>
+<robot name="box">
+  <link name="body">
+    <inertial><mass value="2.0"/><inertia ixx="0.02" iyy="0.02" izz="0.02" ixy="0" ixz="0"
+      iyz="0"/></inertial>
+    <collision><geometry><box size="0.2 0.2 0.2"/></geometry></collision>
+  </link>
+</robot>
+"""
+
+
+def test_contact_points_of_a_resting_box_carry_its_weight(tmp_path):
+    """At rest on the floor the normal forces (impulse / dt) sum to m g (closed form)."""
+    (tmp_path / "box.urdf").write_text(BOX)
+    (tmp_path / "s.toml").write_text(
+        '[simulation]\nduration = 0.5\n[robot.box]\nurdf = "box.urdf"\nbase = "floating"\n'
+        'q0 = { "root_joint.z" = 0.1 }\n[contact]\nfloor = true\n[output]\npath = "o.h5"\n'
+    )
+    sim = Simulator.from_file(tmp_path / "s.toml", overrides={"robot.box.q0.root_joint.z": 0.15})
+    events = []
+    for _ in range(400):
+        r = sim.step()
+        events += r.events
+    begins = [e for e in events if e.kind == "contact_begin"]
+    assert len(begins) >= 4  # the four bottom corners land (0.05 m drop)
+    assert all({e.body_a, e.body_b} == {"box/body", "world"} for e in begins)
+    assert all(abs(e.point[2]) < 2e-3 for e in begins)
+    pts = r.contact_points
+    assert len(pts) == 4
+    assert {p.body_a for p in pts} | {p.body_b for p in pts} == {"box/body", "world"}
+    fz = sum(p.normal_force * p.normal[2] * (1 if p.body_a == "box/body" else -1) for p in pts)
+    assert fz == pytest.approx(2.0 * 9.81, rel=1e-6)
+    for p in pts:
+        assert p.normal_force == pytest.approx(p.normal_impulse / sim.options.dt)
+        assert abs(p.point[2]) < 2e-3
+
+
+# ------------------------------------------------------------------ the sample
+def test_panda_trajectory_sample_tracks_its_csv_and_plots(tmp_path):
+    """sample:panda-trajectory.toml: the error to the CSV's targets (re-read with the csv
+    module, linear between samples: the cubic differs by < 1e-3 rad at 0.1 s spacing) stays
+    below 0.03 rad, and ``mbsim plot --tracking`` draws it."""
+    import csv
+
+    pytest.importorskip("matplotlib")
+    from typer.testing import CliRunner
+
+    from mbsim.cli.main import app
+    from mbsim.io.results import load_results
+
+    sim = Simulator.from_file(
+        "sample:panda-trajectory.toml",
+        overrides={"simulation.duration": 1.5, "output.path": str(tmp_path / "p.h5")},
+    )
+    assert sim.run_to_file("test").status == "complete"
+    res = load_results(tmp_path / "p.h5")
+    csv_path = next(p for p in res.input_files if p.endswith(".csv"))
+    rows = [r for r in csv.reader(open(csv_path)) if r and not r[0].startswith("#")]
+    t = np.array([float(r[0]) for r in rows[1:]])
+    for k, name in enumerate(rows[0][1:]):
+        ref = np.interp(res.time, t, [float(r[k + 1]) for r in rows[1:]])
+        err = ref - res.q[:, res.q_names.index(name)]
+        assert np.abs(err).max() < 0.03, name
+    fig = tmp_path / "f.png"
+    done = CliRunner().invoke(app, ["plot", str(tmp_path / "p.h5"), "--tracking", "-o", str(fig)])
+    assert done.exit_code == 0, done.output
+    assert fig.stat().st_size > 1000
+
+
+def test_kp_300_kd_30_on_every_panda_joint_holds_under_gravity(tmp_path):
+    """Issue 20's gains (kp 300, kd 30 on every joint; explicit PD diverged within steps on
+    the iiwa): the Panda settles under gravity and its joint forces equal tau_g (Pinocchio)
+    at the settled posture, so it is at rest in static balance."""
+    q0 = {"panda_joint2": 0.3, "panda_joint4": -1.5, "panda_joint6": 1.5}
+    ctl = "\n".join(
+        f'panda_joint{k} = {{ mode = "position", target = {q0.get(f"panda_joint{k}", 0.0)},'
+        " kp = 300.0, kd = 30.0 }"
+        for k in range(1, 8)
+    )
+    q0s = ", ".join(f"{n} = {x}" for n, x in q0.items())
+    sim = Simulator.from_file(
+        _write(tmp_path, f'[simulation]\nduration = 4.0\n[robot.panda]\nurdf = "{PANDA}"\n'
+               f"q0 = {{ {q0s} }}\n[robot.panda.control]\n{ctl}\n[contact]\n"
+               'self_collision = false\n[output]\npath = "o.h5"\n'),
+        overrides={"robot.panda.control.panda_joint7.kd": 2.0},  # an override reaches it
+    )  # fmt: skip
+    assert sim.scenario.robots[0].control["panda_joint7"].kd == 2.0
+    sim.run()
+    assert np.abs(sim.v).max() < 1e-3
+    q = {f"panda_joint{k}": float(sim.q[sim.q_index[f"panda_joint{k}"]]) for k in range(1, 8)}
+    tau_g = _pin_gravity(q)
+    for n in q:
+        tol = 0.02 + 1e-3 * abs(tau_g[n])  # N m: what is left of the transient
+        assert sim.tau[sim.joint_index[n]] == pytest.approx(tau_g[n], abs=tol)
+
+
+def _write(tmp_path, text: str) -> Path:
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    return p
+
+
+def test_velocity_feedforward_shifts_the_steady_speed(tmp_path):
+    """I w' = kd (w* - w) + u: the steady speed is w* + u / kd (closed form)."""
+    kd, w, u = 0.5, 1.0, 0.25
+    sim = wheel_scenario(
+        tmp_path, f'{{ mode = "velocity", target = {w}, kd = {kd}, feedforward = {u} }}',
+        duration=20.0,
+    )  # fmt: skip
+    sim.run()
+    assert sim.v[0] == pytest.approx(w + u / kd, rel=1e-6)
+
+
+def test_gravity_compensation_removes_the_sag(tmp_path):
+    """PD + exact gravity compensation has its equilibrium at the target: no sag (closed
+    form), where the same PD without compensation sags by tau_g / kp (the test above)."""
+    target = {"panda_joint2": 0.6, "panda_joint4": -1.2, "panda_joint6": 1.6}
+    ctl = "\n".join(
+        f'panda_joint{k} = {{ mode = "position", target = {target.get(f"panda_joint{k}", 0.0)},'
+        " kp = 300.0, kd = 70.0, gravity_compensation = true }"
+        for k in range(1, 8)
+    )
+    q0s = ", ".join(f"{n} = {x}" for n, x in target.items())
+    sim = Simulator.from_file(
+        _write(tmp_path, f'[simulation]\nduration = 3.0\n[robot.panda]\nurdf = "{PANDA}"\n'
+               f"q0 = {{ {q0s} }}\n[robot.panda.control]\n{ctl}\n[contact]\n"
+               'self_collision = false\n[output]\npath = "o.h5"\n'),
+    )  # fmt: skip
+    sim.run()
+    for n, x in target.items():
+        assert sim.q[sim.q_index[n]] == pytest.approx(x, abs=1e-6), n
+
+
+def _iiwa() -> Path:
+    data = pytest.importorskip("pybullet_data", reason="pybullet is not installed")
+    path = Path(data.getDataPath()) / "kuka_iiwa" / "model.urdf"
+    if not path.is_file():
+        pytest.skip("pybullet_data has no kuka_iiwa/model.urdf")
+    return path
+
+
+@pytest.mark.parametrize(("kp", "kd", "seconds"), [(300.0, 30.0, 4.0), (1e4, 400.0, 1.5)])
+def test_iiwa_holds_a_posture_with_stiff_gains(tmp_path, kp, kd, seconds):
+    """Issue 20 on pybullet_data's KUKA iiwa: kp 300 / kd 30 on every joint (explicit PD
+    diverged at step 6) and kp 1e4 at dt 1 ms hold a posture; at rest each joint carrying a
+    real gravity torque sags by tau_g / kp within 5%, tau_g by Pinocchio's RNEA at the settled
+    posture (the URDF's joint damping acts on v only, 0 at rest)."""
+    pin = pytest.importorskip("pinocchio")
+    urdf = _iiwa()
+    angles = (0.0, 0.5, 0.0, -1.2, 0.0, 0.8, 0.0)
+    posture = {f"lbr_iiwa_joint_{k}": x for k, x in enumerate(angles, 1)}
+    ctl = "\n".join(
+        f'{n} = {{ mode = "position", target = {x}, kp = {kp}, kd = {kd} }}'
+        for n, x in posture.items()
+    )
+    q0s = ", ".join(f"{n} = {x}" for n, x in posture.items())
+    sim = Simulator.from_file(
+        _write(tmp_path, f'[simulation]\nduration = {seconds}\ndt = 1e-3\n[robot.iiwa]\n'
+               f'urdf = "{urdf}"\nq0 = {{ {q0s} }}\n[robot.iiwa.control]\n{ctl}\n[contact]\n'
+               'self_collision = false\n[output]\npath = "o.h5"\n'),
+    )  # fmt: skip
+    summary = sim.run()
+    assert summary.status == "complete"
+    assert np.abs(sim.v).max() < 1e-3
+    pm = pin.buildModelFromUrdf(str(urdf))
+    pd = pm.createData()
+    qp = np.zeros(pm.nq)
+    for n in posture:
+        qp[pm.idx_qs[pm.getJointId(n)]] = sim.q[sim.q_index[n]]
+    g = pin.computeGeneralizedGravity(pm, pd, qp)
+    checked = 0
+    for n, x in posture.items():
+        tau_g = float(g[pm.idx_vs[pm.getJointId(n)]])
+        sag = x - sim.q[sim.q_index[n]]
+        if abs(tau_g) > 1.0:
+            assert sag == pytest.approx(tau_g / kp, rel=0.05), n
+            checked += 1
+    assert checked >= 2  # the shoulder and the elbow
+
+
+def test_torque_series_drives_the_wheel_as_integrated_in_closed_form(tmp_path):
+    """tau(t) = t N m (a linear series): I w' = t, w = t^2 / (2 I) (closed form; the step
+    takes tau at its start, so Euler lags by dt t / (2 I))."""
+    ramp = '{ mode = "torque", torque = { t = [0.0, 1.0], tau = [0.0, 1.0] } }'
+    sim = wheel_scenario(tmp_path, ramp)
+    for _ in range(500):
+        sim.step()
+    dt = sim.options.dt
+    assert sim.v[0] == pytest.approx(sim.t**2 / (2 * I_AXIS), abs=dt * sim.t / I_AXIS)
+    assert sim.tau[0] == pytest.approx(sim.t - dt)  # the last step's force, taken at its start
