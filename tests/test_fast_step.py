@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mbsim.bench import pendulum_scenario
-from mbsim.io.scenario import load_scenario_text
+from mbsim.io.scenario import load_scenario, load_scenario_text
 from mbsim.samples.catalog import sample_path
 from mbsim.simcore.fast_step import FreeStepper
 from mbsim.simulator import Simulator
@@ -67,13 +67,36 @@ path = "/dev/null"
     np.testing.assert_array_equal(v1, v0)
 
 
-def test_torque_and_rk4_take_the_general_path():
+def test_panda_table_pd_and_contact_bit_for_bit(monkeypatch):
+    # implicit PD gains (data.armature changed by the torque callback every step), free steps
+    # until the hand lands at ~0.15 s, mesh-box contact steps after
+    sc = load_scenario("sample:panda-table.toml", overrides={"simulation.duration": 0.25})
+    q1, v1, nc = _run(sc, 250, True, monkeypatch)
+    q0, v0, nc0 = _run(sc, 250, False, monkeypatch)
+    assert nc.any() and not nc.all(), "the run must contain free and contact steps"
+    np.testing.assert_array_equal(nc, nc0)
+    np.testing.assert_array_equal(q1, q0)
+    np.testing.assert_array_equal(v1, v0)
+
+
+def test_controller_called_once_a_step_on_both_paths():
+    sc = load_scenario("sample:panda-table.toml", overrides={"simulation.duration": 0.25})
+    sim = Simulator(sc)
+    calls = []
+
+    def controller(t, q, v, s):
+        calls.append(t)
+        return np.zeros(s.model.nv)
+
+    sim.run(controller=controller)
+    assert len(calls) == 250
+    assert len(set(calls)) == 250
+
+
+def test_rk4_takes_the_general_path():
     sim = Simulator(pendulum_scenario(3, "os", 0.01, 1e-3))
     assert FreeStepper.eligible(sim.stepper)
     sim.stepper.configure(integrator="rk4", mu=0.0)
-    assert not FreeStepper.eligible(sim.stepper)
-    sim = Simulator(pendulum_scenario(3, "os", 0.01, 1e-3))
-    sim.stepper.torque = lambda t, q, v: np.zeros_like(v)
     assert not FreeStepper.eligible(sim.stepper)
 
 
