@@ -10,7 +10,11 @@ with 1 rad/s, all other joints at 0 and at rest, no joint damping.
 For each simulator and N (``--links``, default 12 and 30), in the same process:
 
 * speed: ``--repeat`` runs (default 3) of the whole simulated duration (``--duration``,
-  default 3 s = 30,000 steps) with nothing but the step call in the loop; the median steps per
+  default 3 s = 30,000 steps) the way each simulator's users run it: MuJoCo as a bare
+  ``mj_step`` loop and as ``mujoco.rollout`` (the loop in C), PyBullet as a bare
+  ``stepSimulation`` loop in DIRECT mode, none recording anything in Python; mbsim as
+  ``mbsim run`` runs it (``Simulator.run`` with an HDF5 writer recording every 10 steps,
+  the file opened before the clock starts and finished inside it). The median steps per
   second of thread CPU time (robust on a shared machine: time spent descheduled does not
   count; BLAS is limited to one thread) and of wall time; mbsim's CPU rate divided by each
   peer's (below 1: mbsim is slower).
@@ -48,8 +52,19 @@ How each peer is set up, and the differences that remain:
 * mbsim: the OS formulation with Lemke's method, velocity-level contacts with gap
   stabilisation, margin 1 mm, friction polyhedron with 4 directions.
 
+Then the bundled Panda, speed only (dt = 1 ms, ``--panda-duration`` simulated seconds,
+default 1.5): ``panda-free`` (the arm of panda-table.toml at its start pose, no contact and no
+PD: it falls under gravity with its URDF joint damping) and ``sample:panda-table.toml`` as
+bundled. MuJoCo compiles panda.urdf itself (meshes found next to the URDF; it collides their
+convex hulls), gets the table's boxes from table.urdf, a floor plane and the PD as position
+actuators (the same law); PyBullet loads panda.urdf and table.urdf as they are, without
+self-collision, with its own POSITION_CONTROL motors (other gains: the motion differs). The
+contact sets differ (MuJoCo reports 1 hand-table contact where mbsim keeps up to 4 per pair),
+so these rows compare the cost of each simulator's own step, not equal work.
+
 Usage: ``python benchmarks/bench_peers.py [--links 12 30] [--duration 3] [--repeat 3]
-[--no-calibrate] [--simulators mbsim mujoco pybullet] [--markdown]``. Results go to
+[--no-calibrate] [--simulators mbsim mujoco mujoco-rollout pybullet] [--scenes panda-free
+panda-table] [--panda-duration 1.5] [--general-path] [--markdown]``. Results go to
 docs/results.md with the machine and date; nothing here is asserted by tests. Needs the
 ``bench`` extra (``pip install mujoco pybullet``).
 """
@@ -63,6 +78,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
@@ -141,6 +157,13 @@ class MbsimPendulum:
     def step(self):
         self.sim.step()
 
+    def runner(self, steps: int):
+        """``steps`` steps the way ``mbsim run`` takes them: Simulator.run with a results
+        writer recording every 10 steps (HDF5 in a temporary folder, finished in the run)."""
+        return mbsim_runner(
+            lambda path: pendulum_scenario(self.n, "os", steps * DT, DT, output=path)
+        )
+
     def centres(self) -> np.ndarray:
         d = self.sim.stepper.data
         n = self.n
@@ -192,8 +215,20 @@ class MujocoPendulum:
     def step(self):
         self.mj.mj_step(self.m, self.d)
 
+    def runner(self, steps: int):
+        return mujoco_runner(self.m, self.d, steps)
+
     def centres(self) -> np.ndarray:
         return self.d.geom_xpos[self.spheres].copy()
+
+
+class MujocoRolloutPendulum(MujocoPendulum):
+    """MuJoCo through ``mujoco.rollout`` (the whole run in C, every state recorded in C)."""
+
+    name = "MuJoCo rollout"
+
+    def runner(self, steps: int):
+        return rollout_runner(self.m, self.d, steps)
 
 
 class BulletPendulum:
@@ -260,6 +295,9 @@ class BulletPendulum:
     def step(self):
         self.pb.stepSimulation(physicsClientId=self.cid)
 
+    def runner(self, steps: int):
+        return bullet_runner(self.pb, self.cid, steps)
+
     def centres(self) -> np.ndarray:
         # link frames of a pybullet multibody are the inertial frames: the sphere centres
         states = self.pb.getLinkStates(
@@ -274,7 +312,72 @@ class BulletPendulum:
             pass
 
 
-SIMULATORS = {"mbsim": MbsimPendulum, "mujoco": MujocoPendulum, "pybullet": BulletPendulum}
+SIMULATORS = {
+    "mbsim": MbsimPendulum,
+    "mujoco": MujocoPendulum,
+    "mujoco-rollout": MujocoRolloutPendulum,
+    "pybullet": BulletPendulum,
+}
+
+
+# --------------------------------------------------------------------------- run loops
+
+
+def mbsim_runner(scenario_at):
+    """A callable running ``scenario_at(path)`` to its end as ``mbsim run`` does (run loop,
+    HDF5 writer, record every 10 steps); the simulator and the file are made beforehand."""
+    from mbsim.simulator import Simulator
+
+    tmp = tempfile.mkdtemp(prefix="mbsim-bench-")
+    sc = scenario_at(str(Path(tmp) / "run.h5"))
+    if sc.source is not None and not Path(sc.source).is_file():  # made from text: no file
+        sc = dataclasses.replace(sc, source=None)
+    sim = Simulator(sc)
+    writer = sim.open_writer("bench_peers", force=True)
+
+    def go():
+        sim.run(writer, record_every=10)
+        writer.finish()
+
+    return go
+
+
+def mujoco_runner(m, d, steps: int):
+    """The bare loop a MuJoCo user writes: mj_step and nothing else."""
+    import mujoco
+
+    def go():
+        step = mujoco.mj_step
+        for _ in range(steps):
+            step(m, d)
+
+    return go
+
+
+def rollout_runner(m, d, steps: int):
+    """``mujoco.rollout.rollout`` of ``steps`` steps from the current state (one thread)."""
+    import mujoco
+    from mujoco import rollout
+
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    state = np.empty(mujoco.mj_stateSize(m, spec))
+    mujoco.mj_getState(m, d, state, spec)
+
+    def go():
+        rollout.rollout(m, d, state[None, :], nstep=steps)
+
+    return go
+
+
+def bullet_runner(pb, cid: int, steps: int):
+    """The bare loop a PyBullet user writes: stepSimulation in DIRECT mode."""
+
+    def go():
+        step = pb.stepSimulation
+        for _ in range(steps):
+            step(physicsClientId=cid)
+
+    return go
 
 
 # --------------------------------------------------------------------------- measurement
@@ -285,10 +388,9 @@ def timed(sim, steps: int, repeat: int) -> tuple[float, float]:
     cpu, wall = [], []
     for _ in range(repeat):
         sim.reset()
-        step = sim.step
+        go = sim.runner(steps)
         c0, w0 = time.thread_time(), time.perf_counter()
-        for _ in range(steps):
-            step()
+        go()
         cpu.append(steps / (time.thread_time() - c0))
         wall.append(steps / (time.perf_counter() - w0))
     return statistics.median(cpu), statistics.median(wall)
@@ -351,6 +453,171 @@ def compare(n: int, duration: float, repeat: int, which) -> list[dict]:
     for row in rows:
         row["mbsim_ratio"] = base / row["cpu_rate"]
     return rows
+
+
+# --------------------------------------------------------------------------- Panda scenes
+
+PANDA_DT = 1e-3  # s, as sample:panda-table.toml
+PANDA_BASE = (-0.45, 0.0, 0.75)  # m, panda-table's base_pose
+PANDA_Q0 = (0.0, 0.9, 0.0, -0.8, 0.0, 0.8, -0.785)  # rad, panda_joint1..7
+PANDA_PD = (  # (target rad, kp N m/rad, kd N m s/rad) per joint, as panda-table.toml
+    (0.0, 300.0, 40.0), (1.45, 300.0, 40.0), (0.0, 300.0, 40.0), (-0.8, 300.0, 40.0),
+    (0.0, 100.0, 3.0), (0.9, 100.0, 3.0), (-0.785, 100.0, 3.0),
+)  # fmt: skip
+PANDA_SCENES = ("panda-free", "panda-table")
+
+
+def panda_scenario(scene: str, duration: float, path: str):
+    """mbsim's scenario: ``sample:panda-table.toml`` as bundled, or (panda-free) the same arm
+    and start without table, floor, self-collision or PD: free fall under gravity with the
+    URDF's joint damping."""
+    from mbsim.io.scenario import load_scenario, load_scenario_text
+
+    if scene == "panda-table":
+        return load_scenario(
+            "sample:panda-table.toml",
+            overrides={"simulation.duration": duration, "output.path": path},
+        )
+    q0 = ", ".join(f"panda_joint{k + 1} = {q!r}" for k, q in enumerate(PANDA_Q0))
+    text = f"""[simulation]
+duration = {duration!r}
+dt = {PANDA_DT!r}
+gravity = [0.0, 0.0, -9.81]
+[robot.panda]
+urdf = "{sample_path("panda")}"
+base = "fixed"
+base_pose = {{ xyz = {list(PANDA_BASE)!r} }}
+q0 = {{ {q0} }}
+[contact]
+floor = false
+self_collision = false
+[output]
+path = "{path}"
+record_every = 10
+"""
+    return load_scenario_text(text, source="<panda-free benchmark>")
+
+
+def mujoco_panda(scene: str):
+    """(model, data) of the scene in MuJoCo: panda.urdf compiled by MuJoCo (meshes found
+    relative to the URDF), the table's boxes from table.urdf and a floor plane, the PD as
+    position actuators (force kp (target - q) - kd qdot, the same law), Euler, pyramidal
+    cone with mu 0.5. panda-free: contacts disabled."""
+    import mujoco
+
+    spec = mujoco.MjSpec.from_file(str(sample_path("panda")))
+    spec.option.timestep = PANDA_DT
+    spec.option.gravity = [0.0, 0.0, -9.81]
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    spec.option.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
+    spec.worldbody.first_body().pos = PANDA_BASE
+    if scene == "panda-free":
+        spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    else:
+        table = Path(sample_path("panda")).parent / "table.urdf"
+        for name, size, centre in environment_boxes(table):
+            g = spec.worldbody.add_geom()
+            g.name, g.type = name, mujoco.mjtGeom.mjGEOM_BOX
+            g.size, g.pos = size / 2, centre
+        floor = spec.worldbody.add_geom()
+        floor.type, floor.size = mujoco.mjtGeom.mjGEOM_PLANE, [5.0, 5.0, 0.1]
+        for g in spec.geoms:
+            g.friction, g.condim = [0.5, 0.0, 0.0], 3
+        for k, (_, kp, kd) in enumerate(PANDA_PD):
+            a = spec.add_actuator()
+            a.target, a.trntype = f"panda_joint{k + 1}", mujoco.mjtTrn.mjTRN_JOINT
+            a.gaintype, a.biastype = mujoco.mjtGain.mjGAIN_FIXED, mujoco.mjtBias.mjBIAS_AFFINE
+            a.gainprm[0] = kp
+            a.biasprm[1], a.biasprm[2] = -kp, -kd
+    m = spec.compile()
+    d = mujoco.MjData(m)
+    for k, q in enumerate(PANDA_Q0):
+        d.qpos[m.joint(f"panda_joint{k + 1}").qposadr[0]] = q
+    if scene == "panda-table":
+        d.ctrl[:] = [t for t, _, _ in PANDA_PD]
+    mujoco.mj_forward(m, d)
+    return m, d
+
+
+def bullet_panda(scene: str):
+    """(module, client) with the scene in PyBullet DIRECT: panda.urdf and table.urdf loaded as
+    they are (no self-collision), a floor plane; panda-free: no table or floor, motors off.
+    panda-table: Bullet's own POSITION_CONTROL motors towards the PD targets (its gains are
+    not N m/rad: the motion differs, the per-step work is comparable)."""
+    import pybullet as pb
+
+    cid = pb.connect(pb.DIRECT)
+    pb.setGravity(0.0, 0.0, -9.81, physicsClientId=cid)
+    pb.setTimeStep(PANDA_DT, physicsClientId=cid)
+    # no self-collision: Bullet's URDF_USE_SELF_COLLISION checks the pairs panda.srdf
+    # disables (overlapping meshes of neighbouring links: 11 contacts a step at rest)
+    arm = pb.loadURDF(str(sample_path("panda")), PANDA_BASE, useFixedBase=True, physicsClientId=cid)
+    joints = [
+        j for j in range(pb.getNumJoints(arm, physicsClientId=cid))
+        if pb.getJointInfo(arm, j, physicsClientId=cid)[2] == pb.JOINT_REVOLUTE
+    ]  # fmt: skip
+    for j, q in zip(joints, PANDA_Q0, strict=True):
+        pb.resetJointState(arm, j, q, physicsClientId=cid)
+    if scene == "panda-free":
+        pb.setJointMotorControlArray(
+            arm, joints, pb.VELOCITY_CONTROL, forces=[0.0] * len(joints), physicsClientId=cid
+        )
+    else:
+        table = Path(sample_path("panda")).parent / "table.urdf"
+        pb.loadURDF(str(table), useFixedBase=True, physicsClientId=cid)
+        plane = pb.createCollisionShape(pb.GEOM_PLANE, physicsClientId=cid)
+        pb.createMultiBody(0, plane, physicsClientId=cid)
+        pb.setJointMotorControlArray(
+            arm, joints, pb.POSITION_CONTROL, targetPositions=[t for t, _, _ in PANDA_PD],
+            physicsClientId=cid,
+        )  # fmt: skip
+    return pb, cid
+
+
+def panda_speed(scene: str, duration: float, repeat: int, which) -> list[dict]:
+    """Steps per second of each simulator on a Panda scene (speed only: the peers' contact
+    and PD models differ, see mujoco_panda and bullet_panda)."""
+    steps = int(round(duration / PANDA_DT))
+    rows = []
+    for key in which:
+        cpu, wall = [], []
+        for _ in range(repeat):
+            if key == "mbsim":
+                go = mbsim_runner(lambda path: panda_scenario(scene, steps * PANDA_DT, path))
+            elif key in ("mujoco", "mujoco-rollout"):
+                m, d = mujoco_panda(scene)
+                fn = mujoco_runner if key == "mujoco" else rollout_runner
+                go = fn(m, d, steps)
+            else:
+                pb, cid = bullet_panda(scene)
+                go = bullet_runner(pb, cid, steps)
+            c0, w0 = time.thread_time(), time.perf_counter()
+            go()
+            cpu.append(steps / (time.thread_time() - c0))
+            wall.append(steps / (time.perf_counter() - w0))
+            if key == "pybullet":
+                pb.disconnect(physicsClientId=cid)
+        name = {"mbsim": "mbsim (OS)", "mujoco": "MuJoCo", "mujoco-rollout": "MuJoCo rollout"}
+        rows.append(
+            {"scene": scene, "simulator": name.get(key, "PyBullet"), "steps": steps,
+             "cpu_rate": statistics.median(cpu), "wall_rate": statistics.median(wall)}
+        )  # fmt: skip
+        print(f"  {rows[-1]['simulator']}, {scene}: {rows[-1]['cpu_rate']:.0f} steps/s (CPU)",
+              file=sys.stderr)  # fmt: skip
+    base = next((r["cpu_rate"] for r in rows if r["simulator"].startswith("mbsim")), math.nan)
+    for row in rows:
+        row["mbsim_ratio"] = base / row["cpu_rate"]
+    return rows
+
+
+def panda_table(rows, markdown: bool) -> str:
+    head = ["scene", "simulator", "steps", "steps/s (CPU)", "steps/s (wall)", "mbsim / this (CPU)"]
+    lines = [
+        [r["scene"], r["simulator"], str(r["steps"]), f"{r['cpu_rate']:.0f}",
+         f"{r['wall_rate']:.0f}", f"{r['mbsim_ratio']:.2f}"]
+        for r in rows
+    ]  # fmt: skip
+    return _format(head, lines, markdown)
 
 
 # --------------------------------------------------------------------------- restitution
@@ -475,6 +742,8 @@ def restitution_settings(which, do_calibrate: bool) -> list[dict]:
                        calibrated_rebound=rebound_mujoco(zeta))  # fmt: skip
         MujocoPendulum.dampratio = row["used"]
         rows.append(row)
+    if "mujoco-rollout" in which and "mujoco" not in which:
+        MujocoPendulum.dampratio = MJ_DAMPRATIO
     if "pybullet" in which:
         r = rebound_pybullet(RESTITUTION)
         row = {"simulator": "PyBullet", "setting": f"restitution {RESTITUTION}",
@@ -545,7 +814,21 @@ def main(argv=None):
         help="use the nominal restitution settings of the peers instead of calibrated ones",
     )  # fmt: skip
     ap.add_argument("--markdown", action="store_true", help="print markdown tables")
+    ap.add_argument(
+        "--scenes", nargs="*", default=list(PANDA_SCENES), choices=PANDA_SCENES,
+        help="Panda scenes timed after the pendulums (speed only)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--general-path", action="store_true",
+        help="time mbsim without its compiled free-motion step (simcore/fast_step.py), for "
+        "before/after comparisons",
+    )  # fmt: skip
+    ap.add_argument("--panda-duration", type=float, default=1.5, help="simulated s (1.5)")
     args = ap.parse_args(argv)
+    if args.general_path:
+        from mbsim.simcore.fast_step import FreeStepper
+
+        FreeStepper.eligible = staticmethod(lambda stepper: False)
     import mujoco
     import pybullet
 
@@ -562,6 +845,12 @@ def main(argv=None):
     for n in args.links:
         rows += compare(n, args.duration, args.repeat, args.simulators)
     print(table(rows, args.markdown))
+    prow = []
+    for scene in args.scenes:
+        prow += panda_speed(scene, args.panda_duration, args.repeat, args.simulators)
+    if prow:
+        print("\nPanda (dt = 1 ms), speed only:\n")
+        print(panda_table(prow, args.markdown))
 
 
 if __name__ == "__main__":

@@ -39,9 +39,14 @@ PAPER_TABLE_2 = {  # links: (OS size, NMC/OS size, NMC size, OS s, NMC/OS s, spe
 
 
 def pendulum_scenario(
-    n: int, formulation: str = "os", duration: float = DEFAULT_DURATION, dt: float = 1e-4
+    n: int,
+    formulation: str = "os",
+    duration: float = DEFAULT_DURATION,
+    dt: float = 1e-4,
+    output: str = "/dev/null",
 ):
-    """The Sec. 8 scenario for the n-link pendulum as a resolved Scenario (no output file)."""
+    """The Sec. 8 scenario for the n-link pendulum as a resolved Scenario (``output``: the
+    results path a writer would use; none is opened here)."""
     text = f"""
 [simulation]
 duration = {duration!r}
@@ -64,7 +69,7 @@ friction_directions = 4
 self_collision = true
 
 [output]
-path = "/dev/null"
+path = "{output}"
 """
     return load_scenario_text(text, source=f"<pendulum-{n} benchmark>")
 

@@ -67,6 +67,7 @@ from mbsim.simcore.bilateral import ConstraintError
 from mbsim.simcore.contact import curvature_drift
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
+from mbsim.simcore.fast_step import FreeStepper
 from mbsim.simcore.formulations import ContactProblem, Solution, make
 from mbsim.simcore.formulations.base import normal_velocity
 from mbsim.simcore.forward import make_dynamics
@@ -383,6 +384,8 @@ class OSStepper:
         self.rk4 = options.integrator == "rk4"
         #: RK4's contact rows for its own position update (module docstring)
         self._trapezoid_rows = self.rk4 and options.rk4_gap_rows == "trapezoid"
+        #: the compiled free-motion path, used when nothing but contacts can constrain a step
+        self._fast = FreeStepper(self)
 
     def configure(self, **changes) -> None:
         """Replace the options by a copy with ``changes`` (StepOptions field names), validated
@@ -524,7 +527,15 @@ class OSStepper:
 
     # ------------------------------------------------------------------ the step
     def step(self, q: np.ndarray, v: np.ndarray, t: float):
-        """Return (q+, v+, StepReport) for one step of length dt starting at time t."""
+        """Return (q+, v+, StepReport) for one step of length dt starting at time t: the
+        compiled free-motion path (simcore/fast_step.py) when nothing can constrain the step,
+        else the general path."""
+        if self._fast.eligible(self):  # asked every step: torque, bilateral may be set later
+            return self._fast.step(q, v, t, self._general_step)
+        return self._general_step(q, v, t)
+
+    def _general_step(self, q: np.ndarray, v: np.ndarray, t: float):
+        """One step by the full pipeline of the module docstring."""
         t0 = _time.perf_counter()
         d, o = self.data, self.opt
         dt = o.dt
