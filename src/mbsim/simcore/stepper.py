@@ -336,36 +336,17 @@ class OSStepper:
         integrator)."""
         if options.dt <= 0:
             raise MbsimError(f"time step dt={options.dt} must be positive")
-        if options.rk4_gap_rows not in RK4_GAP_ROWS:
-            raise MbsimError(
-                f"unknown rk4_gap_rows {options.rk4_gap_rows!r}; expected one of "
-                f"{', '.join(RK4_GAP_ROWS)}"
-            )
-        if options.lcp_selection not in SELECTIONS:
-            raise MbsimError(
-                f"unknown lcp_selection {options.lcp_selection!r}; expected one of "
-                f"{', '.join(SELECTIONS)}"
-            )
-        if options.friction_axes not in FRICTION_AXES:
-            raise MbsimError(
-                f"unknown friction_axes {options.friction_axes!r}; expected one of "
-                f"{', '.join(FRICTION_AXES)}"
-            )
-        if options.impact_friction not in IMPACT_FRICTION:
-            raise MbsimError(
-                f"unknown impact_friction {options.impact_friction!r}; expected one of "
-                f"{', '.join(IMPACT_FRICTION)}"
-            )
-        if options.curvature_point not in CURVATURE_POINTS:
-            raise MbsimError(
-                f"unknown curvature_point {options.curvature_point!r}; expected one of "
-                f"{', '.join(CURVATURE_POINTS)}"
-            )
-        if options.integrator not in INTEGRATORS:
-            raise MbsimError(
-                f"unknown integrator {options.integrator!r}; expected one of "
-                f"{', '.join(INTEGRATORS)}"
-            )
+        for name, allowed in (
+            ("rk4_gap_rows", RK4_GAP_ROWS),
+            ("lcp_selection", SELECTIONS),
+            ("friction_axes", FRICTION_AXES),
+            ("impact_friction", IMPACT_FRICTION),
+            ("curvature_point", CURVATURE_POINTS),
+            ("integrator", INTEGRATORS),
+        ):
+            value = getattr(options, name)
+            if value not in allowed:
+                raise MbsimError(f"unknown {name} {value!r}; expected one of {', '.join(allowed)}")
         if self.collision is not None:  # nothing can touch: no friction to refuse
             check_rk4_friction(options.integrator, [("StepOptions.mu", options.mu)])
         formulation = make(options.formulation, delassus=options.delassus)

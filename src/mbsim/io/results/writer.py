@@ -46,21 +46,18 @@ import h5py
 import numpy as np
 
 from mbsim.io.files import file_sha256
+from mbsim.io.results import schema
 from mbsim.io.results import target as _target
 from mbsim.io.results.schema import (
     _MODEL_META,
     _STR,
     EVENT_KINDS,
-    FORMAT,
-    SCHEMA_VERSION,
     SOLVER_CODES,
-    STATUSES,
     ResultsError,
     _contact_cols,
     _diagnostic_cols,
     _mib,
     _trajectory_cols,
-    estimate_bytes,
 )
 from mbsim.io.results.table import Table, _column, _vector
 
@@ -203,7 +200,7 @@ class ResultsWriter:
                 f"time steps, too many to run or record (at most {MAX_ROWS:.0e}); raise dt or "
                 "shorten the duration."
             )
-        needed = estimate_bytes(
+        needed = schema.estimate_bytes(
             nq=self.nq, nv=self.nv, nb=self.nb, rows=int(rows), body_poses=self.body_poses
         )
         free = _target.free_bytes(str(self.path.parent))
@@ -229,8 +226,8 @@ class ResultsWriter:
     def _write_header(self, info, scenario_toml, hashes, command, formulation, dt, duration):
         f = self._file
         a = f.attrs
-        a["format"] = FORMAT
-        a["schema_version"] = np.int64(SCHEMA_VERSION)
+        a["format"] = schema.FORMAT
+        a["schema_version"] = np.int64(schema.SCHEMA_VERSION)
         a["mbsim_version"] = _mbsim_version()
         a["created_utc"] = _utc_now()
         a["command"] = command
@@ -578,8 +575,8 @@ class ResultsWriter:
         removed or replaced it during the run (a run never reports a file it did not write)."""
         if self._closed:
             return
-        if status not in STATUSES[1:]:
-            raise ValueError(f"status must be one of {STATUSES[1:]}, not {status!r}")
+        if status not in schema.STATUSES[1:]:
+            raise ValueError(f"status must be one of {schema.STATUSES[1:]}, not {status!r}")
         self.flush()
         try:
             self._make_room(self._finish_bytes())

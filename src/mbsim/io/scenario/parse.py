@@ -393,13 +393,20 @@ def _simulation(ctx: _Ctx, value: object) -> Simulation:
     )
 
 
-def _robot(ctx: _Ctx, name: str, value: object) -> Robot:
-    path = ("robot", name)
-    _name(ctx, path, name, "robot")
-    t = _table(ctx, path, value, "a table ([robot.NAME] with a urdf key)")
-    _check_keys(ctx, path, t, _ROBOT_KEYS)
+def _urdf_entry(ctx: _Ctx, kind: str, name: str, value: object, keys) -> tuple[tuple, dict]:
+    """The key path and table of ``[kind.NAME]`` (a robot or an environment): a valid name,
+    a table with only ``keys``, and the required ``urdf`` key."""
+    path = (kind, name)
+    _name(ctx, path, name, kind)
+    t = _table(ctx, path, value, f"a table ([{kind}.NAME] with a urdf key)")
+    _check_keys(ctx, path, t, keys)
     if "urdf" not in t:
-        raise ctx.error((*path, "urdf"), "is required (the robot's URDF file)")
+        raise ctx.error((*path, "urdf"), f"is required (the {kind}'s URDF file)")
+    return path, t
+
+
+def _robot(ctx: _Ctx, name: str, value: object) -> Robot:
+    path, t = _urdf_entry(ctx, "robot", name, value, _ROBOT_KEYS)
     pd: dict[str, PdGain] = {}
     pd_raw = _table(ctx, (*path, "pd"), t.get("pd", {}), "a table of PD gains by joint name")
     for joint, gains in pd_raw.items():
@@ -582,12 +589,7 @@ def _csv_column(ctx: _Ctx, path: tuple, file: Path, column: str):
 
 
 def _environment(ctx: _Ctx, name: str, value: object) -> Environment:
-    path = ("environment", name)
-    _name(ctx, path, name, "environment")
-    t = _table(ctx, path, value, "a table ([environment.NAME] with a urdf key)")
-    _check_keys(ctx, path, t, _ENV_KEYS)
-    if "urdf" not in t:
-        raise ctx.error((*path, "urdf"), "is required (the environment's URDF file)")
+    path, t = _urdf_entry(ctx, "environment", name, value, _ENV_KEYS)
     return Environment(
         name=name,
         urdf=_file(ctx, (*path, "urdf"), t["urdf"], "URDF"),
