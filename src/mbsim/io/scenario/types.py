@@ -54,6 +54,7 @@ _CONTACT_DEFAULTS: dict[str, Any] = {
     "restitution": 0.0,
     "friction_directions": 4,
     "self_collision": True,
+    "ignore_initial_overlaps": True,
     "disabled_pairs": [],
     "srdf": "",
     "pairs": [],
@@ -69,7 +70,7 @@ _OUTPUT_DEFAULTS: dict[str, Any] = {
 }
 _ROBOT_KEYS = ("urdf", "base", "base_pose", "q0", "v0", "torque", "pd", "srdf")
 _ENV_KEYS = ("urdf", "base_pose")
-_POSE_KEYS = ("xyz", "rpy")
+_POSE_KEYS = ("xyz", "rpy", "on_floor")
 _PD_KEYS = ("target", "kp", "kd")
 _PAIR_KEYS = ("a", "b", "mu", "restitution", "margin")
 _CLOSURE_KEYS = ("type", "a", "b", "point_a", "point_b", "distance")
@@ -79,10 +80,13 @@ _TOP_KEYS = ("simulation", "robot", "environment", "contact", "closure", "output
 @dataclass(frozen=True)
 class Pose:
     """A rigid placement: ``xyz`` translation (m) and ``rpy`` roll-pitch-yaw (rad), URDF
-    convention R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    convention R = Rz(yaw) Ry(pitch) Rx(roll). ``on_floor``: the Simulator raises or lowers
+    ``xyz``'s z so that the tree's lowest collision point at the initial state rests on the
+    floor z = 0 (:mod:`mbsim.start_pose`)."""
 
     xyz: tuple[float, float, float] = (0.0, 0.0, 0.0)
     rpy: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    on_floor: bool = False
 
     def matrix(self) -> np.ndarray:
         """The 4x4 homogeneous transform."""
@@ -168,7 +172,9 @@ class Simulation:
 class Contact:
     """Contact model: ``margin`` (m) is the distance below which a pair is a contact, ``mu``
     the Coulomb friction coefficient, ``restitution`` Newton's coefficient in [0, 1],
-    ``friction_directions`` the number of edges of the friction polyhedron. Link references
+    ``friction_directions`` the number of edges of the friction polyhedron.
+    ``ignore_initial_overlaps``: link pairs of one robot that already overlap at the initial
+    state are not checked (:mod:`mbsim.start_pose`). Link references
     are ``tree/link`` (bare ``link`` before :func:`validate_against_model` canonicalises them).
     """
 
@@ -178,6 +184,7 @@ class Contact:
     restitution: float = 0.0
     friction_directions: int = 4
     self_collision: bool = True
+    ignore_initial_overlaps: bool = True
     disabled_pairs: tuple[tuple[str, str], ...] = ()
     srdf: Path | None = None
     pairs: tuple[PairOverride, ...] = ()
