@@ -482,10 +482,27 @@ def _zip(ctx: _Ctx, where: tuple, table: dict) -> Axis:
     return Axis("zip", keys, tuple(zip(*(v for _, v in lists), strict=True)))
 
 
+#: Integers in ranges and draws must fit a signed 64-bit integer (numpy's, HDF5's).
+INT64_MAX = 2**63 - 1
+
+
 def _number(ctx: _Ctx, path: tuple, value: object) -> float | int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ctx.error(path, "must be a finite number", value)
+    if isinstance(value, int):
+        if abs(value) > INT64_MAX:
+            raise ctx.error(path, "is an integer beyond the 64-bit range (+-9.2e18)", value)
+    elif not math.isfinite(value):
         raise ctx.error(path, "must be a finite number", value)
     return value
+
+
+def _finite_points(ctx: _Ctx, path: tuple, points: list) -> list:
+    """The values of a range or draw, refused when they overflow float64 (e.g. a span of
+    -1e308 .. 1e308 has no finite width)."""
+    if not all(math.isfinite(p) for p in points):
+        raise ctx.error(path, "gives values beyond the float64 range (the span overflows)")
+    return points
 
 
 def _ranges(ctx: _Ctx, table: dict) -> list[Axis]:
@@ -517,6 +534,8 @@ def _ranges(ctx: _Ctx, table: dict) -> list[Axis]:
         scale = spec.get("scale", "linear")
         if scale not in ("linear", "log"):
             raise ctx.error((*path, "scale"), 'must be "linear" or "log"', scale)
+        if not math.isfinite(float(stop) - float(start)):
+            raise ctx.error(path, "spans more than the float64 range", [start, stop])
         if "num" in spec:
             num = spec["num"]
             if isinstance(num, bool) or not isinstance(num, int) or not 1 <= num <= MAX_RUNS:
@@ -527,7 +546,7 @@ def _ranges(ctx: _Ctx, table: dict) -> list[Axis]:
                 values = np.geomspace(start, stop, num)
             else:
                 values = np.linspace(start, stop, num)
-            points = [float(v) for v in values]
+            points = _finite_points(ctx, path, [float(v) for v in values])
         else:
             if "scale" in spec:
                 raise ctx.error((*path, "scale"), "goes with num, not with step")
@@ -537,12 +556,20 @@ def _ranges(ctx: _Ctx, table: dict) -> list[Axis]:
                     (*path, "step"), f"must be non-zero and lead from {start} to {stop}", step
                 )
             # start + k step, not a running sum, so rounding does not accumulate; the stop
-            # is included when it is hit to within a millionth of a step
-            count = int(math.floor((stop - start) / step + 1e-6)) + 1
-            if count > MAX_RUNS:
-                raise ctx.error((*path, "step"), f"gives {count} values, more than {MAX_RUNS}")
+            # is included when it is hit to within a millionth of a step. The quotient is
+            # taken in float64 and checked before it becomes a count: a step of 5e-324 or a
+            # span of 1e308 makes it overflow to inf.
+            quotient = (float(stop) - float(start)) / float(step)
+            if not quotient + 1 <= MAX_RUNS:
+                raise ctx.error(
+                    (*path, "step"),
+                    f"gives {quotient + 1:.3g} values from {start} to {stop}, more than {MAX_RUNS}",
+                    step,
+                )
+            count = int(math.floor(quotient + 1e-6)) + 1
             exact = all(isinstance(x, int) for x in (start, stop, step))
             points = [start + k * step if exact else float(start + k * step) for k in range(count)]
+            _finite_points(ctx, path, points)
         axes.append(Axis("range", (key,), tuple((v,) for v in points)))
     return axes
 
@@ -604,11 +631,14 @@ def _draw(ctx: _Ctx, path: tuple, spec: object, rng, n: int) -> list:
     if dist == "normal":
         if b < 0:
             raise ctx.error(p, "needs a standard deviation >= 0 (the second number)", args)
-        return [float(x) for x in rng.normal(a, b, size=n)]
+        return _finite_points(ctx, p, [float(x) for x in rng.normal(a, b, size=n)])
     if a > b:
         raise ctx.error(p, "must be [lo, hi] with lo <= hi", args)
     if dist == "loguniform":
         if a <= 0:
             raise ctx.error(p, "needs lo > 0", args)
-        return [float(x) for x in np.exp(rng.uniform(math.log(a), math.log(b), size=n))]
-    return [float(x) for x in rng.uniform(a, b, size=n)]
+        draws = np.exp(rng.uniform(math.log(a), math.log(b), size=n))
+        return _finite_points(ctx, p, [float(x) for x in draws])
+    if not math.isfinite(float(b) - float(a)):
+        raise ctx.error(p, "spans more than the float64 range", args)
+    return _finite_points(ctx, p, [float(x) for x in rng.uniform(a, b, size=n)])

@@ -1,30 +1,196 @@
 """The ``mbsim`` command: a Typer app that parses, calls the library and prints.
 
-Exit codes (DESIGN.md): 0 success, 1 the simulation failed, 2 bad input or usage. A user error
-(:class:`~mbsim.errors.MbsimError`) is printed as one line on stderr; a traceback appears only
-with ``--debug``.
+Exit codes (README): 0 success, 1 the simulation failed, 2 bad input or usage, 130 interrupted
+(Ctrl-C) before a run's time loop started. A user error (:class:`~mbsim.errors.MbsimError`) is
+printed as one line on stderr; a traceback appears only with ``--debug``.
+
+Start-up: ``mbsim --help`` must answer in well under a second, so the command modules (which
+pull in numpy, numba, scipy, trimesh, h5py) are imported only when their command runs or its
+own ``--help`` is asked for. :data:`COMMANDS` names each one as ``"module:attribute"``; add a
+command with one line there.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 
-import typer
+# Installed before any heavy import. trimesh wraps its optional imports in
+# ``except BaseException``, so a KeyboardInterrupt raised there is swallowed and the run would
+# carry on: the handler remembers the interrupt, and _check_interrupt() re-raises it once the
+# imports are done. It raises only while main() is there to catch it ("armed"; during this
+# module's own imports it only remembers), and only for the first Ctrl-C: repeats while we
+# unwind must not start a second traceback inside the first one's handling.
+_interrupt = {"seen": False, "armed": False}
 
-from mbsim import __version__
-from mbsim.cli import batch as batch_cmd
-from mbsim.cli import bench as bench_cmd
-from mbsim.cli import export as export_cmd
-from mbsim.cli import info as info_cmd
-from mbsim.cli import inspect as inspect_cmd
-from mbsim.cli import plot as plot_cmd
-from mbsim.cli import run as run_cmd
-from mbsim.cli import samples as samples_cmd
-from mbsim.cli.view import view
-from mbsim.errors import MbsimError
+
+def _on_sigint(signum, frame):
+    if _interrupt["seen"]:
+        return
+    _interrupt["seen"] = True
+    if _interrupt["armed"]:
+        raise KeyboardInterrupt
+
+
+def _install_sigint() -> None:
+    try:
+        signal.signal(signal.SIGINT, _on_sigint)
+    except ValueError:  # not the main thread (an embedding application): leave it alone
+        pass
+
+
+_install_sigint()
+
+import importlib  # noqa: E402
+
+import typer  # noqa: E402
+import typer.core  # noqa: E402
+
+from mbsim import __version__  # noqa: E402
+from mbsim.errors import MbsimError  # noqa: E402
+
+# the click Typer builds on: vendored as typer._click since Typer 0.29, plain click before
+_click = getattr(typer.core, "_click", None) or typer.core.click
+Command = _click.Command
+_Stub = typer.core.TyperCommand
+
+#: name -> ("module:attribute", one-line help). The attribute is a command function or a
+#: ``typer.Typer`` sub-app. Imported only when the command is used.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("mbsim.cli.run:run", "Simulate a URDF or a TOML scenario; write results to HDF5."),
+    "batch": (
+        "mbsim.cli.batch:batch",
+        "Run a parameter sweep (TOML) on local cores or a Dask cluster.",
+    ),
+    "info": (
+        "mbsim.cli.info:info",
+        "Describe a robot: bodies, joints, DoFs, masses, collision shapes.",
+    ),
+    "inspect": (
+        "mbsim.cli.inspect:inspect",
+        "Summarise a results file; --events lists its events.",
+    ),
+    "export": ("mbsim.cli.export:export", "Export a results table to CSV or NPZ."),
+    "plot": (
+        "mbsim.cli.plot:plot",
+        "Plot joints, body heights/speeds, energy and events (matplotlib).",
+    ),
+    "view": (
+        "mbsim.cli.view:view",
+        "Replay a results file in 3D: an HTML page or an animated glTF.",
+    ),
+    "samples": ("mbsim.cli.samples:app", "List, locate or copy the bundled samples."),
+    "bench": ("mbsim.cli.bench:app", "Run the papers' benchmarks (e.g. pendulum)."),
+}
+
+
+def _check_interrupt() -> None:
+    """Re-raise a Ctrl-C that a library swallowed while we were importing it."""
+    if _interrupt["seen"]:
+        raise KeyboardInterrupt
+
+
+#: Commands that compile numba kernels in this process on a cold cache (batch compiles in its
+#: workers, which print nothing).
+_COMPILES = ("run", "bench")
+COMPILE_NOTICE = "mbsim: compiling kernels, first run only (a minute or two; cached afterwards)"
+
+
+def announce_compiling(stream=None) -> None:
+    """Print :data:`COMPILE_NOTICE` once, when numba first compiles a kernel in this process.
+
+    numba fires ``numba:compile`` only on a cache miss (a kernel loaded from its cache index
+    fires nothing), so a warm cache prints nothing. The notice goes to an interactive stderr
+    only, and not under ``--quiet`` or ``--json``: piped output stays one line per error.
+    """
+    from numba.core import event
+
+    class _Notice(event.Listener):
+        shown = False
+
+        def on_start(self, ev) -> None:
+            out = stream or sys.stderr
+            if self.shown or not out.isatty():
+                return
+            self.shown = True
+            out.write(COMPILE_NOTICE + "\n")
+            out.flush()
+
+        def on_end(self, ev) -> None:
+            pass
+
+    event.register("numba:compile", _Notice())
+
+
+def _load(name: str) -> Command:
+    target, help_text = COMMANDS[name]
+    if name in _COMPILES and not {"--quiet", "-q", "--json"} & set(sys.argv[2:]):
+        announce_compiling()
+    module_name, _, attr = target.partition(":")
+    obj = getattr(importlib.import_module(module_name), attr)
+    _check_interrupt()
+    if isinstance(obj, typer.Typer):
+        cmd = typer.main.get_group(obj)
+        cmd.help = help_text
+    else:
+        single = typer.Typer(add_completion=False)
+        single.command(name, help=help_text)(obj)
+        cmd = typer.main.get_command(single)
+    cmd.name = name
+    return cmd
+
+
+class _LazyGroup(typer.core.TyperGroup):
+    """A Typer group whose subcommands are imported on first use.
+
+    Listing the commands (the root ``--help``) uses the one-line help of :data:`COMMANDS` and
+    imports nothing.
+    """
+
+    _listing = False
+
+    def list_commands(self, ctx) -> list[str]:
+        return [*COMMANDS, *(n for n in self.commands if n not in COMMANDS)]
+
+    def get_command(self, ctx, cmd_name: str) -> Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        if cmd_name not in COMMANDS:
+            return None
+        if self._listing:
+            help_text = COMMANDS[cmd_name][1]
+            return _Stub(cmd_name, help=help_text, short_help=help_text)
+        cmd = _load(cmd_name)
+        self.commands[cmd_name] = cmd
+        return cmd
+
+    def format_help(self, ctx, formatter) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+    def resolve_command(self, ctx, args):
+        try:
+            return super().resolve_command(ctx, args)
+        except _click.exceptions.UsageError as exc:
+            if args and args[0] not in COMMANDS and "Did you mean" not in exc.message:
+                import difflib
+
+                close = difflib.get_close_matches(args[0], list(COMMANDS))
+                if close:
+                    exc.message = (
+                        exc.message.rstrip(".")
+                        + ". Did you mean "
+                        + (", ".join(repr(c) for c in close) + "?")
+                    )
+            raise
+
 
 app = typer.Typer(
     name="mbsim",
+    cls=_LazyGroup,
     help="Simulate URDF robots in contact (operational-space complementarity formulation).",
     no_args_is_help=True,
     add_completion=False,
@@ -51,38 +217,40 @@ def _root(
     _state["debug"] = debug
 
 
-app.command("run", help="Simulate a URDF or a TOML scenario; write results to HDF5.")(run_cmd.run)
-app.command("batch", help="Run a parameter sweep (TOML) on local cores or a Dask cluster.")(
-    batch_cmd.batch
-)
-app.command("info", help="Describe a robot: bodies, joints, DoFs, masses, collision shapes.")(
-    info_cmd.info
-)
-app.command("inspect", help="Summarise a results file; --events lists its events.")(
-    inspect_cmd.inspect
-)
-app.command("export", help="Export a results table to CSV or NPZ.")(export_cmd.export)
-app.command("plot", help="Plot joints, body heights/speeds, energy and events (matplotlib).")(
-    plot_cmd.plot
-)
-app.command("view", help="Replay a results file in 3D: an HTML page or an animated glTF.")(view)
-app.add_typer(samples_cmd.app, name="samples", help="List, locate or copy the bundled samples.")
-app.add_typer(bench_cmd.app, name="bench", help="Run the papers' benchmarks (e.g. pendulum).")
-
-
 def main() -> None:
     """Console-script entry point: run the app, turning user errors into one line and exit 2.
 
-    Usage errors are Typer's own (exit 2 with its message); everything else that is not an
-    MbsimError is a bug and keeps its traceback.
+    Usage errors are Typer's own (exit 2 with its message); Ctrl-C ends with exit 130 and the
+    line ``mbsim: interrupted``; everything else that is not an MbsimError is a bug and keeps
+    its traceback.
     """
+    _install_sigint()
     try:
-        app()
+        try:
+            _interrupt["armed"] = True
+            _check_interrupt()  # a Ctrl-C during this module's imports
+            app()
+        finally:
+            _interrupt["armed"] = False
+            # a Ctrl-C swallowed by a library during the command is still an interrupt
+            _check_interrupt()
     except MbsimError as exc:
         if _state["debug"]:
             raise
         typer.echo(f"mbsim: error: {exc}", err=True)
         sys.exit(2)
+    except KeyboardInterrupt:
+        _interrupted()
+
+
+def _interrupted() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the exit
+    _interrupt["seen"] = False  # handled (an in-process caller may call main() again)
+    try:
+        sys.stderr.write("mbsim: interrupted\n")
+        sys.stderr.flush()
+    finally:
+        sys.exit(130)
 
 
 if __name__ == "__main__":

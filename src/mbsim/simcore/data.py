@@ -14,6 +14,8 @@ quantities are in each body's own frame (spatial.py conventions):
   never stored: kernels apply it from ``E``, ``r``, ``U`` and ``Dinv``.
 * ``armature``: a joint-space diagonal added to M wherever it is factorised (ABA, the dense
   CRBA paths); the stepper sets it to dt * damping for implicit joint damping (dynamics.aba).
+* ``upsilon_world_ws``, ``pv_osimr_ws``: what the world-frame Upsilon and PV-OSIMr
+  (``simcore/delassus/``) keep between calls; None until their first call on this Data.
 """
 
 from __future__ import annotations

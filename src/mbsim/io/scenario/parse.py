@@ -167,6 +167,20 @@ def _table(ctx: _Ctx, path: tuple, value: object, what: str = "a table") -> dict
     return value
 
 
+#: Bounds on the scenario's numbers (documented in docs/scenario-format.md). Past them a value is
+#: a typo or an overflow, not a simulation: FCL's broad phase crashes on a margin of 1e300, and
+#: a step count past int64 cannot be counted.
+#: - a length (contact margins, base_pose offsets): at most 1e6 m, the URDF loader's bound;
+#: - the number of steps, duration / dt: at most 1e12 (11 days of wall time at 1e6 steps/s);
+#: - friction_directions: at most 64 edges (a 64-gon is within 0.12 % of the circular cone,
+#:   and each edge adds a row per contact to the LCP);
+#: - every integer: within int64 (numpy's and HDF5's integers).
+LENGTH_MAX = 1e6
+STEPS_MAX = 10**12
+FRICTION_DIRECTIONS_MAX = 64
+INT64_MAX = 2**63 - 1
+
+
 def _float(
     ctx: _Ctx,
     path: tuple,
@@ -178,7 +192,10 @@ def _float(
 ) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ctx.error(path, "must be a number", value)
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an integer of 309 digits or more
+        raise ctx.error(path, "is beyond the float64 range (must be finite)", value) from None
     if not math.isfinite(x):
         raise ctx.error(path, "must be finite", value)
     if gt is not None and not x > gt:
@@ -190,13 +207,16 @@ def _float(
     return x
 
 
-def _int(ctx: _Ctx, path: tuple, value: object, *, ge: int) -> int:
+def _int(ctx: _Ctx, path: tuple, value: object, *, ge: int, le: int = INT64_MAX) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)  # 4.0 from a sweep is 4
     if isinstance(value, bool) or not isinstance(value, int):
         raise ctx.error(path, "must be an integer", value)
     if value < ge:
         raise ctx.error(path, f"must be at least {ge}", value)
+    if value > le:
+        limit = "the 64-bit integer range" if le == INT64_MAX else str(le)
+        raise ctx.error(path, f"must be at most {limit}", value)
     return value
 
 
@@ -262,6 +282,9 @@ def _pose(ctx: _Ctx, path: tuple, value: object) -> Pose:
     table = _table(ctx, path, value, "a table { xyz = [x, y, z], rpy = [r, p, y] }")
     _check_keys(ctx, path, table, _POSE_KEYS)
     xyz = _vec3(ctx, (*path, "xyz"), table.get("xyz", [0.0, 0.0, 0.0]))
+    for i, x in enumerate(xyz):
+        if abs(x) > LENGTH_MAX:
+            raise ctx.error((*path, "xyz", i), f"must be within +-{LENGTH_MAX:g} m", x)
     rpy = _vec3(ctx, (*path, "rpy"), table.get("rpy", [0.0, 0.0, 0.0]))
     on_floor = _bool(ctx, (*path, "on_floor"), table.get("on_floor", False))
     return Pose(xyz, rpy, on_floor)
@@ -334,6 +357,14 @@ def _simulation(ctx: _Ctx, value: object) -> Simulation:
     dt = _float(ctx, (*path, "dt"), t["dt"], gt=0.0)
     if dt > duration:
         raise ctx.error((*path, "dt"), f"must not exceed simulation.duration ({duration:g} s)", dt)
+    steps = duration / dt  # inf when it overflows
+    if not steps <= STEPS_MAX:
+        raise ctx.error(
+            (*path, "dt"),
+            f"gives {steps:.3g} steps over simulation.duration = {duration:g} s, more than "
+            f"{STEPS_MAX:.0e}; use a larger dt or a shorter duration",
+            dt,
+        )
     return Simulation(
         duration=duration,
         dt=dt,
@@ -411,7 +442,13 @@ def _contact(ctx: _Ctx, value: object) -> Contact:
     t = _table(ctx, path, value)
     _check_keys(ctx, path, t, _CONTACT_DEFAULTS)
     t = {**_CONTACT_DEFAULTS, **t}
-    nf = _int(ctx, (*path, "friction_directions"), t["friction_directions"], ge=4)
+    nf = _int(
+        ctx,
+        (*path, "friction_directions"),
+        t["friction_directions"],
+        ge=4,
+        le=FRICTION_DIRECTIONS_MAX,
+    )
     if nf % 2:
         raise ctx.error((*path, "friction_directions"), "must be even", nf)
     dp_path = (*path, "disabled_pairs")
@@ -448,14 +485,16 @@ def _contact(ctx: _Ctx, value: object) -> Contact:
                     else None
                 ),
                 margin=(
-                    _float(ctx, (*ppath, "margin"), p["margin"], ge=0.0) if "margin" in p else None
+                    _float(ctx, (*ppath, "margin"), p["margin"], ge=0.0, le=LENGTH_MAX)
+                    if "margin" in p
+                    else None
                 ),
             )
         )
     srdf = _str(ctx, (*path, "srdf"), t["srdf"], nonempty=False)
     return Contact(
         floor=_bool(ctx, (*path, "floor"), t["floor"]),
-        margin=_float(ctx, (*path, "margin"), t["margin"], ge=0.0),
+        margin=_float(ctx, (*path, "margin"), t["margin"], ge=0.0, le=LENGTH_MAX),
         mu=_float(ctx, (*path, "mu"), t["mu"], ge=0.0),
         restitution=_float(ctx, (*path, "restitution"), t["restitution"], ge=0.0, le=1.0),
         friction_directions=nf,

@@ -14,10 +14,10 @@ configuration" (the README's example, ``benchmarks/bench_compliance.py``'s ``lam
 ``benchmarks/bench_delassus.py``'s ``upsilon`` columns), and only with it does Lambda meet
 issue 2's target (at least 20x faster than the dense Lambda at N = 120). Measured with
 ``benchmarks/bench_compliance.py --quick`` (2026-11-25, AMD EPYC, thread CPU time, nc = 4,
-from q): ``lambda`` (this kernel) 16.2 us against ``lambda.aba`` (forward_kinematics,
-articulated_factor, upsilon_after_aba) 37.4 us at chain N = 120, 28.6 against 69.6 us at
-N = 240, 9.6 against 20.1 us on talos; dense 364 us at N = 120, i.e. 22x this kernel and
-9.7x the body-frame route. The OS stepper does not call it: after ABA the factorisation is
+from q): ``lambda`` (this kernel) 14.1 us against ``lambda.aba`` (forward_kinematics,
+articulated_factor, upsilon_after_aba) 36.9 us at chain N = 120, 24.2 against 66.6 us at
+N = 240, 9.2 against 22.1 us on talos; dense 309 us at N = 120, i.e. 22x this kernel and
+8.4x the body-frame route. The OS stepper does not call it: after ABA the factorisation is
 already in Data and it takes the body-frame route.
 """
 

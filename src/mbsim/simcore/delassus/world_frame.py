@@ -47,41 +47,78 @@ IA0, UP0, SW0, UW0, WS_COLS = 0, 21, 42, 78, 114
 
 
 @njit(inline="always", **OPTS)
-def _rotate_and_shift(R, p, x, out, src, dst):
-    """out = R x on both 3-vector halves, then out[dst:dst+3] += p x out[src:src+3]."""
-    for a in range(3):
-        out[a] = R[a, 0] * x[0] + R[a, 1] * x[1] + R[a, 2] * x[2]
-        out[3 + a] = R[a, 0] * x[3] + R[a, 1] * x[4] + R[a, 2] * x[5]
-    out[dst] += p[1] * out[src + 2] - p[2] * out[src + 1]
-    out[dst + 1] += p[2] * out[src] - p[0] * out[src + 2]
-    out[dst + 2] += p[0] * out[src + 1] - p[1] * out[src]
+def rotate3(R, x0, x1, x2):
+    """R x for a 3-vector, R a 9-tuple (row by row, :func:`rows9`); scalars in and out."""
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = R
+    return (
+        r00 * x0 + r01 * x1 + r02 * x2,
+        r10 * x0 + r11 * x1 + r12 * x2,
+        r20 * x0 + r21 * x1 + r22 * x2,
+    )
+
+
+@njit(inline="always", **OPTS)
+def rotate_shift(R, p0, p1, p2, x0, x1, x2, x3, x4, x5, motion):
+    """A spatial vector [x0..x2; x3..x5] in body coordinates, returned (6 scalars) in world
+    axes about the reference origin, (p0, p1, p2) being the body origin from that reference:
+    both halves rotated by R, then for a motion [w; v] v += p x w, for a force [n; f]
+    n += p x f. R is a 9-tuple (row by row, :func:`rows9`), and all else scalars, so that a
+    kernel's 1-DoF path keeps them in registers (array loads would be repeated after every
+    store, numba arrays not being known not to alias)."""
+    a0, a1, a2 = rotate3(R, x0, x1, x2)
+    b0, b1, b2 = rotate3(R, x3, x4, x5)
+    if motion:
+        b0 += p1 * a2 - p2 * a1
+        b1 += p2 * a0 - p0 * a2
+        b2 += p0 * a1 - p1 * a0
+    else:
+        a0 += p1 * b2 - p2 * b1
+        a1 += p2 * b0 - p0 * b2
+        a2 += p0 * b1 - p1 * b0
+    return a0, a1, a2, b0, b1, b2
+
+
+@njit(inline="always", **OPTS)
+def force_to_body6(R, p0, p1, p2, x0, x1, x2, x3, x4, x5):
+    """The inverse of rotate_shift for a force, on scalars (R a 9-tuple):
+    f_b = R^T f, n_b = R^T (n - p x f)."""
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = R
+    m0 = x0 - (p1 * x5 - p2 * x4)
+    m1 = x1 - (p2 * x3 - p0 * x5)
+    m2 = x2 - (p0 * x4 - p1 * x3)
+    return (
+        r00 * m0 + r10 * m1 + r20 * m2,
+        r01 * m0 + r11 * m1 + r21 * m2,
+        r02 * m0 + r12 * m1 + r22 * m2,
+        r00 * x3 + r10 * x4 + r20 * x5,
+        r01 * x3 + r11 * x4 + r21 * x5,
+        r02 * x3 + r12 * x4 + r22 * x5,
+    )
+
+
+@njit(inline="always", **OPTS)
+def rows9(R):
+    """The 3x3 array R as a 9-tuple, row by row."""
+    return R[0, 0], R[0, 1], R[0, 2], R[1, 0], R[1, 1], R[1, 2], R[2, 0], R[2, 1], R[2, 2]
+
+
+@njit(inline="always", **OPTS)
+def _store6(out, v):
+    out[0], out[1], out[2], out[3], out[4], out[5] = v[0], v[1], v[2], v[3], v[4], v[5]
 
 
 @njit(inline="always", **OPTS)
 def motion_to_world(R, p, x, out):
-    """out = a motion vector given in body coordinates (origin at the body) expressed in
-    world axes about the reference origin, p being the body origin from that reference:
-    w = R w_b, v = R v_b + p x w."""
-    _rotate_and_shift(R, p, x, out, 0, 3)
+    """out = :func:`rotate_shift` of the motion vector x (6-array; p a 3-array)."""
+    _store6(out, rotate_shift(rows9(R), p[0], p[1], p[2], x[0], x[1], x[2], x[3], x[4], x[5], True))
 
 
 @njit(inline="always", **OPTS)
 def force_to_world(R, p, x, out):
-    """out = a force given in body coordinates (moment about the body origin) expressed in
-    world axes about the reference origin (p as in motion_to_world): f = R f_b,
-    n = R n_b + p x f."""
-    _rotate_and_shift(R, p, x, out, 3, 0)
-
-
-@njit(inline="always", **OPTS)
-def force_to_body(R, p, x, out):
-    """The inverse of :func:`force_to_world`: f_b = R^T f, n_b = R^T (n - p x f)."""
-    m0 = x[0] - (p[1] * x[5] - p[2] * x[4])
-    m1 = x[1] - (p[2] * x[3] - p[0] * x[5])
-    m2 = x[2] - (p[0] * x[4] - p[1] * x[3])
-    for a in range(3):
-        out[a] = R[0, a] * m0 + R[1, a] * m1 + R[2, a] * m2
-        out[3 + a] = R[0, a] * x[3] + R[1, a] * x[4] + R[2, a] * x[5]
+    """out = :func:`rotate_shift` of the force x (6-array; p a 3-array)."""
+    _store6(
+        out, rotate_shift(rows9(R), p[0], p[1], p[2], x[0], x[1], x[2], x[3], x[4], x[5], False)
+    )
 
 
 @njit(inline="always", **OPTS)
@@ -154,6 +191,48 @@ def subspaces_world(nvj, S, U, R_world, p_world, troot, ws):
 
 
 @njit(**OPTS)
+def _multi_dof_world(i, up, n, vi, S, Rt, p0, p1, p2, U, Dinv, pivots, ws, sc):
+    """articulated_sweep_world for a multi-DoF joint i, on full matrices: sc[0] holds IA_i on
+    entry (sc: 0 IA, 1 D, 2-3 Cholesky, 4 G = U D^-1); ``up``: i has a parent."""
+    for k in range(n):
+        _store6(
+            ws[i, SW0 + 6 * k : SW0 + 6 * k + 6],
+            rotate_shift(Rt, p0, p1, p2, S[i, 0, k], S[i, 1, k], S[i, 2, k], S[i, 3, k],
+                         S[i, 4, k], S[i, 5, k], True),
+        )  # fmt: skip
+    for k in range(n):
+        for x in range(6):
+            t = 0.0
+            for y in range(6):
+                t += sc[0, x, y] * ws[i, SW0 + 6 * k + y]
+            ws[i, UW0 + 6 * k + x] = t
+    for k in range(n):
+        for c in range(n):
+            t = 0.0
+            for x in range(6):
+                t += ws[i, SW0 + 6 * k + x] * ws[i, UW0 + 6 * c + x]
+            sc[1, k, c] = t
+    dmin = spd_inverse(sc[1], n, Dinv[i], sc[2], sc[3])
+    for k in range(n):
+        pivots[vi[i] + k] = dmin
+        o = UW0 + 6 * k
+        b = force_to_body6(
+            Rt, p0, p1, p2, ws[i, o], ws[i, o + 1], ws[i, o + 2], ws[i, o + 3], ws[i, o + 4],
+            ws[i, o + 5],
+        )  # fmt: skip
+        for x in range(6):
+            U[i, x, k] = b[x]
+    if up:
+        u_dinv_world(ws[i], Dinv[i], n, sc[4])
+        for x in range(6):
+            for y in range(x, 6):
+                t = sc[0, x, y]
+                for k in range(n):
+                    t -= sc[4, x, k] * ws[i, UW0 + 6 * k + y]
+                ws[i, PK[x, y]] = t
+
+
+@njit(**OPTS)
 def articulated_sweep_world(parent, cstart, clist, vi, nvj, S, R_world, p_world, troot, prm,
                             U, Dinv, pivots, ws, sc):  # fmt: skip
     """Tips to base over all bodies: the articulated factorisation in world coordinates.
@@ -161,7 +240,7 @@ def articulated_sweep_world(parent, cstart, clist, vi, nvj, S, R_world, p_world,
     Per body i (children first): the inertia from its 10 inertial parameters ``prm``
     (:func:`inertial_parameters`) moved to world coordinates, IA_i = that + the children's Ia
     (pulled through the children list ``cstart``/``clist``, :func:`children_csr`),
-    S_i (:func:`motion_to_world`), U = IA S, D = S^T U (003 Eq. 7; ``pivots`` get D, or its
+    S_i (:func:`rotate_shift`), U = IA S, D = S^T U (003 Eq. 7; ``pivots`` get D, or its
     smallest Cholesky pivot for a multi-DoF joint), D^-1 into ``Dinv``, U back to body axes
     into ``U`` (as :func:`~mbsim.simcore.dynamics.articulated_factor` leaves it), and
     Ia = IA - U D^-1 U^T for the parent (003 Alg. 3 lines 8-11). Results in ``ws`` (module
@@ -169,35 +248,29 @@ def articulated_sweep_world(parent, cstart, clist, vi, nvj, S, R_world, p_world,
     ~160 multiply-adds per body); multi-DoF joints take general loops. ``sc`` is (5, 6, 6)
     scratch; ``troot`` the tree root of each body (:func:`tree_roots`).
     """
-    pr = np.empty(3)
     for i in range(ws.shape[0] - 1, -1, -1):
         n = nvj[i]
         p = parent[i]
-        Ri = R_world[i]
-        r00, r01, r02 = Ri[0, 0], Ri[0, 1], Ri[0, 2]
-        r10, r11, r12 = Ri[1, 0], Ri[1, 1], Ri[1, 2]
-        r20, r21, r22 = Ri[2, 0], Ri[2, 1], Ri[2, 2]
-        origin_from_root(p_world, i, troot[i], pr)
-        p0, p1, p2 = pr[0], pr[1], pr[2]
+        r00, r01, r02 = R_world[i, 0, 0], R_world[i, 0, 1], R_world[i, 0, 2]
+        r10, r11, r12 = R_world[i, 1, 0], R_world[i, 1, 1], R_world[i, 1, 2]
+        r20, r21, r22 = R_world[i, 2, 0], R_world[i, 2, 1], R_world[i, 2, 2]
+        Rt = (r00, r01, r02, r10, r11, r12, r20, r21, r22)
+        o = troot[i]
+        p0 = p_world[i, 0] - p_world[o, 0]
+        p1 = p_world[i, 1] - p_world[o, 1]
+        p2 = p_world[i, 2] - p_world[o, 2]
         m, cb0, cb1, cb2 = prm[i, 0], prm[i, 1], prm[i, 2], prm[i, 3]
         j00, j01, j02 = prm[i, 4], prm[i, 5], prm[i, 6]
         j11, j12, j22 = prm[i, 7], prm[i, 8], prm[i, 9]
         # inertia about the tree root's origin: c = p + R c_body, h = m c,
         # J = R Jc R^T + m (|c|^2 1 - c c^T) with Jc about the centre of mass
-        c0 = p0 + (r00 * cb0 + r01 * cb1 + r02 * cb2)
-        c1 = p1 + (r10 * cb0 + r11 * cb1 + r12 * cb2)
-        c2 = p2 + (r20 * cb0 + r21 * cb1 + r22 * cb2)
+        c0, c1, c2 = rotate3(Rt, cb0, cb1, cb2)
+        c0, c1, c2 = p0 + c0, p1 + c1, p2 + c2
         h0, h1, h2 = m * c0, m * c1, m * c2
         mcc = h0 * c0 + h1 * c1 + h2 * c2
-        t00 = r00 * j00 + r01 * j01 + r02 * j02  # T = R Jc
-        t01 = r00 * j01 + r01 * j11 + r02 * j12
-        t02 = r00 * j02 + r01 * j12 + r02 * j22
-        t10 = r10 * j00 + r11 * j01 + r12 * j02
-        t11 = r10 * j01 + r11 * j11 + r12 * j12
-        t12 = r10 * j02 + r11 * j12 + r12 * j22
-        t20 = r20 * j00 + r21 * j01 + r22 * j02
-        t21 = r20 * j01 + r21 * j11 + r22 * j12
-        t22 = r20 * j02 + r21 * j12 + r22 * j22
+        t00, t10, t20 = rotate3(Rt, j00, j01, j02)  # T = R Jc, column by column
+        t01, t11, t21 = rotate3(Rt, j01, j11, j12)
+        t02, t12, t22 = rotate3(Rt, j02, j12, j22)
         w00 = (t00 * r00 + t01 * r01 + t02 * r02) + (mcc - h0 * c0)
         w11 = (t10 * r10 + t11 * r11 + t12 * r12) + (mcc - h1 * c1)
         w22 = (t20 * r20 + t21 * r21 + t22 * r22) + (mcc - h2 * c2)
@@ -217,11 +290,13 @@ def articulated_sweep_world(parent, cstart, clist, vi, nvj, S, R_world, p_world,
             a11, a12, a13, a14 = a11 + ws[c, 11], a12 + ws[c, 12], a13 + ws[c, 13], a14 + ws[c, 14]
             a15, a16, a17 = a15 + ws[c, 15], a16 + ws[c, 16], a17 + ws[c, 17]
             a18, a19, a20 = a18 + ws[c, 18], a19 + ws[c, 19], a20 + ws[c, 20]
-        for k in range(n):
-            motion_to_world(Ri, pr, S[i, :, k], ws[i, SW0 + 6 * k : SW0 + 6 * k + 6])
         if n == 1:
-            s0, s1, s2 = ws[i, SW0], ws[i, SW0 + 1], ws[i, SW0 + 2]
-            s3, s4, s5 = ws[i, SW0 + 3], ws[i, SW0 + 4], ws[i, SW0 + 5]
+            s0, s1, s2, s3, s4, s5 = rotate_shift(
+                Rt, p0, p1, p2, S[i, 0, 0], S[i, 1, 0], S[i, 2, 0], S[i, 3, 0], S[i, 4, 0],
+                S[i, 5, 0], True,
+            )  # fmt: skip
+            ws[i, SW0], ws[i, SW0 + 1], ws[i, SW0 + 2] = s0, s1, s2
+            ws[i, SW0 + 3], ws[i, SW0 + 4], ws[i, SW0 + 5] = s3, s4, s5
             u0 = (a0 * s0 + a1 * s1 + a2 * s2) + (a3 * s3 + a4 * s4 + a5 * s5)
             u1 = (a1 * s0 + a6 * s1 + a7 * s2) + (a8 * s3 + a9 * s4 + a10 * s5)
             u2 = (a2 * s0 + a7 * s1 + a11 * s2) + (a12 * s3 + a13 * s4 + a14 * s5)
@@ -234,7 +309,9 @@ def articulated_sweep_world(parent, cstart, clist, vi, nvj, S, R_world, p_world,
             Dinv[i, 0, 0] = g
             ws[i, UW0], ws[i, UW0 + 1], ws[i, UW0 + 2] = u0, u1, u2
             ws[i, UW0 + 3], ws[i, UW0 + 4], ws[i, UW0 + 5] = u3, u4, u5
-            force_to_body(Ri, pr, ws[i, UW0 : UW0 + 6], U[i, :, 0])
+            b0, b1, b2, b3, b4, b5 = force_to_body6(Rt, p0, p1, p2, u0, u1, u2, u3, u4, u5)
+            U[i, 0, 0], U[i, 1, 0], U[i, 2, 0] = b0, b1, b2
+            U[i, 3, 0], U[i, 4, 0], U[i, 5, 0] = b3, b4, b5
             if p >= 0:
                 g0, g1, g2, g3, g4, g5 = g * u0, g * u1, g * u2, g * u3, g * u4, g * u5
                 ws[i, 0], ws[i, 1], ws[i, 2] = a0 - g0 * u0, a1 - g0 * u1, a2 - g0 * u2
@@ -245,8 +322,8 @@ def articulated_sweep_world(parent, cstart, clist, vi, nvj, S, R_world, p_world,
                 ws[i, 15], ws[i, 16], ws[i, 17] = a15 - g3 * u3, a16 - g3 * u4, a17 - g3 * u5
                 ws[i, 18], ws[i, 19], ws[i, 20] = a18 - g4 * u4, a19 - g4 * u5, a20 - g5 * u5
             continue
-        # multi-DoF joint: the same steps on full matrices (sc: 0 IA, 1 D, 2-3 Cholesky,
-        # 4 G = U D^-1)
+        # multi-DoF joint: the same steps on full matrices, in a separate call: with them
+        # inlined here the whole sweep ran ~17% slower (chain N = 120 and 240, 2026-11-25)
         # fmt: off
         av = (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17,
               a18, a19, a20)
@@ -254,27 +331,4 @@ def articulated_sweep_world(parent, cstart, clist, vi, nvj, S, R_world, p_world,
         for x in range(6):
             for y in range(6):
                 sc[0, x, y] = av[PK[x, y]]
-        for k in range(n):
-            for x in range(6):
-                t = 0.0
-                for y in range(6):
-                    t += sc[0, x, y] * ws[i, SW0 + 6 * k + y]
-                ws[i, UW0 + 6 * k + x] = t
-        for k in range(n):
-            for c in range(n):
-                t = 0.0
-                for x in range(6):
-                    t += ws[i, SW0 + 6 * k + x] * ws[i, UW0 + 6 * c + x]
-                sc[1, k, c] = t
-        dmin = spd_inverse(sc[1], n, Dinv[i], sc[2], sc[3])
-        for k in range(n):
-            pivots[vi[i] + k] = dmin
-            force_to_body(Ri, pr, ws[i, UW0 + 6 * k : UW0 + 6 * k + 6], U[i, :, k])
-        if p >= 0:
-            u_dinv_world(ws[i], Dinv[i], n, sc[4])
-            for x in range(6):
-                for y in range(x, 6):
-                    t = sc[0, x, y]
-                    for k in range(n):
-                        t -= sc[4, x, k] * ws[i, UW0 + 6 * k + y]
-                    ws[i, PK[x, y]] = t
+        _multi_dof_world(i, p >= 0, n, vi, S, Rt, p0, p1, p2, U, Dinv, pivots, ws, sc)

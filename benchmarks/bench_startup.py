@@ -1,0 +1,156 @@
+"""CLI start-up: how long ``mbsim --help`` takes, and what a first run spends compiling.
+
+Issue 15 ("First use") targets: ``mbsim --help`` answers in <= 0.5 s; a first ``mbsim run``
+on a fresh install spends <= 30 s compiling numba kernels and says so on screen.
+
+* ``--help``: the wall time of ``mbsim --help`` in a fresh process, ``--repeat`` times (the
+  median and the best are reported; the best is the one least disturbed by other load). For
+  reference the bare interpreter (``python -c pass``) and ``import typer`` are timed the same
+  way.
+* ``--cold``: ``mbsim run sample:pendulum-12.toml --duration 0.01`` with an empty
+  ``NUMBA_CACHE_DIR`` (a fresh install's cold cache), then the same again warm. Reported: wall
+  time and CPU time (user + sys of the child; on a shared machine the CPU time is the steadier
+  figure), the number of kernels compiled and the ten that took longest (inclusive of what
+  they inline and call, from numba's ``numba:compile`` events).
+
+Usage::
+
+    python benchmarks/bench_startup.py               # --help only (a few seconds)
+    python benchmarks/bench_startup.py --cold        # plus a cold-cache first run (1-2 min)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SRC = Path(__file__).parents[1] / "src"
+MBSIM = Path(sys.executable).with_name("mbsim")
+
+# Runs the CLI in-process with a numba listener that records every compilation (cache misses).
+_DRIVER = r"""
+import json, sys, time
+from numba.core import event
+
+records, stack = [], []
+
+class Rec(event.Listener):
+    def on_start(self, ev):
+        stack.append(time.perf_counter())
+    def on_end(self, ev):
+        d = ev.data["dispatcher"]
+        records.append((d.py_func.__module__ + "." + d.py_func.__qualname__,
+                        time.perf_counter() - stack.pop(), len(stack)))
+
+event.register("numba:compile", Rec())
+from mbsim.cli.main import main
+sys.argv = ["mbsim", *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+with open(OUT, "w") as fh:
+    json.dump(records, fh)
+"""
+
+
+def _env(**extra) -> dict:
+    path = os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])
+    return dict(os.environ, PYTHONPATH=path, **extra)
+
+
+def _time(cmd: list[str], env: dict) -> tuple[float, float]:
+    """Wall and CPU (user + sys) seconds of one child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def bench_help(repeat: int) -> dict:
+    env = _env()
+    rows = {}
+    for label, cmd in [
+        ("python -c pass", [sys.executable, "-c", "pass"]),
+        ("python -c 'import typer'", [sys.executable, "-c", "import typer"]),
+        ("mbsim --help", [str(MBSIM), "--help"]),
+        ("mbsim run --help", [str(MBSIM), "run", "--help"]),
+    ]:
+        times = [_time(cmd, env) for _ in range(repeat)]
+        walls = [w for w, _ in times]
+        rows[label] = {
+            "median_s": statistics.median(walls),
+            "best_s": min(walls),
+            "cpu_best_s": min(c for _, c in times),
+        }
+    return rows
+
+
+def bench_cold(scenario: str) -> dict:
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        env = _env(NUMBA_CACHE_DIR=str(tmp / "numba-cache"))
+        for phase in ("cold", "warm"):
+            rec = tmp / f"{phase}.json"
+            driver = _DRIVER.replace("OUT", repr(str(rec)))
+            args = ["run", scenario, "--duration", "0.01", "--out", str(tmp / f"{phase}.h5")]
+            args += ["--quiet", "--force"]
+            wall, cpu = _time([sys.executable, "-c", driver, *args], env)
+            records = json.loads(rec.read_text())
+            top = [(name, round(sec, 2)) for name, sec, depth in records if depth == 0]
+            top.sort(key=lambda r: -r[1])
+            out[phase] = {
+                "wall_s": round(wall, 1),
+                "cpu_s": round(cpu, 1),
+                "kernels_compiled": len(records),
+                "top_level_compile_s": round(sum(s for _, s in top), 1),
+                "slowest": top[:10],
+            }
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--cold", action="store_true", help="also time a cold-cache first run")
+    ap.add_argument("--scenario", default="sample:pendulum-12.toml")
+    ap.add_argument("--src", type=Path, help="time another checkout's src/ (e.g. main's)")
+    args = ap.parse_args()
+    if args.src is not None:
+        global SRC
+        SRC = args.src.resolve()
+    print(f"# code under test: {SRC}")
+    print(f"# {platform.node()} {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")  # fmt: skip
+    for label, row in bench_help(args.repeat).items():
+        print(
+            f"{label:28s} median {row['median_s']:.3f} s, best {row['best_s']:.3f} s wall; "
+            f"best {row['cpu_best_s']:.3f} s CPU"
+        )
+    if args.cold:
+        for phase, row in bench_cold(args.scenario).items():
+            print(
+                f"{phase} run ({args.scenario}, 100 steps): {row['wall_s']} s wall, "
+                f"{row['cpu_s']} s CPU, {row['kernels_compiled']} compilations, "
+                f"{row['top_level_compile_s']} s in top-level compiles"
+            )
+            for name, sec in row["slowest"]:
+                print(f"    {sec:7.2f} s  {name}")
+
+
+if __name__ == "__main__":
+    main()
