@@ -222,3 +222,29 @@ def test_run_and_batch_take_package_dirs(tmp_path):
     sweep.write_text('scenario = "s.toml"\n[sweep.grid]\n"contact.mu" = [0.2, 0.4]\n')
     run("batch", sweep, "-j", "1", "-q", check_rc=1)  # the mesh is not found
     run("batch", sweep, "-j", "1", "-q", "--force", "--package-dir", pkg, check_rc=0)
+
+
+def test_srdf_and_no_self_collision_flags(tmp_path):
+    urdf = _write(tmp_path, ARM, "arm")
+    srdf = tmp_path / "pairs.srdf"
+    srdf.write_text(
+        '<robot name="arm"><disable_collisions link1="base" link2="link2" reason="Never"/></robot>'
+    )
+    sim = Simulator(scenario_from_urdf(urdf, output=str(tmp_path / "a.h5"), srdf=str(srdf)))
+    assert not _pair_allowed(sim, "arm/base", "arm/link2")
+    assert not any("overlap" in n or "beside" in n for n in sim.lint)
+    sim = Simulator(scenario_from_urdf(urdf, output=str(tmp_path / "a.h5"), self_collision=False))
+    assert not sim.scene.allowed.any()
+    assert not any("overlap" in n for n in sim.lint)
+    proc = run(
+        "run", urdf, "--srdf", srdf, "--duration", "0.002", "-o", tmp_path / "r.h5",
+        "--keep-initial-overlaps", check_rc=0,
+    )  # fmt: skip
+    assert "overlap" not in proc.stderr
+    proc = run(
+        "run", urdf, "--duration", "0.002", "-o", tmp_path / "k.h5", "--keep-initial-overlaps",
+    )  # fmt: skip
+    # the overlapping boxes are then pushed apart by the LCP (here it fails: the default exists
+    # for that); the note comes before the first step either way
+    assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr
+    assert "arm/base - arm/link2 (20 mm)" in proc.stderr and "all the same" in proc.stderr
