@@ -40,6 +40,7 @@ q0 = {{ joint_2 = {math.pi / 2!r}, joint_3 = {math.pi / 2 + 0.01!r} }}
 [contact]
 mu = 0.0
 disabled_pairs = [["a/link1", "a/link3"]]
+ignore_initial_overlaps = false   # the folded pairs overlap at the start: keep them checked
 
 [output]
 path = "unused.h5"

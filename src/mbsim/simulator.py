@@ -106,29 +106,21 @@ class Simulator:
     """A runnable scenario. See the module docstring."""
 
     @classmethod
-    def from_file(cls, path, overrides=None) -> Simulator:
+    def from_file(cls, path, overrides=None, **paths) -> Simulator:
         """A Simulator for the scenario file ``path`` (or ``sample:NAME.toml``), with dotted-key
-        ``overrides`` ({"simulation.dt": 1e-4, "robot.arm.q0.joint_1": 0.3}) applied first."""
-        return cls(load_scenario(path, overrides))
+        ``overrides`` ({"simulation.dt": 1e-4, "robot.arm.q0.joint_1": 0.3}) applied first;
+        ``paths``: ``package_dirs`` and ``allow_outside_paths`` as for the constructor."""
+        return cls(load_scenario(path, overrides), **paths)
 
-    def __init__(self, scenario):
-        # loads every URDF, builds the forest and checks the scenario's names against it
-        self.model, _, sc = build_scenario_model(scenario)
-        self.scenario = sc
-        m = self.model
-        c = sc.contact
-        # Link references are canonical ``tree/link`` (validate_against_model), with the SRDF
-        # pairs already added to disabled_pairs, so the scene gets them as they are.
-        self.scene = CollisionScene.from_model(
-            m,
-            floor=c.floor,
-            margin=c.margin,
-            pair_margins=[(p.a, p.b, p.margin) for p in c.pairs if p.margin is not None],
-            self_collision=c.self_collision,
-            disabled_pairs=c.disabled_pairs,
-            mesh_contact=c.mesh_contact,
-            mesh_contact_links=c.mesh_contact_links,
-        )
+    def __init__(self, scenario, *, package_dirs=None, allow_outside_paths=False):
+        """``package_dirs`` ({package: folder}) and ``allow_outside_paths`` say where mesh
+        files may be read (:func:`mbsim.io.urdf.resolve_mesh_uri`): command-line settings,
+        not scenario keys, so a scenario file cannot widen what it may read."""
+        self._paths = {"package_dirs": package_dirs, "allow_outside_paths": allow_outside_paths}
+        # the initial state's checks (mbsim.start_pose): SRDF beside the URDF, on_floor,
+        # overlapping links; their notes join the loader's in self.lint
+        start_notes = self._build(scenario)
+        sc, m, c = self.scenario, self.model, self.scenario.contact
         self._pair_mu, self._pair_eps = pair_parameter_table(self.scene, c)
         options = StepOptions(
             dt=sc.simulation.dt,
@@ -184,9 +176,58 @@ class Simulator:
         self.step_index = 0
         self._active: dict = {}  # contact identity -> (index, sliding) at the last step
         self._prev_contacts = None
-        self.lint = list(m.lint) + list(self.scene.notes)
+        self.lint = list(m.lint) + list(self.scene.notes) + start_notes
 
     # ------------------------------------------------------------------ set-up
+    def _build(self, scenario) -> list[str]:
+        """Model, canonical scenario and collision scene, after the start-pose checks of
+        :mod:`mbsim.start_pose`; returns their notes."""
+        from mbsim import start_pose
+
+        with_srdf, notes = start_pose.srdf_beside(scenario)
+        try:
+            self._build_model(with_srdf)
+        except MbsimError as exc:
+            if with_srdf is scenario:
+                raise
+            # an SRDF nobody asked for must not stop the run: say why it is not used
+            notes = [f"the SRDF beside the URDF is not used: {exc}"]
+            self._build_model(scenario)
+        frames = start_pose.body_frames(self.model, self._initial_state()[0])
+        placed = start_pose.placed_on_floor(self.scenario, self.scene, *frames)
+        if placed is not None:
+            self._build_model(placed)
+            frames = start_pose.body_frames(self.model, self._initial_state()[0])
+        floor = self.scenario.contact.floor
+        notes += start_pose.floor_notes(floor, self.model, self.scene, *frames)
+        c = self.scenario.contact
+        if c.self_collision and bool(self.scene.allowed.any()):
+            overlaps = start_pose.initial_overlaps(self.scene, *frames)
+            if overlaps and c.ignore_initial_overlaps:
+                start_pose.ignore_pairs(self.scene, overlaps)
+            if overlaps:
+                notes.append(start_pose.overlap_note(overlaps, c.ignore_initial_overlaps))
+        return notes
+
+    def _build_model(self, scenario) -> None:
+        # loads every URDF, builds the forest and checks the scenario's names against it
+        self.model, _, sc = build_scenario_model(scenario, **self._paths)
+        self.scenario = sc
+        c = sc.contact
+        # Link references are canonical ``tree/link`` (validate_against_model), with the SRDF
+        # pairs already added to disabled_pairs, so the scene gets them as they are.
+        self.scene = CollisionScene.from_model(
+            self.model,
+            floor=c.floor,
+            margin=c.margin,
+            pair_margins=[(p.a, p.b, p.margin) for p in c.pairs if p.margin is not None],
+            self_collision=c.self_collision,
+            disabled_pairs=c.disabled_pairs,
+            mesh_contact=c.mesh_contact,
+            mesh_contact_links=c.mesh_contact_links,
+            **self._paths,
+        )
+
     def _robot_trees(self):
         """(tree index, Robot) pairs: robots are the first trees of the model, in order."""
         return enumerate(self.scenario.robots)

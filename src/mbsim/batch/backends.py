@@ -160,7 +160,7 @@ class DaskBackend:
         except ImportError:
             raise BatchError(
                 f"--scheduler {address}: Dask distributed is not installed; install the dask "
-                "extra: pip install 'mbsim-contact[dask]'."
+                "extra from the mbsim checkout: .venv/bin/pip install -e '.[dask]'."
             ) from None
         try:
             self._client = Client(address, timeout=timeout, set_as_default=False)

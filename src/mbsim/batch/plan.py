@@ -54,6 +54,8 @@ class PlannedRun:
             identity=self.identity,
             sweep=str(sweep.path),
             command=f"mbsim batch {sweep.path} (run {self.spec.run_id} of {sweep.n_runs})",
+            package_dirs=dict(sweep.package_dirs),
+            allow_outside_paths=sweep.allow_outside_paths,
         )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -31,7 +31,9 @@ BATCH_GROUP = "batch"
 @dataclass(frozen=True)
 class RunTask:
     """What a worker needs for one run (plain, picklable data). Paths are absolute;
-    ``identity`` is recorded in the file, ``command`` in its ``command`` attribute."""
+    ``identity`` is recorded in the file, ``command`` in its ``command`` attribute;
+    ``package_dirs`` and ``allow_outside_paths``: where mesh files may be read (the command
+    line's ``--package-dir`` and ``--allow-outside-paths``, see Simulator)."""
 
     run_id: int
     path: str
@@ -40,6 +42,8 @@ class RunTask:
     identity: str
     sweep: str
     command: str
+    package_dirs: dict = field(default_factory=dict)
+    allow_outside_paths: bool = False
 
 
 def outcome(status: str, message: str, metrics: dict | None = None) -> dict:
@@ -109,7 +113,11 @@ def run_task(task: RunTask, should_stop=None) -> dict:
         from mbsim.simulator import Simulator
 
         scenario = load_scenario(task.scenario, task.overrides, flags={"output": task.path})
-        sim = Simulator(scenario)
+        sim = Simulator(
+            scenario,
+            package_dirs=task.package_dirs,
+            allow_outside_paths=task.allow_outside_paths,
+        )
         e0 = float(sim.energy()[2])
     except MbsimError as exc:
         return outcome("failed", str(exc))

@@ -91,7 +91,9 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class Sweep:
-    """A loaded sweep file. ``fixed``: the ``[set]`` overrides; ``axes`` in file order."""
+    """A loaded sweep file. ``fixed``: the ``[set]`` overrides; ``axes`` in file order.
+    ``package_dirs`` / ``allow_outside_paths``: where the runs may read mesh files (set from
+    the command line, never from the sweep file)."""
 
     path: Path
     sha256: str
@@ -101,6 +103,8 @@ class Sweep:
     summary: str
     fixed: dict[str, object] = field(default_factory=dict)
     axes: tuple[Axis, ...] = ()
+    package_dirs: dict[str, str] = field(default_factory=dict)
+    allow_outside_paths: bool = False
 
     @property
     def parameters(self) -> list[str]:

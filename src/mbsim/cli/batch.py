@@ -52,6 +52,16 @@ def batch(
         help="Seconds to wait for Dask workers when none is connected (default: 60 s at "
         "the start, then as long as it takes).",
     ),
+    package_dir: list[str] = typer.Option(
+        None,
+        "--package-dir",
+        help="Folder of ROS package NAME for package:// meshes, as NAME=PATH (repeatable).",
+    ),
+    allow_outside_paths: bool = typer.Option(
+        False,
+        "--allow-outside-paths",
+        help="Let mesh paths reach outside the URDF's folder and the package folders.",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
@@ -65,7 +75,16 @@ def batch(
         raise MbsimError(f"--jobs {jobs}: must be at least 1.")
     if timeout is not None and not timeout > 0:
         raise MbsimError(f"--timeout {timeout:g}: must be a positive number of seconds.")
+    from dataclasses import replace
+
+    from mbsim.cli.info import parse_package_dirs
+
     sw = load_sweep(sweep, out_dir=out_dir)
+    sw = replace(
+        sw,
+        package_dirs=parse_package_dirs(package_dir or []),
+        allow_outside_paths=allow_outside_paths,
+    )
     if dry_run:
         _print_plan(sw, plan_sweep(sw, force=force), as_json)
         return

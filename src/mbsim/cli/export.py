@@ -1,6 +1,8 @@
 """``mbsim export``: a results table to CSV or NPZ for other tools (pandas, MATLAB, ...).
 
-Values keep the file's SI units (s, rad or m, rad/s or m/s, J, N s, m); CSV numbers are written
+Values keep the file's SI units (s, rad or m, rad/s or m/s, J, N s, m), and contacts get their
+forces (N, impulse / dt) beside the impulses; ``--what long`` writes the trajectory as one row
+per time, item and quantity (:mod:`mbsim.io.results.long`). CSV numbers are written
 in Python's shortest round-trip form, so parsing them gives back the stored float64 exactly.
 Output files appear atomically (written to a temporary file, then renamed), so a failure never
 leaves a partial file behind.
@@ -22,7 +24,7 @@ from mbsim.errors import MbsimError
 from mbsim.io.results import Results, check_output_path, load_results
 
 FORMATS = ("csv", "npz")
-WHATS = ("trajectory", "events", "contacts", "diagnostics")
+WHATS = ("trajectory", "long", "events", "contacts", "diagnostics")
 _AXES = ("x", "y", "z")
 
 
@@ -30,7 +32,11 @@ def export(
     results: Path = typer.Argument(..., help="Results file (HDF5) written by mbsim run."),
     fmt: str = typer.Option(None, "--format", "-f", help="Output format: csv or npz."),
     what: str = typer.Option(
-        "trajectory", "--what", "-w", help="trajectory, events, contacts or diagnostics."
+        "trajectory",
+        "--what",
+        "-w",
+        help="trajectory, long (the trajectory as time, item, quantity, value rows), events, "
+        "contacts (impulses and forces) or diagnostics.",
     ),
     output: Path = typer.Option(None, "--output", "-o", help="Output file."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
@@ -114,6 +120,12 @@ def table(r: Results, what: str) -> tuple[list[str], list[list]]:
         names.append(name)
         cols.append(values.tolist())
 
+    if what == "long":
+        from mbsim.io.results.long import long_table
+
+        for key, values in long_table(r).items():
+            add(key, values)
+        return names, cols
     if what == "trajectory":
         add("time", r.time)
         add("step", r.step)
@@ -151,6 +163,16 @@ def table(r: Results, what: str) -> tuple[list[str], list[list]]:
         if key in ("body_a", "body_b"):
             names.append(f"{key}_name")
             cols.append([r.body_name(int(i)) for i in values])
+        if what == "contacts" and key in ("normal_impulse", "tangent_impulse"):
+            # the mean force over the step, N, beside the impulse (mbsim.io.results.long)
+            from mbsim.io.results.long import contact_forces
+
+            force = contact_forces(r)[key.replace("impulse", "force")]
+            if force.ndim == 2:
+                for k in range(3):
+                    add(f"{key.replace('impulse', 'force')}[{_AXES[k]}]", force[:, k])
+            else:
+                add(key.replace("impulse", "force"), force)
     return names, cols
 
 
@@ -173,6 +195,10 @@ def npz_arrays(r: Results, what: str) -> dict[str, np.ndarray]:
         "q_names": np.array(r.q_names, dtype=str),
         "v_names": np.array(r.v_names, dtype=str),
     }
+    if what == "long":
+        from mbsim.io.results.long import long_table
+
+        return {k: v.astype(str) if v.dtype == object else v for k, v in long_table(r).items()}
     if what == "trajectory":
         out = {
             "time": r.time,
@@ -196,6 +222,10 @@ def npz_arrays(r: Results, what: str) -> dict[str, np.ndarray]:
     if "solver" in data:
         data["solver"] = data["solver"].astype(np.int64)
         data["solver_names"] = np.array(r.solver_codes)
+    if what == "contacts":
+        from mbsim.io.results.long import contact_forces
+
+        data.update(contact_forces(r))
     return {**data, "body_names": names["body_names"]}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from mbsim.io.urdf import load_urdf
 from mbsim.simcore.formulations import lcp_dimension
 from mbsim.simcore.model import Model, build_model
 from mbsim.simcore.options import FORMULATIONS
+from mbsim.start_pose import body_frames, floor_notes, initial_overlaps, srdf_for
 
 
 def info(
@@ -49,7 +51,32 @@ def info(
     )
     model = build_model([spec])
     summary = summarize(model)
-    summary["checked_pairs"] = checked_pairs(model, floor, self_collision, packages)
+    scene = CollisionScene.from_model(
+        model,
+        floor=floor,
+        self_collision=self_collision,
+        package_dirs=packages,
+        allow_outside_paths=allow_outside_paths,
+    )
+    summary["checked_pairs"] = scene_pairs(scene)
+    frames = body_frames(model, model.neutral_q())
+    overlaps = initial_overlaps(scene, *frames) if scene.allowed.any() else []
+    summary["initial_overlaps"] = [{"a": a, "b": b, "depth_m": d} for a, b, d in overlaps]
+    if overlaps:
+        summary["warnings"].append(
+            f"{len(overlaps)} link pair(s) overlap at q = 0: "
+            + ", ".join(f"{a} - {b} ({d * 1000:.3g} mm)" for a, b, d in overlaps[:8])
+            + (f" and {len(overlaps) - 8} more" if len(overlaps) > 8 else "")
+            + "; mbsim run ignores them (contact.ignore_initial_overlaps, on by default); "
+            "give an SRDF with --srdf to disable the robot's own pairs, or --no-self-collision"
+        )
+    summary["warnings"] += floor_notes(floor, model, scene, *frames)
+    srdf = srdf_for(Path(urdf).resolve())
+    if srdf is not None:
+        summary["warnings"].append(
+            f"mbsim run uses the SRDF beside the URDF, {srdf}: its <disable_collisions> pairs "
+            "are not checked (not applied in the pairs above)"
+        )
     summary["lcp_dimensions"] = {
         "contacts": contacts,
         "friction_directions": friction_directions,
@@ -71,7 +98,8 @@ def parse_package_dirs(values: list[str]) -> dict[str, str]:
         name, sep, path = value.partition("=")
         if not sep or not name.strip() or not path.strip():
             raise MbsimError(f"--package-dir '{value}' is not of the form NAME=PATH.")
-        packages[name.strip()] = path.strip()
+        # absolute: batch workers may run in another folder
+        packages[name.strip()] = os.path.abspath(path.strip())
     return packages
 
 
@@ -82,6 +110,11 @@ def checked_pairs(
     scene = CollisionScene.from_model(
         model, floor=floor, self_collision=self_collision, package_dirs=package_dirs
     )
+    return scene_pairs(scene)
+
+
+def scene_pairs(scene: CollisionScene) -> list[list[str]]:
+    """Link pairs ``scene`` tests, sorted."""
     links = scene.links
     pairs = set()
     n = len(links)

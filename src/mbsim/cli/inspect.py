@@ -19,7 +19,9 @@ from mbsim.io.results import Results, load_results
 
 def inspect(
     results: Path = typer.Argument(..., help="Results file (HDF5) written by mbsim run."),
-    events: bool = typer.Option(False, "--events", help="List every event as a table."),
+    events: bool = typer.Option(
+        False, "--events", help="List every event as a table (instead of the summary)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Summarise a results file: parameters, progress, events, energy drift, diagnostics."""
@@ -30,10 +32,16 @@ def inspect(
             summary["event_list"] = event_rows(r)
         typer.echo(json.dumps(summary, indent=2, allow_nan=False, default=str))
         return
-    typer.echo(render(summary))
     if events:
-        typer.echo("")
-        typer.echo(render_events(r))
+        # the table, under the three lines that say what it is (not the whole summary again)
+        head = [
+            line
+            for line in render(summary).splitlines()
+            if line.startswith(("results: ", "status: ", "events: "))
+        ]
+        typer.echo("\n".join([*head, "", render_events(r)]))
+        return
+    typer.echo(render(summary))
 
 
 def _num(x) -> float | None:

@@ -93,8 +93,9 @@ def _matplotlib():
         from matplotlib.figure import Figure
     except ImportError as exc:
         raise MbsimError(
-            "mbsim plot needs matplotlib, which is not installed: "
-            "pip install 'mbsim-contact[plot]' (or pip install matplotlib)."
+            "mbsim plot needs matplotlib, which is not installed: from the mbsim checkout, "
+            "run .venv/bin/pip install -e '.[plot]' (or pip install matplotlib into the "
+            "environment that runs mbsim)."
         ) from exc
     return Figure
 
@@ -159,9 +160,44 @@ def body_index(r: Results, name: str) -> int:
     return hits[0]
 
 
-def body_series(r: Results, b: int, quantity: str) -> np.ndarray:
-    """Height (z, m) or speed (m/s, by central differences of the position) of body ``b``."""
+def link_frame(r: Results, name: str) -> tuple[int, np.ndarray]:
+    """(body index, 3-vector offset in the body frame, m) of a link merged into its parent
+    body by a fixed joint (the Panda hand): the link's origin is the body's pose applied to
+    the offset. The offset is not in the results file, so the run's URDFs are loaded again
+    from the scenario the file stores; MbsimError when no link has that name."""
+    from mbsim.io.scenario import build_scenario_model, load_scenario_text
+
+    tree, bare = _split(name, r)
+    try:
+        model, _, _ = build_scenario_model(load_scenario_text(r.scenario_toml, source=r.path))
+    except MbsimError:
+        # the URDFs moved or changed: no link can be found, so the name is not a body's
+        body_index(r, name)  # raises the usual "no such body" sentence
+        raise
+    hits = [
+        (b, T)
+        for (t, link), (b, T) in model.link_frames.items()
+        if link == bare and b >= 0 and (tree is None or t == tree)
+    ]
+    if len(hits) != 1:
+        body_index(r, name)  # raises the usual "no such body" / "ambiguous" sentence
+    b, T = hits[0]
+    return int(b), np.asarray(T, dtype=float)[:3, 3]
+
+
+def _rotate(quat: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Rotate the vector ``x`` by unit quaternions (n, 4) [w, x, y, z]: (n, 3)."""
+    w, u = quat[:, :1], quat[:, 1:]
+    t = 2.0 * np.cross(u, np.broadcast_to(x, u.shape))
+    return x + w * t + np.cross(u, t)
+
+
+def body_series(r: Results, b: int, quantity: str, offset=None) -> np.ndarray:
+    """Height (z, m) or speed (m/s, by central differences of the position) of body ``b``'s
+    origin, or of the point ``offset`` (body frame, m) on it."""
     pos = r.body_pose[:, b, :3]  # type: ignore[index]
+    if offset is not None:
+        pos = pos + _rotate(r.body_pose[:, b, 3:7], offset)  # type: ignore[index]
     if quantity == "height":
         return pos[:, 2]
     if len(r.time) < 2:
@@ -206,6 +242,14 @@ def tracking_panel(r: Results):
     return ("tracking error", "q* - q [rad or m]", series)
 
 
+def _body_or_link(r: Results, name: str) -> tuple[int, np.ndarray | None]:
+    """(body, None) for a body's name, (body, offset) for a link merged into a body."""
+    try:
+        return body_index(r, name), None
+    except MbsimError:
+        return link_frame(r, name)
+
+
 def build_panels(
     r: Results,
     joints: list[str],
@@ -246,9 +290,10 @@ def build_panels(
                 f"{r.path}: body heights and speeds need body poses, which this run did not "
                 "record; rerun with output.body_poses = true (--body-poses)."
             )
+        where = {name: _body_or_link(r, name) for name in bodies}
         for q in QUANTITIES:
             series = [
-                (f"{name} {q}", body_series(r, body_index(r, name), q))
+                (f"{name} {q}", body_series(r, where[name][0], q, where[name][1]))
                 for name, qq in zip(bodies, quantities, strict=True)
                 if qq == q
             ]

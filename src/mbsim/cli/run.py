@@ -16,6 +16,7 @@ from pathlib import Path
 
 import typer
 
+from mbsim.cli.info import parse_package_dirs
 from mbsim.errors import MbsimError
 from mbsim.io.results import load_results
 from mbsim.io.scenario import load_scenario, load_scenario_text, parse_value, scenario_from_urdf
@@ -47,6 +48,32 @@ def run(
     body_poses: bool = typer.Option(
         None, "--body-poses/--no-body-poses", help="Store every body's pose (default: on)."
     ),
+    srdf: Path = typer.Option(
+        None, "--srdf", help="SRDF whose <disable_collisions> pairs are not checked."
+    ),
+    self_collision: bool = typer.Option(
+        None, "--self-collision/--no-self-collision", help="Check the robot's own links."
+    ),
+    keep_initial_overlaps: bool = typer.Option(
+        False,
+        "--keep-initial-overlaps",
+        help="Check link pairs that overlap at the initial state too (ignored by default).",
+    ),
+    place_on_floor: bool = typer.Option(
+        None,
+        "--place-on-floor",
+        help="Set the base height so the lowest collision point rests on the floor z = 0.",
+    ),
+    package_dir: list[str] = typer.Option(
+        None,
+        "--package-dir",
+        help="Folder of ROS package NAME for package:// meshes, as NAME=PATH (repeatable).",
+    ),
+    allow_outside_paths: bool = typer.Option(
+        False,
+        "--allow-outside-paths",
+        help="Let mesh paths reach outside the URDF's folder and the package folders.",
+    ),
     from_: Path = typer.Option(
         None, "--from", help="Repeat the run recorded in this results file."
     ),
@@ -69,12 +96,21 @@ def run(
         "record_every": record_every,
         "record_contacts": record_contacts,
         "body_poses": body_poses,
+        "srdf": str(srdf) if srdf is not None else None,
+        "self_collision": self_collision,
+        "ignore_initial_overlaps": False if keep_initial_overlaps else None,
+        "place_on_floor": place_on_floor,
     }
     flags = {k: v for k, v in flags.items() if v is not None}
     overrides = _overrides(set_ or [])
     scenario = _scenario(source, from_, flags, overrides)
-    sim = Simulator(scenario)
+    sim = Simulator(
+        scenario,
+        package_dirs=parse_package_dirs(package_dir or []),
+        allow_outside_paths=allow_outside_paths,
+    )
     sc = sim.scenario
+    print_notes(sim.lint, "mbsim run")
     command = " ".join(shlex.quote(a) for a in ["mbsim", *sys.argv[1:]])
     stop = {"requested": False}
 
@@ -98,6 +134,13 @@ def run(
         )
         raise typer.Exit(1)
     _print_summary(summary, sc, as_json)
+
+
+def print_notes(notes: list[str], who: str) -> None:
+    """The loader's warnings and the start-pose notes (mbsim.start_pose), on stderr before
+    the first step."""
+    for note in notes:
+        typer.echo(f"{who}: note: {note}", err=True)
 
 
 def _overrides(items: list[str]) -> dict:

@@ -81,14 +81,18 @@ def build_records(
     *,
     convex: bool | Collection[str] = False,
     package_dirs: Mapping[str, str | os.PathLike[str]] | None = None,
+    allow_outside_paths: bool = False,
 ) -> list[ShapeRecord]:
     """A :class:`ShapeRecord` for every ``model.geometries`` entry, in order.
 
     convex: True to replace every mesh by its convex hull, or a collection of link names
     (optionally ``tree_name/link``) whose meshes are replaced, or an object whose
     ``wants_hull(link, tree/link)`` decides (the scene's ``mesh_contact`` choice).
-    package_dirs: ``{name: folder}`` for ``package://`` meshes the loader could not resolve.
+    package_dirs: ``{name: folder}`` for ``package://`` meshes the loader could not resolve;
+    allow_outside_paths: let those paths reach outside the URDF's folder and the package
+    folders (see :func:`mbsim.io.urdf.resolve_mesh_uri`; off by default).
     """
+    paths = (package_dirs, allow_outside_paths)
     cache: dict[tuple[str, tuple[float, float, float]], tuple[np.ndarray, np.ndarray]] = {}
     records = []
     for index, geom in enumerate(model.geometries):
@@ -102,12 +106,12 @@ def build_records(
                 and (geom.link in convex or f"{tree_name}/{geom.link}" in convex)
             )
         records.append(
-            _record(index, geom, source, want_hull, package_dirs, cache),
+            _record(index, geom, source, want_hull, paths, cache),
         )
     return records
 
 
-def _record(index, geom, source, want_hull, package_dirs, cache) -> ShapeRecord:
+def _record(index, geom, source, want_hull, paths, cache) -> ShapeRecord:
     shape = geom.shape
     pose = np.array(geom.pose, dtype=float)
     rec = ShapeRecord(index, int(geom.body), int(geom.tree), geom.link, source, SPHERE, pose)
@@ -139,13 +143,13 @@ def _record(index, geom, source, want_hull, package_dirs, cache) -> ShapeRecord:
         if rec.kind == CAPSULE:
             rec.hull = np.array([[0.0, 0.0, -rec.halflen], [0.0, 0.0, rec.halflen]])
     elif shape.kind == "mesh":
-        _mesh_record(rec, shape, where, want_hull, package_dirs, cache)
+        _mesh_record(rec, shape, where, want_hull, paths, cache)
     else:
         raise GeometryError(f"{where} has a collision shape of unknown kind '{shape.kind}'.")
     return rec
 
 
-def _mesh_record(rec, shape, where, want_hull, package_dirs, cache) -> None:
+def _mesh_record(rec, shape, where, want_hull, paths, cache) -> None:
     scale = tuple(float(s) for s in shape.params) if shape.params else (1.0, 1.0, 1.0)
     if len(scale) == 1:
         scale = scale * 3
@@ -156,7 +160,7 @@ def _mesh_record(rec, shape, where, want_hull, package_dirs, cache) -> None:
         )
     path = shape.mesh_path
     if path is None or not os.path.isfile(path):
-        path = _resolve(shape.mesh_uri or path or "", rec.source, rec.link, package_dirs)
+        path = _resolve(shape.mesh_uri or path or "", rec.source, rec.link, *paths)
     key = (path, scale)
     if key not in cache:
         cache[key] = load_mesh(path, scale, where=where)
@@ -173,14 +177,21 @@ def _mesh_record(rec, shape, where, want_hull, package_dirs, cache) -> None:
         rec.kind, rec.mesh, rec.hull = MESH, (vertices, faces), hull_vertices(vertices)
 
 
-def _resolve(uri: str, source: str, link: str, package_dirs) -> str:
+def _resolve(uri: str, source: str, link: str, package_dirs, allow_outside_paths) -> str:
     """Find a mesh file the loader could not (raises GeometryError listing where it looked)."""
     from mbsim.io.urdf import resolve_mesh_uri
 
     # the Model keeps each tree's source path; its folder is where relative paths start
     folder = os.path.dirname(source)
     urdf_dir = folder if folder and os.path.isdir(folder) else None
-    return resolve_mesh_uri(uri, urdf_dir, package_dirs, source=source, link=link)
+    return resolve_mesh_uri(
+        uri,
+        urdf_dir,
+        package_dirs,
+        source=source,
+        link=link,
+        allow_outside_paths=allow_outside_paths,
+    )
 
 
 def load_mesh(

@@ -130,6 +130,7 @@ class CollisionScene:
         mesh_contact_links: Iterable[tuple[str, str]] = (),
         manifold_cap: int = DEFAULT_CAP,
         package_dirs: Mapping[str, str | os.PathLike[str]] | None = None,
+        allow_outside_paths: bool = False,
         broadphase: str = "fcl",
         broadphase_slack: float = DEFAULT_SLACK,
         work_limit: int = DEFAULT_WORK_LIMIT,
@@ -153,7 +154,12 @@ class CollisionScene:
         self.work_limit = int(work_limit)
         self.notes: list[str] = []
         hull_links = _HullLinks(model, convex, mesh_contact, mesh_contact_links)
-        self.records = build_records(model, convex=hull_links, package_dirs=package_dirs)
+        self.records = build_records(
+            model,
+            convex=hull_links,
+            package_dirs=package_dirs,
+            allow_outside_paths=allow_outside_paths,
+        )
         self.table = build_table(self.records)
         n = self.table.n
         self.n_shapes = n + 1  # the ground plane's index is n whether or not it exists
@@ -236,7 +242,8 @@ class CollisionScene:
         MESH_CONTACT_MODES; mesh_contact_links: (link, mode) pairs overriding it per link
         (``tree/link`` or a bare link name). A link hulled by ``convex`` stays hulled.
         manifold_cap (4): most contact points kept per pair.
-        package_dirs: {package: folder} for ``package://`` meshes.
+        package_dirs: {package: folder} for ``package://`` meshes; allow_outside_paths (False):
+        let mesh paths reach outside the URDF's folder and the package folders.
         broadphase ("fcl"): or "bruteforce" (all pairs, bounding spheres; no FCL calls).
         broadphase_slack (0.01 m): FCL proxies are re-sent only after moving this far.
         work_limit (20000): largest convex pair the exact kernel takes (else FCL).

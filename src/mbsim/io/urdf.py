@@ -463,6 +463,18 @@ def _check_base(ctx: _Ctx, base: str, base_pose: np.ndarray | None) -> np.ndarra
 # --------------------------------------------------------------------------- XML safety
 
 
+def read_urdf_xml(path: str | os.PathLike[str]) -> etree._Element:
+    """The root element of the URDF at ``path``, parsed as :func:`load_urdf` parses it (the
+    same repairs and refusals), for readers of parts the loader skips (``<visual>``).
+    Raises UrdfError naming the file."""
+    ctx = _Ctx(os.path.abspath(os.fspath(path)))
+    try:
+        data = Path(ctx.source).read_bytes()
+    except OSError as exc:
+        raise ctx.error(f"cannot be read ({exc.strerror or exc})") from None
+    return _parse_xml(ctx, data)
+
+
 def _parse_xml(ctx: _Ctx, data: bytes) -> etree._Element:
     """Parse untrusted bytes; reject malformed XML, entity declarations and external DTDs.
 

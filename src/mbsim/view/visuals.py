@@ -21,10 +21,9 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
-from lxml import etree
 
 from mbsim.errors import GeometryError, UrdfError
-from mbsim.io.urdf import resolve_mesh_uri
+from mbsim.io.urdf import read_urdf_xml, resolve_mesh_uri
 from mbsim.simcore.spatial import rpy_matrix
 
 __all__ = ["VisualSpec", "read_visuals"]
@@ -45,10 +44,6 @@ class VisualSpec:
     origin: np.ndarray
     rgba: tuple[float, float, float, float] | None = None
     mesh_path: str | None = None
-
-
-def _parser() -> etree.XMLParser:
-    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 
 
 def _local(tag: object) -> str:
@@ -136,10 +131,8 @@ def read_visuals(
     not fail over a part only a viewer needs; the viewer prints the messages)."""
     source = os.path.abspath(os.fspath(path))
     reader = _Reader(source)
-    try:
-        root = etree.parse(source, _parser()).getroot()
-    except (OSError, etree.XMLSyntaxError) as exc:
-        raise reader.error(f"cannot be read as XML ({exc})") from None
+    # the loader's parse: the same repairs (XML declaration, trailing content) and refusals
+    root = read_urdf_xml(source)
     named = {}
     for m in root:
         if _local(m.tag) == "material" and m.get("name"):

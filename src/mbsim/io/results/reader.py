@@ -92,6 +92,21 @@ class Results:
         """Name of body ``index`` (-1: ``world``)."""
         return "world" if index < 0 else self.body_names[index]
 
+    def long_table(self) -> dict[str, np.ndarray]:
+        """The trajectory in long format: time, step, kind, item, quantity, value
+        (:mod:`mbsim.io.results.long`)."""
+        from mbsim.io.results.long import long_table
+
+        return long_table(self)
+
+    def to_pandas(self, what: str = "trajectory"):
+        """A pandas DataFrame of the trajectory in long format, or of the events, contacts
+        (with forces in N) or diagnostics table (:func:`mbsim.io.results.long.to_pandas`;
+        pandas is not a dependency: MbsimError when it is missing)."""
+        from mbsim.io.results.long import to_pandas
+
+        return to_pandas(self, what)
+
 
 def _attr(value):
     if isinstance(value, bytes):

@@ -21,11 +21,18 @@ from mbsim.names import BUILTIN_TREE, FLOOR, FLOOR_LINK, WORLD, split_link_ref
 QUAT_NORM_TOL = 1e-6
 
 
-def build_scenario_model(scenario: Scenario, *, package_dirs: Mapping[str, str] | None = None):
+def build_scenario_model(
+    scenario: Scenario,
+    *,
+    package_dirs: Mapping[str, str] | None = None,
+    allow_outside_paths: bool = False,
+):
     """Load every URDF of the scenario, build the :class:`~mbsim.simcore.model.Model` (robots
     first, then environments, one tree each, named as in the scenario) and validate the
-    scenario against it. Returns ``(model, specs, scenario)`` where ``scenario`` is the
-    canonicalised one from :func:`validate_against_model`."""
+    scenario against it. package_dirs / allow_outside_paths: where mesh files may be read
+    (:func:`mbsim.io.urdf.load_urdf`; command-line settings, never scenario keys, so that a
+    scenario file cannot widen what it may read). Returns ``(model, specs, scenario)`` where
+    ``scenario`` is the canonicalised one from :func:`validate_against_model`."""
     from mbsim.io.urdf import load_urdf
     from mbsim.simcore.model import build_model
 
@@ -35,6 +42,7 @@ def build_scenario_model(scenario: Scenario, *, package_dirs: Mapping[str, str] 
             base=r.base,
             base_pose=r.base_pose.matrix(),
             package_dirs=package_dirs,
+            allow_outside_paths=allow_outside_paths,
             name=r.name,
         )
         for r in scenario.robots
@@ -45,6 +53,7 @@ def build_scenario_model(scenario: Scenario, *, package_dirs: Mapping[str, str] 
             base="fixed",
             base_pose=e.base_pose.matrix(),
             package_dirs=package_dirs,
+            allow_outside_paths=allow_outside_paths,
             name=e.name,
         )
         for e in scenario.environments

@@ -39,7 +39,10 @@ def scenario_dict(s: Scenario) -> dict:
     """The scenario as plain TOML-shaped data (every default written out)."""
 
     def pose(p: Pose) -> dict:
-        return {"xyz": list(p.xyz), "rpy": list(p.rpy)}
+        out = {"xyz": list(p.xyz), "rpy": list(p.rpy)}
+        if p.on_floor:
+            out["on_floor"] = True
+        return out
 
     sim = s.simulation
     raw: dict[str, Any] = {
@@ -95,6 +98,7 @@ def scenario_dict(s: Scenario) -> dict:
         "restitution": c.restitution,
         "friction_directions": c.friction_directions,
         "self_collision": c.self_collision,
+        "ignore_initial_overlaps": c.ignore_initial_overlaps,
         "disabled_pairs": [list(p) for p in c.disabled_pairs],
         "srdf": str(c.srdf) if c.srdf is not None else "",
         "pairs": pairs,

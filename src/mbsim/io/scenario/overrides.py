@@ -34,6 +34,8 @@ FLAG_KEYS: dict[str, str] = {
     "restitution": "contact.restitution",
     "friction_directions": "contact.friction_directions",
     "self_collision": "contact.self_collision",
+    "ignore_initial_overlaps": "contact.ignore_initial_overlaps",
+    "srdf": "contact.srdf",
     "output": "output.path",
     "record_every": "output.record_every",
     "record_contacts": "output.record_contacts",
@@ -41,7 +43,7 @@ FLAG_KEYS: dict[str, str] = {
     "dump_lcp": "output.dump_lcp",
 }
 #: Flags that address the robot (allowed only when the scenario has exactly one robot).
-ROBOT_FLAGS = ("base", "q0", "v0", "torque")
+ROBOT_FLAGS = ("base", "q0", "v0", "torque", "place_on_floor")
 #: ``environments``: extra environment URDFs (list); ``name``: robot name for scenario_from_urdf.
 _OTHER_FLAGS = ("environments", "name")
 
@@ -94,6 +96,8 @@ def _apply_flags(ctx: _Ctx, raw: dict, flags: Mapping[str, object]) -> dict:
             if flag in ("q0", "v0", "torque"):
                 for joint, x in dict(value).items():  # type: ignore[call-overload]
                     overrides[f"robot.{names[0]}.{flag}.{_fmt_path((joint,))}"] = x
+            elif flag == "place_on_floor":
+                overrides[f"robot.{names[0]}.base_pose.on_floor"] = value
             else:
                 overrides[f"robot.{names[0]}.{flag}"] = value
         elif flag == "environments":

@@ -298,7 +298,8 @@ def _pose(ctx: _Ctx, path: tuple, value: object) -> Pose:
         if abs(x) > LENGTH_MAX:
             raise ctx.error((*path, "xyz", i), f"must be within +-{LENGTH_MAX:g} m", x)
     rpy = _vec3(ctx, (*path, "rpy"), table.get("rpy", [0.0, 0.0, 0.0]))
-    return Pose(xyz, rpy)
+    on_floor = _bool(ctx, (*path, "on_floor"), table.get("on_floor", False))
+    return Pose(xyz, rpy, on_floor)
 
 
 def _flatten(ctx: _Ctx, path: tuple, table: dict, prefix: str = "") -> dict[str, object]:
@@ -680,6 +681,9 @@ def _contact(ctx: _Ctx, value: object) -> Contact:
         restitution=_float(ctx, (*path, "restitution"), t["restitution"], ge=0.0, le=1.0),
         friction_directions=nf,
         self_collision=_bool(ctx, (*path, "self_collision"), t["self_collision"]),
+        ignore_initial_overlaps=_bool(
+            ctx, (*path, "ignore_initial_overlaps"), t["ignore_initial_overlaps"]
+        ),
         disabled_pairs=tuple(disabled),
         srdf=_file(ctx, (*path, "srdf"), srdf, "SRDF") if srdf else None,
         pairs=tuple(pairs),

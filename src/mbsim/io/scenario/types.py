@@ -60,6 +60,7 @@ _CONTACT_DEFAULTS: dict[str, Any] = {
     "restitution": 0.0,
     "friction_directions": 4,
     "self_collision": True,
+    "ignore_initial_overlaps": True,
     "disabled_pairs": [],
     "srdf": "",
     "pairs": [],
@@ -84,7 +85,7 @@ _ROBOT_KEYS = (
 )  # fmt: skip
 _LIMIT_KEYS = ("enabled", "restitution")
 _ENV_KEYS = ("urdf", "base_pose")
-_POSE_KEYS = ("xyz", "rpy")
+_POSE_KEYS = ("xyz", "rpy", "on_floor")
 _PD_KEYS = ("target", "kp", "kd")
 #: control modes of ``[robot.NAME.control]`` and the keys each allows
 CONTROL_MODES = ("torque", "position", "velocity")
@@ -106,10 +107,13 @@ _TOP_KEYS = ("simulation", "robot", "environment", "contact", "closure", "output
 @dataclass(frozen=True)
 class Pose:
     """A rigid placement: ``xyz`` translation (m) and ``rpy`` roll-pitch-yaw (rad), URDF
-    convention R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    convention R = Rz(yaw) Ry(pitch) Rx(roll). ``on_floor``: the Simulator raises or lowers
+    ``xyz``'s z so that the tree's lowest collision point at the initial state rests on the
+    floor z = 0 (:mod:`mbsim.start_pose`)."""
 
     xyz: tuple[float, float, float] = (0.0, 0.0, 0.0)
     rpy: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    on_floor: bool = False
 
     def matrix(self) -> np.ndarray:
         """The 4x4 homogeneous transform."""
@@ -259,7 +263,9 @@ class Contact:
     its orientation (options.FRICTION_AXES), ``impact_friction`` the friction law of an
     impact (options.IMPACT_FRICTION), ``curvature_point`` where a smooth contact's gap
     prediction is taken (options.CURVATURE_POINTS), ``max_recovery_speed`` (m/s) the fastest
-    a penetration is pushed out. Link references
+    a penetration is pushed out. ``ignore_initial_overlaps``: link pairs of one robot that
+    already overlap at the initial state are not checked (:mod:`mbsim.start_pose`). Link
+    references
     are ``tree/link`` (bare ``link`` before :func:`validate_against_model` canonicalises them).
     """
 
@@ -269,6 +275,7 @@ class Contact:
     restitution: float = 0.0
     friction_directions: int = 4
     self_collision: bool = True
+    ignore_initial_overlaps: bool = True
     disabled_pairs: tuple[tuple[str, str], ...] = ()
     srdf: Path | None = None
     pairs: tuple[PairOverride, ...] = ()

@@ -1,0 +1,197 @@
+"""Checks of the initial state before the first step: links that already overlap, robots that
+start inside the floor, and the SRDF beside a URDF.
+
+* **Overlapping links.** Two links of one robot whose collision shapes already interpenetrate
+  at the initial state (deeper than :data:`OVERLAP_TOL`) are a modelling artefact (coarse
+  collision meshes around a joint), not a contact: the LCP would push them apart with the
+  whole robot's energy. Like PyBullet (self-collision off unless asked for) and MuJoCo
+  (parent/child and welded pairs excluded), such pairs are not checked; ``Simulator`` does it
+  unless ``contact.ignore_initial_overlaps = false``, and says which pairs.
+* **Inside the floor.** The lowest collision point of each tree at the initial state, z_min
+  (m), from the exact shapes: a sphere's centre minus r; the lowest vertex of a box, convex
+  polytope or mesh; a capsule's lower end minus r; a cylinder's lowest rim point
+  z_c - h |a_z| - r sqrt(1 - a_z^2) for its axis a. ``base_pose.on_floor`` shifts the tree's
+  base pose by -z_min along world z so that point rests on z = 0.
+* **SRDF beside the URDF.** ``NAME.srdf`` next to a URDF whose ``<robot name="NAME">`` (or
+  file stem) is NAME holds the robot's ``<disable_collisions>`` pairs (MoveIt's convention);
+  the places looked at are :data:`SRDF_PLACES`, relative to the URDF's folder.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from mbsim.collision.shapes import CAPSULE, CYLINDER, SPHERE
+from mbsim.simcore.data import Data
+from mbsim.simcore.kinematics import forward_kinematics
+
+#: Depth (m) beyond which two shapes count as overlapping at the initial state; shapes that
+#: merely touch (float noise of a shared face) stay checked.
+OVERLAP_TOL = 1e-6
+#: A tree whose lowest collision point is below z = -FLOOR_TOL (m) starts inside the floor
+#: (the default contact margin: shallower than that the stepper's correction handles it).
+FLOOR_TOL = 1e-3
+#: Where an SRDF for robot NAME is looked for, relative to the URDF's folder: beside it, in a
+#: folder NAME beside it (mbsim's bundled robots), in ``../srdf`` (ROS description packages).
+SRDF_PLACES = ("{name}.srdf", "{name}/{name}.srdf", "../srdf/{name}.srdf")
+
+
+def body_frames(model, q) -> tuple[np.ndarray, np.ndarray]:
+    """World rotation (nb, 3, 3) and position (nb, 3) of every body at configuration ``q``."""
+    data = Data(model)
+    forward_kinematics(model, data, q)
+    return data.R_world, data.p_world
+
+
+def initial_overlaps(scene, R_world, p_world, tol: float = OVERLAP_TOL) -> list:
+    """Link pairs of one tree whose shapes the scene checks and which interpenetrate by more
+    than ``tol`` (m) at these body poses: ``[(link_a, link_b, depth m)]`` (``tree/link``
+    names, the deepest contact of each pair), deepest first."""
+    contacts = scene.detect(R_world, p_world)
+    deepest: dict[tuple[str, str], float] = {}
+    n = len(scene.records)
+    for i in range(len(contacts.gap)):
+        a, b = int(contacts.geom_a[i]), int(contacts.geom_b[i])
+        if a >= n or b >= n or scene.records[a].tree != scene.records[b].tree:
+            continue
+        depth = -float(contacts.gap[i])
+        if depth <= tol:
+            continue
+        la, lb = sorted((scene.links[a], scene.links[b]))
+        if la == lb:
+            continue
+        deepest[la, lb] = max(depth, deepest.get((la, lb), 0.0))
+    return sorted(((a, b, d) for (a, b), d in deepest.items()), key=lambda x: -x[2])
+
+
+def ignore_pairs(scene, pairs) -> None:
+    """Stop checking the shapes of each ``(link_a, link_b, ...)`` pair against each other."""
+    for a, b, *_ in pairs:
+        ia, ib = scene.shapes_of(a), scene.shapes_of(b)
+        scene.allowed[np.ix_(ia, ib)] = False
+        scene.allowed[np.ix_(ib, ia)] = False
+
+
+def overlap_note(pairs, ignored: bool) -> str:
+    """One sentence for the pairs of :func:`initial_overlaps`."""
+    shown = ", ".join(f"{a} - {b} ({d * 1000:.3g} mm)" for a, b, d in pairs[:8])
+    more = f" and {len(pairs) - 8} more" if len(pairs) > 8 else ""
+    if ignored:
+        return (
+            f"{len(pairs)} link pair(s) overlap at the initial state and are not checked for "
+            f"collision: {shown}{more} (check them with --keep-initial-overlaps or "
+            "contact.ignore_initial_overlaps = false)"
+        )
+    return (
+        f"{len(pairs)} link pair(s) overlap at the initial state and are checked for collision "
+        f"all the same: {shown}{more}; the contact solver will push them apart (ignore them "
+        "with contact.ignore_initial_overlaps = true, give an SRDF with --srdf, or run with "
+        "--no-self-collision)"
+    )
+
+
+def shape_lowest_z(rec, R: np.ndarray, p: np.ndarray) -> float:
+    """Lowest world z (m) of collision shape ``rec`` at world pose (R, p) (module docstring)."""
+    if rec.kind == SPHERE:
+        return float(p[2] - rec.radius)
+    if rec.kind == CYLINDER:
+        az = float(R[2, 2])
+        return float(p[2] - rec.halflen * abs(az) - rec.radius * math.sqrt(max(0.0, 1 - az * az)))
+    z = (np.asarray(rec.hull) @ R[2, :]).min() + p[2]
+    return float(z - rec.radius) if rec.kind == CAPSULE else float(z)
+
+
+def lowest_points(scene, R_world, p_world) -> dict[int, float]:
+    """{tree index: lowest world z (m) of its collision shapes} at these body poses."""
+    Rw, pw = scene.shape_poses(R_world, p_world)
+    low: dict[int, float] = {}
+    for g, rec in enumerate(scene.records):
+        z = shape_lowest_z(rec, Rw[g], pw[g])
+        low[rec.tree] = min(z, low.get(rec.tree, math.inf))
+    return low
+
+
+def placed_on_floor(sc, scene, R_world, p_world):
+    """The scenario with every ``base_pose.on_floor`` robot and environment lifted (or lowered)
+    so its lowest collision point is at z = 0, or None when nothing moves."""
+    low = lowest_points(scene, R_world, p_world)
+    trees = [*sc.robots, *sc.environments]
+    moved = {}
+    for t, item in enumerate(trees):
+        if item.base_pose.on_floor and t in low and low[t] != 0.0:
+            x, y, z = item.base_pose.xyz
+            moved[t] = replace(item, base_pose=replace(item.base_pose, xyz=(x, y, z - low[t])))
+    if not moved:
+        return None
+    nr = len(sc.robots)
+    robots = tuple(moved.get(t, r) for t, r in enumerate(sc.robots))
+    envs = tuple(moved.get(nr + t, e) for t, e in enumerate(sc.environments))
+    return replace(sc, robots=robots, environments=envs)
+
+
+def floor_notes(floor: bool, model, scene, R_world, p_world) -> list[str]:
+    """One sentence per robot or environment that starts inside the floor (deeper than
+    :data:`FLOOR_TOL`; none when ``floor`` is off), with the base height that clears it."""
+    if not floor:
+        return []
+    low = lowest_points(scene, R_world, p_world)
+    notes = []
+    for t, name in enumerate(model.tree_names):
+        if low.get(t, 0.0) < -FLOOR_TOL:
+            root = next(i for i in range(model.nb) if model.tree_of[i] == t)
+            zb = float(p_world[root][2]) if model.nb else 0.0
+            notes.append(
+                f"'{name}' starts {-low[t]:.3g} m inside the floor (its lowest collision point is "
+                f"at z = {low[t]:.3g} m): a base height of z = {zb - low[t]:.4g} m rests it on "
+                "the floor; pass --place-on-floor (base_pose.on_floor = true) to start there"
+            )
+    return notes
+
+
+def srdf_beside(sc) -> tuple[object, list[str]]:
+    """The scenario with ``robot.srdf`` set for each robot that has none while ``NAME.srdf``
+    lies beside its URDF (module docstring), and a note per file picked up. Nothing changes
+    when ``contact.srdf`` is given or self-collision is off."""
+    if sc.contact.srdf is not None or not sc.contact.self_collision:
+        return sc, []
+    robots, notes = [], []
+    for r in sc.robots:
+        found = None
+        if r.srdf is None:
+            found = srdf_for(r.urdf)
+        if found is not None:
+            notes.append(
+                f"robot '{r.name}': using the SRDF beside its URDF, {found} (its "
+                "<disable_collisions> pairs are not checked)"
+            )
+            r = replace(r, srdf=found)
+        robots.append(r)
+    return (replace(sc, robots=tuple(robots)) if notes else sc), notes
+
+
+def srdf_for(urdf: Path) -> Path | None:
+    """The first existing ``NAME.srdf`` of :data:`SRDF_PLACES` (NAME: robot name, file stem)."""
+    for stem in dict.fromkeys(filter(None, (_robot_name(urdf), urdf.stem))):
+        for place in SRDF_PLACES:
+            candidate = urdf.parent / place.format(name=stem)
+            if candidate.is_file():
+                return candidate.resolve()
+    return None
+
+
+def _robot_name(urdf: Path) -> str | None:
+    """The ``name`` attribute of a URDF's ``<robot>`` element (None if it cannot be read).
+    Reads only the first element, with the hardened options of :mod:`mbsim.io.safe_xml`."""
+    from lxml import etree
+
+    options = {"resolve_entities": False, "no_network": True, "load_dtd": False}
+    try:
+        for _, element in etree.iterparse(str(urdf), events=("start",), **options):
+            return element.get("name")
+    except (OSError, etree.XMLSyntaxError):
+        return None
+    return None
