@@ -386,7 +386,7 @@ out_dir = "out"
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 1, stderr
+    assert proc.returncode == 130, stderr  # issue 17: Ctrl-C at any moment exits 130
     assert "Traceback" not in stderr
     assert json.loads(stdout)["status"] == "interrupted"
     rows = summary_csv(out / "summary.csv")

@@ -87,11 +87,6 @@ def test_four_ctrl_c_during_imports(tmp_path, interpreter_start):
     assert proc.returncode == 130
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17, cli/run.py: an interrupt inside the time loop exits 1 (the README and "
-    "tests/test_cli_run.py say 1; issue 17 asks 130)",
-)
 def test_interrupt_inside_the_time_loop(tmp_path):
     out = tmp_path / "o.h5"
     proc = _start(out)

@@ -2,8 +2,8 @@
 
 Parsing and printing only; the work is in :mod:`mbsim.batch`. Progress goes to stderr (one
 rich bar for the sweep), the summary (or ``--json``) to stdout. Exit codes: 0 every run
-complete, 1 some run failed or the sweep was interrupted (the summary says which), 2 bad
-input (the sweep file, the options, a file the sweep must not overwrite).
+complete, 1 some run failed, 2 bad input (the sweep file, the options, a file the sweep must
+not overwrite), 130 the sweep was interrupted (the summary says which runs ended).
 """
 
 from __future__ import annotations
@@ -132,12 +132,14 @@ def batch(
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         typer.echo("mbsim batch: interrupted; the summary lists the runs that ended", err=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(130) from None
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
     _print_result(result, where, as_json)
     counts = result.counts
+    if result.status == "interrupted":
+        raise typer.Exit(130)
     if result.status != "complete" or counts["complete"] != len(result.rows):
         raise typer.Exit(1)
 

@@ -1,7 +1,8 @@
 """``mbsim run``: simulate a URDF robot or a TOML scenario and write an HDF5 results file.
 
 Progress goes to stderr (rich), the summary (or ``--json``) to stdout. Exit codes: 0 complete,
-1 the simulation failed or was interrupted (the file says which), 2 bad input.
+1 the simulation failed, 2 bad input, 130 interrupted (Ctrl-C or SIGTERM; the file says
+``interrupted`` and holds every step up to the stop).
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def run(
             f"mbsim: {summary.status}: {summary.message} (results so far in {sc.output.path})",
             err=True,
         )
-        raise typer.Exit(1)
+        raise typer.Exit(130 if summary.status == "interrupted" else 1)
     _print_summary(summary, sc, as_json)
 
 
