@@ -102,7 +102,7 @@ def _problems(case, work, rc, err, kept, existed) -> list[str]:
         problems.append(f"died by signal {signal.Signals(-rc).name}")
     if "Traceback" in err:
         problems.append("traceback on stderr")
-    want = {"error": 2, "usage": 2, "failed": 1, "ok": 0}[case.expect]
+    want = {"error": 2, "usage": 2, "failed": 1, "ok": 0, "warning": 0}[case.expect]
     if rc != want:
         problems.append(f"exit {rc}, expected {want}")
     lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith(COMPILING)]
@@ -116,13 +116,16 @@ def _problems(case, work, rc, err, kept, existed) -> list[str]:
             missing = [n for n in case.names if n not in lines[0]]
             if missing:
                 problems.append(f"the line does not name {missing}")
+    elif case.expect == "warning":  # accepted, but said before the run: a line naming it
+        if not any(all(n in ln for n in case.names) for ln in lines):
+            problems.append(f"no stderr line names {list(case.names)}")
     elif case.expect == "usage":
         if "Usage:" not in err or len(lines) > 12:
             problems.append("stderr is not Typer's usage block")
     for name, data in kept.items():
         if not (work / name).exists() or (work / name).read_bytes() != data:
             problems.append(f"{name} was changed or removed")
-    if case.out is not None and case.expect != "ok":
+    if case.out is not None and case.expect not in ("ok", "warning"):
         out = work / case.out
         if case.expect in ("error", "usage") and out.exists() and not existed:
             problems.append(f"a refused run left {case.out}")
