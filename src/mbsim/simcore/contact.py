@@ -25,8 +25,12 @@ import numpy as np
 from numba import njit
 
 #: A reference direction whose tangential part is shorter than this (m/s for a slip
-#: velocity) is no direction: the polyhedron falls back to the world-axis basis.
-MIN_REFERENCE = 1e-9
+#: velocity) is no direction: the polyhedron falls back to the world-axis basis. 1e-4 m/s is
+#: far below any push a step resolves (g sin(1 deg) dt = 1.7e-4 m/s at dt 1 ms) and far above
+#: the rounding-level tangential velocity of a body at rest; following that noise turned a
+#: resting contact's polyhedron every step and kept a body settling on an edge rocking
+#: (tests/test_mesh_mesh.py, the tilted L: 2.6e-5 m instead of 1e-9 m).
+MIN_REFERENCE = 1e-4
 
 
 @njit(cache=True)
