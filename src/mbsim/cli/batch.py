@@ -16,6 +16,7 @@ from pathlib import Path
 
 import typer
 
+from mbsim.cli import mesh_paths
 from mbsim.errors import MbsimError
 
 
@@ -52,16 +53,8 @@ def batch(
         help="Seconds to wait for Dask workers when none is connected (default: 60 s at "
         "the start, then as long as it takes).",
     ),
-    package_dir: list[str] = typer.Option(
-        None,
-        "--package-dir",
-        help="Folder of ROS package NAME for package:// meshes, as NAME=PATH (repeatable).",
-    ),
-    allow_outside_paths: bool = typer.Option(
-        False,
-        "--allow-outside-paths",
-        help="Let mesh paths reach outside the URDF's folder and the package folders.",
-    ),
+    package_dir: list[str] = mesh_paths.PACKAGE_DIR,
+    allow_outside_paths: bool = mesh_paths.ALLOW_OUTSIDE_PATHS,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
@@ -77,12 +70,10 @@ def batch(
         raise MbsimError(f"--timeout {timeout:g}: must be a positive number of seconds.")
     from dataclasses import replace
 
-    from mbsim.cli.info import parse_package_dirs
-
     sw = load_sweep(sweep, out_dir=out_dir)
     sw = replace(
         sw,
-        package_dirs=parse_package_dirs(package_dir or []),
+        package_dirs=mesh_paths.parse_package_dirs(package_dir or []),
         allow_outside_paths=allow_outside_paths,
     )
     if dry_run:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from pathlib import Path
 
 import typer
 
+from mbsim.cli import mesh_paths
 from mbsim.collision.scene import CollisionScene
-from mbsim.errors import MbsimError
 from mbsim.io.urdf import load_urdf
 from mbsim.simcore.formulations import lcp_dimension
 from mbsim.simcore.model import Model, build_model
@@ -30,19 +29,11 @@ def info(
     contacts: int = typer.Option(4, "--contacts", help="Contacts assumed for the LCP sizes."),
     friction_directions: int = typer.Option(4, help="Friction polyhedron edges (nf)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
-    package_dir: list[str] = typer.Option(
-        None,
-        "--package-dir",
-        help="Folder of ROS package NAME for package:// meshes, as NAME=PATH (repeatable).",
-    ),
-    allow_outside_paths: bool = typer.Option(
-        False,
-        "--allow-outside-paths",
-        help="Let mesh paths reach outside the URDF's folder and the package folders.",
-    ),
+    package_dir: list[str] = mesh_paths.PACKAGE_DIR,
+    allow_outside_paths: bool = mesh_paths.ALLOW_OUTSIDE_PATHS,
 ) -> None:
     """Print the body tree, DoFs, masses, collision shapes, checked pairs and LCP sizes."""
-    packages = parse_package_dirs(package_dir or [])
+    packages = mesh_paths.parse_package_dirs(package_dir or [])
     spec = load_urdf(
         urdf,
         base="floating" if floating else "fixed",
@@ -89,18 +80,6 @@ def info(
         typer.echo(json.dumps(summary, indent=2))
         return
     typer.echo(render(model, summary))
-
-
-def parse_package_dirs(values: list[str]) -> dict[str, str]:
-    """``["NAME=PATH", ...]`` -> ``{NAME: PATH}``; raises MbsimError on a malformed entry."""
-    packages: dict[str, str] = {}
-    for value in values:
-        name, sep, path = value.partition("=")
-        if not sep or not name.strip() or not path.strip():
-            raise MbsimError(f"--package-dir '{value}' is not of the form NAME=PATH.")
-        # absolute: batch workers may run in another folder
-        packages[name.strip()] = os.path.abspath(path.strip())
-    return packages
 
 
 def checked_pairs(

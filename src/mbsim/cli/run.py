@@ -17,7 +17,7 @@ from pathlib import Path
 
 import typer
 
-from mbsim.cli.info import parse_package_dirs
+from mbsim.cli import mesh_paths
 from mbsim.errors import MbsimError
 from mbsim.io.results import load_results
 from mbsim.io.scenario import load_scenario, load_scenario_text, parse_value, scenario_from_urdf
@@ -65,16 +65,8 @@ def run(
         "--place-on-floor",
         help="Set the base height so the lowest collision point rests on the floor z = 0.",
     ),
-    package_dir: list[str] = typer.Option(
-        None,
-        "--package-dir",
-        help="Folder of ROS package NAME for package:// meshes, as NAME=PATH (repeatable).",
-    ),
-    allow_outside_paths: bool = typer.Option(
-        False,
-        "--allow-outside-paths",
-        help="Let mesh paths reach outside the URDF's folder and the package folders.",
-    ),
+    package_dir: list[str] = mesh_paths.PACKAGE_DIR,
+    allow_outside_paths: bool = mesh_paths.ALLOW_OUTSIDE_PATHS,
     from_: Path = typer.Option(
         None, "--from", help="Repeat the run recorded in this results file."
     ),
@@ -107,7 +99,7 @@ def run(
     scenario = _scenario(source, from_, flags, overrides)
     sim = Simulator(
         scenario,
-        package_dirs=parse_package_dirs(package_dir or []),
+        package_dirs=mesh_paths.parse_package_dirs(package_dir or []),
         allow_outside_paths=allow_outside_paths,
     )
     sc = sim.scenario
