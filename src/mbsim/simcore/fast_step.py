@@ -104,8 +104,7 @@ class FreeStepper:
             and stepper.dynamics.name == "aba"
             and stepper.bilateral is None
             and not stepper.formulation.always_solves
-            and getattr(stepper, "limits", None) is None
-            and getattr(stepper, "joint_limits", None) is None
+            and stepper.joint_limits is None
         )
 
     def step(self, q, v, t, general):
