@@ -325,3 +325,17 @@ def test_mbsim_run_force_never_takes_a_live_runs_file(tmp_path: Path):
     r = load_results(out)
     assert r.status == "interrupted" and r.duration == 600.0  # the first run's file, intact
     assert len(r.time) > 10 and len(r.diagnostics["time"]) == len(r.time)
+
+
+def test_direct_writes_reserve_their_room_first(small_disk):
+    path = small_disk / "dumps.h5"
+    w = writer(path)
+    append_ball_rows(w, 0, 100)
+    w.flush()
+    w.reserve(1 << 16)  # fits: nothing happens
+    with pytest.raises(ResultsError) as exc:
+        w.reserve(64 << 20)  # an LCP dump larger than the disk
+    assert "disk is full" in one_line(exc)
+    r = load_results(path)
+    assert r.status == "failed" and "disk is full" in r.message
+    assert_ball_rows(path, 100)

@@ -548,6 +548,9 @@ class Simulator:
         group = writer.group("lcp_dumps")
 
         def dump(name, M, q, res, n_free, step, time):
+            # room first (M, q, z, w, x in float64, attributes): HDF5 must never meet a full
+            # disk, a full one fails the run cleanly (mbsim.io.results.target)
+            writer.reserve(8 * (np.size(M) + 4 * np.size(q)) + (64 << 10))
             dump_lcp(group, name, M, q, res, nb=n_free, step=step, time=time)
 
         self.stepper.dump_lcps(mode, dump)

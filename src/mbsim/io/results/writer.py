@@ -593,6 +593,14 @@ class ResultsWriter:
                 "wrote it; this run's results are lost."
             )
 
+    def reserve(self, nbytes: int) -> None:
+        """Make room for ``nbytes`` about to be written directly into an extra group
+        (:meth:`group`, outside the buffered tables), so HDF5 never meets a full disk there
+        either; a disk that cannot give it fails the run cleanly (ResultsError, status
+        failed, the committed rows kept)."""
+        self._check_open()
+        self._make_room(int(nbytes) + self._finish_bytes())
+
     def group(self, name: str) -> h5py.Group:
         """An extra top-level group for auxiliary records (e.g. ``lcp_dumps``), created on
         first use; its content is written directly, outside the buffered tables."""
