@@ -56,6 +56,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict, Unpack
 from urllib.parse import unquote
 
 import numpy as np
@@ -157,6 +158,18 @@ def _clip(text: str | None, limit: int = 60) -> str:
 # --------------------------------------------------------------------------- public API
 
 
+class UrdfLoadOptions(TypedDict, total=False):
+    """The keywords :func:`load_urdf` and :func:`parse_urdf_string` share (see load_urdf)."""
+
+    base: str
+    base_pose: np.ndarray | None
+    package_dirs: Mapping[str, str | os.PathLike[str]] | None
+    name: str | None
+    strict_inertia: bool
+    inertia_from_collision: bool
+    allow_outside_paths: bool
+
+
 def load_urdf(
     path: str | os.PathLike[str],
     *,
@@ -186,11 +199,7 @@ def load_urdf(
     Raises UrdfError (GeometryError for degenerate shape sizes) naming file, element, value.
     """
     source = os.path.abspath(os.fspath(path))
-    ctx = _Ctx(
-        source,
-        inertia_from_collision=inertia_from_collision,
-        allow_outside_paths=allow_outside_paths,
-    )
+    ctx = _Ctx(source)
     if not os.path.exists(source):
         raise ctx.error("URDF file does not exist")
     if not os.path.isfile(source):
@@ -199,8 +208,17 @@ def load_urdf(
         data = Path(source).read_bytes()
     except OSError as exc:
         raise ctx.error(f"cannot be read ({exc.strerror or exc})") from exc
-    return _build(
-        ctx, data, os.path.dirname(source), base, base_pose, package_dirs, name, strict_inertia
+    return parse_urdf_string(
+        data,
+        source=source,
+        base_dir=os.path.dirname(source),
+        base=base,
+        base_pose=base_pose,
+        package_dirs=package_dirs,
+        name=name,
+        strict_inertia=strict_inertia,
+        inertia_from_collision=inertia_from_collision,
+        allow_outside_paths=allow_outside_paths,
     )
 
 
@@ -209,15 +227,9 @@ def parse_urdf_string(
     *,
     source: str = "<string>",
     base_dir: str | os.PathLike[str] | None = None,
-    base: str = "fixed",
-    base_pose: np.ndarray | None = None,
-    package_dirs: Mapping[str, str | os.PathLike[str]] | None = None,
-    name: str | None = None,
-    strict_inertia: bool = False,
-    inertia_from_collision: bool = True,
-    allow_outside_paths: bool = False,
+    **options: Unpack[UrdfLoadOptions],
 ) -> RobotSpec:
-    """Like :func:`load_urdf`, from URDF text.
+    """Like :func:`load_urdf`, from URDF text; ``options`` are load_urdf's keywords.
 
     source: the name used in messages and stored in ``RobotSpec.source``. base_dir: the
     folder relative mesh paths (and the upward ``package://`` search) start from; without it
@@ -229,10 +241,19 @@ def parse_urdf_string(
     urdf_dir = os.path.abspath(os.fspath(base_dir)) if base_dir is not None else None
     ctx = _Ctx(
         source,
-        inertia_from_collision=inertia_from_collision,
-        allow_outside_paths=allow_outside_paths,
+        inertia_from_collision=options.get("inertia_from_collision", True),
+        allow_outside_paths=options.get("allow_outside_paths", False),
     )
-    return _build(ctx, text, urdf_dir, base, base_pose, package_dirs, name, strict_inertia)
+    return _build(
+        ctx,
+        text,
+        urdf_dir,
+        options.get("base", "fixed"),
+        options.get("base_pose"),
+        options.get("package_dirs"),
+        options.get("name"),
+        options.get("strict_inertia", False),
+    )
 
 
 def resolve_mesh_uri(

@@ -63,7 +63,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mbsim.samples.generators import _HEADER, _num, _vec
+from mbsim.samples.generators import _HEADER, _num, _vec, write_texts
 from mbsim.simcore.spatial import rpy_matrix
 
 # --------------------------------------------------------------------------- dimensions (m)
@@ -415,6 +415,40 @@ def _hand(side: str) -> tuple[list[_Link], list[_Joint]]:
     return links, joints
 
 
+def _chain_links(prefix: str, masses, shapes: list[_Shape]) -> list[_Link]:
+    """Links ``{prefix}link1..n`` of a serial chain, one solid shape each, named as its link."""
+    links = []
+    for k, (mass, shape) in enumerate(zip(masses, shapes, strict=True)):
+        link = _solid(f"{prefix}link{k + 1}", mass, shape)
+        link.shapes[0].name = f"{prefix}link{k + 1}"
+        links.append(link)
+    return links
+
+
+def _chain_joints(prefix: str, origins, axes, limits) -> list[_Joint]:
+    """Revolute joints ``{prefix}joint1..n`` of a serial chain hung from the torso:
+    joint k moves ``{prefix}link{k}`` on ``{prefix}link{k-1}`` (the torso for k = 1) with
+    ``limits[k]`` = (lower rad, upper rad, effort N m, velocity rad/s)."""
+    joints = []
+    for k, (origin, axis, (lo, hi, eff, vel)) in enumerate(zip(origins, axes, limits, strict=True)):
+        parent = "torso" if k == 0 else f"{prefix}link{k}"
+        joints.append(
+            _Joint(
+                f"{prefix}joint{k + 1}",
+                "revolute",
+                parent,
+                f"{prefix}link{k + 1}",
+                origin,
+                tuple(float(a) for a in axis),
+                lower=lo,
+                upper=hi,
+                effort=eff,
+                velocity=vel,
+            )
+        )
+    return joints
+
+
 def _arm(side: str) -> tuple[list[_Link], list[_Joint]]:
     """The 7 links and joints of one arm (``side`` = "l" at +y, "r" at -y), hand excluded."""
     p = f"{side}_"
@@ -429,11 +463,7 @@ def _arm(side: str) -> tuple[list[_Link], list[_Joint]]:
         _Shape("sphere", {"radius": 0.035}),  # wrist pitch
         _Shape("box", {"size": (PALM_DEPTH, PALM_WIDTH, PALM_HEIGHT)}, (PALM_DEPTH / 2, 0.0, 0.0)),
     ]
-    links = []
-    for k in range(7):
-        link = _solid(f"{p}link{k + 1}", m[k], shapes[k])
-        link.shapes[0].name = f"{p}link{k + 1}"
-        links.append(link)
+    links = _chain_links(p, m, shapes)
     origins = [
         (0.0, y, SHOULDER_Z),
         (0.0, 0.0, 0.0),
@@ -444,25 +474,7 @@ def _arm(side: str) -> tuple[list[_Link], list[_Joint]]:
         (WRIST, 0.0, 0.0),
     ]
     axes = [(0, 0, 1), (0, 1, 0), (1, 0, 0), (0, 1, 0), (1, 0, 0), (0, 1, 0), (1, 0, 0)]
-    joints = []
-    for k in range(7):
-        lo, hi, eff, vel = ARM_LIMITS[k]
-        parent = "torso" if k == 0 else f"{p}link{k}"
-        joints.append(
-            _Joint(
-                f"{p}joint{k + 1}",
-                "revolute",
-                parent,
-                f"{p}link{k + 1}",
-                origins[k],
-                tuple(float(a) for a in axes[k]),
-                lower=lo,
-                upper=hi,
-                effort=eff,
-                velocity=vel,
-            )
-        )
-    return links, joints
+    return links, _chain_joints(p, origins, axes, ARM_LIMITS)
 
 
 def _head() -> tuple[list[_Link], list[_Joint]]:
@@ -474,32 +486,10 @@ def _head() -> tuple[list[_Link], list[_Joint]]:
         _Shape("box", {"size": (0.12, 0.2, 0.1)}, (0.02, 0.0, 0.05)),  # sensor head
         _Shape("box", {"size": (0.04, 0.24, 0.04)}, (0.0, 0.0, 0.0)),  # stereo camera bar
     ]
-    links = []
-    for k in range(4):
-        link = _solid(f"head_link{k + 1}", m[k], shapes[k])
-        link.shapes[0].name = f"head_link{k + 1}"
-        links.append(link)
+    links = _chain_links("head_", m, shapes)
     origins = [(0.0, 0.0, NECK_Z), (0.0, 0.0, 0.1), (0.0, 0.0, 0.08), (0.1, 0.0, 0.13)]
     axes = [(0.0, 0.0, 1.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0), (0.0, 1.0, 0.0)]
-    joints = []
-    for k in range(4):
-        lo, hi, eff, vel = HEAD_LIMITS[k]
-        parent = "torso" if k == 0 else f"head_link{k}"
-        joints.append(
-            _Joint(
-                f"head_joint{k + 1}",
-                "revolute",
-                parent,
-                f"head_link{k + 1}",
-                origins[k],
-                axes[k],
-                lower=lo,
-                upper=hi,
-                effort=eff,
-                velocity=vel,
-            )
-        )
-    return links, joints
+    return links, _chain_joints("head_", origins, axes, HEAD_LIMITS)
 
 
 #: Torso box: size (m) and centre (m, world): from z = 0.35 to NECK_Z - 0.02, between the arms.
@@ -882,11 +872,4 @@ def bundled_dual_arm_samples() -> dict[str, str]:
 
 def write_bundled_dual_arm(dest_dir: str | Path) -> list[Path]:
     """Write :func:`bundled_dual_arm_samples` into ``dest_dir`` (UTF-8, \\n line ends)."""
-    dest = Path(dest_dir)
-    dest.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in bundled_dual_arm_samples().items():
-        path = dest / name
-        path.write_bytes(text.encode("utf-8"))
-        written.append(path)
-    return written
+    return write_texts(dest_dir, bundled_dual_arm_samples())

@@ -371,10 +371,16 @@ def write_bundled_samples(dest_dir: str | Path) -> list[Path]:
     Files are written as UTF-8 with ``\\n`` line ends whatever the platform, so they are
     byte-identical to :func:`bundled_samples`. Returns the paths written.
     """
+    return write_texts(dest_dir, bundled_samples())
+
+
+def write_texts(dest_dir: str | Path, texts: dict[str, str]) -> list[Path]:
+    """Write ``{file name: text}`` into ``dest_dir`` (created if missing) as UTF-8 with
+    ``\\n`` line ends, whatever the platform; returns the paths written."""
     dest = Path(dest_dir)
     dest.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in bundled_samples().items():
+    for name, text in texts.items():
         path = dest / name
         path.write_bytes(text.encode("utf-8"))
         written.append(path)
