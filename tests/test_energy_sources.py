@@ -156,8 +156,9 @@ def test_a_fourbar_started_off_its_closure_reports_the_closure_gain(formulation)
     rest; with it the step ends with the kinetic energy Pinocchio computes from the recorded
     v1, 1/2 v1^T M(q) v1: the closure share equals it (every formulation), and the tally names
     closures."""
-    from pin_oracle import PinTwin
+    import pinocchio as pin
 
+    from pin_oracle import PinTwin
     from test_bilateral import rocker_angle
 
     urdf = bundled_dir() / "fourbar.urdf"
@@ -175,8 +176,6 @@ def test_a_fourbar_started_off_its_closure_reports_the_closure_gain(formulation)
     _, v1, rep = st.step(q, np.zeros(model.nv), 0.0)
     assert rep.constraint_error > 1e-2
     twin = PinTwin(model, urdf)
-    import pinocchio as pin
-
     kinetic = pin.computeKineticEnergy(twin.pm, twin.pd, twin.q(q), twin.v(q, v1))
     assert kinetic > 1e-3
     assert rep.energy_closures == pytest.approx(kinetic, rel=1e-8)
@@ -202,5 +201,6 @@ def test_a_resting_body_gains_nothing_above_the_tolerance():
     for k in range(200):
         q, v, rep = st.step(q, v, k * 1e-3)
         assert rep.energy_stabilisation <= GAIN_TOL_ABS
-        gains.add_step(rep, (k + 1) * 1e-3, lambda: 0.5 * M_BALL * v[2] ** 2)
+        kinetic = 0.5 * M_BALL * v[2] ** 2
+        gains.add_step(rep, (k + 1) * 1e-3, lambda kinetic=kinetic: kinetic)
     assert all(s.steps == 0 for s in gains.sources.values())
