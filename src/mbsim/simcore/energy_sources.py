@@ -111,12 +111,11 @@ def step_shares(model, data, problem, F, p_joint, v_free, v_new, kinetic) -> tup
     fn = np.einsum("ij,ij->i", F, c.normal) if nu else np.zeros(0)
     recovering = np.flatnonzero((c.gap < 0.0) & (fn > 0.0))
     jr = problem.joint
-    jshare = np.zeros(0)
-    if jr is not None and jr.n_rows:
-        jshare = 0.5 * p_joint * (jr.G @ (v_free + v_new))
-        nl = jr.n_limits
-        stab += float(np.sum(jshare[:nl][jr.limit_gap < 0.0]))
     bilateral = problem.n_bilateral > 0
+    jshare = np.zeros(0)
+    if jr is not None and jr.n_rows and (bilateral or np.any(jr.limit_gap < 0.0)):
+        jshare = 0.5 * p_joint * (jr.G @ (v_free + v_new))
+        stab += float(np.sum(jshare[: jr.n_limits][jr.limit_gap < 0.0]))
     if not bilateral:
         if len(recovering):
             u = _contact_velocities(model, data, c, recovering, v_free)

@@ -681,7 +681,9 @@ class OSStepper:
         impulse_total += sol.F
         p_joint = problem.joint_impulses(res.z)
         joint_total += p_joint
-        if problem.bilateral is not None or np.any(c.gap < 0.0) or p_joint.size:
+        jr = problem.joint
+        past_stop = jr is not None and bool(np.any(jr.limit_gap < 0.0))
+        if problem.bilateral is not None or past_stop or np.any(c.gap < 0.0):
             # which source added kinetic energy (energy_sources.py); v_f the LCP's free motion
             v_free = v + dt * (self.dynamics.accel(d, q, v, tau) if impacted else qdd)
             report.energy_stabilisation, report.energy_closures = step_shares(
