@@ -17,6 +17,9 @@ The pipeline (DESIGN.md "One time step"):
 7. impulses back to joint space in O(N): v+ = v_free + M^-1 J^T p (impulse response).
 8. integrate q with v+.
 
+The kinetic energy the impact phase, penetration recovery and loop-closure rows added is split
+off exactly (simcore/energy_sources.py) into the report's ``energy_*`` fields.
+
 Gap stabilisation (Anitescu-Potra style): the normal row asks for n . v_u+ >= -g/dt for a
 separated contact (gap g > 0 within the margin: the bodies may close the gap this step but not
 pass through, so near contacts do not stop a body early) and n . v_u+ >= -k g/dt for a
