@@ -42,7 +42,7 @@ identity below is exact (T' = T, the kinetic energy, when A = 0).
   1/2 r^2 / K) less what the row would have absorbed anyway (w_f^2 / (2 K)). A body at rest
   started 5 cm into the floor at dt 1 ms gets 1/2 m (r^2 - (g dt)^2) in the first step,
   which is 1/2 m r^2 to (g dt / r)^2 = 4e-4; while it rises at the capped speed r each
-  step's share m g dt (r - g dt / 2) is the potential energy it gains.
+  step's share m g dt (r - g dt / 2) is, to O(dt^2), the potential energy m g r dt it gains.
 * the rest of the step's kinetic energy change (the free motion: gravity, actuators,
   damping) is no injection and is not attributed.
 
