@@ -28,6 +28,7 @@ from mbsim.names import link_ref
 from mbsim.simcore.bilateral import Bilateral, ConstraintError, closures_from_scenario
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
+from mbsim.simcore.energy_sources import EnergyGains
 from mbsim.simcore.joint_rows import JointLimits
 from mbsim.simcore.joints import FREE
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
@@ -70,6 +71,10 @@ class RunSummary:
     max_constraint_error: float = 0.0
     worst_lcp_residual: float = 0.0
     energy_gains: int = 0
+    #: per source (impacts, stabilisation, closures): the steps that gained kinetic energy
+    #: above the tolerance, their total and the largest gain with its time
+    #: (simcore/energy_sources.py)
+    energy_sources: EnergyGains = field(default_factory=EnergyGains)
     #: largest |v_k| / URDF velocity limit over the run (not enforced; 0 without limits)
     max_velocity_ratio: float = 0.0
     #: the joint (tree/joint name) where that ratio was reached, "" if none
@@ -96,6 +101,7 @@ class RunSummary:
             "max_constraint_error": self.max_constraint_error,
             "worst_lcp_residual": self.worst_lcp_residual,
             "impacts_gaining_energy": self.energy_gains,
+            "energy_gained": self.energy_sources.as_dict(),
             "max_velocity_ratio": self.max_velocity_ratio,
             "max_velocity_joint": self.max_velocity_joint,
             "effort_saturated_steps": self.saturated_steps,
@@ -534,10 +540,16 @@ class Simulator:
 
     @staticmethod
     def _write_summary(writer, summary) -> None:
-        """The run's velocity-limit ratio in ``/summary`` (attributes; docs/hdf5-format.md)."""
+        """The run's velocity-limit ratio and energy gains per source in ``/summary``
+        (attributes; docs/hdf5-format.md)."""
         g = writer.group("summary")
         g.attrs["max_velocity_ratio"] = summary.max_velocity_ratio
         g.attrs["max_velocity_joint"] = summary.max_velocity_joint
+        for name, s in summary.energy_sources.sources.items():
+            g.attrs[f"energy_gain_steps_{name}"] = s.steps
+            g.attrs[f"energy_gain_total_{name}"] = s.total
+            g.attrs[f"energy_gain_max_{name}"] = s.largest
+            g.attrs[f"energy_gain_time_{name}"] = s.time
 
     def attach_lcp_dumps(self, writer) -> None:
         """Send the LCPs ``output.dump_lcp`` asks for to ``/lcp_dumps`` in the results file
@@ -647,6 +659,7 @@ class Simulator:
             summary.energy_gains += sum(
                 1 for i in report.impacts if i.energy_after > i.energy_before
             )
+            summary.energy_sources.add_step(report, self.t, lambda: float(self.energy()[0]))
             self._velocity_ratio(summary)
             self._record(writer, report, summary, every)
             if self.step_index % ENERGY_CHECK_EVERY == 0:

@@ -228,6 +228,7 @@ def _print_summary(summary, sc, as_json):
         f"events: {ev}",
         f"max penetration: {summary.max_penetration:.3g} m; worst LCP residual: "
         f"{summary.worst_lcp_residual:.3g}; impacts that gained energy: {summary.energy_gains}",
+        f"energy gained: {summary.energy_sources.text()}",
         f"results: {sc.output.path}",
     ]
     if summary.max_velocity_ratio > 0.0:

@@ -17,6 +17,9 @@ The pipeline (DESIGN.md "One time step"):
 7. impulses back to joint space in O(N): v+ = v_free + M^-1 J^T p (impulse response).
 8. integrate q with v+.
 
+The kinetic energy the impact phase, penetration recovery and loop-closure rows added is split
+off exactly (simcore/energy_sources.py) into the report's ``energy_*`` fields.
+
 Gap stabilisation (Anitescu-Potra style): the normal row asks for n . v_u+ >= -g/dt for a
 separated contact (gap g > 0 within the margin: the bodies may close the gap this step but not
 pass through, so near contacts do not stop a body early) and n . v_u+ >= -k g/dt for a
@@ -67,6 +70,7 @@ from mbsim.simcore.bilateral import ConstraintError
 from mbsim.simcore.contact import curvature_drift
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
+from mbsim.simcore.energy_sources import armature_energy, step_shares
 from mbsim.simcore.fast_step import FreeStepper
 from mbsim.simcore.formulations import ContactProblem, Solution, make
 from mbsim.simcore.formulations.base import normal_velocity
@@ -211,6 +215,11 @@ class StepReport:
     limit_impulse: np.ndarray = field(default_factory=lambda: np.zeros(0))
     #: a joint reached a limit fast enough for an impact phase this step
     limit_impact: bool = False
+    #: kinetic energy (J) each source added this step (simcore/energy_sources.py): the impact
+    #: phase, penetration recovery of contacts and joint limits, loop-closure / mimic rows
+    energy_impacts: float = 0.0
+    energy_stabilisation: float = 0.0
+    energy_closures: float = 0.0
 
 
 @dataclass
@@ -639,6 +648,11 @@ class OSStepper:
             joint_total += problem.joint_impulse_total
             report.limit_impact = limit_impacting
             ke_after = self._kinetic(q, v_c)
+            # in the metric the impulses act in, M + armature (energy_sources.py)
+            report.energy_impacts = (
+                ke_after - ke_before + armature_energy(d.armature, v_c)
+                - armature_energy(d.armature, v)
+            )  # fmt: skip
             vn_after = normal_velocity(problem, v_c)
             for i in np.flatnonzero(impacting):
                 n_imp = float(impulse_total[i] @ c.normal[i])
@@ -668,7 +682,16 @@ class OSStepper:
         report.v_new = sol.v
         report.v_start = v
         impulse_total += sol.F
-        joint_total += problem.joint_impulses(res.z)
+        p_joint = problem.joint_impulses(res.z)
+        joint_total += p_joint
+        jr = problem.joint
+        past_stop = jr is not None and bool(np.any(jr.limit_gap < 0.0))
+        if problem.bilateral is not None or past_stop or np.any(c.gap < 0.0):
+            # which source added kinetic energy (energy_sources.py); v_f the LCP's free motion
+            v_free = v + dt * (self.dynamics.accel(d, q, v, tau) if impacted else qdd)
+            report.energy_stabilisation, report.energy_closures = step_shares(
+                m, d, problem, sol.F, p_joint, v_free, sol.v, lambda vk: self._kinetic(q, vk)
+            )
         if problem.joint is not None:
             jr = problem.joint
             report.limit_dof = jr.limit_dof
