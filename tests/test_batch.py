@@ -160,6 +160,12 @@ def test_grid_runs_locally_and_the_summary_matches_the_files(local, tmp_path):
         for kind in EVENT_KINDS:
             assert int(row[f"events_{kind}"]) == kinds.count(kind)
         assert abs(float(row["final_total_J"]) - r.energy[-1, 2]) < 1e-9
+        with h5py.File(path, "r") as f:
+            for source in ("impacts", "stabilisation", "closures"):
+                steps = int(f["summary"].attrs[f"energy_gain_steps_{source}"])
+                total = float(f["summary"].attrs[f"energy_gain_total_{source}"])
+                assert int(row[f"energy_gain_steps_{source}"]) == steps
+                assert float(row[f"energy_gain_J_{source}"]) == pytest.approx(total, abs=1e-12)
         assert row["message"] == "" and row["reused"] == "false"
         finals.append(r.q[-1])
     assert int(rows[0]["events_impact"]) >= 1  # the grid points do touch the ground

@@ -87,6 +87,14 @@ def metrics_of(sim, summary, e0: float, wall_s: float, cpu_s: float) -> dict:
         "max_penetration_m": float(summary.max_penetration),
         "worst_lcp_residual": _f(summary.worst_lcp_residual),
         "impacts_gaining_energy": int(summary.energy_gains),
+        **{
+            f"energy_gain_steps_{k}": int(tally.steps)
+            for k, tally in summary.energy_sources.sources.items()
+        },
+        **{
+            f"energy_gain_J_{k}": float(tally.total)
+            for k, tally in summary.energy_sources.sources.items()
+        },
         "final_kinetic_J": energy[0],
         "final_potential_J": energy[1],
         "final_total_J": energy[2],

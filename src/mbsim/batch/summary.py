@@ -3,10 +3,12 @@
 Columns (docs/batch.md lists units and meanings): ``run_id``, ``file``, ``status``, one column
 per varied parameter (its dotted key), ``wall_s``, ``cpu_s``, ``steps``, ``sim_time_s``,
 ``events_<kind>`` for every event kind, ``max_penetration_m``, ``worst_lcp_residual``,
-``impacts_gaining_energy``, ``final_kinetic_J``, ``final_potential_J``, ``final_total_J``,
-``energy_change_J``, ``final_q[name]`` and ``final_v[name]`` for every coordinate met,
-``message``, ``reused`` and ``identity``. A value a run does not have (a run that never
-started) is empty in the CSV, NaN (floats), -1 (integers) or "" (text) in HDF5.
+``impacts_gaining_energy``, ``energy_gain_steps_<source>`` and ``energy_gain_J_<source>``
+for each energy source (impacts, stabilisation, closures), ``final_kinetic_J``,
+``final_potential_J``, ``final_total_J``, ``energy_change_J``, ``final_q[name]`` and
+``final_v[name]`` for every coordinate met, ``message``, ``reused`` and ``identity``. A value
+a run does not have (a run that never started) is empty in the CSV, NaN (floats), -1
+(integers) or "" (text) in HDF5.
 
 Both files are written to a temporary name and renamed into place, so a reader never sees a
 half-written summary; ``summary.h5`` says in ``sweep_status`` whether the sweep finished.
@@ -27,6 +29,7 @@ import numpy as np
 from mbsim.batch.plan import PlannedRun
 from mbsim.batch.sweep import Sweep
 from mbsim.io.results import EVENT_KINDS
+from mbsim.simcore.energy_sources import SOURCES
 
 SUMMARY_FORMAT = "mbsim-batch-summary"
 SUMMARY_SCHEMA_VERSION = 1
@@ -48,6 +51,14 @@ _METRICS = {
     "max_penetration_m": ("float", "m", "deepest penetration of any contact over the run"),
     "worst_lcp_residual": ("float", "mixed", "largest LCP complementarity residual"),
     "impacts_gaining_energy": ("int", "1", "impacts after which kinetic energy grew"),
+    **{
+        f"energy_gain_steps_{k}": ("int", "1", f"steps in which {k} added kinetic energy")
+        for k in SOURCES
+    },
+    **{
+        f"energy_gain_J_{k}": ("float", "J", f"kinetic energy {k} added over the run")
+        for k in SOURCES
+    },
     "final_kinetic_J": ("float", "J", "kinetic energy at the end"),
     "final_potential_J": ("float", "J", "gravitational potential energy at the end"),
     "final_total_J": ("float", "J", "total energy at the end"),
