@@ -102,6 +102,13 @@ def test_a_ball_started_5cm_in_the_floor_reports_the_stabilisation_gain(tmp_path
         assert attrs["energy_gain_time_stabilisation"] == pytest.approx(dt)
         assert attrs["energy_gain_steps_impacts"] == 0
     assert "stabilisation" in summary.energy_sources.text()
+    # `mbsim inspect` reads the same tally back from the file
+    from mbsim.cli.inspect import render, summarize
+
+    seen = summarize(r)
+    assert seen["energy_gained"]["stabilisation"]["max_J"] == pytest.approx(share_1, rel=1e-9)
+    assert seen["energy_gained"]["impacts"]["steps"] == 0
+    assert f"energy gained: {summary.energy_sources.text()}" in render(seen).splitlines()
 
 
 def test_an_elastic_bounce_gains_no_impact_energy(tmp_path):

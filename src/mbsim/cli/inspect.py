@@ -15,6 +15,7 @@ import numpy as np
 import typer
 
 from mbsim.io.results import Results, load_results
+from mbsim.simcore.energy_sources import EnergyGains
 
 
 def inspect(
@@ -69,6 +70,7 @@ def summarize(r: Results) -> dict:
                 # A relative drift means nothing when the energy's zero is near the start value.
                 "drift_relative": (e1 - e0) / abs(e0) if abs(e0) > 1e-12 else None,
             }
+    gains = EnergyGains.from_attrs(r.run_summary)
     d = r.diagnostics
     diag: dict = {"rows": int(len(d.get("step", [])))}
     if diag["rows"]:
@@ -117,6 +119,8 @@ def summarize(r: Results) -> dict:
         "events": int(len(r.events.get("time", []))),
         "events_by_kind": {k: kinds.get(k, 0) for k in r.event_kinds},
         "energy": energy,
+        "energy_gained": None if gains is None else gains.as_dict(),
+        "energy_gained_text": None if gains is None else gains.text(),
         "diagnostics": diag,
         "input_files": r.input_files,
     }
@@ -177,6 +181,8 @@ def render(s: dict) -> str:
             f"at end; drift {e['drift_J']:+.6g} J{rel}, largest |drift| "
             f"{_g(e['max_abs_drift_J'], 'J')}"
         )
+    if s["energy_gained_text"]:
+        lines.append(f"energy gained: {s['energy_gained_text']}")
     d = s["diagnostics"]
     if d["rows"]:
         solvers = ", ".join(f"{k} {n}" for k, n in sorted(d["solvers"].items()))

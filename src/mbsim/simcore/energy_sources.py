@@ -174,6 +174,20 @@ class EnergyGains:
             if gain > tol:
                 self.sources[name].add(gain, t)
 
+    @classmethod
+    def from_attrs(cls, attrs: dict) -> EnergyGains | None:
+        """The tally a results file's ``/summary`` attributes hold (``energy_gain_*_S``);
+        None for a file written before they existed."""
+        if f"energy_gain_steps_{SOURCES[0]}" not in attrs:
+            return None
+        gains = cls()
+        for name, tally in gains.sources.items():
+            tally.steps = int(attrs[f"energy_gain_steps_{name}"])
+            tally.total = float(attrs[f"energy_gain_total_{name}"])
+            tally.largest = float(attrs[f"energy_gain_max_{name}"])
+            tally.time = float(attrs[f"energy_gain_time_{name}"])
+        return gains
+
     def as_dict(self) -> dict:
         return {
             name: {

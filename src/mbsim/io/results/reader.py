@@ -69,6 +69,8 @@ class Results:
     #: else "" (the scenario's controls only): such a run cannot be replayed from the file
     controller: str = ""
     controller_name: str = ""
+    #: the attributes of ``/summary`` (written when the run ends; empty before that)
+    run_summary: dict = field(default_factory=dict)
     event_kinds: tuple[str, ...] = field(default=EVENT_KINDS)
     solver_codes: tuple[str, ...] = field(default=SOLVER_CODES)
 
@@ -298,9 +300,14 @@ def _read(p: Path, f: h5py.File, locked: bool) -> Results:
         _bodies(contacts, nb, "/contacts")
     ctrl = f.get("controller")
     ctrl = ctrl if isinstance(ctrl, h5py.Group) else None
+    summary = f.get("summary")
+    run_summary = (
+        {k: _attr(v) for k, v in summary.attrs.items()} if isinstance(summary, h5py.Group) else {}
+    )
     return Results(
         path=p,
         attrs=attrs,
+        run_summary=run_summary,
         status=status,
         message=str(attrs.get("message", "")),
         writer_alive=locked if status == "running" else None,
