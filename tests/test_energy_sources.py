@@ -256,3 +256,24 @@ path = "unused.h5"
     assert stab.largest == pytest.approx(kinetic, rel=1e-9)
     assert summary.energy_sources.sources["impacts"].steps == 0
     assert summary.energy_sources.sources["closures"].steps == 0
+
+
+def test_a_joint_started_past_its_stop_reports_the_stabilisation_gain():
+    """A 1 kg bob 1 m below a hinge limited to [-1, 0.5] rad, started at rest 0.05 rad past
+    its upper stop, without gravity: the limit row drives the joint back at the recovery
+    speed, so the step's whole kinetic energy change is the stabilisation share. Truth: the
+    closed-form kinetic energy 1/2 I qd^2 of the recorded speed, I = m L^2 + I_yy = 1.01 kg m^2
+    about the hinge; the share is exact (energy_sources.py), so the tolerance is rounding."""
+    from test_joint_limits import INERTIA, chain_urdf, stepper
+
+    _, st = stepper(chain_urdf(-1.0, 0.5), gravity=(0.0, 0.0, 0.0))
+    q, v, report = st.step(np.array([0.55]), np.zeros(1), 0.0)
+    assert v[0] < 0.0  # back towards the stop
+    kinetic = 0.5 * INERTIA * v[0] ** 2
+    assert kinetic > GAIN_TOL_ABS
+    assert report.energy_stabilisation == pytest.approx(kinetic, rel=1e-9)
+    assert report.energy_impacts == 0.0 and report.energy_closures == 0.0
+    gains = EnergyGains()
+    gains.add_step(report, 1e-3, lambda: kinetic)
+    assert gains.sources["stabilisation"].steps == 1
+    assert gains.sources["impacts"].steps == gains.sources["closures"].steps == 0
