@@ -47,11 +47,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 #: Joint-limit margin (rad for revolute, m for prismatic joints): a limit row is added once
 #: the gap is below this plus the travel of the step, like the contact margin for shapes.
 #: Rows of separated limits cost a few LCP unknowns but never act early (the -g/dt rule).
 LIMIT_MARGIN = 0.01
+
+
+@njit(cache=True)
+def _near_limits(lower, upper, q_of_v, v, v_free, dt, margin, dof, side, gap):
+    """The near limits of :meth:`JointLimits.rows` into dof, side, gap: the lower limits
+    first, then the upper ones, each by increasing DoF; returns their number."""
+    n = 0
+    for s in range(2):
+        sign = 1.0 if s == 0 else -1.0
+        bound = lower if s == 0 else upper
+        for k in range(bound.shape[0]):
+            if not np.isfinite(bound[k]):
+                continue
+            g = sign * (q_of_v[k] - bound[k])
+            travel = dt * min(0.0, min(sign * v[k], sign * v_free[k]))
+            if g + travel < margin:
+                dof[n] = k
+                side[n] = sign
+                gap[n] = g
+                n += 1
+    return n
 
 
 @dataclass(frozen=True)
@@ -99,20 +121,15 @@ class JointLimits:
         for free-joint components); v, v_free: start and free-motion velocities. A limit is
         near when g + dt min(0, s v_k, s v_free_k) < margin: within the margin, or reachable
         this step at the faster of the two speeds."""
-        rows_dof, rows_side, rows_gap = [], [], []
-        for side, bound in ((1.0, self.lower), (-1.0, self.upper)):
-            k = np.flatnonzero(np.isfinite(bound))
-            if not len(k):
-                continue
-            g = side * (q_of_v[k] - bound[k])
-            travel = dt * np.minimum(0.0, np.minimum(side * v[k], side * v_free[k]))
-            near = g + travel < self.margin
-            rows_dof.append(k[near])
-            rows_side.append(np.full(int(near.sum()), side))
-            rows_gap.append(g[near])
-        dof = np.concatenate(rows_dof) if rows_dof else np.zeros(0, dtype=np.int64)
-        side = np.concatenate(rows_side) if rows_side else np.zeros(0)
-        gap = np.concatenate(rows_gap) if rows_gap else np.zeros(0)
+        dof = np.empty(2 * len(v), dtype=np.int64)
+        side = np.empty(2 * len(v))
+        gap = np.empty(2 * len(v))
+        n = _near_limits(
+            self.lower, self.upper, np.asarray(q_of_v, dtype=np.float64),
+            np.asarray(v, dtype=np.float64), np.asarray(v_free, dtype=np.float64), float(dt),
+            float(self.margin), dof, side, gap,
+        )  # fmt: skip
+        dof, side, gap = dof[:n], side[:n], gap[:n]
         if dt > 0:
             recover = np.maximum(stabilization * gap, -max_recovery_speed * dt)
             allowance = np.where(gap > 0.0, gap, recover) / dt

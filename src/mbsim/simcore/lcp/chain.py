@@ -41,6 +41,7 @@ import scipy.linalg
 
 from mbsim.simcore.lcp import budget, selection
 from mbsim.simcore.lcp.lemke import as_problem, lemke, run_lemke
+from mbsim.simcore.lcp.lstsq import least_change
 from mbsim.simcore.lcp.pgs import DEFAULT_MAX_ITER, pgs
 from mbsim.simcore.lcp.problem import (
     DEFAULT_TOL_REL,
@@ -138,20 +139,9 @@ def _polish(M, q, z_reg, S, delta) -> np.ndarray | None:
 
 
 def _least_change(MSS, rhs, zS) -> np.ndarray | None:
-    """zS + the minimum-norm dz with MSS dz = rhs - MSS zS, two passes (SVD least squares)."""
-    zS = zS.copy()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            for _ in range(2):
-                dz = scipy.linalg.lstsq(
-                    MSS, rhs - MSS @ zS, cond=LSTSQ_RCOND, check_finite=False,
-                    lapack_driver="gelsd",
-                )[0]  # fmt: skip
-                zS = zS + dz
-        except (ValueError, np.linalg.LinAlgError):
-            return None
-    return zS if np.all(np.isfinite(zS)) else None
+    """zS + the minimum-norm dz with MSS dz = rhs - MSS zS, two passes: the SVD least squares
+    of lcp/lstsq.py (singular values <= LSTSQ_RCOND s_max count as zero, gelsd's rank rule)."""
+    return least_change(MSS, rhs, zS, LSTSQ_RCOND, passes=2)
 
 
 def _proximal(MSS, rhs, zS, delta) -> np.ndarray | None:
