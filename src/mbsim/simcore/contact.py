@@ -21,6 +21,8 @@ of size nu (nf + 2) (Table 1). Units: impulses N s, velocities m/s.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from numba import njit
 
@@ -92,11 +94,22 @@ def friction_matrix(normal: np.ndarray, nf: int, reference=None) -> np.ndarray:
     if nf < 4 or nf % 2:
         raise ValueError(f"friction directions nf={nf} must be an even number >= 4")
     n = np.ascontiguousarray(np.atleast_2d(np.asarray(normal, dtype=float)))
-    angles = 2.0 * np.pi * np.arange(nf) / nf
+    cos_a, sin_a = _edge_angles(nf)
     D = np.empty((len(n), 3, nf + 1))
-    ref = np.zeros((0, 3)) if reference is None else np.asarray(reference, dtype=float)
-    _friction_kernel(n, np.cos(angles), np.sin(angles), np.ascontiguousarray(ref), D)
+    ref = _NO_REFERENCE if reference is None else np.asarray(reference, dtype=float)
+    _friction_kernel(n, cos_a, sin_a, np.ascontiguousarray(ref), D)
     return D
+
+
+_NO_REFERENCE = np.zeros((0, 3))
+
+
+@lru_cache(maxsize=8)
+def _edge_angles(nf: int) -> tuple[np.ndarray, np.ndarray]:
+    """(cos, sin) of the polyhedron's edge angles 2 pi j / nf, j = 0 .. nf-1 (shared: never
+    written to)."""
+    angles = 2.0 * np.pi * np.arange(nf) / nf
+    return np.cos(angles), np.sin(angles)
 
 
 @njit(cache=True)

@@ -28,6 +28,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+EPS = float(np.finfo(np.float64).eps)
+
 
 @njit(cache=True)
 def cod_factor(A, rcond, R, perm, hv, hbeta, T, zv, zbeta):
@@ -207,3 +209,47 @@ def least_change(A: np.ndarray, rhs: np.ndarray, z: np.ndarray, rcond: float, pa
         float(rcond), int(passes), out,
     )  # fmt: skip
     return out if ok else None
+
+
+@njit(cache=True)
+def active_set_error(A, rhs, c):
+    """(e, bound): e = max |A c - rhs| and the rounding level it is judged against,
+    16 n eps (||A||_inf ||c||_inf + ||rhs||_inf) (chain._polish)."""
+    m, n = A.shape
+    e = 0.0
+    anorm = 0.0
+    for i in range(m):
+        s = -rhs[i]
+        a = 0.0
+        for k in range(n):
+            s += A[i, k] * c[k]
+            a += abs(A[i, k])
+        e = max(e, abs(s))
+        anorm = max(anorm, a)
+    cn = 0.0
+    for k in range(n):
+        cn = max(cn, abs(c[k]))
+    rn = 0.0
+    for i in range(m):
+        rn = max(rn, abs(rhs[i]))
+    return e, 16.0 * n * EPS * (anorm * cn + rn)
+
+
+@njit(cache=True)
+def active_set_least_change(M, q, z, S, rcond, out):
+    """The least-change candidate of chain._polish on the active set S (sorted indices):
+    out = z_S + the minimum-norm dz of M_SS dz = -q_S - M_SS z_S, two passes. Returns
+    (ok, e, bound) of :func:`active_set_error`; ok False when the candidate is not finite."""
+    ns = S.shape[0]
+    A = np.empty((ns, ns))
+    rhs = np.empty(ns)
+    zs = np.empty(ns)
+    for a in range(ns):
+        rhs[a] = -q[S[a]]
+        zs[a] = z[S[a]]
+        for b in range(ns):
+            A[a, b] = M[S[a], S[b]]
+    if not least_change_kernel(A, rhs, zs, rcond, 2, out):
+        return False, np.inf, 0.0
+    e, bound = active_set_error(A, rhs, out)
+    return True, e, bound
