@@ -248,9 +248,16 @@ def snap_rounding_negatives(z: np.ndarray) -> np.ndarray:
     left alone and shows up as a sign violation.
     """
     if z.size:
-        floor = -ROUND * z.shape[0] * EPS * float(_max_abs(z))
-        z[(z < 0.0) & (z >= floor)] = 0.0
+        _snap_kernel(z)
     return z
+
+
+@njit(cache=True)
+def _snap_kernel(z):
+    floor = -ROUND * z.shape[0] * EPS * _max_abs(z)
+    for i in range(z.shape[0]):
+        if z[i] < 0.0 and z[i] >= floor:
+            z[i] = 0.0
 
 
 def _tol(tol_rel: float, n: int, mnorm: float, qn: float, zn: float) -> float:
