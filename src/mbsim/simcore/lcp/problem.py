@@ -51,6 +51,7 @@ Why these terms:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -138,7 +139,7 @@ class LcpResult:
         """True when the status is ``solved`` and every residual is within ``tol``."""
         return (
             self.status == Status.SOLVED
-            and bool(np.isfinite(self.residual))
+            and math.isfinite(self.residual)
             and max(self.residual, self.sign_violation, self.eq_residual) <= self.tol
         )
 
@@ -261,7 +262,7 @@ def _snap_kernel(z):
 
 
 def _tol(tol_rel: float, n: int, mnorm: float, qn: float, zn: float) -> float:
-    if not (np.isfinite(qn) and np.isfinite(zn) and np.isfinite(mnorm)):
+    if not (math.isfinite(qn) and math.isfinite(zn) and math.isfinite(mnorm)):
         return 0.0
     return tolerance_kernel(tol_rel, n, mnorm, qn, zn)
 
@@ -362,7 +363,7 @@ def check(
     if result.status != Status.SOLVED:
         return result.describe(step, time, labels)
     worst = max(result.residual, result.sign_violation, result.eq_residual)
-    if not np.isfinite(worst) or worst > t:
+    if not math.isfinite(worst) or worst > t:
         return (
             f"LCP of size {result.size}{_where(step, time)} solved by {result.solver} has "
             f"residual {result.residual:.3g}, sign violation {result.sign_violation:.3g} and "
