@@ -9,7 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mbsim.simcore.contact import contact_lcp, friction_matrix, relative_compliance
+from mbsim.simcore.contact import (
+    contact_lcp,
+    contact_nodes,
+    friction_matrix,
+    node_impulses,
+    relative_compliance,
+)
 
 
 def unit_normals(rng, count):
@@ -58,6 +64,34 @@ def test_relative_compliance_is_qu_lambda_qu_transpose():
             Qu[3 * i : 3 * i + 3, 6 * b + 3 : 6 * b + 6] -= np.eye(3)
     W = relative_compliance(Lam, node_a, node_b)
     np.testing.assert_allclose(W, Qu @ Lam @ Qu.T, atol=1e-12 * np.abs(Lam).max())
+
+
+def test_node_impulses_are_qu_transpose_f():
+    """Q_u^T F by the scatter of contact.node_impulses against an explicit Q_u (Eq. 46)
+    over the nodes of contact.contact_nodes (A sides first, the world side without a node);
+    bit for bit: each node row has one non-zero term."""
+    rng = np.random.default_rng(2)
+    body_a = np.array([0, 2, 1, -1, 3])
+    body_b = np.array([-1, 1, -1, 0, 2])
+    local_a, local_b = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
+    node_body, node_point, ia, ib = contact_nodes(body_a, body_b, local_a, local_b)
+    moving_a, moving_b = body_a >= 0, body_b >= 0
+    np.testing.assert_array_equal(node_body, np.concatenate([body_a[moving_a], body_b[moving_b]]))
+    np.testing.assert_array_equal(
+        node_point, np.concatenate([local_a[moving_a], local_b[moving_b]])
+    )
+    nn = len(node_body)
+    Qu = np.zeros((15, 6 * nn))
+    for i in range(5):
+        if ia[i] >= 0:
+            assert node_body[ia[i]] == body_a[i]
+            Qu[3 * i : 3 * i + 3, 6 * ia[i] + 3 : 6 * ia[i] + 6] += np.eye(3)
+        if ib[i] >= 0:
+            assert node_body[ib[i]] == body_b[i]
+            Qu[3 * i : 3 * i + 3, 6 * ib[i] + 3 : 6 * ib[i] + 6] -= np.eye(3)
+    assert list(ia < 0) == list(~moving_a) and list(ib < 0) == list(~moving_b)
+    F = rng.normal(size=(5, 3))
+    np.testing.assert_array_equal(node_impulses(F, ia, ib, nn), (Qu.T @ F.ravel()).reshape(nn, 6))
 
 
 @pytest.mark.parametrize(("nu", "nf"), [(1, 4), (3, 6), (5, 8)])

@@ -21,6 +21,8 @@ of size nu (nf + 2) (Table 1). Units: impulses N s, velocities m/s.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from numba import njit
 
@@ -92,11 +94,22 @@ def friction_matrix(normal: np.ndarray, nf: int, reference=None) -> np.ndarray:
     if nf < 4 or nf % 2:
         raise ValueError(f"friction directions nf={nf} must be an even number >= 4")
     n = np.ascontiguousarray(np.atleast_2d(np.asarray(normal, dtype=float)))
-    angles = 2.0 * np.pi * np.arange(nf) / nf
+    cos_a, sin_a = _edge_angles(nf)
     D = np.empty((len(n), 3, nf + 1))
-    ref = np.zeros((0, 3)) if reference is None else np.asarray(reference, dtype=float)
-    _friction_kernel(n, np.cos(angles), np.sin(angles), np.ascontiguousarray(ref), D)
+    ref = _NO_REFERENCE if reference is None else np.asarray(reference, dtype=float)
+    _friction_kernel(n, cos_a, sin_a, np.ascontiguousarray(ref), D)
     return D
+
+
+_NO_REFERENCE = np.zeros((0, 3))
+
+
+@lru_cache(maxsize=8)
+def _edge_angles(nf: int) -> tuple[np.ndarray, np.ndarray]:
+    """(cos, sin) of the polyhedron's edge angles 2 pi j / nf, j = 0 .. nf-1 (shared: never
+    written to)."""
+    angles = 2.0 * np.pi * np.arange(nf) / nf
+    return np.cos(angles), np.sin(angles)
 
 
 @njit(cache=True)
@@ -202,13 +215,38 @@ def _point_bias_accel_normal(R_world, vel, chat, k, p, n):
 
 
 @njit(cache=True)
-def _curvature_kernel(R_world, vel, chat, body_a, local_a, body_b, local_b, normal, scale, out):
+def _core_point(R_world, k, p, n, offset, out):
+    """out = p + offset R_k^T n (body frame, m): the point ``offset`` along the world normal n
+    from the body point p of body k (see curvature_drift)."""
+    for c in range(3):
+        out[c] = p[c] + offset * (
+            R_world[k, 0, c] * n[0] + R_world[k, 1, c] * n[1] + R_world[k, 2, c] * n[2]
+        )
+
+
+@njit(cache=True)
+def _curvature_kernel(
+    R_world, vel, chat, body_a, local_a, body_b, local_b, normal, radius_a, radius_b, scale, out
+):  # fmt: skip
+    """out[i] = scale n . (a_A - a_B) (curvature_drift); with radii (length nu, else 0) the
+    points are first moved to the core points at radius_a along +n and radius_b along -n."""
+    pa = np.empty(3)
+    pb = np.empty(3)
+    radii = radius_a.shape[0] > 0
     for i in range(out.shape[0]):
         acc = 0.0
         if body_a[i] >= 0:
-            acc += _point_bias_accel_normal(R_world, vel, chat, body_a[i], local_a[i], normal[i])
+            if radii and radius_a[i] != 0.0:
+                _core_point(R_world, body_a[i], local_a[i], normal[i], radius_a[i], pa)
+            else:
+                pa[:] = local_a[i]
+            acc += _point_bias_accel_normal(R_world, vel, chat, body_a[i], pa, normal[i])
         if body_b[i] >= 0:
-            acc -= _point_bias_accel_normal(R_world, vel, chat, body_b[i], local_b[i], normal[i])
+            if radii and radius_b[i] != 0.0:
+                _core_point(R_world, body_b[i], local_b[i], normal[i], -radius_b[i], pb)
+            else:
+                pb[:] = local_b[i]
+            acc -= _point_bias_accel_normal(R_world, vel, chat, body_b[i], pb, normal[i])
         out[i] = scale * acc
 
 
@@ -235,24 +273,74 @@ def curvature_drift(R_world, vel, chat, contacts, dt: float, core: bool = True) 
     out = np.zeros(len(contacts.gap))
     if len(out):
         c = contacts
-        local_a, local_b = c.local_a, c.local_b
         ra, rb = getattr(c, "radius_a", None), getattr(c, "radius_b", None)
-        if core and ra is not None:
-            local_a = _core_points(R_world, c.body_a, local_a, c.normal, ra)
-            local_b = _core_points(R_world, c.body_b, local_b, c.normal, -rb)
+        if not core or ra is None:
+            ra = rb = _NO_RADII
         _curvature_kernel(
-            R_world, vel, chat, c.body_a, np.ascontiguousarray(local_a), c.body_b,
-            np.ascontiguousarray(local_b), np.ascontiguousarray(c.normal), 0.5 * dt * dt, out,
+            R_world, vel, chat, c.body_a, np.ascontiguousarray(c.local_a), c.body_b,
+            np.ascontiguousarray(c.local_b), np.ascontiguousarray(c.normal),
+            np.ascontiguousarray(ra, dtype=np.float64),
+            np.ascontiguousarray(rb, dtype=np.float64), 0.5 * dt * dt, out,
         )  # fmt: skip
     return out
 
 
-def _core_points(R_world, body, local, normal, offset) -> np.ndarray:
-    """local + offset R_body^T n (body frame, m): the point ``offset`` along the world normal
-    from each contact point; static (body -1) points are left as they are."""
-    out = np.array(local, dtype=float, copy=True)
-    moving = (body >= 0) & (offset != 0.0)
-    if np.any(moving):
-        Rt = R_world[body[moving]]
-        out[moving] += offset[moving, None] * np.einsum("kji,kj->ki", Rt, normal[moving])
+_NO_RADII = np.zeros(0)
+
+
+@njit(cache=True)
+def _node_impulses_kernel(F, ia, ib, out):
+    for i in range(F.shape[0]):
+        for c in range(3):
+            if ia[i] >= 0:
+                out[ia[i], 3 + c] = F[i, c]
+            if ib[i] >= 0:
+                out[ib[i], 3 + c] = -F[i, c]
+
+
+def node_impulses(F: np.ndarray, ia: np.ndarray, ib: np.ndarray, n_nodes: int) -> np.ndarray:
+    """Q_u^T F as (n_nodes, 6) [moment; force] node impulses (000 Eq. 46 transposed): the
+    contact impulse F(i) (nu, 3) on A's node ia[i], -F(i) on B's node ib[i] (-1: the static
+    world, nothing), zero moments about the nodes (each node sits at its contact point). Each
+    contact side has its own node, so this scatter is Q_u^T F exactly; nodes past the contact
+    nodes (bilateral) get zero."""
+    out = np.zeros((n_nodes, 6))
+    _node_impulses_kernel(np.ascontiguousarray(F, dtype=np.float64), ia, ib, out)
     return out
+
+
+@njit(cache=True)
+def _contact_nodes_kernel(body_a, body_b, local_a, local_b, node_body, node_point, ia, ib):
+    n = 0
+    for i in range(body_a.shape[0]):
+        ia[i] = -1
+        if body_a[i] >= 0:
+            ia[i] = n
+            node_body[n] = body_a[i]
+            node_point[n] = local_a[i]
+            n += 1
+    for i in range(body_b.shape[0]):
+        ib[i] = -1
+        if body_b[i] >= 0:
+            ib[i] = n
+            node_body[n] = body_b[i]
+            node_point[n] = local_b[i]
+            n += 1
+    return n
+
+
+def contact_nodes(body_a, body_b, local_a, local_b):
+    """The nodes of the contacts: one per moving side (000 Sec. 6), A sides first, then B
+    sides, each in contact order. Returns (node_body (nn,) int64, node_point (nn, 3) body
+    frame m, ia, ib (nu,) int64: contact i's A and B node, -1 for the static world)."""
+    nu = len(body_a)
+    node_body = np.empty(2 * nu, dtype=np.int64)
+    node_point = np.empty((2 * nu, 3))
+    ia = np.empty(nu, dtype=np.int64)
+    ib = np.empty(nu, dtype=np.int64)
+    n = _contact_nodes_kernel(
+        np.asarray(body_a, dtype=np.int64), np.asarray(body_b, dtype=np.int64),
+        np.ascontiguousarray(local_a, dtype=np.float64),
+        np.ascontiguousarray(local_b, dtype=np.float64), node_body, node_point, ia, ib,
+    )  # fmt: skip
+    return node_body[:n], node_point[:n], ia, ib

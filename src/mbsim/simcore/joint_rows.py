@@ -45,13 +45,45 @@ sigma (one per friction joint)]. :meth:`JointRows.row_map` maps the unknowns to 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
+from numba import njit
 
 #: Joint-limit margin (rad for revolute, m for prismatic joints): a limit row is added once
 #: the gap is below this plus the travel of the step, like the contact margin for shapes.
 #: Rows of separated limits cost a few LCP unknowns but never act early (the -g/dt rule).
 LIMIT_MARGIN = 0.01
+
+
+@njit(cache=True)
+def _near_limits(
+    lower, upper, q_of_v, v, v_free, dt, margin, stabilization, max_recovery_speed, dof, side,
+    gap, allowance,
+):  # fmt: skip
+    """The near limits of :meth:`JointLimits.rows` into dof, side, gap and allowance (g_v,
+    module docstring; 0 for dt = 0): the lower limits first, then the upper ones, each by
+    increasing DoF; returns their number."""
+    n = 0
+    for s in range(2):
+        sign = 1.0 if s == 0 else -1.0
+        bound = lower if s == 0 else upper
+        for k in range(bound.shape[0]):
+            if not np.isfinite(bound[k]):
+                continue
+            g = sign * (q_of_v[k] - bound[k])
+            travel = dt * min(0.0, min(sign * v[k], sign * v_free[k]))
+            if g + travel < margin:
+                dof[n] = k
+                side[n] = sign
+                gap[n] = g
+                if dt > 0:
+                    target = g if g > 0.0 else max(stabilization * g, -max_recovery_speed * dt)
+                    allowance[n] = target / dt
+                else:
+                    allowance[n] = 0.0
+                n += 1
+    return n
 
 
 @dataclass(frozen=True)
@@ -88,6 +120,11 @@ class JointLimits:
         fr = np.zeros(nv) if fr is None or not friction else np.maximum(fr, 0.0)
         return cls(lower, upper, eps, np.asarray(fr, dtype=float))
 
+    @cached_property
+    def _friction_dof(self) -> np.ndarray:
+        """The DoFs with Coulomb friction (F > 0)."""
+        return np.flatnonzero(self.friction > 0)
+
     def __bool__(self) -> bool:
         return bool(
             np.any(np.isfinite(self.lower)) or np.any(np.isfinite(self.upper))
@@ -99,29 +136,22 @@ class JointLimits:
         for free-joint components); v, v_free: start and free-motion velocities. A limit is
         near when g + dt min(0, s v_k, s v_free_k) < margin: within the margin, or reachable
         this step at the faster of the two speeds."""
-        rows_dof, rows_side, rows_gap = [], [], []
-        for side, bound in ((1.0, self.lower), (-1.0, self.upper)):
-            k = np.flatnonzero(np.isfinite(bound))
-            if not len(k):
-                continue
-            g = side * (q_of_v[k] - bound[k])
-            travel = dt * np.minimum(0.0, np.minimum(side * v[k], side * v_free[k]))
-            near = g + travel < self.margin
-            rows_dof.append(k[near])
-            rows_side.append(np.full(int(near.sum()), side))
-            rows_gap.append(g[near])
-        dof = np.concatenate(rows_dof) if rows_dof else np.zeros(0, dtype=np.int64)
-        side = np.concatenate(rows_side) if rows_side else np.zeros(0)
-        gap = np.concatenate(rows_gap) if rows_gap else np.zeros(0)
-        if dt > 0:
-            recover = np.maximum(stabilization * gap, -max_recovery_speed * dt)
-            allowance = np.where(gap > 0.0, gap, recover) / dt
-        else:
-            allowance = np.zeros(len(gap))
-        fdof = np.flatnonzero(self.friction > 0)
+        nv = len(v)
+        dof = np.empty(2 * nv, dtype=np.int64)
+        side = np.empty(2 * nv)
+        gap = np.empty(2 * nv)
+        allowance = np.empty(2 * nv)
+        n = _near_limits(
+            self.lower, self.upper, np.asarray(q_of_v, dtype=np.float64),
+            np.asarray(v, dtype=np.float64), np.asarray(v_free, dtype=np.float64), float(dt),
+            float(self.margin), float(stabilization), float(max_recovery_speed), dof, side, gap,
+            allowance,
+        )  # fmt: skip
+        dof = dof[:n]
+        fdof = self._friction_dof
         return JointRows(
-            nv=len(v), limit_dof=dof.astype(np.int64), limit_side=side, limit_gap=gap,
-            limit_allowance=allowance, limit_eps=self.restitution[dof],
+            nv=nv, limit_dof=dof, limit_side=side[:n], limit_gap=gap[:n],
+            limit_allowance=allowance[:n], limit_eps=self.restitution[dof],
             friction_dof=fdof, friction_force=self.friction[fdof],
         )  # fmt: skip
 

@@ -419,8 +419,8 @@ class OSStepper:
         if self._dump is not None and should_dump(self._dump[0], res):
             name = f"step_{self.step_index:09d}_{what}"
             self._dump[1](name, sol.M, sol.q, res, sol.n_free, self.step_index, t)
-        reason = check(res, step=self.step_index, time=t, labels=self._row_labels(res))
-        if reason is not None:
+        if check(res) is not None:  # the row labels only for the message of a failure
+            reason = check(res, step=self.step_index, time=t, labels=self._row_labels(res))
             raise SimulationError(f"{what} {reason}")
 
     def _row_labels(self, res) -> list[str] | None:

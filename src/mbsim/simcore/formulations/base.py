@@ -15,11 +15,12 @@ n_friction complementary unknowns to every one of them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
 
-from mbsim.simcore.contact import contact_lcp, friction_matrix
+from mbsim.simcore.contact import contact_lcp, contact_nodes, friction_matrix, node_impulses
 from mbsim.simcore.kinematics import body_velocities_kernel, point_velocities
 
 
@@ -131,14 +132,8 @@ def free_velocity(problem, v, dt, accel=None) -> np.ndarray:
 
 def relative_velocity(problem, v) -> np.ndarray:
     """Relative linear velocity of each contact's points (A minus B), world axes (nu, 3)."""
-    c = problem.contacts
-    pv = point_velocities(
-        problem.model,
-        problem.data,
-        v,
-        np.concatenate([c.body_a, c.body_b]),
-        np.concatenate([c.local_a, c.local_b]),
-    )
+    bodies, points = problem.contact_points
+    pv = point_velocities(problem.model, problem.data, v, bodies, points)
     return pv[: problem.nu] - pv[problem.nu :]
 
 
@@ -205,16 +200,7 @@ class ContactProblem:
         ``friction_reference`` (nu, 3) or None: the direction of each friction polyhedron's
         first edge (contact.friction_matrix)."""
         c = contacts
-        moving_a = c.body_a >= 0
-        moving_b = c.body_b >= 0
-        node_body = np.concatenate([c.body_a[moving_a], c.body_b[moving_b]])
-        node_point = np.concatenate([c.local_a[moving_a], c.local_b[moving_b]])
-        nu = len(c.gap)
-        ia = np.full(nu, -1)
-        ib = np.full(nu, -1)
-        na = int(np.count_nonzero(moving_a))
-        ia[moving_a] = np.arange(na)
-        ib[moving_b] = na + np.arange(len(node_body) - na)
+        node_body, node_point, ia, ib = contact_nodes(c.body_a, c.body_b, c.local_a, c.local_b)
         extra = {}
         if bilateral:
             rows = bilateral.rows(data, q)
@@ -254,6 +240,14 @@ class ContactProblem:
         self.bilateral_error = float(np.max(np.abs(rows.error), initial=0.0))
         self.n_redundant = rows.n - len(keep)
 
+    @cached_property
+    def contact_points(self) -> tuple[np.ndarray, np.ndarray]:
+        """(bodies (2 nu,) int64, body-frame points (2 nu, 3) m): the A points of the
+        contacts, then the B points (body -1: the static world), for point_velocities."""
+        c = self.contacts
+        bodies = np.concatenate([c.body_a, c.body_b]).astype(np.int64)
+        return bodies, np.ascontiguousarray(np.concatenate([c.local_a, c.local_b]), dtype=float)
+
     @property
     def n_bilateral(self) -> int:
         """Number of (independent) bilateral rows."""
@@ -268,9 +262,10 @@ class ContactProblem:
     @property
     def Q_u(self) -> np.ndarray:
         """Q_u (3 nu, 6 nnodes): relative linear velocity of each contact (A minus B) from
-        the stacked world-aligned node velocities (Eq. 46). The one place Q_u is written: G_u
-        = Q_u J, the node impulses Q_u^T F and W = Q_u Lambda Q_u^T (contact.
-        relative_compliance, the same map by the node indices ia/ib) all follow it."""
+        the stacked world-aligned node velocities (Eq. 46). The one place Q_u is written as a
+        matrix: G_u = Q_u J follows it; the node impulses Q_u^T F (contact.node_impulses) and
+        W = Q_u Lambda Q_u^T (contact.relative_compliance) apply the same map by the node
+        indices ia/ib without forming it (tests/test_contact_rows.py checks both)."""
         if self._Q_u is None:
             Q = np.zeros((3 * self.nu, 6 * len(self.node_body)))
             axis = np.arange(3)
@@ -362,7 +357,7 @@ class ContactProblem:
     def node_impulses(self, F: np.ndarray) -> np.ndarray:
         """Node impulses Q_u^T F as (n_nodes, 6) [moment; force] for contact impulses F on A
         (-F on B)."""
-        return (self.Q_u.T @ np.ravel(F)).reshape(len(self.node_body), 6)
+        return node_impulses(F, self.ia, self.ib, len(self.node_body))
 
     def contact_rows(self, W: np.ndarray, vu: np.ndarray, gap: bool):
         """(M, q) of the contact rows for relative velocities ``vu`` (nu, 3), with the gap

@@ -25,7 +25,8 @@ or redundant contacts. But the solution of (M + delta I, q) violates the origina
 up to delta ||z||, more than the acceptance tolerance (1e-9 relative) once c > 1e-9. So the
 active set S (the basic z of Lemke's terminal basis) is kept and z_S is refined on the original
 M so that ``M_SS z_S = -q_S``: first by the least-change correction (minimum-norm least
-squares by SVD, exact when M_SS is singular but consistent, as with redundant contacts), else
+squares, compiled, lcp/lstsq.py; exact when M_SS is singular but consistent, as with redundant
+contacts), else
 by proximal-point iterations ``(M_SS + delta I) z_S <- -q_S + delta z_S``. Rows that the
 polish leaves on the wrong side (z_i < -tol in S, w_i < -tol outside) are swapped and the
 polish repeated, at most ACTIVE_SET_FIXES times. The polished z is verified on (M, q) like any
@@ -41,6 +42,7 @@ import scipy.linalg
 
 from mbsim.simcore.lcp import budget, selection
 from mbsim.simcore.lcp.lemke import as_problem, lemke, run_lemke
+from mbsim.simcore.lcp.lstsq import active_set_error, active_set_least_change
 from mbsim.simcore.lcp.pgs import DEFAULT_MAX_ITER, pgs
 from mbsim.simcore.lcp.problem import (
     DEFAULT_TOL_REL,
@@ -55,9 +57,10 @@ from mbsim.simcore.options import LCP_SOLVERS
 
 DEFAULT_DELTAS = (1e-10, 1e-8, 1e-6)
 POLISH_ITERS = 30
-#: singular values of M_SS below this fraction of the largest count as zero in the
-#: least-change polish (redundant contacts make M_SS exactly singular; computed, its null
-#: singular values come out at ~1e-16 relative)
+#: the rank rule of the least-change polish (lcp/lstsq.py): a pivot of M_SS's column-pivoted
+#: QR below this fraction of the first counts as zero, as singular values below it do in
+#: LAPACK's gelsd (redundant contacts make M_SS exactly singular; computed, its null part
+#: comes out at ~1e-16 relative)
 LSTSQ_RCOND = 1e-12
 #: rounds of active-set correction after the polish (swap the rows whose sign is wrong,
 #: polish again); degenerate rows of redundant contacts need one or two
@@ -104,54 +107,32 @@ def _polish(M, q, z_reg, S, delta) -> np.ndarray | None:
     """z_S refined on M_SS z_S = -q_S (chain docstring); None if no refinement worked.
 
     Two candidates: the least-change correction z_S + dz with dz the minimum-norm
-    least-squares solution of M_SS dz = -q_S - M_SS z_S (SVD, LSTSQ_RCOND; exact for a singular
-    but consistent M_SS, the redundant-contact case, and it keeps the regularised selection's
+    least-squares solution of M_SS dz = -q_S - M_SS z_S (lcp/lstsq.py, LSTSQ_RCOND; exact for a
+    singular but consistent M_SS, the redundant-contact case, and it keeps the regularised
+    selection's
     spread of the load), refined once; then the proximal-point iterations. The first whose
     residual on the active-set system is at rounding level wins, else the smaller one."""
     n = q.shape[0]
     z = np.zeros(n)
     if S.size == 0:
         return z
-    MSS = M[np.ix_(S, S)]
-    rhs = -q[S]
-    scale = float(np.max(np.abs(rhs), initial=0.0))
-    mnorm = inf_norm(MSS)
-    best, best_err = None, np.inf
-    # the proximal iterations only when the least-change correction is not at rounding level
-    for polish in (
-        lambda: _least_change(MSS, rhs, z_reg[S]),
-        lambda: _proximal(MSS, rhs, z_reg[S], delta),
-    ):
-        c = polish()
-        if c is None:
-            continue
-        e = float(np.max(np.abs(MSS @ c - rhs)))
-        if e <= 16.0 * S.size * np.finfo(float).eps * (mnorm * np.max(np.abs(c)) + scale):
-            best = c
-            break
-        if e < best_err:
-            best, best_err = c, e
+    c = np.empty(S.size)
+    ok, err, bound = active_set_least_change(M, q, z_reg, S, LSTSQ_RCOND, c)
+    best, best_err = (c, err) if ok else (None, np.inf)
+    if not err <= bound:
+        # the proximal iterations only when the least-change correction is not at rounding
+        # level; the first candidate at rounding level wins, else the smaller error
+        MSS = M[np.ix_(S, S)]
+        rhs = -q[S]
+        p = _proximal(MSS, rhs, z_reg[S], delta)
+        if p is not None:
+            e, bound_p = active_set_error(MSS, rhs, p)
+            if e <= bound_p or e < best_err:
+                best = p
     if best is None:
         return None
     z[S] = best
     return snap_rounding_negatives(z)
-
-
-def _least_change(MSS, rhs, zS) -> np.ndarray | None:
-    """zS + the minimum-norm dz with MSS dz = rhs - MSS zS, two passes (SVD least squares)."""
-    zS = zS.copy()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            for _ in range(2):
-                dz = scipy.linalg.lstsq(
-                    MSS, rhs - MSS @ zS, cond=LSTSQ_RCOND, check_finite=False,
-                    lapack_driver="gelsd",
-                )[0]  # fmt: skip
-                zS = zS + dz
-        except (ValueError, np.linalg.LinAlgError):
-            return None
-    return zS if np.all(np.isfinite(zS)) else None
 
 
 def _proximal(MSS, rhs, zS, delta) -> np.ndarray | None:

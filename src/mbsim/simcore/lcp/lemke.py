@@ -481,7 +481,7 @@ def run_lemke(
     if refactor_every is None:
         refactor_every = max(REFACTOR_EVERY, n)
     z = np.zeros(n)
-    if not (np.all(np.isfinite(M)) and np.all(np.isfinite(q))):
+    if not _all_finite(M, q):
         return Status.NUMERICAL, 0, z, np.zeros(0, dtype=np.int64)
     Binv = np.empty((n, n))
     x = np.empty(n)
@@ -505,8 +505,38 @@ def run_lemke(
             code = _TIME_LIMIT
             break
     code = lemke_finish(M, q, code, Binv, Bmat, work, x, basis, col, z)
-    zb = np.sort(basis[(basis >= n) & (basis < 2 * n)] - n)
+    zb = _basic_z(basis)
     return _STATUS[int(code)], int(ist[2]), snap_rounding_negatives(z), zb
+
+
+@njit(cache=True)
+def _all_finite(M, q):
+    for i in range(q.shape[0]):
+        if not np.isfinite(q[i]):
+            return False
+        for j in range(M.shape[1]):
+            if not np.isfinite(M[i, j]):
+                return False
+    return True
+
+
+@njit(cache=True)
+def _basic_z(basis):
+    """Sorted indices j of the basic z_j (variables n .. 2n-1 of ``basis``)."""
+    n = basis.shape[0]
+    mark = np.zeros(n, dtype=np.bool_)
+    count = 0
+    for i in range(n):
+        if n <= basis[i] < 2 * n:
+            mark[basis[i] - n] = True
+            count += 1
+    out = np.empty(count, dtype=np.int64)
+    k = 0
+    for j in range(n):
+        if mark[j]:
+            out[k] = j
+            k += 1
+    return out
 
 
 def as_problem(M, q) -> tuple[np.ndarray, np.ndarray]:

@@ -51,6 +51,7 @@ Why these terms:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -138,7 +139,7 @@ class LcpResult:
         """True when the status is ``solved`` and every residual is within ``tol``."""
         return (
             self.status == Status.SOLVED
-            and bool(np.isfinite(self.residual))
+            and math.isfinite(self.residual)
             and max(self.residual, self.sign_violation, self.eq_residual) <= self.tol
         )
 
@@ -248,13 +249,20 @@ def snap_rounding_negatives(z: np.ndarray) -> np.ndarray:
     left alone and shows up as a sign violation.
     """
     if z.size:
-        floor = -ROUND * z.shape[0] * EPS * float(_max_abs(z))
-        z[(z < 0.0) & (z >= floor)] = 0.0
+        _snap_kernel(z)
     return z
 
 
+@njit(cache=True)
+def _snap_kernel(z):
+    floor = -ROUND * z.shape[0] * EPS * _max_abs(z)
+    for i in range(z.shape[0]):
+        if z[i] < 0.0 and z[i] >= floor:
+            z[i] = 0.0
+
+
 def _tol(tol_rel: float, n: int, mnorm: float, qn: float, zn: float) -> float:
-    if not (np.isfinite(qn) and np.isfinite(zn) and np.isfinite(mnorm)):
+    if not (math.isfinite(qn) and math.isfinite(zn) and math.isfinite(mnorm)):
         return 0.0
     return tolerance_kernel(tol_rel, n, mnorm, qn, zn)
 
@@ -355,7 +363,7 @@ def check(
     if result.status != Status.SOLVED:
         return result.describe(step, time, labels)
     worst = max(result.residual, result.sign_violation, result.eq_residual)
-    if not np.isfinite(worst) or worst > t:
+    if not math.isfinite(worst) or worst > t:
         return (
             f"LCP of size {result.size}{_where(step, time)} solved by {result.solver} has "
             f"residual {result.residual:.3g}, sign violation {result.sign_violation:.3g} and "

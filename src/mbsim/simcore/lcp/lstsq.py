@@ -1,0 +1,255 @@
+"""Minimum-norm least squares by a compiled complete orthogonal decomposition (the polish).
+
+The least-change polish of the fallback chain (chain._polish) solves A dz = r in the
+minimum-norm least-squares sense, A = M_SS the active-set block of a contact LCP: a few to a
+few hundred rows, often exactly singular (redundant contacts: 16 contacts on one plate give a
+72 x 72 block of rank 6).
+
+Complete orthogonal decomposition (LAPACK's xGELSY route, Golub & Van Loan Sec. 5.4.2):
+
+1. Householder QR with column pivoting, A P = Q [[R11, R12], [0, R22]], the column of largest
+   remaining norm first; it stops at the rank r, the first step whose largest remaining
+   column norm is <= rcond |R_00| (R22 counts as zero);
+2. [R11 R12] = [R2^T 0] Z^T by a Householder QR of its transpose;
+3. the minimum-norm solution x = P Z [R2^-T (Q^T r)_1:r; 0].
+
+The rank rule reads the pivoted R's diagonal instead of the singular values of gelsd (SVD,
+rank = #{s_i > rcond s_max}); the two agree whenever the spectrum has a gap around the
+threshold, as the blocks of redundant contacts have (rounding-level null singular values,
+~1e-16 s_max, against rcond = 1e-12; tests/test_lcp_lstsq.py compares with gelsd). It costs
+O(n^2 r), so a low-rank block is cheap, and it is written as loops that numba compiles in
+about a second, where LAPACK through numba compiles its bindings for ~15 s on first use and
+the OpenBLAS gelsd/gesdd calls it replaced took 80-300 us for the 6 x 6 to 20 x 20 blocks of
+a step on this machine (docs/results.md "Contact step overhead").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+EPS = float(np.finfo(np.float64).eps)
+
+
+@njit(cache=True)
+def cod_factor(A, rcond, R, perm, hv, hbeta, T, zv, zbeta):
+    """Steps 1-2 of the module docstring. R (m x n) gets the pivoted triangular factor,
+    perm (n,) the column order, hv/hbeta (min(m, n) x m, (min(m, n),)) the Householder
+    vectors of Q, T (n x r) work, zv/zbeta the Householder vectors of Z and R2 (in T's
+    upper triangle). Returns the rank r."""
+    m, n = A.shape
+    for i in range(m):
+        for j in range(n):
+            R[i, j] = A[i, j]
+    norms = np.empty(n)
+    for j in range(n):
+        perm[j] = j
+        s = 0.0
+        for i in range(m):
+            s += R[i, j] * R[i, j]
+        norms[j] = s
+    kmax = min(m, n)
+    rank = 0
+    r00 = 0.0
+    for k in range(kmax):
+        p = k
+        for j in range(k + 1, n):
+            if norms[j] > norms[p]:
+                p = j
+        if p != k:
+            for i in range(m):
+                t = R[i, k]
+                R[i, k] = R[i, p]
+                R[i, p] = t
+            t = norms[k]
+            norms[k] = norms[p]
+            norms[p] = t
+            ti = perm[k]
+            perm[k] = perm[p]
+            perm[p] = ti
+        s = 0.0  # the exact norm of the pivot column (norms[] may carry downdate rounding)
+        for i in range(k, m):
+            s += R[i, k] * R[i, k]
+        norm = np.sqrt(s)
+        if k == 0:
+            r00 = norm
+        if not norm > rcond * r00 or norm == 0.0:
+            break
+        x0 = R[k, k]
+        alpha = -norm if x0 >= 0.0 else norm
+        for i in range(m):
+            hv[k, i] = 0.0
+        hv[k, k] = x0 - alpha
+        for i in range(k + 1, m):
+            hv[k, i] = R[i, k]
+        vn = hv[k, k] * hv[k, k] + (s - x0 * x0)
+        beta = 2.0 / vn if vn > 0.0 else 0.0
+        hbeta[k] = beta
+        R[k, k] = alpha
+        for i in range(k + 1, m):
+            R[i, k] = 0.0
+        for j in range(k + 1, n):
+            d = 0.0
+            for i in range(k, m):
+                d += hv[k, i] * R[i, j]
+            d *= beta
+            for i in range(k, m):
+                R[i, j] -= d * hv[k, i]
+            norms[j] = 0.0
+            for i in range(k + 1, m):
+                norms[j] += R[i, j] * R[i, j]
+        rank = k + 1
+    r = rank
+    # step 2: T = [R11 R12]^T (n x r) = Z [R2; 0]
+    for j in range(n):
+        for i in range(r):
+            T[j, i] = R[i, j]
+    for k in range(r):
+        s = 0.0
+        for i in range(k, n):
+            s += T[i, k] * T[i, k]
+        norm = np.sqrt(s)
+        x0 = T[k, k]
+        alpha = -norm if x0 >= 0.0 else norm
+        for i in range(n):
+            zv[k, i] = 0.0
+        zv[k, k] = x0 - alpha
+        for i in range(k + 1, n):
+            zv[k, i] = T[i, k]
+        vn = zv[k, k] * zv[k, k] + (s - x0 * x0)
+        beta = 2.0 / vn if vn > 0.0 else 0.0
+        zbeta[k] = beta
+        T[k, k] = alpha
+        for i in range(k + 1, n):
+            T[i, k] = 0.0
+        for j in range(k + 1, r):
+            d = 0.0
+            for i in range(k, n):
+                d += zv[k, i] * T[i, j]
+            d *= beta
+            for i in range(k, n):
+                T[i, j] -= d * zv[k, i]
+    return r
+
+
+@njit(cache=True)
+def cod_solve(r, perm, hv, hbeta, T, zv, zbeta, b, out):
+    """Step 3: out = the minimum-norm least-squares solution for right-hand side b (m,)."""
+    m = b.shape[0]
+    n = out.shape[0]
+    c = b.copy()
+    for k in range(r):  # c = Q^T b
+        d = 0.0
+        for i in range(k, m):
+            d += hv[k, i] * c[i]
+        d *= hbeta[k]
+        for i in range(k, m):
+            c[i] -= d * hv[k, i]
+    y = np.zeros(n)
+    for i in range(r):  # R2^T w = c[:r], R2^T lower triangular (R2 in T's upper triangle)
+        s = c[i]
+        for k in range(i):
+            s -= T[k, i] * y[k]
+        y[i] = s / T[i, i]
+    for k in range(r - 1, -1, -1):  # y = Z [w; 0]
+        d = 0.0
+        for i in range(k, n):
+            d += zv[k, i] * y[i]
+        d *= zbeta[k]
+        for i in range(k, n):
+            y[i] -= d * zv[k, i]
+    for j in range(n):
+        out[perm[j]] = y[j]
+
+
+@njit(cache=True)
+def least_change_kernel(A, rhs, z, rcond, passes, out):
+    """out = z + dz, ``passes`` times: dz the minimum-norm least-squares solution of
+    A dz = rhs - A z (module docstring). Returns False if the input or result is not finite."""
+    m, n = A.shape
+    for i in range(m):
+        for j in range(n):
+            if not np.isfinite(A[i, j]):
+                return False
+    kmax = min(m, n)
+    R = np.empty((m, n))
+    perm = np.empty(n, dtype=np.int64)
+    hv = np.empty((kmax, m))
+    hbeta = np.empty(kmax)
+    T = np.empty((n, kmax))
+    zv = np.empty((kmax, n))
+    zbeta = np.empty(kmax)
+    rank = cod_factor(A, rcond, R, perm, hv, hbeta, T, zv, zbeta)
+    res = np.empty(m)
+    dz = np.empty(n)
+    for i in range(n):
+        out[i] = z[i]
+    for _ in range(passes):
+        for i in range(m):
+            acc = rhs[i]
+            for k in range(n):
+                acc -= A[i, k] * out[k]
+            res[i] = acc
+        cod_solve(rank, perm, hv, hbeta, T, zv, zbeta, res, dz)
+        for i in range(n):
+            out[i] += dz[i]
+    for i in range(n):
+        if not np.isfinite(out[i]):
+            return False
+    return True
+
+
+def least_change(A: np.ndarray, rhs: np.ndarray, z: np.ndarray, rcond: float, passes: int = 2):
+    """z + the minimum-norm dz with A dz = rhs - A z, ``passes`` times (the second pass
+    removes the rounding of the first); None if A or the result is not finite."""
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    out = np.empty(A.shape[1])
+    ok = least_change_kernel(
+        A, np.ascontiguousarray(rhs, dtype=np.float64), np.ascontiguousarray(z, dtype=np.float64),
+        float(rcond), int(passes), out,
+    )  # fmt: skip
+    return out if ok else None
+
+
+@njit(cache=True)
+def active_set_error(A, rhs, c):
+    """(e, bound): e = max |A c - rhs| and the rounding level it is judged against,
+    16 n eps (||A||_inf ||c||_inf + ||rhs||_inf) (chain._polish)."""
+    m, n = A.shape
+    e = 0.0
+    anorm = 0.0
+    for i in range(m):
+        s = -rhs[i]
+        a = 0.0
+        for k in range(n):
+            s += A[i, k] * c[k]
+            a += abs(A[i, k])
+        e = max(e, abs(s))
+        anorm = max(anorm, a)
+    cn = 0.0
+    for k in range(n):
+        cn = max(cn, abs(c[k]))
+    rn = 0.0
+    for i in range(m):
+        rn = max(rn, abs(rhs[i]))
+    return e, 16.0 * n * EPS * (anorm * cn + rn)
+
+
+@njit(cache=True)
+def active_set_least_change(M, q, z, S, rcond, out):
+    """The least-change candidate of chain._polish on the active set S (sorted indices):
+    out = z_S + the minimum-norm dz of M_SS dz = -q_S - M_SS z_S, two passes. Returns
+    (ok, e, bound) of :func:`active_set_error`; ok False when the candidate is not finite."""
+    ns = S.shape[0]
+    A = np.empty((ns, ns))
+    rhs = np.empty(ns)
+    zs = np.empty(ns)
+    for a in range(ns):
+        rhs[a] = -q[S[a]]
+        zs[a] = z[S[a]]
+        for b in range(ns):
+            A[a, b] = M[S[a], S[b]]
+    if not least_change_kernel(A, rhs, zs, rcond, 2, out):
+        return False, np.inf, 0.0
+    e, bound = active_set_error(A, rhs, out)
+    return True, e, bound
