@@ -62,9 +62,21 @@ self-collision, with its own POSITION_CONTROL motors (other gains: the motion di
 contact sets differ (MuJoCo reports 1 hand-table contact where mbsim keeps up to 4 per pair),
 so these rows compare the cost of each simulator's own step, not equal work.
 
+Then two more scenes at dt = 1 ms, speed only (issues 15 and 19): ``a1-stand``, pybullet_data's
+Unitree A1 (primitive collision shapes, sphere feet) floating, placed on the floor by mbsim's
+``base_pose.on_floor`` in a standing pose (hips 0, thighs 0.9, calves -1.8 rad) that a joint PD
+(kp 60 N m/rad, kd 2 N m s/rad) holds, mu 0.8: it stands on its 4 feet in all three (MuJoCo
+compiles the same URDF, a free joint added, the PD as position actuators; PyBullet loads it
+with its inertias from the file and holds the pose with its own POSITION_CONTROL motors), for
+``--panda-duration`` s; and ``box-pile``, 20 boxes (10 cm, 1 kg) in 4 columns of 5, 5 mm apart
+with small offsets and yaws, falling onto each other and the floor (mu 0.5, restitution 0;
+MuJoCo: free bodies with box geoms of the same size, mass and poses; PyBullet: the same box
+URDF 20 times), for ``--pile-duration`` s (default 0.1: mbsim's steps are slow there).
+
 Usage: ``python benchmarks/bench_peers.py [--links 12 30] [--duration 3] [--repeat 3]
 [--no-calibrate] [--simulators mbsim mujoco mujoco-rollout pybullet] [--scenes panda-free
-panda-table] [--panda-duration 1.5] [--general-path] [--markdown]``. Results go to
+panda-table a1-stand box-pile] [--panda-duration 1.5] [--pile-duration 0.1] [--general-path]
+[--markdown]``. Results go to
 docs/results.md with the machine and date; nothing here is asserted by tests. Needs the
 ``bench`` extra (``pip install mujoco pybullet``).
 """
@@ -1013,8 +1025,8 @@ def main(argv=None):
     )  # fmt: skip
     ap.add_argument("--panda-duration", type=float, default=1.5, help="simulated s (1.5)")
     ap.add_argument(
-        "--pile-duration", type=float, default=0.05,
-        help="simulated s of box-pile (0.05: mbsim takes ~1 s a step on it)",
+        "--pile-duration", type=float, default=0.1,
+        help="simulated s of box-pile (0.1: mbsim takes up to ~1 s a step on it)",
     )  # fmt: skip
     args = ap.parse_args(argv)
     if args.general_path:
