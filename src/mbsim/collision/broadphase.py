@@ -2,7 +2,7 @@
 
 Two implementations give the same candidate pairs (tests/test_collision_broadphase.py): the
 proxies' AABBs overlap. :class:`AabbBroadphase` tests every pair of proxy AABBs in one numba
-call (O(n^2), ~2 ns a pair, no Python per pair); :class:`FclBroadphase` keeps them in FCL's
+call (O(n^2), ~3 ns a pair, no Python per pair); :class:`FclBroadphase` keeps them in FCL's
 dynamic AABB trees (O(n log n) but ~1 us of python-fcl per candidate pair and per pushed
 proxy). The scene uses the first up to :data:`AABB_MAX_SHAPES` shapes and FCL above
 (collision/scene.py, ``broadphase="auto"``). Both return the pairs (i < j) sorted, so the
