@@ -19,7 +19,13 @@ quotes: a bare python-fcl broadphase of the same scene (every object's transform
 numpy, update(), collide() with a no-op callback, and with python-fcl's default callback), and
 python-fcl's per-callback overhead.
 
+``--broadphase-scaling``: only the two broadphases' own cost against the number of shapes
+(n moving boxes of 5-20 cm, identity rotations, at a density of ~constant overlaps per shape,
+moving 1 mm a step; us a step of ``shape_poses`` + ``candidates``, 300 steps), the measurement
+behind ``broadphase.AABB_MAX_SHAPES``.
+
 Run:  python benchmarks/bench_collision.py [--steps 400] [--repeat 5] [--write FILE]
+      [--broadphase-scaling]
 """
 
 from __future__ import annotations
@@ -247,13 +253,58 @@ def _cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
+def broadphase_scaling(sizes=(16, 32, 64, 128, 256, 512, 1024), steps=300) -> None:
+    """us a step of the numba AABB and the FCL broadphase (docstring, --broadphase-scaling)."""
+    from mbsim.collision.broadphase import AabbBroadphase, FclBroadphase
+    from mbsim.simcore.model import build_model
+    from mbsim.simcore.spec import GeometrySpec, Inertial, LinkSpec, RobotSpec
+
+    rng = np.random.default_rng(0)
+    print("| shapes | aabb us/step | fcl us/step | aabb pairs/step | fcl pairs/step |")
+    print("|---|---|---|---|---|")
+    for n in sizes:
+        robots = []
+        for k in range(n):
+            geom = GeometrySpec("box", tuple(rng.uniform(0.05, 0.2, 3)), np.eye(4))
+            link = LinkSpec(f"b{k}", Inertial(1.0, np.zeros(3), 0.1 * np.eye(3)), [geom])
+            robots.append(
+                RobotSpec(name=f"b{k}", links=[link], joints=[], root=f"b{k}", source="<box>",
+                          base="floating", base_pose=np.eye(4))
+            )  # fmt: skip
+        model = build_model(robots)
+        scene = CollisionScene.from_model(model, broadphase="bruteforce")
+        side = 0.3 * n ** (1 / 3)
+        start = rng.uniform(-side, side, (model.nb, 3))
+        vel = rng.normal(size=(model.nb, 3))
+        R = np.tile(np.eye(3), (model.nb, 1, 1))
+        out = []
+        for b in (AabbBroadphase(scene.records, 1e-3), FclBroadphase(scene.records, 1e-3, 0.01)):
+            p = start.copy()
+            b.candidates(*scene.shape_poses(R, p))  # compiled and set up
+            count = 0
+            t0 = time.process_time()
+            for _ in range(steps):
+                p += 1e-3 * vel
+                count += len(b.candidates(*scene.shape_poses(R, p)))
+            out.append(((time.process_time() - t0) / steps * 1e6, count / steps))
+        (ta, ca), (tf, cf) = out
+        print(f"| {n} | {ta:.1f} | {tf:.1f} | {ca:.1f} | {cf:.1f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=3500, help="pendulum steps (3500: dt 1 ms)")
     parser.add_argument("--robot-steps", type=int, default=400, help="panda/talos steps")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--write", type=Path, help="also write the markdown report here")
+    parser.add_argument(
+        "--broadphase-scaling", action="store_true",
+        help="only the numba AABB against the FCL broadphase, 16-1024 shapes",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.broadphase_scaling:
+        broadphase_scaling()
+        return
     lines = [
         f"Machine: {_cpu_name()} ({platform.machine()}, {os.cpu_count()} CPUs), "
         f"Python {platform.python_version()}, python-fcl {importlib.metadata.version('python-fcl')}"
@@ -272,10 +323,11 @@ def main() -> None:
                ("talos", lambda o: talos_scene(args.robot_steps, **o))]  # fmt: skip
     bare = []
     for name, make in scenes:
-        variants = [("fcl", {}), ("fcl, slack 0", {"broadphase_slack": 0.0}),
+        variants = [("aabb (default)", {"broadphase": "aabb"}), ("fcl", {"broadphase": "fcl"}),
+                    ("fcl, slack 0", {"broadphase": "fcl", "broadphase_slack": 0.0}),
                     ("bruteforce", {"broadphase": "bruteforce"})]  # fmt: skip
         if name in ("panda", "talos"):
-            variants.append(("fcl, convex=True", {"convex": True}))
+            variants.append(("fcl, convex=True", {"broadphase": "fcl", "convex": True}))
         for label, options in variants:
             model, scene, traj = make(options)
             us, nc = time_detect(scene, traj, args.repeat)

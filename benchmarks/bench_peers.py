@@ -62,9 +62,21 @@ self-collision, with its own POSITION_CONTROL motors (other gains: the motion di
 contact sets differ (MuJoCo reports 1 hand-table contact where mbsim keeps up to 4 per pair),
 so these rows compare the cost of each simulator's own step, not equal work.
 
+Then two more scenes at dt = 1 ms, speed only (issues 15 and 19): ``a1-stand``, pybullet_data's
+Unitree A1 (primitive collision shapes, sphere feet) floating, placed on the floor by mbsim's
+``base_pose.on_floor`` in a standing pose (hips 0, thighs 0.9, calves -1.8 rad) that a joint PD
+(kp 60 N m/rad, kd 2 N m s/rad) holds, mu 0.8: it stands on its 4 feet in all three (MuJoCo
+compiles the same URDF, a free joint added, the PD as position actuators; PyBullet loads it
+with its inertias from the file and holds the pose with its own POSITION_CONTROL motors), for
+``--panda-duration`` s; and ``box-pile``, 20 boxes (10 cm, 1 kg) in 4 columns of 5, 5 mm apart
+with small offsets and yaws, falling onto each other and the floor (mu 0.5, restitution 0;
+MuJoCo: free bodies with box geoms of the same size, mass and poses; PyBullet: the same box
+URDF 20 times), for ``--pile-duration`` s (default 0.1: mbsim's steps are slow there).
+
 Usage: ``python benchmarks/bench_peers.py [--links 12 30] [--duration 3] [--repeat 3]
 [--no-calibrate] [--simulators mbsim mujoco mujoco-rollout pybullet] [--scenes panda-free
-panda-table] [--panda-duration 1.5] [--general-path] [--markdown]``. Results go to
+panda-table a1-stand box-pile] [--panda-duration 1.5] [--pile-duration 0.1] [--general-path]
+[--markdown]``. Results go to
 docs/results.md with the machine and date; nothing here is asserted by tests. Needs the
 ``bench`` extra (``pip install mujoco pybullet``).
 """
@@ -574,6 +586,191 @@ def bullet_panda(scene: str):
     return pb, cid
 
 
+# --------------------------------------------------------------------------- a1 and a box pile
+
+A1_PD = (60.0, 2.0)  # kp N m/rad, kd N m s/rad on every joint
+A1_POSE = {"hip": 0.0, "upper": 0.9, "lower": -1.8}  # rad, the standing pose held by the PD
+A1_LEGS = ("FR", "FL", "RR", "RL")
+A1_MU = 0.8
+BOX_SIDE, BOX_MASS, PILE_MU = 0.1, 1.0, 0.5  # m, kg
+BOX_URDF = f"""<?xml version="1.0"?>
+<robot name="box">
+  <link name="box">
+    <inertial><mass value="{BOX_MASS}"/>
+      <inertia ixx="{BOX_MASS * BOX_SIDE**2 / 6}" iyy="{BOX_MASS * BOX_SIDE**2 / 6}"
+               izz="{BOX_MASS * BOX_SIDE**2 / 6}" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><geometry><box size="{BOX_SIDE} {BOX_SIDE} {BOX_SIDE}"/></geometry></collision>
+  </link>
+</robot>
+"""
+MORE_SCENES = ("a1-stand", "box-pile")
+
+
+def a1_urdf() -> Path:
+    """pybullet_data's Unitree A1 (primitive collision shapes: box trunk and thighs, cylinder
+    hips, sphere feet)."""
+    import pybullet_data
+
+    return Path(pybullet_data.getDataPath()) / "a1" / "a1.urdf"
+
+
+def a1_joints() -> list[tuple[str, float]]:
+    return [(f"{leg}_{part}_joint", q) for leg in A1_LEGS for part, q in A1_POSE.items()]
+
+
+def pile_poses() -> list[tuple[np.ndarray, float]]:
+    """(centre, yaw) of the 20 boxes: 4 columns of 5, 5 mm apart vertically, offsets of up
+    to 1 cm and yaws of up to 0.2 rad (seeded): they settle into 4 leaning stacks."""
+    rng = np.random.default_rng(1)
+    out = []
+    for col in range(4):
+        cx, cy = 0.15 * (col % 2), 0.15 * (col // 2)
+        for layer in range(5):
+            xy = np.array([cx, cy]) + rng.uniform(-0.01, 0.01, 2)
+            z = 0.5 * BOX_SIDE + 0.005 + layer * (BOX_SIDE + 0.005)
+            out.append((np.array([xy[0], xy[1], z]), float(rng.uniform(-0.2, 0.2))))
+    return out
+
+
+def scene_scenario(scene: str, duration: float, path: str):
+    """mbsim's scenario. a1-stand: the A1 floating, placed on the floor
+    (``base_pose.on_floor``) in its standing pose, joint PD holding it (kp, kd = A1_PD), floor
+    mu 0.8, no self-collision: it stands on its 4 sphere feet. box-pile: the 20 boxes of
+    :func:`pile_poses` on the floor, mu 0.5, restitution 0."""
+    from mbsim.io.scenario import load_scenario_text
+
+    head = f"[simulation]\nduration = {duration!r}\ndt = {PANDA_DT!r}\n"
+    head += "gravity = [0.0, 0.0, -9.81]\n"
+    if scene == "a1-stand":
+        q0 = ", ".join(f"{j} = {q!r}" for j, q in a1_joints())
+        pd = "\n".join(
+            f"{j} = {{ target = {q!r}, kp = {A1_PD[0]!r}, kd = {A1_PD[1]!r} }}"
+            for j, q in a1_joints()
+        )
+        body = f"""[robot.a1]
+urdf = "{a1_urdf()}"
+base = "floating"
+base_pose = {{ xyz = [0.0, 0.0, 0.5], on_floor = true }}
+q0 = {{ {q0} }}
+[robot.a1.pd]
+{pd}
+[contact]
+floor = true
+mu = {A1_MU!r}
+self_collision = false
+"""
+    else:
+        urdf = Path(path).parent / "box.urdf"
+        urdf.write_text(BOX_URDF)
+        body = ""
+        for k, (c, yaw) in enumerate(pile_poses()):
+            body += f"""[robot.box{k}]
+urdf = "{urdf}"
+base = "floating"
+base_pose = {{ xyz = {[float(x) for x in c]!r}, rpy = [0.0, 0.0, {yaw!r}] }}
+"""
+        body += f"[contact]\nfloor = true\nmu = {PILE_MU!r}\nrestitution = 0.0\n"
+    tail = f'[output]\npath = "{path}"\nrecord_every = 10\n'
+    return load_scenario_text(head + body + tail, source=f"<{scene} benchmark>")
+
+
+def a1_base_z() -> float:
+    """The base height mbsim's ``on_floor`` placement gives (the peers start there too)."""
+    from mbsim.simulator import Simulator
+
+    sim = Simulator(scene_scenario("a1-stand", 0.01, "/dev/null"))
+    return float(sim.scenario.robots[0].base_pose.xyz[2])  # placed: the base frame moved
+
+
+def _quat_z(yaw: float) -> list[float]:
+    return [math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]  # w, x, y, z
+
+
+def mujoco_scene(scene: str):
+    """(model, data) in MuJoCo: a1.urdf compiled by MuJoCo with a free joint added, the PD as
+    position actuators (the same law), a floor plane; or the 20 boxes as free bodies with the
+    same size, mass and poses. Euler, pyramidal cone, condim 3, the scene's mu."""
+    import mujoco
+
+    if scene == "a1-stand":
+        spec = mujoco.MjSpec.from_file(str(a1_urdf()))
+        root = spec.worldbody.first_body()
+        root.add_freejoint()
+        for j, _ in a1_joints():
+            a = spec.add_actuator()
+            a.target, a.trntype = j, mujoco.mjtTrn.mjTRN_JOINT
+            a.gaintype, a.biastype = mujoco.mjtGain.mjGAIN_FIXED, mujoco.mjtBias.mjBIAS_AFFINE
+            a.gainprm[0] = A1_PD[0]
+            a.biasprm[1], a.biasprm[2] = -A1_PD[0], -A1_PD[1]
+        mu = A1_MU
+    else:
+        spec = mujoco.MjSpec()
+        for k, (c, yaw) in enumerate(pile_poses()):
+            b = spec.worldbody.add_body()
+            b.name, b.pos, b.quat = f"box{k}", c, _quat_z(yaw)
+            b.add_freejoint()
+            g = b.add_geom()
+            g.type, g.size, g.mass = mujoco.mjtGeom.mjGEOM_BOX, [BOX_SIDE / 2] * 3, BOX_MASS
+        mu = PILE_MU
+    spec.option.timestep = PANDA_DT
+    spec.option.gravity = [0.0, 0.0, -9.81]
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    spec.option.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
+    floor = spec.worldbody.add_geom()
+    floor.type, floor.size = mujoco.mjtGeom.mjGEOM_PLANE, [5.0, 5.0, 0.1]
+    for g in spec.geoms:
+        g.friction, g.condim = [mu, 0.0, 0.0], 3
+    m = spec.compile()
+    d = mujoco.MjData(m)
+    if scene == "a1-stand":
+        for j, q in a1_joints():
+            d.qpos[m.joint(j).qposadr[0]] = q
+        d.qpos[2] = a1_base_z()  # the free joint's position is absolute
+        d.ctrl[:] = [q for _, q in a1_joints()]
+    mujoco.mj_forward(m, d)
+    return m, d
+
+
+def bullet_scene(scene: str):
+    """(module, client) in PyBullet DIRECT: a1.urdf loaded as it is at mbsim's base height
+    with Bullet's POSITION_CONTROL motors holding the pose (its gains: the motion differs),
+    or box.urdf 20 times; a floor plane, the scene's mu (Bullet multiplies the two bodies')."""
+    import pybullet as pb
+
+    cid = pb.connect(pb.DIRECT)
+    pb.setGravity(0.0, 0.0, -9.81, physicsClientId=cid)
+    pb.setTimeStep(PANDA_DT, physicsClientId=cid)
+    plane = pb.createMultiBody(0, pb.createCollisionShape(pb.GEOM_PLANE, physicsClientId=cid),
+                               physicsClientId=cid)  # fmt: skip
+    if scene == "a1-stand":
+        robot = pb.loadURDF(str(a1_urdf()), [0.0, 0.0, a1_base_z()],
+                            flags=pb.URDF_USE_INERTIA_FROM_FILE, physicsClientId=cid)  # fmt: skip
+        index = {
+            pb.getJointInfo(robot, j, physicsClientId=cid)[1].decode(): j
+            for j in range(pb.getNumJoints(robot, physicsClientId=cid))
+        }
+        joints = [index[j] for j, _ in a1_joints()]
+        targets = [q for _, q in a1_joints()]
+        for j, q in zip(joints, targets, strict=True):
+            pb.resetJointState(robot, j, q, physicsClientId=cid)
+        pb.setJointMotorControlArray(robot, joints, pb.POSITION_CONTROL, targetPositions=targets,
+                                     physicsClientId=cid)  # fmt: skip
+        bodies, mu = [plane, robot], A1_MU
+    else:
+        path = Path(tempfile.mkdtemp(prefix="mbsim-bench-")) / "box.urdf"
+        path.write_text(BOX_URDF)
+        bodies = [plane] + [
+            pb.loadURDF(str(path), list(c), pb.getQuaternionFromEuler([0.0, 0.0, yaw]),
+                        physicsClientId=cid)
+            for c, yaw in pile_poses()
+        ]  # fmt: skip
+        mu = PILE_MU
+    for b in bodies:
+        for link in range(-1, pb.getNumJoints(b, physicsClientId=cid)):
+            pb.changeDynamics(b, link, lateralFriction=math.sqrt(mu), physicsClientId=cid)
+    return pb, cid
+
+
 def panda_speed(scene: str, duration: float, repeat: int, which) -> list[dict]:
     """Steps per second of each simulator on a Panda scene (speed only: the peers' contact
     and PD models differ, see mujoco_panda and bullet_panda)."""
@@ -582,14 +779,16 @@ def panda_speed(scene: str, duration: float, repeat: int, which) -> list[dict]:
     for key in which:
         cpu, wall = [], []
         for _ in range(repeat):
+            panda = scene in PANDA_SCENES
             if key == "mbsim":
-                go = mbsim_runner(lambda path: panda_scenario(scene, steps * PANDA_DT, path))
+                make = panda_scenario if panda else scene_scenario
+                go = mbsim_runner(lambda path, make=make: make(scene, steps * PANDA_DT, path))
             elif key in ("mujoco", "mujoco-rollout"):
-                m, d = mujoco_panda(scene)
+                m, d = (mujoco_panda if panda else mujoco_scene)(scene)
                 fn = mujoco_runner if key == "mujoco" else rollout_runner
                 go = fn(m, d, steps)
             else:
-                pb, cid = bullet_panda(scene)
+                pb, cid = (bullet_panda if panda else bullet_scene)(scene)
                 go = bullet_runner(pb, cid, steps)
             c0, w0 = time.thread_time(), time.perf_counter()
             go()
@@ -805,7 +1004,7 @@ def _format(head, lines, markdown: bool) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--links", type=int, nargs="+", default=[12, 30])
+    ap.add_argument("--links", type=int, nargs="*", default=[12, 30])
     ap.add_argument("--duration", type=float, default=3.0, help="simulated seconds (3)")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per case; median (3)")
     ap.add_argument("--simulators", nargs="+", default=list(SIMULATORS), choices=SIMULATORS)
@@ -815,8 +1014,9 @@ def main(argv=None):
     )  # fmt: skip
     ap.add_argument("--markdown", action="store_true", help="print markdown tables")
     ap.add_argument(
-        "--scenes", nargs="*", default=list(PANDA_SCENES), choices=PANDA_SCENES,
-        help="Panda scenes timed after the pendulums (speed only)",
+        "--scenes", nargs="*", default=list(PANDA_SCENES + MORE_SCENES),
+        choices=PANDA_SCENES + MORE_SCENES,
+        help="scenes timed after the pendulums at dt = 1 ms (speed only)",
     )  # fmt: skip
     ap.add_argument(
         "--general-path", action="store_true",
@@ -824,6 +1024,10 @@ def main(argv=None):
         "before/after comparisons",
     )  # fmt: skip
     ap.add_argument("--panda-duration", type=float, default=1.5, help="simulated s (1.5)")
+    ap.add_argument(
+        "--pile-duration", type=float, default=0.1,
+        help="simulated s of box-pile (0.1: mbsim takes up to ~1 s a step on it)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     if args.general_path:
         from mbsim.simcore.fast_step import FreeStepper
@@ -844,12 +1048,14 @@ def main(argv=None):
     rows = []
     for n in args.links:
         rows += compare(n, args.duration, args.repeat, args.simulators)
-    print(table(rows, args.markdown))
+    if rows:
+        print(table(rows, args.markdown))
     prow = []
     for scene in args.scenes:
-        prow += panda_speed(scene, args.panda_duration, args.repeat, args.simulators)
+        duration = args.pile_duration if scene == "box-pile" else args.panda_duration
+        prow += panda_speed(scene, duration, args.repeat, args.simulators)
     if prow:
-        print("\nPanda (dt = 1 ms), speed only:\n")
+        print("\nPanda, A1 and box pile (dt = 1 ms), speed only:\n")
         print(panda_table(prow, args.markdown))
 
 

@@ -14,6 +14,7 @@ from mbsim.bench import pendulum_scenario
 from mbsim.io.scenario import load_scenario, load_scenario_text
 from mbsim.samples.catalog import sample_path
 from mbsim.simcore.fast_step import FreeStepper
+from mbsim.simcore.joint_rows import q_of_v
 from mbsim.simulator import Simulator
 
 
@@ -103,4 +104,82 @@ def test_rk4_takes_the_general_path():
 @pytest.mark.parametrize("formulation", ["nmc"])
 def test_always_solving_formulation_takes_the_general_path(formulation):
     sim = Simulator(pendulum_scenario(3, formulation, 0.01, 1e-3))
+    assert not FreeStepper.eligible(sim.stepper)
+
+
+def test_joint_limits_bit_for_bit_with_the_same_limit_events(monkeypatch):
+    # the Panda falling under gravity with its default joint limits: free steps first (the
+    # fast path, with the compiled limit check), then joints reach their stops (limit rows,
+    # impacts at the stops, the general path) and leave them again
+    text = f"""[simulation]
+duration = 1.5
+dt = 1e-3
+[robot.panda]
+urdf = "{sample_path("panda")}"
+base = "fixed"
+q0 = {{ panda_joint2 = 0.9, panda_joint4 = -0.8, panda_joint6 = 0.8, panda_joint7 = -0.785 }}
+v0 = {{ panda_joint1 = 1.5 }}
+[contact]
+floor = false
+self_collision = false
+[output]
+path = "/dev/null"
+"""
+    sc = load_scenario_text(text, source="<panda limits>")
+
+    def run(fast):
+        with monkeypatch.context() as mp:
+            if not fast:
+                mp.setattr(FreeStepper, "eligible", staticmethod(lambda stepper: False))
+            sim = Simulator(sc)
+            assert sim.stepper.joint_limits is not None
+            fast_steps, qs, vs, events = 0, [], [], []
+            free = sim.stepper._fast.step
+
+            def counting(q, v, t, general):
+                nonlocal fast_steps
+                used = []
+
+                def tracked(*args):
+                    used.append(True)
+                    return general(*args)
+
+                out = free(q, v, t, tracked)
+                if not used:  # a fast step: the general rule must see no limit row in it
+                    fast_steps += 1
+                    o = sim.stepper.opt
+                    rows = sim.stepper.joint_limits.rows(
+                        q_of_v(sim.model, q), v, out[1], o.dt, o.stabilization,
+                        o.max_recovery_speed,
+                    )  # fmt: skip
+                    assert rows.n_rows == 0
+                return out
+
+            sim.stepper._fast.step = counting
+            for _ in range(1500):
+                r = sim.step()
+                qs.append(sim.q.copy())
+                vs.append(sim.v.copy())
+                events += [(sim.step_index, *row[:4]) for row in r._limit_rows]
+            return np.array(qs), np.array(vs), events, fast_steps, sim
+
+    q1, v1, e1, n_fast, sim = run(True)
+    q0, v0, e0, _, _ = run(False)
+    kinds = {e[1] for e in e1}
+    assert {"limit_begin", "limit_end"} <= kinds, "the run must reach and leave a stop"
+    assert FreeStepper.eligible(sim.stepper)
+    assert 100 < n_fast < 1500, "free steps must take the fast path, limit steps not"
+    assert e1 == e0
+    np.testing.assert_array_equal(q1, q0)
+    np.testing.assert_array_equal(v1, v0)
+
+
+def test_joint_friction_takes_the_general_path():
+    sim = Simulator(pendulum_scenario(3, "os", 0.01, 1e-3))
+    from mbsim.simcore.joint_rows import JointLimits
+
+    nv = sim.model.nv
+    sim.stepper.joint_limits = JointLimits(
+        np.full(nv, -np.inf), np.full(nv, np.inf), np.zeros(nv), np.full(nv, 0.1)
+    )
     assert not FreeStepper.eligible(sim.stepper)

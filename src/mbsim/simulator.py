@@ -421,6 +421,9 @@ class Simulator:
         contact_begin (by contact identity), stick/slip transitions of persisting contacts and
         impacts, and ``ended``: (previous step's contacts, index) of every contact that ended."""
         c = report.contacts
+        if (c is None or not len(c.gap)) and not self._active:  # no contact then or now
+            self._prev_contacts = c
+            return [], []
         rows = []
         now = {}
         if c is not None and len(c.gap):
@@ -446,6 +449,8 @@ class Simulator:
         lower, -1 = upper limit; body the body the joint moves, point its joint frame origin
         and normal side * the joint axis (world frame, m and 1: the direction the stop pushes
         the joint), at the state after the step."""
+        if not len(report.limit_dof) and not self._limits_active:  # no limit then or now
+            return []
         now = {}
         for dof, side, p in zip(
             report.limit_dof.tolist(), report.limit_side.tolist(),
@@ -656,9 +661,10 @@ class Simulator:
                 summary.max_constraint_error, report.constraint_error
             )
             summary.worst_lcp_residual = max(summary.worst_lcp_residual, report.lcp_residual)
-            summary.energy_gains += sum(
-                1 for i in report.impacts if i.energy_after > i.energy_before
-            )
+            if report.impacts:
+                summary.energy_gains += sum(
+                    1 for i in report.impacts if i.energy_after > i.energy_before
+                )
             summary.energy_sources.add_step(report, self.t, lambda: float(self.energy()[0]))
             self._velocity_ratio(summary)
             self._record(writer, report, summary, every)

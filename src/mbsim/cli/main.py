@@ -125,7 +125,8 @@ def announce_compiling(stream=None) -> None:
 
 def _load(name: str) -> Command:
     target, help_text = COMMANDS[name]
-    if name in _COMPILES and not {"--quiet", "-q", "--json"} & set(sys.argv[2:]):
+    # not for --help either: registering the notice imports numba (~1 s)
+    if name in _COMPILES and not {"--quiet", "-q", "--json", "--help"} & set(sys.argv[2:]):
         announce_compiling()
     module_name, _, attr = target.partition(":")
     obj = getattr(importlib.import_module(module_name), attr)

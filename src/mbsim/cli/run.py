@@ -19,10 +19,9 @@ import typer
 
 from mbsim.cli import mesh_paths
 from mbsim.errors import MbsimError
-from mbsim.io.results import load_results
-from mbsim.io.scenario import load_scenario, load_scenario_text, parse_value, scenario_from_urdf
-from mbsim.samples.catalog import bundled_dir
-from mbsim.simulator import Simulator
+
+# The simulator, the scenario loader and the results module are imported inside the functions
+# that use them: they load numpy, numba and h5py (~1 s), which `mbsim run --help` must not pay.
 
 
 def run(
@@ -95,6 +94,8 @@ def run(
         "place_on_floor": place_on_floor,
     }
     flags = {k: v for k, v in flags.items() if v is not None}
+    from mbsim.simulator import Simulator
+
     overrides = _overrides(set_ or [])
     scenario = _scenario(source, from_, flags, overrides)
     sim = Simulator(
@@ -137,6 +138,8 @@ def print_notes(notes: list[str], who: str) -> None:
 
 
 def _overrides(items: list[str]) -> dict:
+    from mbsim.io.scenario import parse_value
+
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -147,6 +150,9 @@ def _overrides(items: list[str]) -> dict:
 
 
 def _scenario(source, from_, flags, overrides):
+    from mbsim.io.scenario import load_scenario, scenario_from_urdf
+    from mbsim.samples.catalog import bundled_dir
+
     if from_ is not None:
         if source is not None:
             raise MbsimError("give either a URDF/scenario or --from RESULTS.h5, not both")
@@ -164,6 +170,9 @@ def _scenario(source, from_, flags, overrides):
 
 
 def _from_results(path: Path, flags, overrides):
+    from mbsim.io.results import load_results
+    from mbsim.io.scenario import load_scenario_text
+
     path = path.resolve()
     if not path.is_file():
         raise MbsimError(f"{path}: results file does not exist")

@@ -1,4 +1,12 @@
-"""Broadphase: which shape pairs might be within the contact margin (python-fcl managers).
+"""Broadphase: which shape pairs might be within the contact margin.
+
+Two implementations give the same candidate pairs (tests/test_collision_broadphase.py): the
+proxies' AABBs overlap. :class:`AabbBroadphase` tests every pair of proxy AABBs in one numba
+call (O(n^2), ~3 ns a pair, no Python per pair); :class:`FclBroadphase` keeps them in FCL's
+dynamic AABB trees (O(n log n) but ~1 us of python-fcl per candidate pair and per pushed
+proxy). The scene uses the first up to :data:`AABB_MAX_SHAPES` shapes and FCL above
+(collision/scene.py, ``broadphase="auto"``). Both return the pairs (i < j) sorted, so the
+contacts, and the LCP rows built from them, come in the same order whichever runs.
 
 Every shape gets a *proxy* in an FCL ``DynamicAABBTreeCollisionManager``: a sphere of radius
 r + margin/2 for a sphere, otherwise a box covering the shape's own bounding box grown by
@@ -185,7 +193,174 @@ class FclBroadphase:
         self._dynamic.collide(None, _never_done)
         if self._static is not None:
             self._dynamic.collide(self._static, None, _never_done)
-        return np.array(log, dtype=np.int64).reshape(-1, 2)
+        return sorted_pairs(np.array(log, dtype=np.int64).reshape(-1, 2))
+
+
+@njit(cache=True)
+def sorted_pairs(pairs):
+    """``pairs`` (m, 2) as (min, max) rows in lexicographic order, repeats removed: the
+    broadphases' one output order (module docstring)."""
+    m = pairs.shape[0]
+    key = np.empty(m, dtype=np.int64)
+    big = 1
+    for k in range(m):
+        big = max(big, pairs[k, 0] + 1, pairs[k, 1] + 1)
+    for k in range(m):
+        a, b = pairs[k, 0], pairs[k, 1]
+        key[k] = min(a, b) * big + max(a, b)
+    key = np.unique(key)
+    out = np.empty((key.shape[0], 2), dtype=np.int64)
+    for k in range(key.shape[0]):
+        out[k, 0] = key[k] // big
+        out[k, 1] = key[k] % big
+    return out
+
+
+#: Largest scene (shapes, ground plane not counted) for which ``broadphase="auto"`` takes
+#: :class:`AabbBroadphase`; above it FCL's trees. Measured (``python benchmarks/
+#: bench_collision.py --broadphase-scaling``, moving boxes, docs/results.md): the numba test
+#: costs 7-29 us a step for 16-128 shapes against FCL's 19-90 us, 91 against 127 us at 256,
+#: and the two meet near 512 shapes (~340 us each), where the quadratic pair test catches up.
+AABB_MAX_SHAPES = 256
+
+
+@njit(cache=True)
+def _near_identity(R) -> bool:
+    """Eigen's ``isIdentity()`` at its default precision p = 1e-12, as FCL asks it: every
+    off-diagonal |R_ab| <= p, every diagonal |R_aa - 1| <= p min(|R_aa|, 1)."""
+    p = 1e-12
+    for a in range(3):
+        for b in range(3):
+            x = R[a, b]
+            if a == b:
+                if abs(x - 1.0) > p * min(abs(x), 1.0):
+                    return False
+            elif abs(x) > p:
+                return False
+    return True
+
+
+@njit(cache=True)
+def proxy_aabbs(index, sphere, size, offset, Rw, pw, lo, hi):
+    """AABBs of the proxies ``index`` (shape indices) at the shape poses Rw, pw, as FCL's
+    ``CollisionObject::computeAABB`` makes them for :class:`FclBroadphase`'s proxies: centre
+    c = R offset + p; a sphere proxy (never rotated there) c -+ its radius ``size[k, 0]``; a
+    box proxy (full sides ``size[k]``) c -+ its half sides when R is the identity (to 1e-12)
+    and otherwise c -+ the radius of its local AABB, |sides / 2|, on every axis."""
+    for k in range(index.shape[0]):
+        g = index[k]
+        ident = sphere[k] or _near_identity(Rw[g])
+        if not sphere[k] and not ident:
+            hx, hy, hz = 0.5 * size[k, 0], 0.5 * size[k, 1], 0.5 * size[k, 2]
+            rad = np.sqrt(hx * hx + hy * hy + hz * hz)
+        for a in range(3):
+            c = pw[g, a] + (
+                Rw[g, a, 0] * offset[k, 0] + Rw[g, a, 1] * offset[k, 1] + Rw[g, a, 2] * offset[k, 2]
+            )
+            if sphere[k]:
+                h = size[k, 0]
+            elif ident:
+                h = 0.5 * size[k, a]
+            else:
+                h = rad
+            lo[k, a] = c - h
+            hi[k, a] = c + h
+
+
+@njit(cache=True)
+def overlapping_pairs(index, moving, lo, hi, out):
+    """Pairs (index[i], index[j]), i < j, not both static, whose AABBs overlap (touching
+    counts, as in FCL's AABB::overlap), in the order of ``index`` (ascending shape indices:
+    the pairs come out sorted). Writes up to len(out) rows; returns the count."""
+    n = index.shape[0]
+    m = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            if not (moving[i] or moving[j]):
+                continue
+            if (
+                lo[i, 0] > hi[j, 0] or lo[j, 0] > hi[i, 0]
+                or lo[i, 1] > hi[j, 1] or lo[j, 1] > hi[i, 1]
+                or lo[i, 2] > hi[j, 2] or lo[j, 2] > hi[i, 2]
+            ):  # fmt: skip
+                continue
+            if m < out.shape[0]:
+                out[m, 0] = index[i]
+                out[m, 1] = index[j]
+            m += 1
+    return m
+
+
+class AabbBroadphase:
+    """Candidate pairs by testing every pair of proxy AABBs in numba (module docstring).
+
+    The proxies are FCL's (:class:`FclBroadphase` with slack 0): a sphere grown by margin/2,
+    or the shape's own bounding box grown by margin/2 on every side, so both report the same
+    pairs. Static proxies' AABBs are computed once."""
+
+    def __init__(self, records, margin: float) -> None:
+        grow = 0.5 * margin
+        recs = sorted(records, key=lambda r: r.index)
+        n = len(recs)
+        self._index = np.array([r.index for r in recs], dtype=np.int64)
+        self._moving = np.array([r.body >= 0 for r in recs], dtype=np.bool_)
+        self._sphere = np.array([r.kind == SPHERE for r in recs], dtype=np.bool_)
+        self._size = np.zeros((n, 3))
+        self._offset = np.zeros((n, 3))
+        for k, r in enumerate(recs):
+            if r.kind == SPHERE:
+                self._size[k] = r.radius + grow
+            else:  # the full sides, as FclBroadphase gives fcl.Box
+                self._size[k] = 2.0 * (np.asarray(r.aabb_half, float) + grow)
+                self._offset[k] = np.asarray(r.aabb_center, float)
+        self._lo = np.zeros((n, 3))
+        self._hi = np.zeros((n, 3))
+        static = np.flatnonzero(~self._moving)
+        if len(static):  # static shapes' poses are their records' (FclBroadphase: the same)
+            Rs = np.zeros((n, 3, 3))
+            ps = np.zeros((n, 3))
+            for k in static:
+                Rs[k] = recs[k].pose[:3, :3]
+                ps[k] = recs[k].pose[:3, 3]
+            lo, hi = np.zeros((n, 3)), np.zeros((n, 3))
+            proxy_aabbs(np.arange(n, dtype=np.int64), self._sphere, self._size, self._offset,
+                        Rs, ps, lo, hi)  # fmt: skip
+            self._lo[static], self._hi[static] = lo[static], hi[static]
+        moving = np.flatnonzero(self._moving)
+        self._mindex = self._index[moving]
+        self._mrow = moving
+        self._msphere = self._sphere[moving]
+        self._msize = np.ascontiguousarray(self._size[moving])
+        self._moffset = np.ascontiguousarray(self._offset[moving])
+        self._mlo = np.zeros((len(moving), 3))
+        self._mhi = np.zeros((len(moving), 3))
+        self._out = np.zeros((max(16, 4 * n), 2), dtype=np.int64)
+
+    def candidates(self, Rw: np.ndarray, pw: np.ndarray) -> np.ndarray:
+        """(m, 2) int64 shape pairs (i < j, sorted) whose proxies' AABBs overlap."""
+        return aabb_candidates(
+            self._index, self._moving, self._mrow, self._mindex, self._msphere, self._msize,
+            self._moffset, Rw, pw, self._lo, self._hi, self._out,
+        )  # fmt: skip
+
+
+@njit(cache=True)
+def aabb_candidates(index, moving, mrow, mindex, msphere, msize, moffset, Rw, pw, lo, hi, out):
+    """One step of :class:`AabbBroadphase`: moving proxies' AABBs, then the overlapping
+    pairs (a new (m, 2) array)."""
+    nm = mindex.shape[0]
+    mlo = np.empty((nm, 3))
+    mhi = np.empty((nm, 3))
+    proxy_aabbs(mindex, msphere, msize, moffset, Rw, pw, mlo, mhi)
+    for k in range(nm):
+        for a in range(3):
+            lo[mrow[k], a] = mlo[k, a]
+            hi[mrow[k], a] = mhi[k, a]
+    m = overlapping_pairs(index, moving, lo, hi, out)
+    if m > out.shape[0]:
+        out = np.empty((m, 2), dtype=np.int64)
+        overlapping_pairs(index, moving, lo, hi, out)
+    return out[:m].copy()
 
 
 @njit(cache=True)

@@ -9,7 +9,9 @@ Usage::
 One :meth:`CollisionScene.detect` call (step 2 of the time step in docs/architecture.md):
 
 1. shape poses from body poses (numba);
-2. broadphase candidate pairs (FCL dynamic AABB trees, :mod:`mbsim.collision.broadphase`);
+2. broadphase candidate pairs (proxy AABBs overlapping: all pairs in numba up to
+   ``broadphase.AABB_MAX_SHAPES`` shapes, FCL dynamic AABB trees above;
+   :mod:`mbsim.collision.broadphase`);
 3. filters and exact kernels for every candidate pair and for the ground plane
    (:mod:`mbsim.collision.narrowphase`), FCL for the rest (:mod:`mbsim.collision.fcl_narrow`);
 4. manifolds reduced to at most ``manifold_cap`` points per pair
@@ -28,7 +30,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsim.collision.broadphase import TAGS_WORK, BruteForceBroadphase, FclBroadphase
+from mbsim.collision.broadphase import (
+    AABB_MAX_SHAPES,
+    TAGS_WORK,
+    AabbBroadphase,
+    BruteForceBroadphase,
+    FclBroadphase,
+)
 from mbsim.collision.fcl_narrow import FclNarrowphase
 from mbsim.collision.filters import GROUND_TREE, LinkNames, allowed_pairs
 from mbsim.collision.geometry import build_records
@@ -46,6 +54,8 @@ DEFAULT_CAP = 4
 #: Largest operation count (vertex x face + edge x edge) for the exact convex kernel; above
 #: it a convex pair goes to FCL (GJK/EPA + face refinement). 20000 keeps a pair under ~50 us.
 DEFAULT_WORK_LIMIT = 20000
+#: Broadphase choices (CollisionScene ``broadphase``).
+BROADPHASES = ("auto", "aabb", "fcl", "bruteforce")
 #: Default broadphase slack, m: FCL's proxies are grown by this and re-sent to FCL only when a
 #: shape may have moved farther since the last time (see broadphase.dirty_proxies).
 DEFAULT_SLACK = 0.01
@@ -111,6 +121,16 @@ class Contacts:
         return int(self.gap.shape[0])
 
 
+def _empty_contacts() -> Contacts:
+    """A Contacts with no contact (read-only zero-length arrays, shared by every step that
+    finds none)."""
+    i, f = np.zeros(0, dtype=np.int64), np.zeros(0)
+    v = np.zeros((0, 3))
+    for a in (i, f, v):
+        a.flags.writeable = False
+    return Contacts(i, i, i, i, v, v, v, v, v, f, i, i, f, f)
+
+
 class CollisionScene:
     """The collision world of a Model (module docstring). Build with :meth:`from_model`."""
 
@@ -131,7 +151,7 @@ class CollisionScene:
         manifold_cap: int = DEFAULT_CAP,
         package_dirs: Mapping[str, str | os.PathLike[str]] | None = None,
         allow_outside_paths: bool = False,
-        broadphase: str = "fcl",
+        broadphase: str = "auto",
         broadphase_slack: float = DEFAULT_SLACK,
         work_limit: int = DEFAULT_WORK_LIMIT,
     ) -> None:
@@ -139,8 +159,10 @@ class CollisionScene:
             raise GeometryError(f"collision margin {margin!r} m must be finite and >= 0.")
         if int(manifold_cap) != manifold_cap or manifold_cap < 1:
             raise GeometryError(f"manifold_cap {manifold_cap!r} must be a positive integer.")
-        if broadphase not in ("fcl", "bruteforce"):
-            raise GeometryError(f"broadphase {broadphase!r} must be 'fcl' or 'bruteforce'.")
+        if broadphase not in BROADPHASES:
+            raise GeometryError(
+                f"broadphase {broadphase!r} must be one of {', '.join(BROADPHASES)}."
+            )
         self.model = model
         self.margin = float(margin)
         pair_margins = list(pair_margins)
@@ -192,6 +214,8 @@ class CollisionScene:
         if not floor:
             self.allowed[n, :] = False
             self.allowed[:, n] = False
+        if broadphase == "auto":
+            broadphase = "aabb" if n <= AABB_MAX_SHAPES else "fcl"
         if broadphase == "fcl" and not TAGS_WORK:
             self.notes.append(
                 "python-fcl does not report broadphase pairs as expected; using the "
@@ -203,6 +227,8 @@ class CollisionScene:
             raise GeometryError(f"broadphase_slack {broadphase_slack!r} m must be finite and >= 0.")
         if broadphase == "fcl":
             self._broad = FclBroadphase(self.records, self.reach, broadphase_slack)
+        elif broadphase == "aabb":
+            self._broad = AabbBroadphase(self.records, self.reach)
         else:
             self._broad = BruteForceBroadphase(body[:n], self.allowed[:n, :n])
         self._fcl = FclNarrowphase(self.records, self.table, self.reach, self.cap)
@@ -221,6 +247,7 @@ class CollisionScene:
         self._buf = np.zeros((k, 10))
         self._keys = np.zeros(k, dtype=np.int64)
         self._grow(256)
+        self._empty = _empty_contacts()
 
     @classmethod
     def from_model(cls, model, **options) -> CollisionScene:
@@ -244,7 +271,9 @@ class CollisionScene:
         manifold_cap (4): most contact points kept per pair.
         package_dirs: {package: folder} for ``package://`` meshes; allow_outside_paths (False):
         let mesh paths reach outside the URDF's folder and the package folders.
-        broadphase ("fcl"): or "bruteforce" (all pairs, bounding spheres; no FCL calls).
+        broadphase ("auto"): "aabb" (every pair of proxy AABBs tested in numba) up to
+        ``AABB_MAX_SHAPES`` shapes, "fcl" (FCL's dynamic AABB trees; the same pairs) above;
+        or either by name, or "bruteforce" (all allowed pairs, the kernels' bounding spheres).
         broadphase_slack (0.01 m): FCL proxies are re-sent only after moving this far.
         work_limit (20000): largest convex pair the exact kernel takes (else FCL).
         """
@@ -292,6 +321,8 @@ class CollisionScene:
             self._grow(2 * max(nc, nfcl, self._out_i.shape[0]))
         if nfcl:
             nc = self._fcl_contacts(nfcl, nc, Rw, pw)
+        if nc == 0:  # the common free step: one shared empty result, no array work
+            return self._empty
         ints, vecs, gap = finish(
             self._out_i, self._out_f, nc, self._ipack, self._offs, self.n_shapes, R_world, p_world
         )

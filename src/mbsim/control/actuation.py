@@ -94,10 +94,20 @@ class Actuators:
         self.tau_e = np.zeros(nv)
         self.gain = np.zeros(nv)
         self.flags = np.zeros(nv, dtype=np.int8)
+        #: nothing configured (no command, no constant force): every step's force is zero,
+        #: so :meth:`forces` without ``extra`` returns shared read-only zeros, no work
+        self.idle = not self.commands and not bool(np.any(self.constant))
+        self._zeros = np.zeros(nv)
+        self._zeros.flags.writeable = False
+        self._no_flags = np.zeros(nv, dtype=np.int8)
+        self._no_flags.flags.writeable = False
 
     def forces(self, t: float, q, v, extra=None):
         """(tau_e, g) for the step from (t, q, v); ``extra``: a Python controller's (nv,)
         torques, added before the effort clamp."""
+        if self.idle and extra is None:  # zero force: nothing to clamp, no implicit part
+            self.tau_e, self.gain, self.flags = self._zeros, self._zeros, self._no_flags
+            return self._zeros
         tau = self.constant.copy()
         gain = np.zeros_like(tau)
         zero = np.zeros_like(tau)
@@ -134,4 +144,6 @@ class Actuators:
 
     def applied(self, v_before, v_after) -> np.ndarray:
         """The actuator force applied over the step just taken (N m or N): tau_e - g (v+ - v)."""
+        if self.tau_e is self._zeros:  # an idle step (forces): nothing applied
+            return np.zeros(len(self._zeros))
         return self.tau_e - self.gain * (np.asarray(v_after) - np.asarray(v_before))

@@ -2,7 +2,11 @@
 
 A step with no contact, no bilateral row, no joint-limit row and a formulation that does not
 solve an LCP every step is plain semi-implicit Euler on the free dynamics (000 Sec. 6 with an
-empty contact set):
+empty contact set). Joint limits may exist: a step in which no limit is near (the rule of
+:meth:`mbsim.simcore.joint_rows.JointLimits.rows`, gap plus the step's travel at the faster
+of v and v+ below the margin, checked by :func:`limit_rows_needed`) has no limit row in the
+general path either, so it is the same free step. Joint friction rows are on every step, so
+a model with joint friction takes the general path.
 
     tau  = -D v + tau_applied(t, q, v)            (OSStepper._joint_forces, N m or N)
     qdd  = (M + diag(armature))^-1 (tau - C(q, v))   (ABA, 004 Eq. 0.31; armature = dt D
@@ -15,17 +19,20 @@ same floating-point operations, in the same order, as the general path of
 :meth:`mbsim.simcore.stepper.OSStepper.step` (``aba_kernel``, ``v + dt * qdd``,
 ``integrate_kernel``); tau comes from the stepper's own ``_joint_forces``. The two paths agree
 bit for bit (tests/test_fast_step.py). The kernel also checks the state is finite and below
-``max_speed``; when it is not, the general path redoes the step and raises its error (the
-torque callback is then called a second time for that failing step).
+``max_speed``; when it is not, the general path redoes the step from the same joint forces
+and raises its error.
 
 The caller (:class:`FreeStepper`) decides when the fast path may run (``eligible``) and runs
 collision detection first, on the kinematics of q: a step that finds a contact goes through the
 general path from the start, before any joint force is asked for (a controller is called once
 a step; nothing the fast path computed leaks into a contact step). After a contact step the
 fast path is skipped until a step finds no contact, so a resting contact costs no second
-detection per step. One difference a controller could see: during its call on a free step,
-the stepper's ``data`` already holds the kinematics of the current q (the general path holds
-the previous step's there).
+detection per step. Limits are checked twice, both cheap and compiled: at v before the joint
+forces are asked for (a limit already near sends the step to the general path untouched), and
+at v+ after the free step (a limit the step would reach: the general path redoes it from the
+same joint forces, so a controller is still called once). One difference a controller could
+see: during its call on a free step, the stepper's ``data`` already holds the kinematics of
+the current q (the general path holds the previous step's there).
 """
 
 from __future__ import annotations
@@ -37,6 +44,26 @@ from numba import njit
 
 from mbsim.simcore.dynamics import aba_kernel
 from mbsim.simcore.kinematics import forward_kinematics_kernel, integrate_kernel
+
+
+@njit(cache=True)
+def limit_rows_needed(qi, vi, lower, upper, margin, q, v, v_new, dt):
+    """Whether the general path would add a joint-limit row this step: for any limited DoF
+    (q index ``qi``, v index ``vi``, bounds lower/upper, -inf/inf where none) and side s
+    (+1 lower, -1 upper), g + dt min(0, s v_k, s v+_k) < margin with g = s (q - bound)
+    (JointLimits.rows, the same floating-point operations; a NaN never counts as near)."""
+    for j in range(qi.shape[0]):
+        x = q[qi[j]]
+        k = vi[j]
+        for side in (1.0, -1.0):
+            bound = lower[j] if side > 0 else upper[j]
+            if not np.isfinite(bound):
+                continue
+            g = side * (x - bound)
+            travel = dt * min(0.0, min(side * v[k], side * v_new[k]))
+            if g + travel < margin:
+                return True
+    return False
 
 
 @njit(cache=True)
@@ -75,6 +102,25 @@ class FreeStepper:
         self._last_had_contact = False
         self._data = self._model = None
         self._bind(m, stepper.data)
+        self._jl = stepper.joint_limits
+        self._limits = self._limit_args(self._jl, m)
+
+    @staticmethod
+    def _limit_args(limits, m):
+        """(qi, vi, lower, upper, margin) of the limited 1-DoF joints, or None."""
+        if limits is None:
+            return None
+        one = np.flatnonzero(m.nvj == 1)
+        vi = np.asarray(m.vi, dtype=np.int64)[one]
+        keep = np.isfinite(limits.lower[vi]) | np.isfinite(limits.upper[vi])
+        if not keep.any():
+            return None
+        vi = vi[keep]
+        qi = np.asarray(m.qi, dtype=np.int64)[one][keep]
+        return (
+            qi, vi, np.ascontiguousarray(limits.lower[vi], dtype=np.float64),
+            np.ascontiguousarray(limits.upper[vi], dtype=np.float64), float(limits.margin),
+        )  # fmt: skip
 
     def _bind(self, m, d) -> None:
         """The kernel's Model and Data arguments: arrays updated in place, never replaced
@@ -94,24 +140,26 @@ class FreeStepper:
     @staticmethod
     def eligible(stepper) -> bool:
         """Whether the fast path may replace the general one at all: Euler, ABA, no bilateral
-        rows, a formulation that solves no LCP without contacts, and no other constraint rows
-        the stepper knows of (joint limits and friction: ``joint_limits``). Conservative: any
-        new kind of constraint row must turn it off here. Applied forces (damping, controls,
-        implicit PD gains) go through the stepper's own ``_joint_forces``, as in the general
-        path."""
+        rows, a formulation that solves no LCP without contacts, and no constraint rows the
+        stepper knows of on every step (joint friction; joint limits are checked per step,
+        module docstring). Conservative: any new kind of constraint row must turn it off
+        here. Applied forces (damping, controls, implicit PD gains) go through the stepper's
+        own ``_joint_forces``, as in the general path."""
+        jl = stepper.joint_limits
         return (
             not stepper.rk4
             and stepper.dynamics.name == "aba"
             and stepper.bilateral is None
             and not stepper.formulation.always_solves
-            and stepper.joint_limits is None
+            and (jl is None or not bool(np.any(jl.friction > 0)))
         )
 
     def step(self, q, v, t, general):
-        """(q+, v+, StepReport) of one step: the fast path when the step has no contact, else
-        ``general(q, v, t)`` (the stepper's general path), which also takes any step whose
-        state turns out bad (it raises the usual error) and every step after a contact step
-        until one finds no contact."""
+        """(q+, v+, StepReport) of one step: the fast path when the step has no contact and no
+        limit row, else ``general(q, v, t[, tau])`` (the stepper's general path, given the
+        joint forces when they were already asked for), which also takes any step whose state
+        turns out bad (it raises the usual error) and every step after a contact step until
+        one finds no contact."""
         if self._last_had_contact:
             out = general(q, v, t)
             self._last_had_contact = out[2].n_contacts > 0
@@ -123,8 +171,15 @@ class FreeStepper:
         m, d, o = s.model, s.data, s.opt
         if d is not self._data or m is not self._model:  # gathered once per Model and Data
             self._bind(m, d)
+        if s.joint_limits is not self._jl:  # set after the stepper was built
+            self._jl = s.joint_limits
+            self._limits = self._limit_args(self._jl, m)
         q = np.ascontiguousarray(q, dtype=np.float64)
         v = np.ascontiguousarray(v, dtype=np.float64)
+        lim = self._limits
+        dt = float(o.dt)
+        if lim is not None and limit_rows_needed(*lim, q, v, v, dt):
+            return general(q, v, t)  # a limit is near already: before any joint force
         if s.collision is not None:
             # contacts first, from the poses of q: a contact step goes to the general path
             # before the joint forces are asked for, so a controller is called once a step
@@ -138,11 +193,13 @@ class FreeStepper:
         q_new = np.empty(m.nq)
         v_new = np.empty(m.nv)
         bad = free_step_kernel(
-            *self._model_args, q, v, np.ascontiguousarray(tau, dtype=np.float64), float(o.dt),
+            *self._model_args, q, v, np.ascontiguousarray(tau, dtype=np.float64), dt,
             float(o.max_speed), *self._data_args, q_new, v_new,
         )  # fmt: skip
         if bad:  # diverging: the general path redoes the step and raises its error
-            return general(q, v, t)
+            return general(q, v, t, tau)
+        if lim is not None and limit_rows_needed(*lim, q, v, v_new, dt):
+            return general(q, v, t, tau)  # the step reaches a limit: its row is needed
         s.step_index += 1
         report = StepReport()
         report.step_seconds = _time.perf_counter() - t0

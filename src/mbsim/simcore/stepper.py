@@ -185,9 +185,22 @@ class StepOptions:
     curvature_point: str = "core"
 
 
+def _empty(shape, dtype=float) -> np.ndarray:
+    """A read-only empty array: the shared default of a StepReport field (a free step makes
+    one report; six fresh allocations were a tenth of its Python time)."""
+    a = np.zeros(shape, dtype=dtype)
+    a.flags.writeable = False
+    return a
+
+
+_NO_F, _NO_F3 = _empty(0), _empty((0, 3))
+_NO_B, _NO_I = _empty(0, bool), _empty(0, np.int64)
+
+
 @dataclass
 class StepReport:
-    """What one step did: contacts with their impulses, LCP diagnostics, impacts."""
+    """What one step did: contacts with their impulses, LCP diagnostics, impacts. The empty
+    array fields of a step without contacts or limits are shared and read-only."""
 
     n_contacts: int = 0
     lcp_size: int = 0
@@ -196,9 +209,9 @@ class StepReport:
     solver: str = ""
     max_penetration: float = 0.0
     contacts: object = None
-    normal_impulse: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    tangent_impulse: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
-    sliding: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    normal_impulse: np.ndarray = field(default_factory=lambda: _NO_F)
+    tangent_impulse: np.ndarray = field(default_factory=lambda: _NO_F3)
+    sliding: np.ndarray = field(default_factory=lambda: _NO_B)
     impacts: list = field(default_factory=list)
     step_seconds: float = 0.0
     v_new: np.ndarray | None = None
@@ -210,9 +223,9 @@ class StepReport:
     redundant_rows: int = 0
     #: joint-limit rows of the step (simcore/joint_rows.py): v index, side (+1 lower, -1
     #: upper) and total impulse over the step (N m s or N s, impacts included)
-    limit_dof: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    limit_side: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    limit_impulse: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    limit_dof: np.ndarray = field(default_factory=lambda: _NO_I)
+    limit_side: np.ndarray = field(default_factory=lambda: _NO_F)
+    limit_impulse: np.ndarray = field(default_factory=lambda: _NO_F)
     #: a joint reached a limit fast enough for an impact phase this step
     limit_impact: bool = False
     #: kinetic energy (J) each source added this step (simcore/energy_sources.py): the impact
@@ -524,12 +537,14 @@ class OSStepper:
             return self._fast.step(q, v, t, self._general_step)
         return self._general_step(q, v, t)
 
-    def _general_step(self, q: np.ndarray, v: np.ndarray, t: float):
-        """One step by the full pipeline of the module docstring."""
+    def _general_step(self, q: np.ndarray, v: np.ndarray, t: float, tau=None):
+        """One step by the full pipeline of the module docstring; ``tau``: the step's applied
+        joint forces when the fast path already asked for them (a controller is called once)."""
         t0 = _time.perf_counter()
         d, o = self.data, self.opt
         dt = o.dt
-        tau = self._joint_forces(t, q, v)
+        if tau is None:
+            tau = self._joint_forces(t, q, v)
         qdd = self.dynamics.accel(d, q, v, tau)
         report = StepReport()
         c = self.collision.detect(d.R_world, d.p_world) if self.collision is not None else None
