@@ -43,27 +43,8 @@ import numpy as np
 from numba import njit
 
 from mbsim.simcore.dynamics import aba_kernel
+from mbsim.simcore.joint_rows import limit_rows_needed
 from mbsim.simcore.kinematics import forward_kinematics_kernel, integrate_kernel
-
-
-@njit(cache=True)
-def limit_rows_needed(qi, vi, lower, upper, margin, q, v, v_new, dt):
-    """Whether the general path would add a joint-limit row this step: for any limited DoF
-    (q index ``qi``, v index ``vi``, bounds lower/upper, -inf/inf where none) and side s
-    (+1 lower, -1 upper), g + dt min(0, s v_k, s v+_k) < margin with g = s (q - bound)
-    (JointLimits.rows, the same floating-point operations; a NaN never counts as near)."""
-    for j in range(qi.shape[0]):
-        x = q[qi[j]]
-        k = vi[j]
-        for side in (1.0, -1.0):
-            bound = lower[j] if side > 0 else upper[j]
-            if not np.isfinite(bound):
-                continue
-            g = side * (x - bound)
-            travel = dt * min(0.0, min(side * v[k], side * v_new[k]))
-            if g + travel < margin:
-                return True
-    return False
 
 
 @njit(cache=True)

@@ -56,6 +56,16 @@ from numba import njit
 LIMIT_MARGIN = 0.01
 
 
+@njit(cache=True, inline="always")
+def _stop_reach(sign, x, bound, v, v_next, dt):
+    """(g, g + dt min(0, s v, s v_next)): the gap g = s (x - bound) of a stop on side s (+1
+    lower, -1 upper; rad or m) and the least gap the step can reach at either velocity. The
+    stop gets a row when the latter is below the margin (the one rule for the step's rows
+    and for the compiled free step's check)."""
+    g = sign * (x - bound)
+    return g, g + dt * min(0.0, min(sign * v, sign * v_next))
+
+
 @njit(cache=True)
 def _near_limits(
     lower, upper, q_of_v, v, v_free, dt, margin, stabilization, max_recovery_speed, dof, side,
@@ -71,9 +81,8 @@ def _near_limits(
         for k in range(bound.shape[0]):
             if not np.isfinite(bound[k]):
                 continue
-            g = sign * (q_of_v[k] - bound[k])
-            travel = dt * min(0.0, min(sign * v[k], sign * v_free[k]))
-            if g + travel < margin:
+            g, reach = _stop_reach(sign, q_of_v[k], bound[k], v[k], v_free[k], dt)
+            if reach < margin:
                 dof[n] = k
                 side[n] = sign
                 gap[n] = g
@@ -84,6 +93,25 @@ def _near_limits(
                     allowance[n] = 0.0
                 n += 1
     return n
+
+
+@njit(cache=True)
+def limit_rows_needed(qi, vi, lower, upper, margin, q, v, v_new, dt):
+    """Whether the general path would add a joint-limit row this step: for any limited DoF
+    (q index ``qi``, v index ``vi``, bounds lower/upper, -inf/inf where none) and side s
+    (+1 lower, -1 upper), g + dt min(0, s v_k, s v+_k) < margin with g = s (q - bound)
+    (the rule of JointLimits.rows, :func:`_stop_reach`; a NaN never counts as near).
+    The compiled free step (fast_step.py) asks it before and after its step."""
+    for j in range(qi.shape[0]):
+        x = q[qi[j]]
+        k = vi[j]
+        for side in (1.0, -1.0):
+            bound = lower[j] if side > 0 else upper[j]
+            if not np.isfinite(bound):
+                continue
+            if _stop_reach(side, x, bound, v[k], v_new[k], dt)[1] < margin:
+                return True
+    return False
 
 
 @dataclass(frozen=True)
