@@ -199,3 +199,24 @@ def test_lemke_follows_another_path_after_a_secondary_ray():
     for select in ("vertex", "least_norm"):
         with selecting(select):
             assert solve_lcp(M, q).ok
+
+
+def test_regularised_lemke_solves_the_restricted_lcp_when_its_active_set_is_inconsistent():
+    """spirit40newer lying on the floor at t = 0.169 s (n = 120, 20 contacts on 18 DoF): the
+    least-norm attempt's active set S gives an inconsistent system M_SS z_S = -q_S (the
+    polish leaves 4e-9 against a tolerance of 8e-10) and no Lemke path solved it before;
+    the LCP restricted to S, grown by the violated rows, is solved (chain.py, "Restricted
+    LCP"). Checked independently of the chain's test."""
+    from mbsim.simcore.lcp import lemke_regularised
+    from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
+
+    data = np.load(Path(__file__).parent / "data" / "spirit40newer_lcp_restricted.npz")
+    M, q = data["M"], data["q"]
+    mnorm = np.abs(M).sum(axis=1).max()
+    r = lemke_regularised(M, q, LEAST_NORM_DELTA * mnorm)
+    assert r.ok, r.describe()
+    assert "restricted" in r.message
+    scale = mnorm * np.abs(r.z).max() + np.abs(q).max()
+    assert independent_violation(M, q, r.z) <= 1e-9 * scale
+    # the impulses stay at the scale of the load (m g dt ~ 0.1 N s), no near-ray blow-up
+    assert np.abs(r.z).max() <= 1.0

@@ -22,7 +22,8 @@ Each case asserts:
 
 Measured (this branch, pybullet 3.2): PyBullet rests bodies 1.0 mm higher than mbsim on
 minitaur, spirit40, racecar and r2d2 (its contact margin), laikago's collapse differs by
-0.1 mm after 0.3 s, aliengo's by 3.9 mm after 0.5 s.
+0.1 mm after 0.3 s, aliengo's by 3.9 mm after 0.5 s. spirit40newer (slow) is checked
+against rest on the floor only (its test says why).
 
 Skipped when pybullet (which ships pybullet_data) is not installed.
 """
@@ -138,9 +139,7 @@ ROBOTS = [
     pytest.param("racecar/racecar.urdf", 0.3, None, id="racecar"),
     pytest.param("r2d2.urdf", 0.3, None, id="r2d2-wheeled"),
     pytest.param("laikago/laikago_toes_zup.urdf", 0.3, None, id="laikago-standing"),
-    pytest.param(
-        "aliengo/aliengo.urdf", 0.5, ALIENGO_STAND, id="aliengo-standing", marks=pytest.mark.slow
-    ),
+    pytest.param("aliengo/aliengo.urdf", 0.5, ALIENGO_STAND, id="aliengo-standing"),
 ]
 
 
@@ -178,10 +177,15 @@ def test_racecar_differential_starts(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="lying on the floor with 20 contacts on 18 DoF, the contact LCPs are massively "
-    "degenerate; from t = 0.188 s no Lemke path reaches a solution (docs/results.md)",
-)
-def test_spirit40newer_collapses_clean(tmp_path):
-    drop("quadruped/spirit40newer.urdf", 0.3, None, tmp_path)
+def test_spirit40newer_collapses_and_comes_to_rest(tmp_path):
+    """Lying on the floor with 20 contacts on 18 DoF its contact LCPs are massively degenerate
+    (docs/results.md, "Real robots"): every attempt of the chain failed at t = 0.14 s before
+    the other Lemke paths, the restricted-LCP polish and the refusal of unverifiable
+    candidates. PyBullet is no reference here: it gives the four links without an
+    <inertial> a mass of 1 kg, so even the starting centre of mass differs. Truth: it comes
+    to rest (all of its motion is the collapse) on the floor."""
+    sim, e0, gain, u_min = drop("quadruped/spirit40newer.urdf", 0.3, None, tmp_path)
+    check_energy(e0, gain, u_min)
+    assert sim.energy()[0] <= REST_KINETIC
+    R, p = start_pose.body_frames(sim.model, sim.q)
+    assert abs(min(start_pose.lowest_points(sim.scene, R, p).values())) <= REST_LOWEST

@@ -56,9 +56,9 @@ largest-pivot and lexicographic rules with and without the zero threshold, then 
 M + 1e-12 ||M||_inf I (whose solutions violate (M, q) by 1e-12 ||M|| ||z||, 1000 times below
 the acceptance tolerance). None of these has an anti-cycling guarantee: the pivot cap bounds
 each, each answer must pass the same verification on (M, q) or is not used, and they cost
-time only on steps whose standard path failed. Measured on spirit40newer (1 s floating drop):
-the first chain failure moved from t = 0.140 s to 0.188 s; the later ones are not solved by
-any of these paths (docs/results.md, "Real robots").
+time only on steps whose standard path failed. On spirit40newer's later LCPs (t = 0.158 to
+0.188 s) some of these paths end in rays too; chain.py's restricted LCP covers those
+(docs/results.md, "Real robots").
 
 Basic z that come out of the final solve as rounding-level negatives (>= -10 n eps ||z||, a
 degenerate zero) are set to 0; the answer is then verified on the original (M, q) by
