@@ -55,8 +55,10 @@ ENERGY_SLACK_ABS = 1e-3
 PYBULLET_COM_TOL = 0.01
 #: a rigid part at rest (xarm): kinetic energy (J), lowest point off the floor (m; the
 #: penetration left by the recovery rule at rest is below 1e-6 m, measured 8.5e-7 m) and
-#: how far its centre of mass may move (m)
-REST_KINETIC = 1e-6
+#: how far its centre of mass may move (m). link4 stands on a rounded face and rocks about
+#: its contact point: up to 1.4e-5 J measured in 0.5 s (1.1 kg, a few mm/s), the same before
+#: and after this branch; issue 20's launch by penetration recovery was +46 J.
+REST_KINETIC = 1e-4
 REST_LOWEST = 1e-5
 REST_COM_MOVE = 1e-4
 
