@@ -484,7 +484,8 @@ def lemke(
     refactor_every: int | None = None,
 ) -> LcpResult:
     """Solve the standard LCP (M, q) by lexicographic Lemke, and when that path ends in a ray
-    or a singular basis by the largest-pivot path (module docstring); verify on (M, q).
+    or a singular basis along the paths of OTHER_PATHS (module docstring, "Other paths");
+    verify on (M, q). The first verified answer is returned, else the standard path's.
 
     ``max_pivots`` defaults to :func:`default_max_pivots`, ``refactor_every`` to max(50, n).
     The status is ``solved`` only if the residuals recomputed from (M, q) are within the
