@@ -188,6 +188,22 @@ def test_solved_status_is_verified_not_trusted():
     np.testing.assert_allclose(r.w, M @ wrong + q)
 
 
+def test_a_huge_z_is_refused_however_small_its_residual():
+    """problem.py, "Unverifiable candidates": M z = 0 exactly for z = (1e12, 1e12), so w = q
+    = (1e-3, 1e-3) and the complementarity residual is 1e-3, below the rounding term
+    10 n eps ||M|| ||z|| = 8.9e-3 that the tolerance includes; such a z (a near-ray) moved a
+    real robot's energy from 5 J to 2e4 J in one step. It must not be accepted."""
+    M = np.array([[1.0, -1.0], [-1.0, 1.0]])
+    q = np.array([1e-3, 1e-3])
+    z = np.array([1e12, 1e12])
+    r = evaluate(M, q, z, Status.SOLVED, 1, "lemke")
+    assert 5e-4 < r.residual <= r.tol  # ~1e-3 (rounding of w): the old hole
+    assert r.status == Status.NUMERICAL and not r.ok
+    assert "too large to verify" in r.message
+    ok = evaluate(M, q, np.zeros(2), Status.SOLVED, 0, "lemke")  # z = 0 solves it
+    assert ok.ok
+
+
 def test_tolerance_does_not_grow_with_a_huge_z():
     # Infeasible (w1 + w2 = -2). On M + delta I the "solution" is z = (1, 1) / delta, and on
     # the original data w = (-1, -1): a residual of 1, which a tolerance proportional to

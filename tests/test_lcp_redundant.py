@@ -176,3 +176,47 @@ def test_the_friction_matrix_is_copositive_but_not_copositive_plus():
     z[5] = 1.0
     assert z @ M @ z == 0.0
     assert ((M + M.T) @ z)[0] == 0.5
+
+
+def test_lemke_follows_another_path_after_a_secondary_ray():
+    """The contact LCP (n = 120: 20 floor contacts on a quadruped with 18 DoF lying on the
+    floor, rank(D^T W D) = 18) recorded from pybullet_data's spirit40newer.urdf dropped with a
+    floating base at t = 0.14 s (issue 19), on which every attempt of the chain failed before.
+    The lexicographic Lemke path ends in a genuine secondary ray; :func:`lemke` then follows
+    the other paths of lemke.py's docstring. Checked independently of the chain's test: the
+    complementarity violation is at rounding level relative to ||M|| ||z|| + ||q||."""
+    from mbsim.simcore.lcp import lemke
+    from mbsim.simcore.lcp.lemke import run_lemke
+
+    data = np.load(Path(__file__).parent / "data" / "spirit40newer_lcp_ray.npz")
+    M, q = data["M"], data["q"]
+    status, *_ = run_lemke(np.ascontiguousarray(M), np.ascontiguousarray(q))
+    assert status == "ray_termination"  # the standard path alone fails on it
+    r = lemke(M, q)
+    assert r.ok, r.describe()
+    scale = np.abs(M).sum(axis=1).max() * np.abs(r.z).max() + np.abs(q).max()
+    assert independent_violation(M, q, r.z) <= 1e-12 * scale
+    for select in ("vertex", "least_norm"):
+        with selecting(select):
+            assert solve_lcp(M, q).ok
+
+
+def test_regularised_lemke_solves_the_restricted_lcp_when_its_active_set_is_inconsistent():
+    """spirit40newer lying on the floor at t = 0.169 s (n = 120, 20 contacts on 18 DoF): the
+    least-norm attempt's active set S gives an inconsistent system M_SS z_S = -q_S (the
+    polish leaves 4e-9 against a tolerance of 8e-10) and no Lemke path solved it before;
+    the LCP restricted to S, grown by the violated rows, is solved (chain.py, "Restricted
+    LCP"). Checked independently of the chain's test."""
+    from mbsim.simcore.lcp import lemke_regularised
+    from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
+
+    data = np.load(Path(__file__).parent / "data" / "spirit40newer_lcp_restricted.npz")
+    M, q = data["M"], data["q"]
+    mnorm = np.abs(M).sum(axis=1).max()
+    r = lemke_regularised(M, q, LEAST_NORM_DELTA * mnorm)
+    assert r.ok, r.describe()
+    assert "restricted" in r.message
+    scale = mnorm * np.abs(r.z).max() + np.abs(q).max()
+    assert independent_violation(M, q, r.z) <= 1e-9 * scale
+    # the impulses stay at the scale of the load (m g dt ~ 0.1 N s), no near-ray blow-up
+    assert np.abs(r.z).max() <= 1.0

@@ -136,6 +136,22 @@ def test_a_robot_inside_the_floor_is_named_with_the_height_that_clears_it(tmp_pa
     assert "z = 0.1 m" in notes[0] and "--place-on-floor" in notes[0]
 
 
+def test_a_part_welded_to_the_world_inside_the_floor_is_named_too(tmp_path):
+    """pybullet_data's xarm/link4.urdf: a massless ``world`` root and a fixed joint weld the
+    only link to the world, so the robot has no moving body; with the default (fixed) base
+    the note used to crash the run with a traceback (StopIteration)."""
+    welded = BOX.replace(
+        '<robot name="box">',
+        '<robot name="box"><link name="world"/><joint name="weld" type="fixed">'
+        '<parent link="world"/><child link="box"/></joint>',
+    )
+    urdf = _write(tmp_path, welded, "welded")
+    sim = Simulator(scenario_from_urdf(urdf, output=str(tmp_path / "w.h5"), floor=True))
+    assert sim.model.nb == 0
+    notes = [n for n in sim.lint if "inside the floor" in n]
+    assert len(notes) == 1 and "raising its base by 0.1 m" in notes[0], notes
+
+
 def test_place_on_floor_rests_the_lowest_point_on_the_floor(tmp_path):
     urdf = _write(tmp_path, BOX, "box")
     sc = scenario_from_urdf(

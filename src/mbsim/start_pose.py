@@ -142,11 +142,16 @@ def floor_notes(floor: bool, model, scene, R_world, p_world) -> list[str]:
     notes = []
     for t, name in enumerate(model.tree_names):
         if low.get(t, 0.0) < -FLOOR_TOL:
-            root = next(i for i in range(model.nb) if model.tree_of[i] == t)
-            zb = float(p_world[root][2]) if model.nb else 0.0
+            root = next((i for i in range(model.nb) if model.tree_of[i] == t), None)
+            # a tree welded to the world has no body: say how far to raise its base instead
+            where = (
+                f"raising its base by {-low[t]:.4g} m"
+                if root is None
+                else f"a base height of z = {float(p_world[root][2]) - low[t]:.4g} m"
+            )
             notes.append(
                 f"'{name}' starts {-low[t]:.3g} m inside the floor (its lowest collision point is "
-                f"at z = {low[t]:.3g} m): a base height of z = {zb - low[t]:.4g} m rests it on "
+                f"at z = {low[t]:.3g} m): {where} rests it on "
                 "the floor; pass --place-on-floor (base_pose.on_floor = true) to start there"
             )
     return notes

@@ -39,6 +39,27 @@ accumulated in the updates. Tolerances, all relative:
   (1e14) stops the solve with status ``numerical`` (x_B would carry no correct digits), as does
   iterative refinement that fails to reduce the residual.
 
+Other paths. The friction LCP's M is copositive but not copositive-plus (docs/lcp.md), so a
+ray does not prove that (M, q) has no solution, and on a degenerate problem which path Lemke
+follows decides whether it reaches one. Redundant contacts make contact LCPs massively
+degenerate: a quadruped lying on the floor with 20 contacts on 18 DoF (pybullet_data's
+spirit40newer, issue 19) has rank(D^T W D) = 18 for 100 friction unknowns, and the normal
+rows' gap and curvature terms make q inconsistent with that range at the 1e-9 m/s level, so
+a solution must let some contacts separate at that speed. On the LCP recorded at t = 0.14 s
+(tests/data/spirit40newer_lcp_ray.npz) the lexicographic path, whose ratio test treats those
+values as 0 (ZERO_REL) and breaks the resulting ties by the perturbation of q, ends in a
+genuine secondary ray (the entering column has no positive entry), while the path that keeps
+them (``zero_rel = 0``) and breaks ties by the largest pivot (the numerically safest choice)
+reaches an exact solution (residual 4e-18). When the standard path ends in a ray or a
+singular basis, :func:`lemke` therefore follows the paths of OTHER_PATHS in turn: the
+largest-pivot and lexicographic rules with and without the zero threshold, then the same on
+M + 1e-12 ||M||_inf I (whose solutions violate (M, q) by 1e-12 ||M|| ||z||, 1000 times below
+the acceptance tolerance). None of these has an anti-cycling guarantee: the pivot cap bounds
+each, each answer must pass the same verification on (M, q) or is not used, and they cost
+time only on steps whose standard path failed. On spirit40newer's later LCPs (t = 0.158 to
+0.188 s) some of these paths end in rays too; chain.py's restricted LCP covers those
+(docs/results.md, "Real robots").
+
 Basic z that come out of the final solve as rounding-level negatives (>= -10 n eps ||z||, a
 degenerate zero) are set to 0; the answer is then verified on the original (M, q) by
 :func:`problem.evaluate`.
@@ -56,6 +77,7 @@ from mbsim.simcore.lcp.problem import (
     LcpResult,
     Status,
     evaluate,
+    inf_norm,
     snap_rounding_negatives,
 )
 
@@ -65,6 +87,15 @@ TIE_REL = 1e-11
 LEX_REL = 1e-11
 COND_MAX = 1e14
 REFACTOR_EVERY = 50  # minimum; the default is max(50, n)
+#: (lexicographic?, zero_rel, shift) of the paths :func:`lemke` follows after the standard one
+#: fails (module docstring, "Other paths"), in order; shift: Lemke on M + shift ||M||_inf I
+OTHER_PATHS = (
+    (False, 0.0, 0.0),
+    (True, 0.0, 0.0),
+    (False, ZERO_REL, 0.0),
+    (True, 0.0, 1e-12),
+    (False, 0.0, 1e-12),
+)
 
 # kernel status codes (_CONTINUE: a chunk of pivots ended, the path goes on)
 _SOLVED, _RAY, _PIVOT_LIMIT, _NUMERICAL, _CONTINUE, _TIME_LIMIT = 0, 1, 2, 3, 4, 5
@@ -294,11 +325,12 @@ def _pivot(Binv, x, col, r):
 
 
 @njit(cache=True)
-def _ratio_test(Binv, x, col, noise, basis, z0, cand, div):
+def _ratio_test(Binv, x, col, noise, basis, z0, cand, div, lex, zero_rel):
     """Leaving row for the entering column col = B^-1 a (noise = |B^-1||a|), or -1 for a ray.
 
     Minimum of x_i / col_i over rows with a safe positive pivot (module docstring); z0's row
-    wins a tie, otherwise ties go to the lexicographic rule.
+    wins a tie, otherwise ties go to the lexicographic rule (``lex``) or to the largest pivot.
+    Basic values <= ``zero_rel`` ||x||_inf count as 0.
     """
     n = x.shape[0]
     cmax = 0.0
@@ -306,7 +338,7 @@ def _ratio_test(Binv, x, col, noise, basis, z0, cand, div):
     for i in range(n):
         cmax = max(cmax, abs(col[i]))
         xscale = max(xscale, abs(x[i]))
-    xzero = ZERO_REL * xscale
+    xzero = zero_rel * xscale
     ptol = PIV_REL * cmax
     nfac = 4.0 * n * EPS
     rmin = np.inf
@@ -327,6 +359,12 @@ def _ratio_test(Binv, x, col, noise, basis, z0, cand, div):
                 cand[m] = i
                 m += 1
                 div[i] = col[i]
+    if not lex:  # the second path's rule (module docstring): the largest pivot
+        best = cand[0]
+        for t in range(1, m):
+            if col[cand[t]] > col[best]:
+                best = cand[t]
+        return best
     return _lexmin(Binv, cand, m, div)
 
 
@@ -372,7 +410,7 @@ def lemke_start(M, q, Binv, x, basis, col, div, cand, ist):
 @njit(cache=True)
 def lemke_steps(
     M, q, max_pivots, refactor_every, chunk, Binv, Bmat, work, x, basis, col, a, noise, div,
-    cand, ist,
+    cand, ist, lex, zero_rel,
 ):  # fmt: skip
     """At most ``chunk`` pivots of the complementary path from the state in ``ist`` (see
     :func:`lemke_start`). Returns _CONTINUE (state saved) or a terminal status code."""
@@ -401,7 +439,7 @@ def lemke_steps(
         entering = leaving + n if leaving < n else leaving - n
         _column(M, n, entering, a)
         _entering_column(Binv, a, col, noise)
-        r = _ratio_test(Binv, x, col, noise, basis, z0, cand, div)
+        r = _ratio_test(Binv, x, col, noise, basis, z0, cand, div, lex, zero_rel)
         if r < 0:
             return _RAY
         if done >= chunk:
@@ -445,7 +483,9 @@ def lemke(
     tol_rel: float = DEFAULT_TOL_REL,
     refactor_every: int | None = None,
 ) -> LcpResult:
-    """Solve the standard LCP (M, q) by lexicographic Lemke; verify on (M, q).
+    """Solve the standard LCP (M, q) by lexicographic Lemke, and when that path ends in a ray
+    or a singular basis along the paths of OTHER_PATHS (module docstring, "Other paths");
+    verify on (M, q). The first verified answer is returned, else the standard path's.
 
     ``max_pivots`` defaults to :func:`default_max_pivots`, ``refactor_every`` to max(50, n).
     The status is ``solved`` only if the residuals recomputed from (M, q) are within the
@@ -453,6 +493,34 @@ def lemke(
     """
     M, q = as_problem(M, q)
     status, pivots, z, _ = run_lemke(M, q, max_pivots, refactor_every)
+    first = evaluate(M, q, z, status, pivots, "lemke", 0.0, tol_rel, _message(status, pivots))
+    if first.ok or status in (Status.TIME_LIMIT, Status.PIVOT_LIMIT):
+        return first
+    # the lexicographic path ended without a solution (a ray, a singular basis): follow the
+    # other paths (module docstring, "Other paths"), each verified the same way
+    total = pivots
+    mnorm = inf_norm(M)
+    for lex, zero_rel, shift in OTHER_PATHS:
+        Ms = M + (shift * mnorm) * np.eye(M.shape[0]) if shift else M
+        status2, pivots2, z2, _ = run_lemke(
+            Ms, q, max_pivots, refactor_every, lexicographic=lex, zero_rel=zero_rel
+        )
+        total += pivots2
+        if status2 == Status.TIME_LIMIT:
+            break
+        other = evaluate(
+            M, q, z2, status2, total, "lemke", 0.0, tol_rel,
+            f"lexicographic path: {status} after {pivots} pivots; solved on the "
+            f"{'lexicographic' if lex else 'largest-pivot'} path with zero_rel {zero_rel:g}"
+            + (f" on M + {shift:g} ||M|| I" if shift else ""),
+        )  # fmt: skip
+        if other.ok:
+            return other
+    return first
+
+
+def _message(status: Status, pivots: int) -> str:
+    """Why a Lemke path ended without a solution ("" when it did not say)."""
     message = ""
     if status == Status.NUMERICAL:
         message = f"singular or ill-conditioned basis (cond_inf > {COND_MAX:.0e})"
@@ -462,7 +530,7 @@ def lemke(
         message = "no blocking row (secondary ray): the LCP is likely infeasible"
     elif status == Status.TIME_LIMIT:
         message = f"time budget exhausted after {pivots} pivots"
-    return evaluate(M, q, z, status, pivots, "lemke", 0.0, tol_rel, message)
+    return message
 
 
 def run_lemke(
@@ -470,8 +538,12 @@ def run_lemke(
     q: np.ndarray,
     max_pivots: int | None = None,
     refactor_every: int | None = None,
+    lexicographic: bool = True,
+    zero_rel: float = ZERO_REL,
 ) -> tuple[Status, int, np.ndarray, np.ndarray]:
     """Kernel call without verification: (status, pivots, z, sorted indices of basic z).
+
+    ``lexicographic=False, zero_rel=0`` follows the second path of the module docstring.
 
     ``M`` and ``q`` must already be contiguous float64 (see :func:`as_problem`).
     """
@@ -497,7 +569,7 @@ def run_lemke(
     while True:
         code = lemke_steps(
             M, q, int(max_pivots), int(refactor_every), chunk, Binv, Bmat, work, x, basis, col,
-            a, noise, div, cand, ist,
+            a, noise, div, cand, ist, lexicographic, zero_rel,
         )  # fmt: skip
         if code != _CONTINUE:
             break
