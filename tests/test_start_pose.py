@@ -236,8 +236,9 @@ def test_run_and_batch_take_package_dirs(tmp_path):
     scenario.write_text(f'[robot.r]\nurdf = "{urdf}"\n[simulation]\nduration = 0.002\n')
     sweep = tmp_path / "sweep.toml"
     sweep.write_text('scenario = "s.toml"\n[sweep.grid]\n"contact.mu" = [0.2, 0.4]\n')
-    run("batch", sweep, "-j", "1", "-q", check_rc=1)  # the mesh is not found
-    run("batch", sweep, "-j", "1", "-q", "--force", "--package-dir", pkg, check_rc=0)
+    out = ("--out-dir", tmp_path / "sweep")  # not the sweep's default, relative to the cwd
+    run("batch", sweep, "-j", "1", "-q", *out, check_rc=1)  # the mesh is not found
+    run("batch", sweep, "-j", "1", "-q", *out, "--force", "--package-dir", pkg, check_rc=0)
 
 
 def test_srdf_and_no_self_collision_flags(tmp_path):
