@@ -134,3 +134,20 @@ def test_pybullet_plane_implicit(tmp_path):
     sim = _drop(tmp_path, plane, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.1))
     z = sim.q[sim.q_index["box/root_joint.z"]] + 0.1
     assert abs(z - BOX[2] / 2) < TOL
+
+
+def test_info_lists_the_plane(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from mbsim.cli.main import app
+
+    plane = _files(tmp_path, normal="0 0 1")
+    result = CliRunner().invoke(app, ["info", str(plane), "--json"])
+    assert result.exit_code == 0, result.output
+    text = result.output
+    summary = json.loads(text[text.index("{") :])
+    assert summary["planes"] == [{"link": "planeLink", "static": True, "normal": [0.0, 0.0, 1.0]}]
+    text = CliRunner().invoke(app, ["info", str(plane)]).output
+    assert "<plane> on link 'planeLink' (a ground half-space)" in text
