@@ -113,7 +113,7 @@ def markdown(rows: list[dict]) -> str:
         note = r["message"][:120] if status == "failed" else ("" if compared else r["compared"])
         lines.append(
             f"| {r['file']} | {r['nv']} | {'yes' if status == 'ok' else 'no'} | "
-            f"{fmt(r['steps_per_second'], digits=3)} | {fmt(r['z_mbsim'])} | "
+            f"{r['steps_per_second']:.0f} | {fmt(r['z_mbsim'])} | "
             f"{fmt(r['z_bullet'])} | {fmt(diff, 1000, 3)}{mark} | {note} |"
         )
     return "\n".join(lines)

@@ -333,9 +333,14 @@ def drop_row(path: Path, name: str, bullet: bool = True, search_path: Path | Non
         why = "no PyBullet run"
         zb = math.nan
     else:
-        b = bullet_drop(path, z0 + CLEARANCE, m.link, search_path, m.checked_pairs)
-        zb = b.z_rest
-        why = comparable(m, b)
+        import pybullet as pb
+
+        try:
+            b = bullet_drop(path, z0 + CLEARANCE, m.link, search_path, m.checked_pairs)
+        except pb.error as exc:  # tiago_dual: "getBaseVelocity failed" after loading it
+            zb, why = math.nan, f"PyBullet fails: {exc}"
+        else:
+            zb, why = b.z_rest, comparable(m, b)
     return Row(name, m.nv, m.ok, m.message, m.steps_per_second, m.z_rest, zb, why)
 
 
