@@ -441,8 +441,10 @@ def test_parent_folder_search_like_pybullet(tmp_path, no_ros_env):
         load_urdf(path)
 
 
-def test_plane_geometry_is_skipped_with_a_note(tmp_path):
-    """pybullet_data/plane_implicit.urdf: <plane normal="0 0 1"/> beside a box."""
+def test_plane_geometry_is_kept_apart_as_a_half_space(tmp_path):
+    """pybullet_data/plane_implicit.urdf: <plane normal="0 0 1"/> beside a box. Until issue 19
+    the plane was dropped with a note; it is now the link's half-space (LinkSpec.planes, used
+    by the collision scene: tests/test_collision_plane.py), not one of its shapes."""
     path = tmp_path / "r.urdf"
     path.write_text(
         one_link(collision('<plane normal="0 0 1"/>') + collision('<box size="1 2 3"/>'))
@@ -450,7 +452,8 @@ def test_plane_geometry_is_skipped_with_a_note(tmp_path):
     spec = load_urdf(path)
     (geom,) = spec.link("forearm").collisions
     assert geom.kind == "box" and geom.params == (1.0, 2.0, 3.0)
-    assert any("<plane>" in w and "--floor" in w for w in spec.lint)
+    (plane,) = spec.link("forearm").planes
+    assert plane.kind == "plane" and plane.params == (0.0, 0.0, 1.0)
 
 
 @pytest.mark.parametrize(

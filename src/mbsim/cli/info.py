@@ -128,6 +128,11 @@ def summarize(model: Model) -> dict:
         "static_collision_shapes": per_body.get(-1, 0),
         "collision_shapes_by_kind": dict(shapes),
         "mimic_joints": [m.joint for m in model.mimics],
+        # PyBullet <plane> half-spaces: the collision scene's ground when welded to the world
+        "planes": [
+            {"link": g.link, "static": g.body < 0, "normal": [float(x) for x in g.shape.params]}
+            for g in model.planes
+        ],
         "warnings": list(model.lint),
     }
 
@@ -165,6 +170,9 @@ def render(model: Model, s: dict) -> str:
     ]
     if s["mimic_joints"]:
         lines.append(f"mimic joints (bilateral constraints): {', '.join(s['mimic_joints'])}")
+    for plane in s["planes"]:
+        where = "a ground half-space" if plane["static"] else "ignored: on a moving link"
+        lines.append(f"<plane> on link '{plane['link']}' ({where})")
     pairs = s.get("checked_pairs")
     if pairs is not None:
         shown = ", ".join(f"{a}-{b}" for a, b in pairs[:12])

@@ -186,9 +186,10 @@ class CollisionScene:
         n = self.table.n
         self.n_shapes = n + 1  # the ground plane's index is n whether or not it exists
         self.floor = bool(floor)
-        self.ground_index = n if floor else -1
-        self.ground = np.array([0.0, 0.0, 1.0, 0.0 if floor else np.nan])
-        keys = [(r.tree, r.link) for r in self.records] + [(GROUND_TREE, FLOOR_LINK)]
+        ground_key, self.ground = ground_halfspace(model, self.floor, self.notes)
+        has_ground = bool(np.isfinite(self.ground[3]))
+        self.ground_index = n if has_ground else -1
+        keys = [(r.tree, r.link) for r in self.records] + [ground_key]
         #: link names of every shape, to look shapes up by ``tree/link`` (or bare ``link``)
         self.names = LinkNames(model, keys)
         #: ``tree/link`` of every shape (the last one the ground plane, ``builtin/floor``)
@@ -211,7 +212,7 @@ class CollisionScene:
             notes=self.notes,
         )
         self._margin_table = self._pair_margin_table(pair_margins)
-        if not floor:
+        if not has_ground:
             self.allowed[n, :] = False
             self.allowed[:, n] = False
         if broadphase == "auto":
@@ -408,3 +409,48 @@ class _HullLinks:
             return True
         mode = self.per_link.get(qualified, self.per_link.get(link, self.default))
         return mode == "convex-hull"
+
+
+#: Two half-spaces are the same when their unit normals and offsets agree this closely (unit
+#: normal, m): the built-in floor and a ``<plane>`` at z = 0 are one ground.
+SAME_PLANE_TOL = 1e-9
+
+
+def ground_halfspace(model, floor: bool, notes: list[str]) -> tuple[tuple[int, str], np.ndarray]:
+    """The scene's ground, the half-space n . x <= d: ``((tree, link) it is named by,
+    [nx, ny, nz, d])``, d = nan when there is none.
+
+    It is the built-in floor (z <= 0, ``builtin/floor``) when ``floor``, and every PyBullet
+    ``<plane>`` of a link welded to the world (``model.planes``, body -1): its unit normal n
+    (link frame) turned into the world, d = n . p for the plane's origin p. The ground
+    kernels take one half-space, so every one of these must be the same plane (else
+    GeometryError, naming them); a ``<plane>`` on a moving link is ignored with a note (a
+    moving half-space is not a shape mbsim has, nor a body PyBullet simulates)."""
+    found = []
+    if floor:
+        found.append(((GROUND_TREE, FLOOR_LINK), np.array([0.0, 0.0, 1.0]), 0.0))
+    for g in model.planes:
+        ref = LinkNames.qualified(model, g.tree, g.link)
+        if g.body >= 0:
+            notes.append(
+                f"link '{ref}' has a <plane> collision on a moving link; it is ignored (a "
+                "<plane> is a half-space fixed in the world: put it on an environment or a "
+                "fixed base)"
+            )
+            continue
+        normal = g.pose[:3, :3] @ np.asarray(g.shape.params, dtype=float)
+        normal /= np.linalg.norm(normal)
+        found.append(((g.tree, g.link), normal, float(normal @ g.pose[:3, 3])))
+    if not found:
+        return (GROUND_TREE, FLOOR_LINK), np.array([0.0, 0.0, 1.0, np.nan])
+    key, n, d = found[0]
+    for other, n2, d2 in found[1:]:
+        if np.abs(n2 - n).max() > SAME_PLANE_TOL or abs(d2 - d) > SAME_PLANE_TOL:
+            a, b = (LinkNames.qualified(model, *k) for k in (key, other))
+            raise GeometryError(
+                f"the collision scene takes one ground half-space, but '{a}' (normal "
+                f"{np.round(n, 6).tolist()}, offset {d:.6g} m) and '{b}' (normal "
+                f"{np.round(n2, 6).tolist()}, offset {d2:.6g} m) differ; keep one of them "
+                "(the built-in floor is contact.floor / --floor)"
+            )
+    return key, np.array([*n, d])

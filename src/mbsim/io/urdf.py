@@ -21,7 +21,8 @@ Pipeline, and why each step exists:
    topology, mass, inertia, geometry sizes, limits, mimic targets.
 
 What urdfdom and PyBullet accept is repaired with a lint entry (XML prolog and trailing
-content, 4-number rpy/scale, lower > upper, ``<plane>``, zero inertia with a mass); xacro
+content, 4-number rpy/scale, lower > upper, zero inertia with a mass); PyBullet's ``<plane>``
+collision is kept as a half-space (``LinkSpec.planes``, used by the collision scene); xacro
 leftovers, negative limits, mimic cycles, values outside the bounds below and mesh paths
 outside the allowed folders are refused (see docs/architecture.md, "URDF loading").
 
@@ -66,6 +67,7 @@ from lxml import etree
 from mbsim.errors import GeometryError, UrdfError
 from mbsim.io.safe_xml import safe_parser
 from mbsim.io.shape_inertia import shapes_inertia
+from mbsim.simcore.spatial import rpy_matrix
 from mbsim.simcore.spec import (
     GeometrySpec,
     Inertial,
@@ -136,6 +138,8 @@ class _Ctx:
     allow_outside_paths: bool = False
     #: links whose <inertial> has a mass but no <inertia> (filled from collision shapes)
     no_inertia: dict[str, int] = field(default_factory=dict)
+    #: link -> its <plane> half-spaces (PyBullet's extension; _plane)
+    planes: dict[str, list[GeometrySpec]] = field(default_factory=dict)
 
     def at(self, kind: str, name: str) -> str:
         """``joint 'elbow' (line 12)``: how messages refer to a named element."""
@@ -769,16 +773,35 @@ def _check_raw_link(ctx: _Ctx, element: etree._Element, name: str) -> list[str]:
     tags = []
     for col in element.findall("collision"):
         if _is_plane(col):
-            # PyBullet's infinite plane: mbsim's only half-space is the built-in floor.
-            ctx.lint.append(
-                f"{owner} <collision> (line {col.sourceline}) holds a <plane>, a PyBullet "
-                "extension mbsim has no per-link shape for; it is ignored (use the built-in "
-                "floor, --floor, for a ground plane)"
-            )
+            # PyBullet's infinite plane: kept out of the shapes (yourdfpy has no <plane>) and
+            # given to the collision scene as a half-space (collision/scene.py)
+            ctx.planes.setdefault(name, []).append(_plane(ctx, col, owner))
             element.remove(col)
             continue
         tags.append(_check_raw_collision(ctx, col, owner))
     return tags
+
+
+def _plane(ctx: _Ctx, collision: etree._Element, owner: str) -> GeometrySpec:
+    """A ``<plane normal="nx ny nz"/>`` (PyBullet's extension, default normal +z): the
+    half-space behind the plane through the collision origin, normal n (unit, link frame)."""
+    _check_raw_origin(ctx, collision, owner)
+    plane = collision.find("geometry/plane")
+    normal = _numbers(ctx, plane, "normal", owner, (3,)) or (0.0, 0.0, 1.0)
+    length = math.sqrt(sum(v * v for v in normal))
+    if not length > 0.0:
+        raise ctx.error(
+            f"{owner} <plane> (line {plane.sourceline}) has normal='{_clip(plane.get('normal'))}'"
+            ", a zero vector"
+        )
+    origin = collision.find("origin")
+    xyz = _numbers(ctx, origin, "xyz", owner, (3,)) if origin is not None else None
+    rpy = _numbers(ctx, origin, "rpy", owner, (3,)) if origin is not None else None
+    pose = np.eye(4)
+    pose[:3, :3] = rpy_matrix(rpy or (0.0, 0.0, 0.0))
+    pose[:3, 3] = xyz or (0.0, 0.0, 0.0)
+    unit = tuple(v / length for v in normal)
+    return GeometrySpec("plane", unit, pose, name=collision.get("name") or "")
 
 
 def _is_plane(collision: etree._Element) -> bool:
@@ -884,7 +907,8 @@ def _link_spec(
         _geometry(ctx, ylink.name, col, tag, urdf_dir, package_dirs)
         for col, tag in zip(ylink.collisions, shape_tags, strict=True)
     ]
-    return LinkSpec(name=ylink.name, inertial=inertial, collisions=collisions)
+    planes = list(ctx.planes.get(ylink.name, []))
+    return LinkSpec(name=ylink.name, inertial=inertial, collisions=collisions, planes=planes)
 
 
 def _inertial(yin: yourdfpy.Inertial) -> Inertial:

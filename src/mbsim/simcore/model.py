@@ -119,6 +119,9 @@ class Model:
     lint: tuple[str, ...] = field(default_factory=tuple)
     #: Coulomb joint friction (URDF ``<dynamics friction>``, N m or N) per v index, 0 = none
     friction: np.ndarray | None = None
+    #: PyBullet ``<plane>`` half-spaces (``shape.kind == "plane"``), placed as geometries are
+    #: (body -1 and a world pose when welded to the world); the collision scene's ground
+    planes: tuple[BodyGeometry, ...] = ()
 
     def neutral_q(self) -> np.ndarray:
         """The zero configuration (identity quaternion on free joints)."""
@@ -180,6 +183,7 @@ class _Builder:
     def __init__(self) -> None:
         self.bodies: list[dict] = []
         self.geometries: list[BodyGeometry] = []
+        self.planes: list[BodyGeometry] = []
         self.link_frames: dict = {}
         self.lint: list[str] = []
         self.mimic_specs: list[tuple[int, str, object]] = []
@@ -304,6 +308,9 @@ class _Builder:
         for shape in link.collisions:
             pose = T_body_link @ shape.origin
             self.geometries.append(BodyGeometry(body, tree, link.name, pose, shape))
+        for plane in link.planes:
+            pose = T_body_link @ plane.origin
+            self.planes.append(BodyGeometry(body, tree, link.name, pose, plane))
         if body < 0:
             return  # welded to the world: its mass never moves
         if link.inertial is None:
@@ -459,6 +466,7 @@ def _flatten(b: _Builder, gravity: np.ndarray) -> Model:
         effort=effort,
         velocity_limit=vlim,
         geometries=tuple(b.geometries),
+        planes=tuple(b.planes),
         link_frames=b.link_frames,
         mimics=tuple(mimics),
         lint=tuple(b.lint),

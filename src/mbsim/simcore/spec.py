@@ -40,9 +40,12 @@ class Inertial:
 class GeometrySpec:
     """One collision shape attached to a link.
 
-    kind: ``box`` | ``sphere`` | ``cylinder`` | ``capsule`` | ``mesh``.
+    kind: ``box`` | ``sphere`` | ``cylinder`` | ``capsule`` | ``mesh`` (``plane`` in
+    :attr:`LinkSpec.planes` only).
     params: box -> (sx, sy, sz) full side lengths; sphere -> (r,); cylinder and capsule ->
-    (r, length) along the shape's local z axis; mesh -> scale (sx, sy, sz). Metres.
+    (r, length) along the shape's local z axis; mesh -> scale (sx, sy, sz); plane -> its unit
+    normal (nx, ny, nz) in the shape frame, the half-space being behind the plane through the
+    shape's origin. Metres.
     origin: 4x4 pose of the shape in the link frame.
     mesh_path: resolved absolute path for meshes (None otherwise); mesh_uri: as written.
     """
@@ -57,11 +60,14 @@ class GeometrySpec:
 
 @dataclass
 class LinkSpec:
-    """A URDF link: a name, optional mass properties and collision shapes."""
+    """A URDF link: a name, optional mass properties and collision shapes; ``planes``:
+    PyBullet's ``<plane>`` collisions (half-spaces, kind ``plane``), kept apart from the
+    shapes because only the collision scene's ground takes them."""
 
     name: str
     inertial: Inertial | None = None
     collisions: list[GeometrySpec] = field(default_factory=list)
+    planes: list[GeometrySpec] = field(default_factory=list)
 
 
 @dataclass
