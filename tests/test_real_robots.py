@@ -191,3 +191,75 @@ def test_spirit40newer_collapses_and_comes_to_rest(tmp_path):
     assert sim.energy()[0] <= REST_KINETIC
     R, p = start_pose.body_frames(sim.model, sim.q)
     assert abs(min(start_pose.lowest_points(sim.scene, R, p).values())) <= REST_LOWEST
+
+
+#: laikago held at its URDF zero pose (legs straight down) by a stiff implicit joint PD
+LAIKAGO = "laikago/laikago_toes_zup.urdf"
+LAIKAGO_PD = (2000.0, 20.0)  # kp N m/rad, kd N m s/rad
+#: PyBullet's position motor force limit (N m): far above the ~10 N m the stance needs
+PYBULLET_MOTOR_FORCE = 200.0
+
+
+def test_laikago_stands_under_pd_where_pybullet_does(tmp_path):
+    """laikago placed on the floor at its zero pose, every joint held there by the joint PD,
+    0.5 s. Truth: the stance is kinematic, so the base stays at its placed height up to the
+    PD's static sag (tau_g / kp: ~1.4 mm measured at kp 2000) and level; PyBullet holding the
+    same pose with its position motors (a velocity constraint with a force limit, its users'
+    default) rests the base within PYBULLET_COM_TOL of mbsim's (measured 1.4 mm apart, PyBullet
+    lower by its contact margin and softer motors)."""
+    from mbsim.io.scenario import load_scenario_text
+    from mbsim.io.urdf import load_urdf
+
+    joints = [j.name for j in load_urdf(DATA / LAIKAGO).joints if j.type == "continuous"]
+    assert len(joints) == 12
+    pd = "\n".join(
+        f'"{j}" = {{ target = 0.0, kp = {LAIKAGO_PD[0]!r}, kd = {LAIKAGO_PD[1]!r} }}'
+        for j in joints
+    )
+    text = f"""[simulation]
+duration = 0.5
+dt = {DT!r}
+[robot.laikago]
+urdf = "{DATA / LAIKAGO}"
+base = "floating"
+base_pose = {{ xyz = [0.0, 0.0, 0.5], on_floor = true }}
+[robot.laikago.pd]
+{pd}
+[contact]
+floor = true
+mu = 0.8
+[output]
+path = "{tmp_path / "laikago.h5"}"
+"""
+    sim = Simulator(load_scenario_text(text, source="<laikago stand>"))
+    placed = float(sim.scenario.robots[0].base_pose.xyz[2])
+    e0 = sim.energy().copy()
+    for _ in range(500):
+        try:
+            sim.step()
+        except SimulationError as exc:
+            pytest.fail(f"laikago standing at t = {sim.t:.3f} s: {exc}")
+    assert sim.energy()[2] <= e0[2] + ENERGY_SLACK_ABS  # a held stance only dissipates
+    # the floating joint's coordinates are relative to the placed base pose
+    z = placed + float(sim.q[2])
+    assert -5e-3 < z - placed <= 1e-6, z - placed
+    quat = sim.q[3:7]
+    assert 2.0 * np.arccos(min(1.0, abs(float(quat[0])))) < 0.01  # level within 0.01 rad
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        kw = {"physicsClientId": client}
+        pybullet.setGravity(0, 0, -G, **kw)
+        pybullet.setTimeStep(DT, **kw)
+        pybullet.loadURDF(str(DATA / "plane.urdf"), **kw)
+        body = pybullet.loadURDF(str(DATA / LAIKAGO), [0.0, 0.0, placed], [0, 0, 0, 1], **kw)
+        for j in range(pybullet.getNumJoints(body, **kw)):
+            pybullet.setJointMotorControl2(
+                body, j, pybullet.POSITION_CONTROL, targetPosition=0.0,
+                force=PYBULLET_MOTOR_FORCE, **kw,
+            )  # fmt: skip
+        for _ in range(500):
+            pybullet.stepSimulation(**kw)
+        z_pybullet = pybullet.getBasePositionAndOrientation(body, **kw)[0][2]
+    finally:
+        pybullet.disconnect(client)
+    assert abs(z - z_pybullet) < PYBULLET_COM_TOL, (z, z_pybullet)
