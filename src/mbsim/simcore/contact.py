@@ -309,24 +309,24 @@ def node_impulses(F: np.ndarray, ia: np.ndarray, ib: np.ndarray, n_nodes: int) -
     return out
 
 
-@njit(cache=True)
-def _contact_nodes_kernel(body_a, body_b, local_a, local_b, node_body, node_point, ia, ib):
-    n = 0
-    for i in range(body_a.shape[0]):
-        ia[i] = -1
-        if body_a[i] >= 0:
-            ia[i] = n
-            node_body[n] = body_a[i]
-            node_point[n] = local_a[i]
-            n += 1
-    for i in range(body_b.shape[0]):
-        ib[i] = -1
-        if body_b[i] >= 0:
-            ib[i] = n
-            node_body[n] = body_b[i]
-            node_point[n] = local_b[i]
+@njit(cache=True, inline="always")
+def _side_nodes(body, local, node_body, node_point, index, n):
+    """Append a node for each contact side on a moving body (body >= 0) from node n on;
+    index[i] gets contact i's node, -1 for the static world. Returns the next free node."""
+    for i in range(body.shape[0]):
+        index[i] = -1
+        if body[i] >= 0:
+            index[i] = n
+            node_body[n] = body[i]
+            node_point[n] = local[i]
             n += 1
     return n
+
+
+@njit(cache=True)
+def _contact_nodes_kernel(body_a, body_b, local_a, local_b, node_body, node_point, ia, ib):
+    n = _side_nodes(body_a, local_a, node_body, node_point, ia, 0)
+    return _side_nodes(body_b, local_b, node_body, node_point, ib, n)
 
 
 def contact_nodes(body_a, body_b, local_a, local_b):

@@ -31,6 +31,35 @@ from numba import njit
 EPS = float(np.finfo(np.float64).eps)
 
 
+@njit(cache=True, inline="always")
+def _reflect(A, k, rows, cols, s, v, beta):
+    """The Householder reflector H = I - beta_k v_k v_k^T that maps column k of A (rows x
+    cols, entries k.. of it, s = their squared norm) to (alpha, 0, ...), alpha = -sign(A_kk)
+    sqrt(s); stores v_k, beta_k, writes the column's image and applies H to columns k+1..cols-1.
+    """
+    norm = np.sqrt(s)
+    x0 = A[k, k]
+    alpha = -norm if x0 >= 0.0 else norm
+    for i in range(rows):
+        v[k, i] = 0.0
+    v[k, k] = x0 - alpha
+    for i in range(k + 1, rows):
+        v[k, i] = A[i, k]
+    vn = v[k, k] * v[k, k] + (s - x0 * x0)
+    b = 2.0 / vn if vn > 0.0 else 0.0
+    beta[k] = b
+    A[k, k] = alpha
+    for i in range(k + 1, rows):
+        A[i, k] = 0.0
+    for j in range(k + 1, cols):
+        d = 0.0
+        for i in range(k, rows):
+            d += v[k, i] * A[i, j]
+        d *= b
+        for i in range(k, rows):
+            A[i, j] -= d * v[k, i]
+
+
 @njit(cache=True)
 def cod_factor(A, rcond, R, perm, hv, hbeta, T, zv, zbeta):
     """Steps 1-2 of the module docstring. R (m x n) gets the pivoted triangular factor,
@@ -75,26 +104,8 @@ def cod_factor(A, rcond, R, perm, hv, hbeta, T, zv, zbeta):
             r00 = norm
         if not norm > rcond * r00 or norm == 0.0:
             break
-        x0 = R[k, k]
-        alpha = -norm if x0 >= 0.0 else norm
-        for i in range(m):
-            hv[k, i] = 0.0
-        hv[k, k] = x0 - alpha
-        for i in range(k + 1, m):
-            hv[k, i] = R[i, k]
-        vn = hv[k, k] * hv[k, k] + (s - x0 * x0)
-        beta = 2.0 / vn if vn > 0.0 else 0.0
-        hbeta[k] = beta
-        R[k, k] = alpha
-        for i in range(k + 1, m):
-            R[i, k] = 0.0
+        _reflect(R, k, m, n, s, hv, hbeta)
         for j in range(k + 1, n):
-            d = 0.0
-            for i in range(k, m):
-                d += hv[k, i] * R[i, j]
-            d *= beta
-            for i in range(k, m):
-                R[i, j] -= d * hv[k, i]
             norms[j] = 0.0
             for i in range(k + 1, m):
                 norms[j] += R[i, j] * R[i, j]
@@ -108,28 +119,19 @@ def cod_factor(A, rcond, R, perm, hv, hbeta, T, zv, zbeta):
         s = 0.0
         for i in range(k, n):
             s += T[i, k] * T[i, k]
-        norm = np.sqrt(s)
-        x0 = T[k, k]
-        alpha = -norm if x0 >= 0.0 else norm
-        for i in range(n):
-            zv[k, i] = 0.0
-        zv[k, k] = x0 - alpha
-        for i in range(k + 1, n):
-            zv[k, i] = T[i, k]
-        vn = zv[k, k] * zv[k, k] + (s - x0 * x0)
-        beta = 2.0 / vn if vn > 0.0 else 0.0
-        zbeta[k] = beta
-        T[k, k] = alpha
-        for i in range(k + 1, n):
-            T[i, k] = 0.0
-        for j in range(k + 1, r):
-            d = 0.0
-            for i in range(k, n):
-                d += zv[k, i] * T[i, j]
-            d *= beta
-            for i in range(k, n):
-                T[i, j] -= d * zv[k, i]
+        _reflect(T, k, n, r, s, zv, zbeta)
     return r
+
+
+@njit(cache=True, inline="always")
+def _reflect_vector(v, beta, k, rows, x):
+    """x <- (I - beta_k v_k v_k^T) x, the k-th stored reflector on entries k..rows-1 of x."""
+    d = 0.0
+    for i in range(k, rows):
+        d += v[k, i] * x[i]
+    d *= beta[k]
+    for i in range(k, rows):
+        x[i] -= d * v[k, i]
 
 
 @njit(cache=True)
@@ -139,12 +141,7 @@ def cod_solve(r, perm, hv, hbeta, T, zv, zbeta, b, out):
     n = out.shape[0]
     c = b.copy()
     for k in range(r):  # c = Q^T b
-        d = 0.0
-        for i in range(k, m):
-            d += hv[k, i] * c[i]
-        d *= hbeta[k]
-        for i in range(k, m):
-            c[i] -= d * hv[k, i]
+        _reflect_vector(hv, hbeta, k, m, c)
     y = np.zeros(n)
     for i in range(r):  # R2^T w = c[:r], R2^T lower triangular (R2 in T's upper triangle)
         s = c[i]
@@ -152,12 +149,7 @@ def cod_solve(r, perm, hv, hbeta, T, zv, zbeta, b, out):
             s -= T[k, i] * y[k]
         y[i] = s / T[i, i]
     for k in range(r - 1, -1, -1):  # y = Z [w; 0]
-        d = 0.0
-        for i in range(k, n):
-            d += zv[k, i] * y[i]
-        d *= zbeta[k]
-        for i in range(k, n):
-            y[i] -= d * zv[k, i]
+        _reflect_vector(zv, zbeta, k, n, y)
     for j in range(n):
         out[perm[j]] = y[j]
 
