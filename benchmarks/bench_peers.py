@@ -71,11 +71,15 @@ with its inertias from the file and holds the pose with its own POSITION_CONTROL
 ``--panda-duration`` s; and ``box-pile``, 20 boxes (10 cm, 1 kg) in 4 columns of 5, 5 mm apart
 with small offsets and yaws, falling onto each other and the floor (mu 0.5, restitution 0;
 MuJoCo: free bodies with box geoms of the same size, mass and poses; PyBullet: the same box
-URDF 20 times), for ``--pile-duration`` s (default 0.1: mbsim's steps are slow there).
+URDF 20 times), for ``--pile-duration`` s (default 0.1: mbsim's steps are slow there); and
+``laikago-stand``, pybullet_data's laikago (its 17 convex mesh pieces as collision shapes)
+held at its URDF zero pose, legs straight down, by a joint PD (kp 400 N m/rad, kd 8 N m s/rad),
+set up like ``a1-stand``.
 
 Usage: ``python benchmarks/bench_peers.py [--links 12 30] [--duration 3] [--repeat 3]
 [--no-calibrate] [--simulators mbsim mujoco mujoco-rollout pybullet] [--scenes panda-free
-panda-table a1-stand box-pile] [--panda-duration 1.5] [--pile-duration 0.1] [--general-path]
+panda-table a1-stand laikago-stand box-pile] [--panda-duration 1.5] [--pile-duration 0.1]
+[--general-path]
 [--markdown]``. Results go to
 docs/results.md with the machine and date; nothing here is asserted by tests. Needs the
 ``bench`` extra (``pip install mujoco pybullet``).
@@ -591,7 +595,11 @@ def bullet_panda(scene: str):
 A1_PD = (60.0, 2.0)  # kp N m/rad, kd N m s/rad on every joint
 A1_POSE = {"hip": 0.0, "upper": 0.9, "lower": -1.8}  # rad, the standing pose held by the PD
 A1_LEGS = ("FR", "FL", "RR", "RL")
-A1_MU = 0.8
+STAND_MU = 0.8
+#: laikago (pybullet_data/laikago/laikago_toes_zup.urdf, 17 convex-decomposed mesh collision
+#: shapes) held at its URDF zero pose, legs straight down
+LAIKAGO_PD = (400.0, 8.0)  # kp N m/rad, kd N m s/rad
+LAIKAGO_PARTS = ("hip_motor_2_chassis", "upper_leg_2_hip_motor", "lower_leg_2_upper_leg")
 BOX_SIDE, BOX_MASS, PILE_MU = 0.1, 1.0, 0.5  # m, kg
 BOX_URDF = f"""<?xml version="1.0"?>
 <robot name="box">
@@ -603,19 +611,28 @@ BOX_URDF = f"""<?xml version="1.0"?>
   </link>
 </robot>
 """
-MORE_SCENES = ("a1-stand", "box-pile")
+STAND_SCENES = ("a1-stand", "laikago-stand")
+MORE_SCENES = (*STAND_SCENES, "box-pile")
 
 
-def a1_urdf() -> Path:
+def stand_urdf(scene: str) -> Path:
     """pybullet_data's Unitree A1 (primitive collision shapes: box trunk and thighs, cylinder
-    hips, sphere feet)."""
+    hips, sphere feet) or laikago (convex mesh pieces)."""
     import pybullet_data
 
-    return Path(pybullet_data.getDataPath()) / "a1" / "a1.urdf"
+    rel = "a1/a1.urdf" if scene == "a1-stand" else "laikago/laikago_toes_zup.urdf"
+    return Path(pybullet_data.getDataPath()) / rel
 
 
-def a1_joints() -> list[tuple[str, float]]:
-    return [(f"{leg}_{part}_joint", q) for leg in A1_LEGS for part, q in A1_POSE.items()]
+def stand_joints(scene: str) -> list[tuple[str, float]]:
+    """(joint, held angle rad) of a standing scene, in actuator order."""
+    if scene == "a1-stand":
+        return [(f"{leg}_{part}_joint", q) for leg in A1_LEGS for part, q in A1_POSE.items()]
+    return [(f"{leg}_{part}_joint", 0.0) for leg in A1_LEGS for part in LAIKAGO_PARTS]
+
+
+def stand_pd(scene: str) -> tuple[float, float]:
+    return A1_PD if scene == "a1-stand" else LAIKAGO_PD
 
 
 def pile_poses() -> list[tuple[np.ndarray, float]]:
@@ -641,22 +658,22 @@ def scene_scenario(scene: str, duration: float, path: str):
 
     head = f"[simulation]\nduration = {duration!r}\ndt = {PANDA_DT!r}\n"
     head += "gravity = [0.0, 0.0, -9.81]\n"
-    if scene == "a1-stand":
-        q0 = ", ".join(f"{j} = {q!r}" for j, q in a1_joints())
+    if scene in STAND_SCENES:
+        kp, kd = stand_pd(scene)
+        q0 = ", ".join(f"{j} = {q!r}" for j, q in stand_joints(scene))
         pd = "\n".join(
-            f"{j} = {{ target = {q!r}, kp = {A1_PD[0]!r}, kd = {A1_PD[1]!r} }}"
-            for j, q in a1_joints()
+            f"{j} = {{ target = {q!r}, kp = {kp!r}, kd = {kd!r} }}" for j, q in stand_joints(scene)
         )
-        body = f"""[robot.a1]
-urdf = "{a1_urdf()}"
+        body = f"""[robot.quadruped]
+urdf = "{stand_urdf(scene)}"
 base = "floating"
 base_pose = {{ xyz = [0.0, 0.0, 0.5], on_floor = true }}
 q0 = {{ {q0} }}
-[robot.a1.pd]
+[robot.quadruped.pd]
 {pd}
 [contact]
 floor = true
-mu = {A1_MU!r}
+mu = {STAND_MU!r}
 self_collision = false
 """
     else:
@@ -674,11 +691,11 @@ base_pose = {{ xyz = {[float(x) for x in c]!r}, rpy = [0.0, 0.0, {yaw!r}] }}
     return load_scenario_text(head + body + tail, source=f"<{scene} benchmark>")
 
 
-def a1_base_z() -> float:
+def stand_base_z(scene: str) -> float:
     """The base height mbsim's ``on_floor`` placement gives (the peers start there too)."""
     from mbsim.simulator import Simulator
 
-    sim = Simulator(scene_scenario("a1-stand", 0.01, "/dev/null"))
+    sim = Simulator(scene_scenario(scene, 0.01, "/dev/null"))
     return float(sim.scenario.robots[0].base_pose.xyz[2])  # placed: the base frame moved
 
 
@@ -692,17 +709,18 @@ def mujoco_scene(scene: str):
     same size, mass and poses. Euler, pyramidal cone, condim 3, the scene's mu."""
     import mujoco
 
-    if scene == "a1-stand":
-        spec = mujoco.MjSpec.from_file(str(a1_urdf()))
+    if scene in STAND_SCENES:
+        spec = mujoco.MjSpec.from_file(str(stand_urdf(scene)))
         root = spec.worldbody.first_body()
         root.add_freejoint()
-        for j, _ in a1_joints():
+        kp, kd = stand_pd(scene)
+        for j, _ in stand_joints(scene):
             a = spec.add_actuator()
             a.target, a.trntype = j, mujoco.mjtTrn.mjTRN_JOINT
             a.gaintype, a.biastype = mujoco.mjtGain.mjGAIN_FIXED, mujoco.mjtBias.mjBIAS_AFFINE
-            a.gainprm[0] = A1_PD[0]
-            a.biasprm[1], a.biasprm[2] = -A1_PD[0], -A1_PD[1]
-        mu = A1_MU
+            a.gainprm[0] = kp
+            a.biasprm[1], a.biasprm[2] = -kp, -kd
+        mu = STAND_MU
     else:
         spec = mujoco.MjSpec()
         for k, (c, yaw) in enumerate(pile_poses()):
@@ -720,13 +738,15 @@ def mujoco_scene(scene: str):
     floor.type, floor.size = mujoco.mjtGeom.mjGEOM_PLANE, [5.0, 5.0, 0.1]
     for g in spec.geoms:
         g.friction, g.condim = [mu, 0.0, 0.0], 3
+        if scene in STAND_SCENES and g is not floor:
+            g.conaffinity = 0  # no self-collision, as in mbsim and PyBullet: feet on the floor
     m = spec.compile()
     d = mujoco.MjData(m)
-    if scene == "a1-stand":
-        for j, q in a1_joints():
+    if scene in STAND_SCENES:
+        for j, q in stand_joints(scene):
             d.qpos[m.joint(j).qposadr[0]] = q
-        d.qpos[2] = a1_base_z()  # the free joint's position is absolute
-        d.ctrl[:] = [q for _, q in a1_joints()]
+        d.qpos[2] = stand_base_z(scene)  # the free joint's position is absolute
+        d.ctrl[:] = [q for _, q in stand_joints(scene)]
     mujoco.mj_forward(m, d)
     return m, d
 
@@ -742,20 +762,20 @@ def bullet_scene(scene: str):
     pb.setTimeStep(PANDA_DT, physicsClientId=cid)
     plane = pb.createMultiBody(0, pb.createCollisionShape(pb.GEOM_PLANE, physicsClientId=cid),
                                physicsClientId=cid)  # fmt: skip
-    if scene == "a1-stand":
-        robot = pb.loadURDF(str(a1_urdf()), [0.0, 0.0, a1_base_z()],
+    if scene in STAND_SCENES:
+        robot = pb.loadURDF(str(stand_urdf(scene)), [0.0, 0.0, stand_base_z(scene)],
                             flags=pb.URDF_USE_INERTIA_FROM_FILE, physicsClientId=cid)  # fmt: skip
         index = {
             pb.getJointInfo(robot, j, physicsClientId=cid)[1].decode(): j
             for j in range(pb.getNumJoints(robot, physicsClientId=cid))
         }
-        joints = [index[j] for j, _ in a1_joints()]
-        targets = [q for _, q in a1_joints()]
+        joints = [index[j] for j, _ in stand_joints(scene)]
+        targets = [q for _, q in stand_joints(scene)]
         for j, q in zip(joints, targets, strict=True):
             pb.resetJointState(robot, j, q, physicsClientId=cid)
         pb.setJointMotorControlArray(robot, joints, pb.POSITION_CONTROL, targetPositions=targets,
                                      physicsClientId=cid)  # fmt: skip
-        bodies, mu = [plane, robot], A1_MU
+        bodies, mu = [plane, robot], STAND_MU
     else:
         path = Path(tempfile.mkdtemp(prefix="mbsim-bench-")) / "box.urdf"
         path.write_text(BOX_URDF)
