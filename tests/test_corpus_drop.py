@@ -71,14 +71,9 @@ NOT_LOADED = {
 
 #: (b) drops that end in a solver failure or diverge: file -> (why, strict). They failed
 #: (Lemke, numerical) in the run of 2026-11-25 (docs/results.md), after the restricted-LCP and
-#: other-paths fixes that made minitaur, racecar, spirit40newer and xarm/link4 pass.
+#: other-paths fixes that made minitaur, racecar, spirit40newer and xarm/link4 pass (and the
+#: touching-pairs rule of start_pose that made racecar_differential pass).
 DROP_FAILS = {
-    "racecar/racecar_differential.urdf": (
-        "chassis and side-gear meshes touch at the start (2e-8 m deep, below the 1e-6 m "
-        "overlap rule) where no joint can part them: the LCP has no solution (runs with "
-        "--no-self-collision)",
-        True,
-    ),
     "quadruped/microtaur/microtaur.urdf": (SOLVER, False),
     "erd:alex_description/urdf/alex_sake_hands.urdf": (SOLVER, False),
     "erd:anymal_b_simple_description/robots/anymal-kinova.urdf": (SOLVER, False),

@@ -139,6 +139,9 @@ ROBOTS = [
     pytest.param("quadruped/minitaur.urdf", 0.3, None, id="minitaur"),
     pytest.param("quadruped/spirit40.urdf", 0.3, None, id="spirit40"),
     pytest.param("racecar/racecar.urdf", 0.3, None, id="racecar"),
+    # its chassis mesh touches the differential's side gears (2e-8 m deep) where no joint can
+    # part them: ignored from the start like every touching pair of one robot (start_pose)
+    pytest.param("racecar/racecar_differential.urdf", 0.3, None, id="racecar_differential"),
     pytest.param("r2d2.urdf", 0.3, None, id="r2d2-wheeled"),
     pytest.param("laikago/laikago_toes_zup.urdf", 0.3, None, id="laikago-standing"),
     pytest.param("aliengo/aliengo.urdf", 0.5, ALIENGO_STAND, id="aliengo-standing"),
@@ -166,16 +169,6 @@ def test_xarm_part_rests_on_the_floor(part, tmp_path):
     R, p = start_pose.body_frames(sim.model, sim.q)
     lowest = min(start_pose.lowest_points(sim.scene, R, p).values())
     assert abs(lowest) <= REST_LOWEST
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the chassis mesh touches the differential's side gears by 2e-8 m at the start; "
-    "the gears' only motion (their axles) cannot change that gap, so the contact LCP asks "
-    "for a separation no motion can give and has no solution (docs/results.md, Real robots)",
-)
-def test_racecar_differential_starts(tmp_path):
-    drop("racecar/racecar_differential.urdf", 0.01, None, tmp_path)
 
 
 @pytest.mark.slow

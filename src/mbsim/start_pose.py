@@ -2,11 +2,14 @@
 start inside the floor, and the SRDF beside a URDF.
 
 * **Overlapping links.** Two links of one robot whose collision shapes already interpenetrate
-  at the initial state (deeper than :data:`OVERLAP_TOL`) are a modelling artefact (coarse
-  collision meshes around a joint), not a contact: the LCP would push them apart with the
-  whole robot's energy. Like PyBullet (self-collision off unless asked for) and MuJoCo
-  (parent/child and welded pairs excluded), such pairs are not checked; ``Simulator`` does it
-  unless ``contact.ignore_initial_overlaps = false``, and says which pairs.
+  or touch at the initial state (gap below :data:`OVERLAP_TOL`) are a modelling artefact
+  (coarse collision meshes around a joint, parts modelled flush), not a contact: the LCP would
+  push overlapping links apart with the whole robot's energy, and links flush where no joint
+  can part them (racecar_differential's chassis on its side gears, 2e-8 m deep) leave it a
+  separation no motion can give, so no solution. Like PyBullet (self-collision off unless
+  asked for) and MuJoCo (parent/child and welded pairs excluded), such pairs are not
+  checked; ``Simulator`` does it unless ``contact.ignore_initial_overlaps = false``, and says
+  which pairs.
 * **Inside the floor.** The lowest collision point of each tree at the initial state, z_min
   (m), from the exact shapes: a sphere's centre minus r; the lowest vertex of a box, convex
   polytope or mesh; a capsule's lower end minus r; a cylinder's lowest rim point
@@ -29,8 +32,8 @@ from mbsim.collision.shapes import CAPSULE, CYLINDER, SPHERE
 from mbsim.simcore.data import Data
 from mbsim.simcore.kinematics import forward_kinematics
 
-#: Depth (m) beyond which two shapes count as overlapping at the initial state; shapes that
-#: merely touch (float noise of a shared face) stay checked.
+#: Gap (m) below which two shapes of one robot count as overlapping at the initial state:
+#: interpenetrating, or touching to within the float noise of a shared face either way.
 OVERLAP_TOL = 1e-6
 #: A tree whose lowest collision point is below z = -FLOOR_TOL (m) starts inside the floor
 #: (the default contact margin: shallower than that the stepper's correction handles it).
@@ -48,9 +51,10 @@ def body_frames(model, q) -> tuple[np.ndarray, np.ndarray]:
 
 
 def initial_overlaps(scene, R_world, p_world, tol: float = OVERLAP_TOL) -> list:
-    """Link pairs of one tree whose shapes the scene checks and which interpenetrate by more
-    than ``tol`` (m) at these body poses: ``[(link_a, link_b, depth m)]`` (``tree/link``
-    names, the deepest contact of each pair), deepest first."""
+    """Link pairs of one tree whose shapes the scene checks and which interpenetrate or touch
+    (gap below ``tol``, m) at these body poses: ``[(link_a, link_b, depth m)]`` (``tree/link``
+    names, the deepest contact of each pair; depth = -gap, so a pair apart by less than tol
+    has a depth in (-tol, 0]), deepest first."""
     contacts = scene.detect(R_world, p_world)
     deepest: dict[tuple[str, str], float] = {}
     n = len(scene.records)
@@ -59,7 +63,7 @@ def initial_overlaps(scene, R_world, p_world, tol: float = OVERLAP_TOL) -> list:
         if a >= n or b >= n or scene.records[a].tree != scene.records[b].tree:
             continue
         depth = -float(contacts.gap[i])
-        if depth <= tol:
+        if depth < -tol:
             continue
         la, lb = sorted((scene.links[a], scene.links[b]))
         if la == lb:
