@@ -63,10 +63,6 @@ NOT_LOADED = {
     "humanoid/humanoid.urdf": "spherical joints (PyBullet's ball joint) are not supported",
     "spherical_joint_limit.urdf": "spherical joints (PyBullet's ball joint) are not supported",
     "husky/husky.urdf": "a xacro source ($(optenv ...) in an <origin>): run xacro first",
-    "erd:alex_description/urdf/alex_psyonic_hands.urdf": "a mimic joint names a joint that "
-    "does not exist (PyBullet ignores <mimic>)",
-    "erd:romeo_description/urdf/romeo.urdf": "joint LHand moves no inertia (massless finger "
-    "links): the mass matrix is singular",
 }
 
 #: (b) drops that end in a solver failure or diverge: file -> (why, strict). They failed
@@ -81,6 +77,7 @@ DROP_FAILS = {
     ),
     "quadruped/microtaur/microtaur.urdf": (SOLVER, False),
     "erd:alex_description/urdf/alex_sake_hands.urdf": (SOLVER, False),
+    "erd:alex_description/urdf/alex_psyonic_hands.urdf": (SOLVER, False),
     "erd:anymal_b_simple_description/robots/anymal-kinova.urdf": (SOLVER, False),
     "erd:anymal_c_simple_description/urdf/anymal.urdf": (SOLVER, False),
     "erd:icub_description/robots/icub.urdf": (SOLVER, False),
@@ -88,6 +85,11 @@ DROP_FAILS = {
     "erd:kinova_description/robots/kinova.urdf": (SOLVER, False),
     "erd:laikago_description/urdf/laikago.urdf": (SOLVER, False),
     "erd:romeo_description/urdf/romeo_small.urdf": (SOLVER, False),
+    "erd:romeo_description/urdf/romeo.urdf": (
+        "compression LCP at step 142: Lemke's solution too large to verify (the massless "
+        "fingers carry the 1 g minimal bodies; cause not yet analysed)",
+        False,
+    ),
     "erd:tiago_description/robots/tiago.urdf": (SOLVER, False),
     "erd:tiago_pro_description/robots/tiago_pro.urdf": (SOLVER, False),
     "erd:tiago_description/robots/tiago_dual.urdf": (SOLVER, False),
