@@ -85,11 +85,6 @@ DROP_FAILS = {
     "erd:kinova_description/robots/kinova.urdf": (SOLVER, False),
     "erd:laikago_description/urdf/laikago.urdf": (SOLVER, False),
     "erd:romeo_description/urdf/romeo_small.urdf": (SOLVER, False),
-    "erd:romeo_description/urdf/romeo.urdf": (
-        "compression LCP at step 142: Lemke's solution too large to verify (the massless "
-        "fingers carry the 1 g minimal bodies; cause not yet analysed)",
-        False,
-    ),
     "erd:tiago_description/robots/tiago.urdf": (SOLVER, False),
     "erd:tiago_pro_description/robots/tiago_pro.urdf": (SOLVER, False),
     "erd:tiago_description/robots/tiago_dual.urdf": (SOLVER, False),

@@ -177,14 +177,14 @@ def _hand() -> str:
 def test_massless_finger_subtree_keeps_its_joints_with_a_minimal_inertia():
     """romeo's fingers: a moving subtree whose links are all written with mass 0. The joints
     stay (nv equals Pinocchio's, which keeps them) and each massless body gets the documented
-    m0 = 1 g at its frame origin and I0 = 1e-6 kg m^2 about each axis, so the mass matrix is
+    m0 = 10 g at its frame origin and I0 = 1e-5 kg m^2 about each axis, so the mass matrix is
     the closed form of two such bodies 0.05 m apart on parallel z axes:
     M = [[2 I0 + m0 d^2, I0], [I0, I0]]."""
     model = build_model([parse_urdf_string(_hand(), source="hand.urdf")])
     pin = pytest.importorskip("pinocchio")
     assert model.nv == pin.buildModelFromXML(_hand()).nv == 2
     m0, i0, d = MASSLESS_SUBTREE_MASS, MASSLESS_SUBTREE_INERTIA, 0.05
-    assert (m0, i0) == (1e-3, 1e-6)  # the values docs/urdf-support.md states
+    assert (m0, i0) == (1e-2, 1e-5)  # the values docs/architecture.md states
     M = crba(model, Data(model), np.zeros(2))
     np.testing.assert_allclose(M, [[2 * i0 + m0 * d * d, i0], [i0, i0]], rtol=1e-12, atol=0)
     (note,) = [w for w in model.lint if "no mass" in w]
