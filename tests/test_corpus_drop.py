@@ -63,10 +63,6 @@ NOT_LOADED = {
     "humanoid/humanoid.urdf": "spherical joints (PyBullet's ball joint) are not supported",
     "spherical_joint_limit.urdf": "spherical joints (PyBullet's ball joint) are not supported",
     "husky/husky.urdf": "a xacro source ($(optenv ...) in an <origin>): run xacro first",
-    "erd:alex_description/urdf/alex_psyonic_hands.urdf": "a mimic joint names a joint that "
-    "does not exist (PyBullet ignores <mimic>)",
-    "erd:romeo_description/urdf/romeo.urdf": "joint LHand moves no inertia (massless finger "
-    "links): the mass matrix is singular",
 }
 
 #: (b) drops that end in a solver failure or diverge: file -> (why, strict). They failed
@@ -76,6 +72,7 @@ NOT_LOADED = {
 DROP_FAILS = {
     "quadruped/microtaur/microtaur.urdf": (SOLVER, False),
     "erd:alex_description/urdf/alex_sake_hands.urdf": (SOLVER, False),
+    "erd:alex_description/urdf/alex_psyonic_hands.urdf": (SOLVER, False),
     "erd:anymal_b_simple_description/robots/anymal-kinova.urdf": (SOLVER, False),
     "erd:anymal_c_simple_description/urdf/anymal.urdf": (SOLVER, False),
     "erd:icub_description/robots/icub.urdf": (SOLVER, False),

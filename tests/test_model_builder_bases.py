@@ -12,7 +12,12 @@ from mbsim.io.urdf import parse_urdf_string
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import crba
 from mbsim.simcore.kinematics import forward_kinematics
-from mbsim.simcore.model import FREE, build_model
+from mbsim.simcore.model import (
+    FREE,
+    MASSLESS_SUBTREE_INERTIA,
+    MASSLESS_SUBTREE_MASS,
+    build_model,
+)
 from test_model_builder import joint, link, urdf
 
 
@@ -140,3 +145,58 @@ def test_planar_joint_moves_in_the_plane_normal_to_its_axis():
     np.testing.assert_allclose(data.p_world[-1], [1.0, 2.3, 2.8], atol=1e-12)
     c, s = np.cos(theta), np.sin(theta)
     np.testing.assert_allclose(data.R_world[-1], [[1, 0, 0], [0, c, -s], [0, s, c]], atol=1e-12)
+
+
+def _massless(name: str) -> str:
+    """A link declared massless (romeo's fingers): zero mass, zero inertia."""
+    return (
+        f'<link name="{name}"><inertial><mass value="0"/>'
+        '<inertia ixx="0" iyy="0" izz="0" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+    )
+
+
+def _hand() -> str:
+    """base (2 kg) -hand (z)-> finger1 (massless) -knuckle (z, 0.05 m along x)-> finger2
+    (massless, mimics hand)."""
+    return urdf(
+        link("base", 2.0)
+        + _massless("finger1")
+        + _massless("finger2")
+        + joint("hand", "base", "finger1")
+        + joint(
+            "knuckle",
+            "finger1",
+            "finger2",
+            xyz="0.05 0 0",
+            extra='<mimic joint="hand" multiplier="1" offset="0"/>',
+        ),
+        "hand",
+    )
+
+
+def test_massless_finger_subtree_keeps_its_joints_with_a_minimal_inertia():
+    """romeo's fingers: a moving subtree whose links are all written with mass 0. The joints
+    stay (nv equals Pinocchio's, which keeps them) and each massless body gets the documented
+    m0 = 10 g at its frame origin and I0 = 1e-5 kg m^2 about each axis, so the mass matrix is
+    the closed form of two such bodies 0.05 m apart on parallel z axes:
+    M = [[2 I0 + m0 d^2, I0], [I0, I0]]."""
+    model = build_model([parse_urdf_string(_hand(), source="hand.urdf")])
+    pin = pytest.importorskip("pinocchio")
+    assert model.nv == pin.buildModelFromXML(_hand()).nv == 2
+    m0, i0, d = MASSLESS_SUBTREE_MASS, MASSLESS_SUBTREE_INERTIA, 0.05
+    assert (m0, i0) == (1e-2, 1e-5)  # the values docs/architecture.md states
+    M = crba(model, Data(model), np.zeros(2))
+    np.testing.assert_allclose(M, [[2 * i0 + m0 * d * d, i0], [i0, i0]], rtol=1e-12, atol=0)
+    (note,) = [w for w in model.lint if "no mass" in w]
+    assert "hand.urdf" in note and "'finger1'" in note and "'finger2'" not in note
+    assert "\n" not in note and len(model.mimics) == 1
+
+
+def test_massless_subtree_with_an_undeclared_link_is_still_an_error():
+    """The rule is for links declared massless; a moving leaf with no <inertial> at all is
+    more likely an omission and keeps the singular-mass-matrix error naming the joint."""
+    text = urdf(link("base") + _massless("a") + link("tip", None) + joint("j1", "base", "a"))
+    text = text.replace("</robot>", joint("j2", "a", "tip", axis="1 0 0") + "</robot>")
+    with pytest.raises(ModelError) as info:
+        build_model([parse_urdf_string(text, source="arm.urdf")])
+    assert "'j1'" in str(info.value) and "moves no inertia" in str(info.value)

@@ -14,6 +14,7 @@ import pytest
 
 from mbsim.errors import GeometryError, MbsimError, UrdfError
 from mbsim.io.urdf import MeshPathRefused, load_urdf, parse_urdf_string
+from mbsim.simcore.model import build_model
 from test_urdf_loader import arm, collision, expect, inertial, jnt, links, one_link, robot
 
 BODY = '<robot name="r">\n<link name="a"/>\n</robot>\n'
@@ -470,3 +471,22 @@ def test_numbers_as_pybullet_reads_them(tmp_path, attr_text, expected):
     assert any("as PyBullet does" in w for w in spec.lint)
     path.write_text(arm('<limit lower="-1.57." upper="1" effort="1" velocity="1"/>'))
     assert load_urdf(path).joints[0].lower == -1.57
+
+
+def test_mimic_of_a_missing_joint_is_ignored_with_a_warning(tmp_path):
+    """alex_psyonic_hands.urdf: ``<mimic joint="index_q1">`` where no such joint exists.
+    PyBullet ignores <mimic>, urdfdom does not check the target and Pinocchio ignores <mimic>
+    by default: the joint is kept, free, and nv equals Pinocchio's."""
+    text = robot(
+        "".join(f'<link name="{n}">{inertial()}</link>' for n in "abc")
+        + jnt("j1", "a", "b", "continuous")
+        + jnt("j2", "b", "c", "continuous", extra='<mimic joint="ghost" multiplier="2"/>')
+    )
+    path = tmp_path / "hand.urdf"
+    path.write_text(text)
+    spec = load_urdf(path)
+    assert all(j.mimic is None for j in spec.joints)
+    (note,) = [w for w in spec.lint if "mimic" in w]
+    assert str(path) in note and "'j2'" in note and "'ghost'" in note and "ignored" in note
+    pin = pytest.importorskip("pinocchio")
+    assert build_model([spec]).nv == pin.buildModelFromXML(text).nv == 2

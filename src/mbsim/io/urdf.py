@@ -21,7 +21,8 @@ Pipeline, and why each step exists:
    topology, mass, inertia, geometry sizes, limits, mimic targets.
 
 What urdfdom and PyBullet accept is repaired with a lint entry (XML prolog and trailing
-content, 4-number rpy/scale, lower > upper, zero inertia with a mass); PyBullet's ``<plane>``
+content, 4-number rpy/scale, lower > upper, zero inertia with a mass, a ``<mimic>`` of a joint
+that does not exist); PyBullet's ``<plane>``
 collision is kept as a half-space (``LinkSpec.planes``, used by the collision scene); xacro
 leftovers, negative limits, mimic cycles, values outside the bounds below and mesh paths
 outside the allowed folders are refused (see docs/architecture.md, "URDF loading").
@@ -1150,14 +1151,25 @@ def _check_limits(ctx: _Ctx, joint: JointSpec) -> None:
 
 
 def _check_mimics(ctx: _Ctx, joints: list[JointSpec]) -> None:
+    """Mimic targets: a joint mimicking itself or a cycle of mimics is an error; a
+    ``<mimic>`` naming a joint that does not exist is dropped with a lint entry (the joint
+    then moves freely). urdfdom parses such a ``<mimic>`` without checking its target,
+    Pinocchio ignores ``<mimic>`` by default (with ``mimic=True`` it refuses the file:
+    "The parent joint of the mimic joint is not in the kinematic tree") and PyBullet ignores
+    ``<mimic>`` altogether; example-robot-data's alex_psyonic_hands.urdf has eight."""
     names = {j.name for j in joints}
     for joint in joints:
         if joint.mimic is None:
             continue
         master = joint.mimic.master
-        if master not in names or master == joint.name:
-            what = "itself" if master == joint.name else "a joint that does not exist"
-            raise ctx.error(f"{ctx.at('joint', joint.name)} mimics '{master}', {what}")
+        if master == joint.name:
+            raise ctx.error(f"{ctx.at('joint', joint.name)} mimics '{master}', itself")
+        if master not in names:
+            ctx.lint.append(
+                f"{ctx.source}: {ctx.at('joint', joint.name)} mimics '{_clip(master)}', a joint "
+                "that does not exist; the <mimic> is ignored and the joint moves freely"
+            )
+            joint.mimic = None
     # Following the masters from any joint must end; a loop has no solution to follow.
     by_name = {j.name: j for j in joints}
     settled: set[str] = set()

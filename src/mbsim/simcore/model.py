@@ -42,6 +42,15 @@ from mbsim.simcore.spec import GeometrySpec, JointSpec, RobotSpec
 #: A body whose mass matrix pivot falls below this (relative to the largest pivot) makes the
 #: mass matrix numerically singular; float64 leaves ~1e-16, so 1e-12 keeps a margin of 1e4.
 SINGULAR_PIVOT_RTOL = 1e-12
+#: Mass (kg) and moment of inertia about each axis through the body frame's origin (kg m^2)
+#: given to every body of a massless moving subtree (:meth:`_Builder.fill_massless_subtrees`):
+#: a 10 g finger phalanx with a 3 cm radius of gyration (0.01 kg (0.03 m)^2 ~ 1e-5 kg m^2),
+#: small beside any robot that carries such fingers, and 1e7 times above the singular-pivot
+#: test for a robot whose largest pivot is below 1e3 kg m^2. A 1 g, 1e-6 kg m^2 body was tried
+#: first: romeo.urdf's 1 s drop then failed (a compression LCP at step 142 with a solution too
+#: large for Lemke to verify); 1 g or 10 g with 1e-5 or 1e-4 kg m^2 all complete it.
+MASSLESS_SUBTREE_MASS = 1e-2
+MASSLESS_SUBTREE_INERTIA = 1e-5
 
 
 @dataclass(frozen=True)
@@ -236,6 +245,8 @@ class _Builder:
             "mass": (0.0, np.zeros(3), np.zeros((3, 3))),
             "spec": joint,
             "source": spec.source,
+            # links merged into this body with no <inertial> at all (not declared massless)
+            "undeclared": [],
         }
         self.bodies.append(body)
         return len(self.bodies) - 1
@@ -320,10 +331,55 @@ class _Builder:
                 else (f"merged massless into body '{self.bodies[body]['name']}'")
             )
             self.lint.append(f"{spec.source}: link '{link.name}' has no <inertial>; {where}")
+            self.bodies[body]["undeclared"].append(link.name)
             return
         inert = link.inertial
         moved = _transform_inertia(inert.mass, np.asarray(inert.com), inert.inertia, T_body_link)
         self.bodies[body]["mass"] = _combine(self.bodies[body]["mass"], moved)
+
+    def fill_massless_subtrees(self) -> None:
+        """Give each body of a massless moving subtree a minimal inertia, with a lint note.
+
+        A revolute or prismatic joint whose whole subtree (its body, the bodies below it and
+        the links welded to them) has zero mass and zero inertia moves no inertia, so its
+        mass-matrix pivot is zero (romeo's fingers, driven by mimic joints, are written
+        ``<mass value="0"/>``). Pinocchio keeps such joints (its mass matrix is then
+        singular); PyBullet keeps them too and zeroes the inverse of the vanishing pivot
+        (btMultiBody), so they never accelerate. To keep the joints (nv equal to
+        Pinocchio's) and a regular mass matrix, each body of such a subtree gets
+        :data:`MASSLESS_SUBTREE_MASS` at its frame origin and a rotational inertia of
+        :data:`MASSLESS_SUBTREE_INERTIA` times the identity about it. Only links that
+        declare themselves massless (an ``<inertial>`` with zero mass and inertia) qualify:
+        a subtree with a link that has no ``<inertial>`` at all is more likely an omission
+        and stays an error (see :func:`_check_mass_matrix`).
+        """
+        n = len(self.bodies)
+        massless = [_is_massless(bd["mass"]) and not bd["undeclared"] for bd in self.bodies]
+        # Bodies are in depth-first preorder (a parent precedes its children), so one reverse
+        # pass folds every child into its parent.
+        for i in range(n - 1, -1, -1):
+            parent = self.bodies[i]["parent"]
+            if parent >= 0 and not massless[i]:
+                massless[parent] = False
+        tops: dict[str, list[str]] = {}
+        for i, bd in enumerate(self.bodies):
+            if not massless[i] or bd["jtype"] not in ("revolute", "continuous", "prismatic"):
+                continue
+            bd["mass"] = (MASSLESS_SUBTREE_MASS, np.zeros(3), MASSLESS_SUBTREE_INERTIA * np.eye(3))
+            parent = bd["parent"]
+            if parent < 0 or not massless[parent]:
+                tops.setdefault(bd["source"], []).append(bd["name"])
+        for source, names in tops.items():
+            self.lint.append(
+                f"{source}: links {_names(names)} and the links below them have no mass, so "
+                f"each gets {MASSLESS_SUBTREE_MASS:g} kg and {MASSLESS_SUBTREE_INERTIA:g} kg m^2 "
+                "(a massless moving link would make the mass matrix singular)"
+            )
+
+
+def _is_massless(mass: tuple) -> bool:
+    """True when a (mass, com, Ic) triple has zero mass and an all-zero inertia."""
+    return mass[0] == 0.0 and not np.any(mass[2])
 
 
 def _welded_mass(spec: RobotSpec, children: dict[str, list]) -> float:
@@ -351,14 +407,17 @@ def _names(names: list[str], limit: int = 5) -> str:
 def build_model(specs: list[RobotSpec], gravity=(0.0, 0.0, -9.81)) -> Model:
     """Build a :class:`Model` from a forest of robot specs (one tree per spec).
 
-    Raises :class:`ModelError` when the result has a singular mass matrix (a massless body at
-    the end of a moving joint), naming the file, the joint and the body.
+    Bodies of a moving subtree whose links are all declared massless get a minimal inertia
+    (:meth:`_Builder.fill_massless_subtrees`, with a lint note). Raises :class:`ModelError`
+    when the result has a singular mass matrix (e.g. a link with no ``<inertial>`` at the end
+    of a moving joint), naming the file, the joint and the body.
     """
     if isinstance(specs, RobotSpec):
         specs = [specs]
     b = _Builder()
     for spec in specs:
         b.add_tree(spec)
+    b.fill_massless_subtrees()
     model = _flatten(b, np.asarray(gravity, dtype=float))
     _check_mass_matrix(model, b)
     return model
