@@ -93,7 +93,6 @@ DROP_FAILS = {
     "erd:icub_description/robots/icub.urdf": (SOLVER, False),
     "erd:kinova_description/robots/kinova.urdf": (KINOVA, True),
     "erd:romeo_description/urdf/romeo_small.urdf": (SOLVER, False),
-    "erd:tiago_description/robots/tiago.urdf": (SOLVER, False),
     "erd:tiago_pro_description/robots/tiago_pro.urdf": (
         "each gripper's fingertip touches its outer finger (8e-8 m deep, below the 1e-6 m "
         "overlap rule) along a normal the gripper's closed linkage cannot move (mobility "
