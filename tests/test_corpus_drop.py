@@ -96,10 +96,9 @@ DROP_FAILS = {
     "erd:tiago_pro_description/robots/tiago_pro.urdf": (
         "each gripper's fingertip touches its outer finger (8e-8 m deep, below the 1e-6 m "
         "overlap rule) along a normal the gripper's closed linkage cannot move (mobility "
-        "4e-15): the LCP at step 0 has no solution (HiGHS Farkas certificate)",
+        "4e-15): the LCP at step 0 has no solution short of ~5e9 N s impulses",
         True,
     ),
-    "erd:tiago_description/robots/tiago_dual.urdf": (SOLVER, False),
     # lifted 0.1 m like every file, its <plane> is a second ground above the floor; the
     # scene takes one half-space and refuses two in one sentence (test_collision_plane.py)
     "plane_implicit.urdf": ("a second ground half-space above the floor is refused", True),
