@@ -220,3 +220,44 @@ def test_regularised_lemke_solves_the_restricted_lcp_when_its_active_set_is_inco
     assert independent_violation(M, q, r.z) <= 1e-9 * scale
     # the impulses stay at the scale of the load (m g dt ~ 0.1 N s), no near-ray blow-up
     assert np.abs(r.z).max() <= 1.0
+
+
+def test_chain_reports_failure_on_a_contact_lcp_proved_infeasible():
+    """ERD kinova dropped with its joints at 0, below the lower limits of joints 2, 3 and 5
+    (0.82, 0.33 and 0.52 rad): at t = 1 ms (n = 39: 3 joint-limit rows, 6 self-contacts of
+    link_4 on link_6 and link_3 on link_5/6) the limit rows push the joints back into their
+    ranges, and the third one drives link_4 into link_6, whose contact normal row can be
+    served only by pushing that joint further out of its range. The LCP has no solution, proved here
+    independently of mbsim's solvers by HiGHS: the largest s with M z + q >= s 1, z >= 0 is
+    negative, and its dual gives a Farkas certificate y >= 0, sum y = 1, y'M <= 0, y'q < 0
+    (so y'(M z + q) < 0 for every z >= 0). Every solver of the chain must then fail, never
+    return an accepted answer (issue 19: a start pose outside the joint limits, not a
+    solver failure)."""
+    from scipy.optimize import linprog
+
+    from mbsim.simcore.lcp.problem import LcpFailure, check, ensure
+
+    data = np.load(Path(__file__).parent / "data" / "kinova_lcp_infeasible.npz")
+    M, q = data["M"], data["q"]
+    n = q.size
+    best = linprog(
+        np.r_[np.zeros(n), -1.0],
+        A_ub=np.hstack([-M, np.ones((n, 1))]),
+        b_ub=q,
+        bounds=[(0, None)] * n + [(None, 1.0)],
+        method="highs",
+    )
+    assert best.status == 0 and -best.fun < -1e-3  # m/s: no z >= 0 makes every w >= 0
+    cert = linprog(
+        q, A_ub=M.T, b_ub=np.zeros(n), A_eq=np.ones((1, n)), b_eq=[1.0],
+        bounds=[(0, None)] * n, method="highs",
+    )  # fmt: skip
+    y = cert.x
+    assert cert.status == 0 and y.min() >= 0.0
+    assert (M.T @ y).max() <= 1e-12 * np.abs(M).max() and y @ q < -1e-3
+    for select in ("vertex", "least_norm"):
+        with selecting(select):
+            r = solve_lcp(M, q)
+        assert not r.ok and check(r) is not None
+        with pytest.raises(LcpFailure):
+            ensure(r)
