@@ -76,9 +76,9 @@ NOT_LOADED = {
 
 #: (b) drops that end in a solver failure or diverge: file -> (why, strict). The non-strict ones
 #: failed (Lemke, numerical) in the run of 2026-11-25 (docs/results.md); the strict ones end in
-#: an LCP that has no solution, which no solver can fix. racecar_differential passes since
-#: start_pose ignores link pairs that touch at the start.
-#: (and tiago_pro, whose fingertips touch their outer fingers where no joint moves them).
+#: an LCP that has no solution, which no solver can fix. racecar_differential and tiago_pro
+#: (parts flush where no joint can part them) pass since start_pose ignores link pairs that
+#: touch at the start.
 DROP_FAILS = {
     "erd:alex_description/urdf/alex_sake_hands.urdf": (SOLVER, False),
     "erd:alex_description/urdf/alex_psyonic_hands.urdf": (SOLVER, False),
