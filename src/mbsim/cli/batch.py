@@ -17,6 +17,7 @@ from pathlib import Path
 import typer
 
 from mbsim.cli import mesh_paths
+from mbsim.cli.main import check_interrupt
 from mbsim.errors import MbsimError
 
 
@@ -103,6 +104,9 @@ def batch(
             err=True,
         )
 
+    # a Ctrl-C that a library swallowed during the lazy imports above is still an interrupt:
+    # raise it now, before this handler replaces main's and the run starts
+    check_interrupt()
     previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         bar = _Bar(quiet or as_json)

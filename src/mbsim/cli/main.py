@@ -18,7 +18,7 @@ import sys
 
 # Installed before any heavy import. trimesh wraps its optional imports in
 # ``except BaseException``, so a KeyboardInterrupt raised there is swallowed and the run would
-# carry on: the handler remembers the interrupt, and _check_interrupt() re-raises it once the
+# carry on: the handler remembers the interrupt, and check_interrupt() re-raises it once the
 # imports are done. It raises only while main() is there to catch it ("armed"; during this
 # module's own imports it only remembers), and only for the first Ctrl-C: repeats while we
 # unwind must not start a second traceback inside the first one's handling.
@@ -85,7 +85,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def _check_interrupt() -> None:
+def check_interrupt() -> None:
     """Re-raise a Ctrl-C that a library swallowed while we were importing it."""
     if _interrupt["seen"]:
         raise KeyboardInterrupt
@@ -130,7 +130,7 @@ def _load(name: str) -> Command:
         announce_compiling()
     module_name, _, attr = target.partition(":")
     obj = getattr(importlib.import_module(module_name), attr)
-    _check_interrupt()
+    check_interrupt()
     if isinstance(obj, typer.Typer):
         cmd = typer.main.get_group(obj)
         cmd.help = help_text
@@ -230,12 +230,12 @@ def main() -> None:
     try:
         try:
             _interrupt["armed"] = True
-            _check_interrupt()  # a Ctrl-C during this module's imports
+            check_interrupt()  # a Ctrl-C during this module's imports
             app()
         finally:
             _interrupt["armed"] = False
             # a Ctrl-C swallowed by a library during the command is still an interrupt
-            _check_interrupt()
+            check_interrupt()
     except MbsimError as exc:
         if _state["debug"]:
             raise

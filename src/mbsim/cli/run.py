@@ -18,6 +18,7 @@ from pathlib import Path
 import typer
 
 from mbsim.cli import mesh_paths
+from mbsim.cli.main import check_interrupt
 from mbsim.errors import MbsimError
 
 # The simulator, the scenario loader and the results module are imported inside the functions
@@ -112,6 +113,9 @@ def run(
         # finish the current step and its writes, then stop: no half-written records
         stop["requested"] = True
 
+    # a Ctrl-C that a library swallowed during the lazy imports above is still an interrupt:
+    # raise it now, before this handler replaces main's and the run starts
+    check_interrupt()
     previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with _progress(sim, quiet or as_json) as progress:
