@@ -460,18 +460,10 @@ def test_kp_300_kd_30_on_every_panda_joint_holds_under_gravity(tmp_path):
     the iiwa): the Panda settles under gravity and its joint forces equal tau_g (Pinocchio)
     at the settled posture, so it is at rest in static balance."""
     q0 = {"panda_joint2": 0.3, "panda_joint4": -1.5, "panda_joint6": 1.5}
-    ctl = "\n".join(
-        f'panda_joint{k} = {{ mode = "position", target = {q0.get(f"panda_joint{k}", 0.0)},'
-        " kp = 300.0, kd = 30.0 }"
-        for k in range(1, 8)
-    )
-    q0s = ", ".join(f"{n} = {x}" for n, x in q0.items())
     sim = Simulator.from_file(
-        _write(tmp_path, f'[simulation]\nduration = 4.0\n[robot.panda]\nurdf = "{PANDA}"\n'
-               f"q0 = {{ {q0s} }}\n[robot.panda.control]\n{ctl}\n[contact]\n"
-               'self_collision = false\n[output]\npath = "o.h5"\n'),
+        _panda_pd_scenario(tmp_path, q0, "kp = 300.0, kd = 30.0", 4.0),
         overrides={"robot.panda.control.panda_joint7.kd": 2.0},  # an override reaches it
-    )  # fmt: skip
+    )
     assert sim.scenario.robots[0].control["panda_joint7"].kd == 2.0
     sim.run()
     assert np.abs(sim.v).max() < 1e-3
@@ -486,6 +478,20 @@ def _write(tmp_path, text: str) -> Path:
     p = tmp_path / "s.toml"
     p.write_text(text)
     return p
+
+
+def _panda_pd_scenario(tmp_path, q0: dict, gains: str, duration: float) -> Path:
+    """A scenario file: the Panda started at ``q0`` (the other joints at 0), every joint in
+    ``position`` mode holding its start with ``gains`` (TOML keys), no self-collision."""
+    ctl = "\n".join(
+        f'panda_joint{k} = {{ mode = "position", target = {q0.get(f"panda_joint{k}", 0.0)},'
+        f" {gains} }}"
+        for k in range(1, 8)
+    )
+    q0s = ", ".join(f"{n} = {x}" for n, x in q0.items())
+    return _write(tmp_path, f'[simulation]\nduration = {duration}\n[robot.panda]\n'
+                  f'urdf = "{PANDA}"\nq0 = {{ {q0s} }}\n[robot.panda.control]\n{ctl}\n'
+                  '[contact]\nself_collision = false\n[output]\npath = "o.h5"\n')  # fmt: skip
 
 
 def test_velocity_feedforward_shifts_the_steady_speed(tmp_path):
@@ -503,17 +509,8 @@ def test_gravity_compensation_removes_the_sag(tmp_path):
     """PD + exact gravity compensation has its equilibrium at the target: no sag (closed
     form), where the same PD without compensation sags by tau_g / kp (the test above)."""
     target = {"panda_joint2": 0.6, "panda_joint4": -1.2, "panda_joint6": 1.6}
-    ctl = "\n".join(
-        f'panda_joint{k} = {{ mode = "position", target = {target.get(f"panda_joint{k}", 0.0)},'
-        " kp = 300.0, kd = 70.0, gravity_compensation = true }"
-        for k in range(1, 8)
-    )
-    q0s = ", ".join(f"{n} = {x}" for n, x in target.items())
-    sim = Simulator.from_file(
-        _write(tmp_path, f'[simulation]\nduration = 3.0\n[robot.panda]\nurdf = "{PANDA}"\n'
-               f"q0 = {{ {q0s} }}\n[robot.panda.control]\n{ctl}\n[contact]\n"
-               'self_collision = false\n[output]\npath = "o.h5"\n'),
-    )  # fmt: skip
+    gains = "kp = 300.0, kd = 70.0, gravity_compensation = true"
+    sim = Simulator.from_file(_panda_pd_scenario(tmp_path, target, gains, 3.0))
     sim.run()
     for n, x in target.items():
         assert sim.q[sim.q_index[n]] == pytest.approx(x, abs=1e-6), n
