@@ -550,11 +550,8 @@ class Simulator:
         g = writer.group("summary")
         g.attrs["max_velocity_ratio"] = summary.max_velocity_ratio
         g.attrs["max_velocity_joint"] = summary.max_velocity_joint
-        for name, s in summary.energy_sources.sources.items():
-            g.attrs[f"energy_gain_steps_{name}"] = s.steps
-            g.attrs[f"energy_gain_total_{name}"] = s.total
-            g.attrs[f"energy_gain_max_{name}"] = s.largest
-            g.attrs[f"energy_gain_time_{name}"] = s.time
+        for key, value in summary.energy_sources.as_attrs().items():
+            g.attrs[key] = value
 
     def attach_lcp_dumps(self, writer) -> None:
         """Send the LCPs ``output.dump_lcp`` asks for to ``/lcp_dumps`` in the results file

@@ -156,6 +156,11 @@ class SourceTally:
             self.largest, self.time = gain, t
 
 
+#: (attribute key, SourceTally field, type) of :meth:`EnergyGains.as_attrs`
+_ATTRS = (("steps", "steps", int), ("total", "total", float), ("max", "largest", float),
+          ("time", "time", float))  # fmt: skip
+
+
 @dataclass
 class EnergyGains:
     """Per-source tally of the steps that gained kinetic energy (module docstring)."""
@@ -174,18 +179,25 @@ class EnergyGains:
             if gain > tol:
                 self.sources[name].add(gain, t)
 
+    def as_attrs(self) -> dict:
+        """The ``/summary`` attributes of the tally: ``energy_gain_{steps,total,max,time}_S``
+        for each source S (docs/hdf5-format.md)."""
+        return {
+            f"energy_gain_{key}_{name}": getattr(tally, field_name)
+            for name, tally in self.sources.items()
+            for key, field_name, _ in _ATTRS
+        }
+
     @classmethod
     def from_attrs(cls, attrs: dict) -> EnergyGains | None:
-        """The tally a results file's ``/summary`` attributes hold (``energy_gain_*_S``);
-        None for a file written before they existed."""
+        """The tally a results file's ``/summary`` attributes hold (:meth:`as_attrs`); None
+        for a file written before they existed."""
         if f"energy_gain_steps_{SOURCES[0]}" not in attrs:
             return None
         gains = cls()
         for name, tally in gains.sources.items():
-            tally.steps = int(attrs[f"energy_gain_steps_{name}"])
-            tally.total = float(attrs[f"energy_gain_total_{name}"])
-            tally.largest = float(attrs[f"energy_gain_max_{name}"])
-            tally.time = float(attrs[f"energy_gain_time_{name}"])
+            for key, field_name, kind in _ATTRS:
+                setattr(tally, field_name, kind(attrs[f"energy_gain_{key}_{name}"]))
         return gains
 
     def as_dict(self) -> dict:
