@@ -189,7 +189,8 @@ class Robot:
     """One robot: a URDF tree attached by ``base`` at ``base_pose``.
 
     q0 / v0: initial values by coordinate name (``Model.q_names`` / ``v_names``; free joints
-    as ``root_joint.x`` .. ``root_joint.qz`` and ``root_joint.vx`` .. ``root_joint.wz``);
+    as ``root_joint.x`` .. ``root_joint.qz`` and ``root_joint.vx`` .. ``root_joint.wz``,
+    spherical joints as ``NAME.qw`` .. ``NAME.qz`` and ``NAME.wx`` .. ``NAME.wz``);
     unnamed coordinates start at the neutral configuration and at rest. torque: constant joint
     forces by v name. pd: PD gains by 1-DoF joint name (added to ``torque``). srdf: optional
     SRDF whose ``<disable_collisions>`` pairs apply within this robot. control: a

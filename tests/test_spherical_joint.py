@@ -1,0 +1,245 @@
+"""Spherical (ball) joints: q = [qw qx qy qz], v = body angular velocity (issue 19).
+
+Independent truths:
+* Pinocchio's JointModelSpherical in a model built joint by joint from the same spec
+  (pin_oracle.pin_model_from_spec, no URDF and no mbsim code): body poses, the mass matrix
+  (CRBA), inverse dynamics (RNEA), forward dynamics (ABA), Lambda = J M^-1 J^T and the impulse
+  response with Pinocchio's Jacobians, and the model-level Delassus algorithms (upsilon,
+  pv-osimr), on random trees mixing spherical joints with revolute, continuous and prismatic
+  ones, fixed and floating (free-joint) bases. Tolerance 1e-9 relative to the largest entry
+  (as tests/test_dynamics_vs_pinocchio.py).
+* Conservation: a body on a spherical joint with its centre of mass off the pivot, no gravity,
+  spun about no principal axis: the angular momentum about the pivot (world frame) and the
+  kinetic energy are constant (closed form). RK4 (fourth order, Lie-group stages) keeps
+  both to 1e-9 relative over 2 s at dt = 1 ms; the quaternion stays unit to 1e-12.
+* Closed form: a symmetric body hanging on a spherical joint precesses steadily (a conical
+  pendulum) at Omega = sqrt(m g l / ((A - C) cos theta)) (A, C the transverse and axial
+  moments about the pivot, theta the tilt from the downward vertical; dL/dt = Omega z x L
+  equals the gravity torque m g l z x e): after one period 2 pi / Omega the body is back at
+  its start, the tilt constant throughout.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from scipy.spatial.transform import Rotation
+
+from mbsim.errors import UrdfError
+from mbsim.io.urdf import parse_urdf_string
+from mbsim.simcore.data import Data
+from mbsim.simcore.delassus import delassus_lambda
+from mbsim.simcore.dynamics import aba, articulated_factor, crba, impulse_response, rnea
+from mbsim.simcore.joints import SPHERICAL
+from mbsim.simcore.kinematics import forward_kinematics, integrate, node_transforms
+from mbsim.simcore.model import build_model
+from mbsim.simcore.spec import Inertial, JointSpec, LinkSpec, RobotSpec
+from mbsim.simcore.stepper import OSStepper, StepOptions
+from pin_oracle import PinTwin, pin_model_from_spec
+from random_trees import random_tree
+
+RTOL = 1e-9
+MIXED = ("spherical", "revolute", "prismatic", "continuous")
+
+
+def rel_err(a, b):
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-12))
+
+
+def _twin(seed: int, n_links: int, base: str):
+    rng = np.random.default_rng(seed)
+    spec = random_tree(rng, n_links, joint_types=MIXED, branching=0.5, base=base)
+    model = build_model([spec])
+    return rng, model, PinTwin(model, pin_model=pin_model_from_spec(spec))
+
+
+CASES = [
+    (seed, n, base)
+    for seed, n in ((1, 1), (2, 4), (3, 7), (4, 12))
+    for base in ("fixed", "floating")
+]
+
+
+@pytest.mark.parametrize("seed,n_links,base", CASES)
+def test_dynamics_match_pinocchio_spherical(seed, n_links, base):
+    rng, model, tw = _twin(seed, n_links, base)
+    assert np.any(model.jtype == SPHERICAL) or n_links == 1
+    data = Data(model)
+    for _ in range(3):
+        q = model.random_q(rng)
+        v = rng.normal(size=model.nv)
+        tau = rng.normal(size=model.nv) * 10
+        qp, vp = tw.q(q), tw.v(q, v)
+        forward_kinematics(model, data, q, v)
+        pin.forwardKinematics(tw.pm, tw.pd, qp, vp)
+        for i, jid in enumerate(tw.jids):
+            oMi = tw.pd.oMi[jid]
+            assert np.allclose(data.R_world[i], oMi.rotation, atol=1e-12)
+            assert np.allclose(data.p_world[i], oMi.translation, atol=1e-10)
+            # body spatial velocity: Pinocchio [linear; angular], mbsim [angular; linear]
+            vel = tw.pd.v[jid]
+            assert np.allclose(data.vel[i, :3], vel.angular, atol=1e-10)
+            assert np.allclose(data.vel[i, 3:], vel.linear, atol=1e-10)
+        M_pin = pin.crba(tw.pm, tw.pd, qp)
+        M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
+        assert rel_err(crba(model, data, q), tw.mat_back(q, M_pin)) < RTOL
+        a = rng.normal(size=model.nv)
+        tau_pin = tw.f_back(q, pin.rnea(tw.pm, tw.pd, qp, vp, tw.a(q, v, a)))
+        assert rel_err(rnea(model, data, q, v, a), tau_pin) < RTOL
+        qdd_pin = tw.a_back(q, v, pin.aba(tw.pm, tw.pd, qp, vp, tw.f(q, tau)))
+        assert rel_err(aba(model, data, q, v, tau), qdd_pin) < RTOL
+
+
+@pytest.mark.parametrize("seed,n_links,base", CASES)
+def test_delassus_matches_pinocchio_spherical(seed, n_links, base):
+    rng, model, tw = _twin(seed, n_links, base)
+    data = Data(model)
+    for n_nodes in (1, 3, 5):
+        q = model.random_q(rng)
+        qp = tw.q(q)
+        bodies = rng.integers(0, model.nb, n_nodes)
+        points = rng.normal(size=(n_nodes, 3)) * 0.2
+        J = np.vstack([tw.node_jacobian(q, int(b), p) for b, p in zip(bodies, points, strict=True)])
+        M_pin = pin.crba(tw.pm, tw.pd, qp)
+        M = tw.mat_back(q, np.triu(M_pin) + np.triu(M_pin, 1).T)
+        lam_pin = J @ np.linalg.solve(M, J.T)
+        forward_kinematics(model, data, q)
+        X = node_transforms(data, bodies, points)
+        for name in ("upsilon", "pv-osimr", "dense"):
+            for factorised in (False, True):
+                if factorised:
+                    articulated_factor(model, data)
+                lam = delassus_lambda(name, model, data, q, bodies, X, factorised=factorised)
+                assert rel_err(lam, lam_pin) < RTOL, (name, factorised)
+        f = rng.normal(size=(n_nodes, 6))
+        articulated_factor(model, data)
+        dv_pin = np.linalg.solve(M, J.T @ f.ravel())
+        assert rel_err(impulse_response(model, data, bodies, X, f), dv_pin) < RTOL
+
+
+def _ball_body(com, inertia_com, mass=2.0, gravity=(0.0, 0.0, 0.0)):
+    """A body on a spherical joint at the origin of a fixed base."""
+    base = LinkSpec("base", Inertial(1.0, np.zeros(3), np.eye(3)))
+    body = LinkSpec("body", Inertial(mass, np.asarray(com, float), np.asarray(inertia_com)))
+    joint = JointSpec("ball", "spherical", "base", "body", np.eye(4), np.array([0.0, 0.0, 1.0]))
+    return build_model([RobotSpec("ball", [base, body], [joint], "base")], gravity=gravity)
+
+
+def _pivot_inertia(mass, com, inertia_com):
+    c = np.asarray(com, float)
+    return inertia_com + mass * (c @ c * np.eye(3) - np.outer(c, c))
+
+
+def test_free_spin_conserves_momentum_and_energy():
+    mass, com = 2.0, np.array([0.05, -0.02, 0.1])
+    Ic = np.diag([0.02, 0.05, 0.04])
+    model = _ball_body(com, Ic, mass)
+    Ip = _pivot_inertia(mass, com, Ic)
+    st = OSStepper(model, None, StepOptions(dt=1e-3, integrator="rk4"))
+    d = Data(model)
+    q = model.neutral_q()
+    v = np.array([3.0, -1.0, 4.0])
+
+    def momentum(q, v):
+        forward_kinematics(model, d, q)
+        return d.R_world[0] @ (Ip @ v)
+
+    L0, E0 = momentum(q, v), 0.5 * v @ Ip @ v
+    t, worst_L, worst_E, worst_n = 0.0, 0.0, 0.0, 0.0
+    for _ in range(2000):
+        q, v, _ = st.step(q, v, t)
+        t += 1e-3
+        worst_L = max(worst_L, float(np.linalg.norm(momentum(q, v) - L0)))
+        worst_E = max(worst_E, abs(0.5 * v @ Ip @ v - E0))
+        worst_n = max(worst_n, abs(np.linalg.norm(q) - 1.0))
+    assert worst_L < 1e-9 * np.linalg.norm(L0)
+    assert worst_E < 1e-9 * E0
+    assert worst_n < 1e-12
+    assert np.max(np.abs(v - np.array([3.0, -1.0, 4.0]))) > 0.1  # it tumbles, not a steady spin
+
+
+def test_conical_pendulum_period_matches_closed_form():
+    mass, l, a, c, g = 1.5, 0.4, 0.01, 0.004, 9.81
+    model = _ball_body([0.0, 0.0, -l], np.diag([a, a, c]), mass, gravity=(0.0, 0.0, -g))
+    A, C = a + mass * l * l, c
+    theta = 0.6
+    omega = np.sqrt(mass * g * l / ((A - C) * np.cos(theta)))
+    R0 = Rotation.from_rotvec([theta, 0.0, 0.0])
+    x, y, z, w = R0.as_quat()
+    q = np.array([w, x, y, z])
+    v = R0.as_matrix().T @ np.array([0.0, 0.0, omega])  # body frame
+    dt = 1e-4
+    n = int(round(2.0 * np.pi / omega / dt))
+    dt = 2.0 * np.pi / omega / n  # a whole number of steps per period
+    st = OSStepper(model, None, StepOptions(dt=dt, integrator="rk4"))
+    d = Data(model)
+    t, worst_tilt = 0.0, 0.0
+    q0 = q.copy()
+    for _ in range(n):
+        q, v, _ = st.step(q, v, t)
+        t += dt
+        forward_kinematics(model, d, q)
+        e = d.R_world[0] @ np.array([0.0, 0.0, -1.0])  # pivot -> centre of mass
+        worst_tilt = max(worst_tilt, abs(np.arccos(-e[2]) - theta))
+    # back at the start after one period (rad, quaternion distance), tilt constant: RK4 at
+    # 1e-4 s leaves errors near 1e-10; 1e-7 is the bound
+    assert worst_tilt < 1e-7
+    assert min(np.linalg.norm(q - q0), np.linalg.norm(q + q0)) < 1e-7
+
+
+def test_integrate_is_the_quaternion_exponential():
+    """integrate() moves a spherical joint's q by exp(w dt / 2) on the right (body frame):
+    the rotation R0 exp([w dt]) of scipy's rotation vector, exactly for constant w."""
+    model = _ball_body([0.0, 0.0, -0.3], np.eye(3) * 0.01)
+    rng = np.random.default_rng(5)
+    q = model.random_q(rng)
+    w = rng.normal(size=3) * 2.0
+    out = integrate(model, q, w, 0.37)
+    R = Rotation.from_quat([*q[1:], q[0]]) * Rotation.from_rotvec(w * 0.37)
+    x, y, z, s = R.as_quat()
+    assert min(np.linalg.norm(out - [s, x, y, z]), np.linalg.norm(out + [s, x, y, z])) < 1e-14
+
+
+URDF = """<robot name="r">
+  <link name="a"><inertial><mass value="2"/><inertia ixx="0.1" iyy="0.1" izz="0.1"
+    ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="b"><inertial><origin xyz="0 0 0.3"/><mass value="1"/><inertia ixx="0.01"
+    iyy="0.01" izz="0.005" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="neck" type="spherical"><parent link="a"/><child link="b"/>
+    <origin xyz="0 0 1" rpy="0 0 0.5"/><axis xyz="0 0 0"/>{limit}
+    <dynamics damping="0.7"/></joint>
+</robot>"""
+
+
+def test_urdf_spherical_joint_loads_with_three_dofs_and_damping():
+    spec = parse_urdf_string(URDF.format(limit=""), source="ball.urdf")
+    model = build_model([spec])
+    assert (model.nq, model.nv) == (4, 3)
+    assert model.q_names == ("neck.qw", "neck.qx", "neck.qy", "neck.qz")
+    assert model.v_names == ("neck.wx", "neck.wy", "neck.wz")
+    assert np.array_equal(model.damping, [0.7, 0.7, 0.7])
+    assert np.all(np.isinf(model.lower)) and np.all(np.isinf(model.upper))
+    assert not any("limit" in w for w in model.lint)
+    # the joint origin is honoured: at q = identity the child frame is the joint frame
+    d = Data(model)
+    forward_kinematics(model, d, model.neutral_q())
+    assert np.allclose(d.p_world[0], [0.0, 0.0, 1.0])
+    assert np.allclose(d.R_world[0], Rotation.from_euler("z", 0.5).as_matrix())
+
+
+def test_urdf_spherical_limit_is_reported_not_applied():
+    limit = '<limit effort="1000.0" lower="0.2" upper=".8" twist=".3"/>'
+    spec = parse_urdf_string(URDF.format(limit=limit), source="ball.urdf")
+    model = build_model([spec])
+    notes = [w for w in model.lint if "<limit>" in w]
+    assert len(notes) == 1
+    for part in ("ball.urdf", "'neck'", "lower 0.2", "upper 0.8", "twist 0.3", "ignored"):
+        assert part in notes[0]
+    assert np.all(np.isinf(model.lower)) and np.all(np.isinf(model.upper))
+    assert np.array_equal(model.effort, [1000.0] * 3)
+
+
+def test_urdf_spherical_limit_with_a_bad_twist_is_refused():
+    with pytest.raises(UrdfError, match="twist"):
+        parse_urdf_string(URDF.format(limit='<limit twist="abc"/>'), source="ball.urdf")
