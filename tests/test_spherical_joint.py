@@ -243,3 +243,38 @@ def test_urdf_spherical_limit_is_reported_not_applied():
 def test_urdf_spherical_limit_with_a_bad_twist_is_refused():
     with pytest.raises(UrdfError, match="twist"):
         parse_urdf_string(URDF.format(limit='<limit twist="abc"/>'), source="ball.urdf")
+
+
+def test_scenario_names_and_unit_quaternion_of_a_spherical_joint(tmp_path):
+    """q0 / v0 by the model's names (NAME.qw .. NAME.qz, NAME.wx .. NAME.wz); a q0 quaternion
+    that is not unit is refused in one sentence; a run records the same names and keeps the
+    quaternion unit; with no gravity, the spin given in v0 stays (closed form: a body spun
+    about its symmetry axis through the pivot keeps w)."""
+    from mbsim.io.results import load_results
+    from mbsim.io.scenario import ScenarioError, build_scenario_model, load_scenario
+    from mbsim.simulator import Simulator
+
+    (tmp_path / "ball.urdf").write_text(URDF.format(limit="").replace('damping="0.7"', ""))
+    text = (
+        "[simulation]\nduration = 0.05\ndt = 1e-3\ngravity = [0.0, 0.0, 0.0]\n"
+        '[output]\npath = "out.h5"\n'
+        '[robot.ball]\nurdf = "ball.urdf"\n'
+    )
+    (tmp_path / "bad.toml").write_text(text + 'q0 = { "neck.qz" = 0.5 }\n')
+    with pytest.raises(ScenarioError) as exc:
+        build_scenario_model(load_scenario(tmp_path / "bad.toml"))
+    assert "neck" in str(exc.value) and "unit quaternion" in str(exc.value)
+    assert "\n" not in str(exc.value)
+    (tmp_path / "ok.toml").write_text(
+        text + 'q0 = { "neck.qw" = 0.0, "neck.qx" = 1.0 }\nv0 = { "neck.wz" = 2.0 }\n'
+    )
+    sim = Simulator(load_scenario(tmp_path / "ok.toml"))
+    sim.run(out=tmp_path / "out.h5")
+    r = load_results(tmp_path / "out.h5")
+    assert r.q_names == ["neck.qw", "neck.qx", "neck.qy", "neck.qz"]
+    assert list(r.joint_types) == ["spherical"]
+    assert np.allclose(np.linalg.norm(r.q, axis=1), 1.0, atol=1e-12)
+    assert np.allclose(r.v[-1], [0.0, 0.0, 2.0], atol=1e-12)
+    # q(t) = i (x) (cos t + k sin t) = i cos t - j sin t (w = 2 rad/s about z, half angle t)
+    t = r.time[-1]
+    assert np.allclose(r.q[-1], [0.0, np.cos(t), -np.sin(t), 0.0], atol=1e-12)
