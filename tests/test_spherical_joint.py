@@ -278,3 +278,46 @@ def test_scenario_names_and_unit_quaternion_of_a_spherical_joint(tmp_path):
     # q(t) = i (x) (cos t + k sin t) = i cos t - j sin t (w = 2 rad/s about z, half angle t)
     t = r.time[-1]
     assert np.allclose(r.q[-1], [0.0, np.cos(t), -np.sin(t), 0.0], atol=1e-12)
+
+
+def test_fast_step_is_bit_for_bit_with_spherical_joints(monkeypatch, tmp_path):
+    """pybullet_data's humanoid (8 spherical joints, self-collision off) falls 0.1 m onto the
+    floor: the
+    free-motion fast path and the general path give the same q and v bit for bit, through
+    free and contact steps (the fast path's contract, tests/test_fast_step.py)."""
+    from dataclasses import replace
+
+    pybullet_data = pytest.importorskip("pybullet_data", reason="pybullet is not installed")
+    from mbsim.io.scenario import scenario_from_urdf
+    from mbsim.simcore.fast_step import FreeStepper
+    from mbsim.simulator import Simulator
+
+    path = f"{pybullet_data.getDataPath()}/humanoid/humanoid.urdf"
+
+    def scenario(**flags):
+        return scenario_from_urdf(path, None, floor=True, base="floating", duration=0.2,
+                                  dt=1e-3, output=str(tmp_path / "h.h5"), self_collision=False,
+                                  **flags)  # fmt: skip
+
+    z = Simulator(scenario(place_on_floor=True)).scenario.robots[0].base_pose.xyz[2] + 0.1
+    sc = scenario()
+    robot = replace(sc.robots[0], base_pose=replace(sc.robots[0].base_pose, xyz=(0, 0, z)))
+    sc = replace(sc, robots=(robot,))
+
+    def run(fast):
+        with monkeypatch.context() as mp:
+            if not fast:
+                mp.setattr(FreeStepper, "eligible", staticmethod(lambda stepper: False))
+            sim = Simulator(sc)
+            assert np.any(sim.model.jtype == SPHERICAL)
+            out, contacts = [], []
+            for _ in range(200):
+                contacts.append(sim.step().n_contacts)
+                out.append(np.concatenate([sim.q, sim.v]))
+        return np.array(out), np.array(contacts)
+
+    fast, nc = run(True)
+    slow, nc0 = run(False)
+    assert nc.any() and not nc.all(), "the run must contain free and contact steps"
+    np.testing.assert_array_equal(nc, nc0)
+    np.testing.assert_array_equal(fast, slow)
