@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mbsim.simcore.joints import FREE, PRISMATIC, REVOLUTE, SPHERICAL
+from mbsim.simcore.joints import ANGULAR_V_OFFSET, FREE, PRISMATIC, REVOLUTE, SPHERICAL
 from mbsim.simcore.spatial import cross_motion, plucker, quat_to_rotation, xform_motion
 
 
@@ -455,7 +455,7 @@ def lie_stage_velocity(model, theta, v) -> np.ndarray:
     unchanged."""
     out = np.array(v, dtype=float, copy=True)
     for i in np.flatnonzero((model.jtype == FREE) | (model.jtype == SPHERICAL)):
-        b = model.vi[i] + (3 if model.jtype[i] == FREE else 0)
+        b = model.vi[i] + ANGULAR_V_OFFSET[int(model.jtype[i])]
         th = np.asarray(theta[b : b + 3], dtype=float)
         w = np.asarray(v[b : b + 3], dtype=float)
         tw = np.cross(th, w)
