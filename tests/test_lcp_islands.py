@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from mbsim.simcore.lcp import Status, check, islands, solve_lcp
 from mbsim.simcore.lcp.problem import LcpResult
+from mbsim.simcore.options import FORMULATIONS
 from test_lcp_lemke import friction_lcp
 
 SETTINGS = settings(max_examples=40, deadline=None)
@@ -184,12 +185,13 @@ PILE = [((0.0, 0.0, 0.055), 0.1), ((0.004, -0.003, 0.16), -0.15),
 PILE_TOL = 1e-9
 
 
-def _pile_poses(tmp_path, steps):
+def _pile_poses(tmp_path, steps, formulation):
     from mbsim.io.scenario import load_scenario_text
     from mbsim.simulator import Simulator
 
     (tmp_path / "box.urdf").write_text(BOX_URDF)
     text = "[simulation]\nduration = 1.0\ndt = 0.001\ngravity = [0.0, 0.0, -9.81]\n"
+    text += f'formulation = "{formulation}"\n'
     for k, (xyz, yaw) in enumerate(PILE):
         text += f'[robot.box{k}]\nurdf = "box.urdf"\nbase = "floating"\n'
         text += f"base_pose = {{ xyz = {list(xyz)!r}, rpy = [0.0, 0.0, {yaw!r}] }}\n"
@@ -203,9 +205,11 @@ def _pile_poses(tmp_path, steps):
     return np.array(poses)
 
 
-def test_box_pile_trajectory_is_unchanged_by_the_split(tmp_path, monkeypatch):
+@pytest.mark.parametrize("formulation", FORMULATIONS)
+def test_box_pile_trajectory_is_unchanged_by_the_split(tmp_path, monkeypatch, formulation):
     """Two stacks of two free boxes on the floor: 2 independent blocks once both stacks
-    touch; the trajectory equals the unsplit solve's (the dense reference)."""
+    touch, in every formulation (the mixed LCPs of MC and NMC through their reduced LCP);
+    the trajectory equals the unsplit solve's (the dense reference)."""
     seen = []
     real = islands.blocks
 
@@ -215,10 +219,10 @@ def test_box_pile_trajectory_is_unchanged_by_the_split(tmp_path, monkeypatch):
         return out
 
     monkeypatch.setattr(islands, "blocks", spy)
-    split = _pile_poses(tmp_path, 150)
+    split = _pile_poses(tmp_path, 150, formulation)
     assert max(seen) == 2  # the two stacks really were solved apart
     monkeypatch.setattr(islands, "blocks", lambda M: [np.arange(M.shape[0])])
-    whole = _pile_poses(tmp_path, 150)
+    whole = _pile_poses(tmp_path, 150, formulation)
     assert np.all(np.isfinite(split))
     np.testing.assert_allclose(split, whole, atol=PILE_TOL, rtol=0)
     assert split[-1, :, 2].min() > 0.04  # resting, not fallen through the floor
