@@ -230,6 +230,7 @@ class Simulator:
             disabled_pairs=c.disabled_pairs,
             mesh_contact=c.mesh_contact,
             mesh_contact_links=c.mesh_contact_links,
+            manifold=c.manifold,
             **self._paths,
         )
 

@@ -69,6 +69,7 @@ _CONTACT_DEFAULTS: dict[str, Any] = {
     "impact_friction": "total",
     "friction_axes": "slip",
     "curvature_point": "core",
+    "manifold": "shape-pair",  # shape-pair | body-pair (options.CONTACT_MANIFOLDS)
     "max_recovery_speed": 0.5,  # StepOptions.max_recovery_speed (m/s)
     "mesh_contact": "triangles",  # every link's non-convex meshes: "triangles" | "convex-hull"
     "mesh_contact_links": {},  # {"tree/link" = mode}: per-link override
@@ -263,7 +264,8 @@ class Contact:
     ``friction_directions`` the number of edges of the friction polyhedron, ``friction_axes``
     its orientation (options.FRICTION_AXES), ``impact_friction`` the friction law of an
     impact (options.IMPACT_FRICTION), ``curvature_point`` where a smooth contact's gap
-    prediction is taken (options.CURVATURE_POINTS), ``max_recovery_speed`` (m/s) the fastest
+    prediction is taken (options.CURVATURE_POINTS), ``manifold`` the scope of the contact
+    manifold reduction (options.CONTACT_MANIFOLDS), ``max_recovery_speed`` (m/s) the fastest
     a penetration is pushed out. ``ignore_initial_overlaps``: link pairs of one robot that
     already overlap at the initial state are not checked (:mod:`mbsim.start_pose`). Link
     references
@@ -285,6 +287,7 @@ class Contact:
     impact_friction: str = "total"
     friction_axes: str = "slip"
     curvature_point: str = "core"
+    manifold: str = "shape-pair"
     max_recovery_speed: float = 0.5
     mesh_contact: str = "triangles"
     mesh_contact_links: tuple[tuple[str, str], ...] = ()
