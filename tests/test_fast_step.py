@@ -209,7 +209,7 @@ def _file_run(sc, path, loop, monkeypatch):
 
 def _assert_same_runs(a, b):
     (ra, sa, _), (rb, sb, _) = a, b
-    for name in ("time", "step", "q", "v", "energy", "tau", "tau_limit"):
+    for name in ("time", "step", "q", "v", "energy", "tau", "tau_limit", "body_pose"):
         np.testing.assert_array_equal(getattr(ra, name), getattr(rb, name), err_msg=name)
     for table in ("events", "contacts", "diagnostics"):
         ta, tb = getattr(ra, table) or {}, getattr(rb, table) or {}
@@ -246,7 +246,8 @@ def test_loop_pendulum_run_ending_in_contact_bit_for_bit(tmp_path, monkeypatch):
 
 def test_loop_panda_reaching_its_stops_bit_for_bit(tmp_path, monkeypatch):
     # the Panda falling onto its joint stops (limit_begin / limit_end events, limit impacts),
-    # with URDF damping and velocity limits (the summary's max_velocity_ratio)
+    # with URDF damping and velocity limits (the summary's max_velocity_ratio); body poses
+    # recorded every 7 steps (rows that do not fall on the loop's energy-check chunks)
     text = f"""[simulation]
 duration = 1.0
 dt = 1e-3
@@ -260,6 +261,8 @@ floor = false
 self_collision = false
 [output]
 path = "{tmp_path / "x.h5"}"
+body_poses = true
+record_every = 7
 """
     sc = load_scenario_text(text, source="<panda limits>")
     a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)

@@ -36,13 +36,7 @@ from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
 from mbsim.simcore.lcp.budget import SolveInterrupted
 from mbsim.simcore.lcp.budget import limits as lcp_limits
-from mbsim.simcore.stepper import (
-    OSStepper,
-    SimulationError,
-    StepOptions,
-    StepReport,
-    check_rk4_friction,
-)
+from mbsim.simcore.stepper import OSStepper, SimulationError, StepOptions, check_rk4_friction
 from mbsim.step_result import ContactPoint, Event, StepResult
 
 __all__ = ["ContactPoint", "Event", "RunSummary", "Simulator", "StepResult", "dof_index"]
@@ -651,6 +645,7 @@ class Simulator:
         self._record(writer, None, summary, every)
         e0 = float(self.energy()[2])
         loop = self._free_loop
+        poses = bool(sc.output.body_poses)
         wait = 0  # steps before the compiled loop is tried again (after it could not start)
         done = 0
         while done < n_steps:
@@ -661,21 +656,21 @@ class Simulator:
             if wait:
                 wait -= 1
             elif loop.ready():
-                # free steps in one compiled call (simcore/free_loop.py), up to the next step
-                # whose end the run loop must see: a recorded row or an energy check
+                # free steps in one compiled call (simcore/free_loop.py), recording as it goes,
+                # up to the next energy check (the run loop's one per-step duty left)
                 k = self.step_index
                 chunk = min(n_steps - done, ENERGY_CHECK_EVERY - k % ENERGY_CHECK_EVERY)
-                if writer is not None:
-                    chunk = min(chunk, every - k % every)
                 t0 = _time.perf_counter()
-                n = loop.advance(chunk, summary)
+                n = loop.advance(chunk, summary, every if writer is not None else 0, poses)
                 if n:
                     done += n
                     summary.steps += n
-                    report = StepReport()
-                    report.step_seconds = (_time.perf_counter() - t0) / n
-                    free = StepResult(self, report, [], [], self.tau, self.tau_limit)
-                    self._record(writer, free, summary, every)
+                    steps, qs, vs, es, ps = loop.records
+                    if len(steps):
+                        writer.append_free_steps(
+                            steps * self.options.dt, steps, qs, vs, es, ps,
+                            step_seconds=(_time.perf_counter() - t0) / n,
+                        )  # fmt: skip
                     if self.step_index % ENERGY_CHECK_EVERY == 0:
                         self._check_energy(e0)
                     if progress is not None:

@@ -43,10 +43,19 @@ from numba import njit
 from mbsim.collision.broadphase import AabbBroadphase, aabb_candidates
 from mbsim.collision.scene import shape_poses
 from mbsim.collision.table import BODY, BR
-from mbsim.simcore.dynamics import aba_accel_kernel, aba_bias_kernel, articulated_kernel
+from mbsim.simcore.dynamics import (
+    aba_accel_kernel,
+    aba_bias_kernel,
+    articulated_kernel,
+    energy_kernel,
+)
 from mbsim.simcore.fast_step import FreeStepper
 from mbsim.simcore.joint_rows import limit_rows_needed
-from mbsim.simcore.kinematics import forward_kinematics_kernel, integrate_kernel
+from mbsim.simcore.kinematics import (
+    body_poses_kernel,
+    forward_kinematics_kernel,
+    integrate_kernel,
+)
 
 #: why :func:`free_run_kernel` stopped before its step budget (its second result)
 DONE, LIMIT, CONTACT, BAD = 0, 1, 2, 3
@@ -85,12 +94,21 @@ def free_run_kernel(
     lim_on, lim_qi, lim_vi, lim_lower, lim_upper, lim_margin,
     collide, si, sf, local_R, local_p, Rw, pw, bc, allowed, ground, reach,
     bp_index, bp_moving, bp_mrow, bp_mindex, bp_msphere, bp_msize, bp_moffset, bp_lo, bp_hi,
-    bp_out, vl_dofs, vl_limit, vl_best, vl_dof, q, v, dt, max_speed, n_max, tau, q_new, v_new,
+    bp_out, vl_dofs, vl_limit, vl_best, vl_dof, every, k0, rS, rE, rr, rRw, rpw, rvel, rcbias,
+    mass, com, poses, rec_step, rec_q, rec_v, rec_e, rec_pose, q, v, dt, max_speed, n_max, tau,
+    q_new, v_new,
 ):  # fmt: skip
     """Up to ``n_max`` free steps from (q, v), updated in place (module docstring). Returns
-    (steps taken, why it stopped: DONE, LIMIT, CONTACT or BAD). ``vl_best[0]`` holds the
-    largest |v_k| / velocity limit so far and ``vl_dof[0]`` the v index it was reached at
-    (left as it was when no step raised it)."""
+    (steps taken, why it stopped: DONE, LIMIT, CONTACT or BAD, rows recorded). ``vl_best[0]``
+    holds the largest |v_k| / velocity limit so far and ``vl_dof[0]`` the v index it was
+    reached at (left as it was when no step raised it).
+
+    Recording: the first step is step ``k0 + 1``; after every step whose index is a multiple
+    of ``every`` (0: none), its index, q, v, energy and (``poses``) body poses go to the next
+    row of rec_step, rec_q, rec_v, rec_e, rec_pose (as ``Simulator.energy`` and
+    ``body_poses`` compute them, with the kinematics in the recording Data arrays rS ...
+    rcbias, dynamics.energy_kernel and kinematics.body_poses_kernel)."""
+    nrec = 0
     nv = v.shape[0]
     nq = q.shape[0]
     a0 = np.zeros(6)
@@ -100,7 +118,7 @@ def free_run_kernel(
         if lim_on and limit_rows_needed(
             lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v, dt
         ):
-            return step, LIMIT
+            return step, LIMIT, nrec
         forward_kinematics_kernel(
             parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world,
             vel, cbias,
@@ -112,7 +130,7 @@ def free_run_kernel(
                 pw, bp_lo, bp_hi, bp_out,
             )  # fmt: skip
             if _may_touch(pairs, allowed, si, sf, bc, ground, reach):
-                return step, CONTACT
+                return step, CONTACT, nrec
         for i in range(nv):
             tau[i] = -damping[i] * v[i] + 0.0
         articulated_kernel(
@@ -125,14 +143,14 @@ def free_run_kernel(
         integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
         for i in range(nq):
             if not np.isfinite(q_new[i]):
-                return step, BAD
+                return step, BAD, nrec
         for i in range(nv):
             if not np.isfinite(v_new[i]) or abs(v_new[i]) > max_speed:
-                return step, BAD
+                return step, BAD, nrec
         if lim_on and limit_rows_needed(
             lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
         ):
-            return step, LIMIT
+            return step, LIMIT, nrec
         for i in range(nq):
             q[i] = q_new[i]
         for i in range(nv):
@@ -147,7 +165,21 @@ def free_run_kernel(
             if best > vl_best[0]:
                 vl_best[0] = best
                 vl_dof[0] = vl_dofs[at]
-    return n_max, DONE
+        if every > 0 and (k0 + step + 1) % every == 0:
+            forward_kinematics_kernel(
+                parent, jtype, qi, vi, nvj, rS, tree_E, tree_r, axis, q, v, rE, rr, rRw, rpw,
+                rvel, rcbias,
+            )  # fmt: skip
+            energy_kernel(inertia, mass, com, gravity, rRw, rpw, rvel, rec_e[nrec])
+            if poses:
+                body_poses_kernel(rRw, rpw, rec_pose[nrec])
+            rec_step[nrec] = k0 + step + 1
+            for i in range(nq):
+                rec_q[nrec, i] = q[i]
+            for i in range(nv):
+                rec_v[nrec, i] = v[i]
+            nrec += 1
+    return n_max, DONE, nrec
 
 
 class FreeLoop:
@@ -158,7 +190,8 @@ class FreeLoop:
     def __init__(self, sim) -> None:
         self.sim = sim
         self._stepper = self._data = self._scene = None
-        self._jl = None
+        self._jl = self._rec_data = None
+        self.records = None
         self.steps = 0  # steps taken in the loop (for profiles and tests)
 
     @staticmethod
@@ -237,28 +270,48 @@ class FreeLoop:
         self._tau = np.zeros(m.nv)
         self._q_new = np.zeros(m.nq)
         self._v_new = np.zeros(m.nv)
+        r = s.data  # the Simulator's own Data: Simulator.energy() computes there
+        self._rec_args = (
+            r.S, r.E, r.r, r.R_world, r.p_world, r.vel, r.cbias, m.mass, m.com,
+        )  # fmt: skip
+        self._rec_buffers(1)
         self._stepper, self._data, self._scene, self._jl = st, d, c, jl
+        self._rec_data = r
 
-    def advance(self, n_max: int, summary) -> int:
+    def advance(self, n_max: int, summary, every: int = 0, poses: bool = False) -> int:
         """Take up to ``n_max`` free steps in the loop from the simulator's state; returns
         how many it took (0: the next step needs the step-by-step path). Updates the state
         (q, v, t, step counters, the applied forces of the last step: zero) and the summary's
-        velocity-limit ratio as the step-by-step run loop would have."""
+        velocity-limit ratio as the step-by-step run loop would have. The steps whose index is
+        a multiple of ``every`` (0: none) are recorded: :attr:`records` then holds (step, q,
+        v, energy, body poses or None) of each, as arrays."""
         s = self.sim
         st = s.stepper
         if (
             st is not self._stepper or st.data is not self._data
             or st.collision is not self._scene or st.joint_limits is not self._jl
+            or s.data is not self._rec_data
         ):  # fmt: skip
             self._bind()
+        m = s.model
+        rows = n_max // every + 1 if every > 0 else 0
+        if self._rec_q.shape[0] < rows:
+            self._rec_buffers(rows)
         q = np.array(s.q, dtype=np.float64)
         v = np.array(s.v, dtype=np.float64)
         self._best[0] = summary.max_velocity_ratio
         self._dof[0] = -1
-        n, _why = free_run_kernel(
+        k0 = s.step_index
+        n, _why, nrec = free_run_kernel(
             *self._model_args, *self._data_args, *self._lim_args, *self._coll_args, *self._vl,
-            self._best, self._dof, q, v, float(st.opt.dt), float(st.opt.max_speed), int(n_max),
-            self._tau, self._q_new, self._v_new,
+            self._best, self._dof, int(every), k0, *self._rec_args, bool(poses),
+            self._rec_step, self._rec_q, self._rec_v, self._rec_e, self._rec_pose, q, v,
+            float(st.opt.dt), float(st.opt.max_speed), int(n_max), self._tau, self._q_new,
+            self._v_new,
+        )  # fmt: skip
+        self.records = (
+            self._rec_step[:nrec].copy(), self._rec_q[:nrec].copy(), self._rec_v[:nrec].copy(),
+            self._rec_e[:nrec].copy(), self._rec_pose[:nrec].copy() if poses else None,
         )  # fmt: skip
         if n == 0:
             return 0
@@ -266,9 +319,18 @@ class FreeLoop:
         st.step_index += n
         s.step_index += n
         s.t = s.step_index * st.opt.dt
-        nv = s.model.nv
+        nv = m.nv
         s.tau, s.tau_limit = np.zeros(nv), np.zeros(nv, dtype=np.int8)
+        s._prev_contacts = None  # as events_of leaves it after a step without contact
         if self._dof[0] >= 0:
             s._velocity_ratio_at(summary, float(self._best[0]), int(self._dof[0]))
         self.steps += n
         return n
+
+    def _rec_buffers(self, rows: int) -> None:
+        m = self.sim.model
+        self._rec_step = np.zeros(rows, dtype=np.int64)
+        self._rec_q = np.zeros((rows, m.nq))
+        self._rec_v = np.zeros((rows, m.nv))
+        self._rec_e = np.zeros((rows, 3))
+        self._rec_pose = np.zeros((rows, m.nb, 7))

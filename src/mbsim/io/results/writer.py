@@ -316,6 +316,37 @@ class ResultsWriter:
         self.last_time = time
         self._maybe_flush()
 
+    def append_free_steps(self, time, step, q, v, energy, body_pose=None, step_seconds=np.nan):
+        """Rows of :meth:`append_state` and :meth:`append_diagnostics` at once for ``n``
+        recorded steps in which no actuator acted and no constraint was solved (tau and
+        tau_limit 0, no LCP, no contact): ``time``, ``step`` (n,), ``q`` (n, nq), ``v`` (n,
+        nv), ``energy`` (n, 3), ``body_pose`` (n, nb, 7) when body poses are recorded,
+        ``step_seconds`` (scalar or (n,)). The compiled loop of free steps records through it
+        (simcore/free_loop.py); the rows are those the one-row calls would write."""
+        self._check_open()
+        n = int(np.asarray(step).shape[0])
+        if n == 0:
+            return
+        if self.body_poses and body_pose is None:
+            raise ValueError("this results file records body poses: pass body_pose")
+        values = dict(
+            time=time, step=step, q=q, v=v, energy=energy, tau=0.0, tau_limit=0,
+            body_pose=body_pose,
+        )  # fmt: skip
+        traj = self.trajectory
+        traj.add_batch({c.name: _column(c.name, values[c.name], c.dtype, c.shape, n)
+                        for c in traj.cols}, n)  # fmt: skip
+        values = dict(
+            time=time, step=step, lcp_size=0, lcp_pivots=0, lcp_residual=0.0, n_contacts=0,
+            max_penetration=0.0, constraint_error=0.0, step_seconds=step_seconds,
+            solver=SOLVER_CODES.index("none"),
+        )  # fmt: skip
+        diag = self.diagnostics
+        diag.add_batch({c.name: _column(c.name, values[c.name], c.dtype, c.shape, n)
+                        for c in diag.cols}, n)  # fmt: skip
+        self.last_time = float(np.asarray(time)[-1])
+        self._maybe_flush()
+
     def append_events(
         self,
         *,
