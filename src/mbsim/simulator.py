@@ -599,7 +599,9 @@ class Simulator:
         ``writer``: a ResultsWriter (or None);
         ``progress(step, n_steps, t, n_contacts)`` is called about every 50 ms of wall time;
         ``should_stop()`` is polled between steps and ends the run early with status
-        ``interrupted`` (a signal handler sets it, so no step or write is cut in half).
+        ``interrupted`` (a signal handler sets it, so no step or write is cut in half); free
+        steps taken by the compiled loop (simcore/free_loop.py) are polled between its calls,
+        at most ``ENERGY_CHECK_EVERY`` steps apart.
         ``summary``: filled in place as the run goes (so it still counts what happened when
         the run raises). Raises SimulationError on divergence/LCP failure (the caller records
         the status)."""
