@@ -280,3 +280,29 @@ def test_loop_pd_actuated_arm_bit_for_bit(tmp_path, monkeypatch):
     b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
     assert a[0].diagnostics["n_contacts"][-1], "it must end in contact"
     _assert_same_runs(a, b)
+
+
+def test_loop_damped_floating_panda_bit_for_bit(tmp_path, monkeypatch):
+    # a floating base (the quaternion integration, the q-dependent S of the free joint in both
+    # the stepper's and the recording kinematics) with URDF damping, no contact geometry
+    text = f"""[simulation]
+duration = 0.3
+dt = 1e-3
+joint_limits = false
+[robot.panda]
+urdf = "{sample_path("panda")}"
+base = "floating"
+q0 = {{ panda_joint2 = 0.5, panda_joint4 = -1.0 }}
+v0 = {{ panda_joint1 = 2.0 }}
+[contact]
+floor = false
+self_collision = false
+[output]
+path = "{tmp_path / "x.h5"}"
+body_poses = true
+"""
+    sc = load_scenario_text(text, source="<panda floating>")
+    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
+    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    assert a[2] == 300, "every step must run in the loop"
+    _assert_same_runs(a, b)

@@ -667,6 +667,9 @@ class Simulator:
                 if n:
                     done += n
                     summary.steps += n
+                    # _record counts the ended contacts of every step, none here: the key
+                    # exists after any step
+                    summary.events["contact_end"] = summary.events.get("contact_end", 0)
                     steps, qs, vs, es, ps = loop.records
                     if len(steps):
                         writer.append_free_steps(
