@@ -30,9 +30,16 @@ Per step, in the order of the step-by-step path (FreeStepper.step):
 5. a non-finite state or |v+| > max_speed: stop (Python's path raises the error); a limit
    the step would reach (``limit_rows_needed(q, v, v+)``): stop;
 6. the largest |v_k| / velocity limit so far (the run summary's ``max_velocity_ratio``, the
-   rule of ``Simulator._velocity_ratio``).
+   rule of ``Simulator._velocity_ratio``);
+7. at a recorded step (index a multiple of ``record_every``), the row the run loop writes:
+   q, v, the energy and the body poses, computed as ``Simulator.energy`` and ``body_poses``
+   compute them (kinematics into the Simulator's own Data, ``energy_kernel``,
+   ``body_poses_kernel``). The run loop hands the rows to the writer in one batch
+   (``ResultsWriter.append_free_steps``).
 
-Units: SI (s, rad or m, rad/s or m/s).
+The run loop calls it up to the next energy check (``ENERGY_CHECK_EVERY`` steps), the one
+per-step duty of the run loop that stays in Python; a step with an applied force never starts
+in the loop (:meth:`FreeLoop.eligible`). Units: SI (s, rad or m, rad/s or m/s).
 """
 
 from __future__ import annotations
