@@ -79,7 +79,7 @@ set up like ``a1-stand``.
 Usage: ``python benchmarks/bench_peers.py [--links 12 30] [--duration 3] [--repeat 3]
 [--no-calibrate] [--simulators mbsim mujoco mujoco-rollout pybullet] [--scenes panda-free
 panda-table a1-stand laikago-stand box-pile] [--panda-duration 1.5] [--pile-duration 0.1]
-[--general-path] [--manifold shape-pair|body-pair]
+[--general-path] [--no-free-loop] [--manifold shape-pair|body-pair]
 [--markdown]``. ``--manifold`` sets mbsim's ``contact.manifold`` in every scenario timed
 (docs/scenario-format.md). Results go to
 docs/results.md with the machine and date; nothing here is asserted by tests. Needs the
@@ -1064,8 +1064,13 @@ def main(argv=None):
     )  # fmt: skip
     ap.add_argument(
         "--general-path", action="store_true",
-        help="time mbsim without its compiled free-motion step (simcore/fast_step.py), for "
-        "before/after comparisons",
+        help="time mbsim without its compiled free-motion step (simcore/fast_step.py) and "
+        "loop (simcore/free_loop.py), for before/after comparisons",
+    )  # fmt: skip
+    ap.add_argument(
+        "--no-free-loop", action="store_true",
+        help="time mbsim without its compiled loop of free steps (simcore/free_loop.py): every "
+        "step through Simulator.step, the compiled free step still on",
     )  # fmt: skip
     ap.add_argument("--panda-duration", type=float, default=1.5, help="simulated s (1.5)")
     ap.add_argument(
@@ -1079,6 +1084,10 @@ def main(argv=None):
         from mbsim.simcore.fast_step import FreeStepper
 
         FreeStepper.eligible = staticmethod(lambda stepper: False)
+    if args.no_free_loop:
+        from mbsim.simcore.free_loop import FreeLoop
+
+        FreeLoop.eligible = staticmethod(lambda sim: False)
     import mujoco
     import pybullet
 

@@ -7,6 +7,8 @@ the same order, so q and v must agree bit for bit over runs that go in and out o
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -183,3 +185,124 @@ def test_joint_friction_takes_the_general_path():
         np.full(nv, -np.inf), np.full(nv, np.inf), np.zeros(nv), np.full(nv, 0.1)
     )
     assert not FreeStepper.eligible(sim.stepper)
+
+
+# --------------------------------------------------------------------------- the compiled loop
+# Whole runs through Simulator.run into a results file, with the compiled loop of free steps
+# (simcore/free_loop.py) and without it (every step through Simulator.step): every recorded
+# row, event, contact row, diagnostic (but the wall time of a step) and summary number must
+# agree exactly.
+
+
+def _file_run(sc, path, loop, monkeypatch):
+    from mbsim.io.results.reader import load_results
+    from mbsim.simcore.free_loop import FreeLoop
+
+    with monkeypatch.context() as mp:
+        if not loop:
+            mp.setattr(FreeLoop, "eligible", staticmethod(lambda sim: False))
+        sim = Simulator(sc)
+        summary = sim.run(out=path)
+    assert summary.status == "complete", summary.message
+    return load_results(path), summary, sim._free_loop.steps
+
+
+def _assert_same_runs(a, b):
+    (ra, sa, _), (rb, sb, _) = a, b
+    for name in ("time", "step", "q", "v", "energy", "tau", "tau_limit", "body_pose"):
+        np.testing.assert_array_equal(getattr(ra, name), getattr(rb, name), err_msg=name)
+    for table in ("events", "contacts", "diagnostics"):
+        ta, tb = getattr(ra, table) or {}, getattr(rb, table) or {}
+        assert ta.keys() == tb.keys()
+        for col in ta:
+            if col != "step_seconds":
+                np.testing.assert_array_equal(ta[col], tb[col], err_msg=f"{table}/{col}")
+    da, db = sa.as_dict(), sb.as_dict()
+    for key in ("wall_seconds", "steps_per_second", "real_time_factor"):
+        da.pop(key), db.pop(key)
+    assert da == db
+    np.testing.assert_equal(ra.run_summary, rb.run_summary)  # NaN == NaN there
+
+
+def _with_output(sc, path):
+    import dataclasses
+
+    out = dataclasses.replace(sc.output, path=path)
+    if sc.source is not None and not Path(sc.source).is_file():  # made from text: no file
+        return dataclasses.replace(sc, output=out, source=None)
+    return dataclasses.replace(sc, output=out)
+
+
+def test_loop_pendulum_run_ending_in_contact_bit_for_bit(tmp_path, monkeypatch):
+    # pendulum-12 at dt = 1 ms: free swing (the loop), then floor and self contacts from
+    # ~2.25 s with free steps between them (the step-by-step path and the loop in turn)
+    sc = pendulum_scenario(12, "os", 2.6, 1e-3)
+    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
+    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    assert a[2] > 2000 and b[2] == 0, "the free swing must run in the loop"
+    assert a[0].events["kind"].size, "it must end in contact (it bounces: begin, impact, end)"
+    _assert_same_runs(a, b)
+
+
+def test_loop_panda_reaching_its_stops_bit_for_bit(tmp_path, monkeypatch):
+    # the Panda falling onto its joint stops (limit_begin / limit_end events, limit impacts),
+    # with URDF damping and velocity limits (the summary's max_velocity_ratio); body poses
+    # recorded every 7 steps (rows that do not fall on the loop's energy-check chunks)
+    text = f"""[simulation]
+duration = 1.0
+dt = 1e-3
+[robot.panda]
+urdf = "{sample_path("panda")}"
+base = "fixed"
+q0 = {{ panda_joint2 = 0.9, panda_joint4 = -0.8, panda_joint6 = 0.8, panda_joint7 = -0.785 }}
+v0 = {{ panda_joint1 = 1.5 }}
+[contact]
+floor = false
+self_collision = false
+[output]
+path = "{tmp_path / "x.h5"}"
+body_poses = true
+record_every = 7
+"""
+    sc = load_scenario_text(text, source="<panda limits>")
+    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
+    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    assert a[2] > 100, "the free steps before the stops must run in the loop"
+    assert a[1].max_velocity_ratio > 0
+    assert {"limit_begin", "limit_end"} <= set(a[1].events), "it must reach and leave a stop"
+    _assert_same_runs(a, b)
+
+
+def test_loop_pd_actuated_arm_bit_for_bit(tmp_path, monkeypatch):
+    # panda-table: PD actuators on every joint, then mesh-box contact from ~0.15 s
+    sc = load_scenario("sample:panda-table.toml", overrides={"simulation.duration": 0.25})
+    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
+    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    assert a[0].diagnostics["n_contacts"][-1], "it must end in contact"
+    _assert_same_runs(a, b)
+
+
+def test_loop_damped_floating_panda_bit_for_bit(tmp_path, monkeypatch):
+    # a floating base (the quaternion integration, the q-dependent S of the free joint in both
+    # the stepper's and the recording kinematics) with URDF damping, no contact geometry
+    text = f"""[simulation]
+duration = 0.3
+dt = 1e-3
+joint_limits = false
+[robot.panda]
+urdf = "{sample_path("panda")}"
+base = "floating"
+q0 = {{ panda_joint2 = 0.5, panda_joint4 = -1.0 }}
+v0 = {{ panda_joint1 = 2.0 }}
+[contact]
+floor = false
+self_collision = false
+[output]
+path = "{tmp_path / "x.h5"}"
+body_poses = true
+"""
+    sc = load_scenario_text(text, source="<panda floating>")
+    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
+    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    assert a[2] == 300, "every step must run in the loop"
+    _assert_same_runs(a, b)

@@ -29,6 +29,7 @@ from mbsim.simcore.bilateral import Bilateral, ConstraintError, closures_from_sc
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.energy_sources import EnergyGains
+from mbsim.simcore.free_loop import FreeLoop
 from mbsim.simcore.joint_rows import JointLimits
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
@@ -42,6 +43,9 @@ __all__ = ["ContactPoint", "Event", "RunSummary", "Simulator", "StepResult", "do
 #: Steps between energy divergence checks, and the allowed growth factor (see _check_energy).
 ENERGY_CHECK_EVERY = 100
 ENERGY_BLOWUP = 100.0
+#: Steps the run loop takes step by step after the compiled loop of free steps could not take
+#: one (a contact or a stop near): it is tried again after them. Only speed depends on it.
+FREE_LOOP_WAIT = 8
 
 
 def dof_index(model, tree: int, name: str, names: tuple[str, ...], first) -> int:
@@ -181,6 +185,7 @@ class Simulator:
         self.step_index = 0
         self._active: dict = {}  # contact identity -> (index, sliding) at the last step
         self._prev_contacts = None
+        self._free_loop = FreeLoop(self)
         self.lint = list(m.lint) + list(self.scene.notes) + start_notes
 
     # ------------------------------------------------------------------ set-up
@@ -592,7 +597,9 @@ class Simulator:
         ``writer``: a ResultsWriter (or None);
         ``progress(step, n_steps, t, n_contacts)`` is called about every 50 ms of wall time;
         ``should_stop()`` is polled between steps and ends the run early with status
-        ``interrupted`` (a signal handler sets it, so no step or write is cut in half).
+        ``interrupted`` (a signal handler sets it, so no step or write is cut in half); free
+        steps taken by the compiled loop (simcore/free_loop.py) are polled between its calls,
+        at most ``ENERGY_CHECK_EVERY`` steps apart.
         ``summary``: filled in place as the run goes (so it still counts what happened when
         the run raises). Raises SimulationError on divergence/LCP failure (the caller records
         the status)."""
@@ -637,11 +644,48 @@ class Simulator:
         last_progress = 0.0
         self._record(writer, None, summary, every)
         e0 = float(self.energy()[2])
-        for _ in range(n_steps):
+        loop = self._free_loop
+        poses = bool(sc.output.body_poses)
+        wait = 0  # steps before the compiled loop is tried again (after it could not start)
+        done = 0
+        while done < n_steps:
             if should_stop is not None and should_stop():
                 summary.status = "interrupted"
                 summary.message = "interrupted by the user (Ctrl-C or SIGTERM)"
                 break
+            if wait:
+                wait -= 1
+            elif loop.ready():
+                # free steps in one compiled call (simcore/free_loop.py), recording as it goes,
+                # up to the next energy check (the run loop's one per-step duty left)
+                k = self.step_index
+                chunk = min(n_steps - done, ENERGY_CHECK_EVERY - k % ENERGY_CHECK_EVERY)
+                t0 = _time.perf_counter()
+                n = loop.advance(chunk, summary, every if writer is not None else 0, poses)
+                if n:
+                    done += n
+                    summary.steps += n
+                    # _record counts the ended contacts of every step, none here: the key
+                    # exists after any step
+                    summary.events["contact_end"] = summary.events.get("contact_end", 0)
+                    steps, qs, vs, es, ps = loop.records
+                    if len(steps):
+                        writer.append_free_steps(
+                            steps * self.options.dt, steps, qs, vs, es, ps,
+                            step_seconds=(_time.perf_counter() - t0) / n,
+                        )  # fmt: skip
+                    if self.step_index % ENERGY_CHECK_EVERY == 0:
+                        self._check_energy(e0)
+                    if progress is not None:
+                        now = _time.perf_counter()
+                        if now - last_progress > 0.05:
+                            progress(self.step_index, n_steps, self.t, 0)
+                            last_progress = now
+                    continue
+                # the next step needs the step-by-step path; near a contact or a stop the
+                # following ones likely too: try the loop again after a few steps
+                wait = FREE_LOOP_WAIT
+            done += 1
             try:
                 # the LCP solvers poll the flag too: a signal stops even a long step
                 with lcp_limits(stop=should_stop):
@@ -673,18 +717,22 @@ class Simulator:
 
     def _velocity_ratio(self, summary) -> None:
         """Track the largest |v_k| / velocity limit (URDF ``<limit velocity>``): velocity
-        limits are reported, not enforced (as in MuJoCo, PyBullet and Drake)."""
+        limits are reported, not enforced (as in MuJoCo, PyBullet and Drake). The compiled
+        loop of free steps tracks it with the same rule (simcore/free_loop.py)."""
         k = self._vlim_dofs
         if not len(k):
             return
         ratio = np.abs(self.v[k]) / self.model.velocity_limit[k]
         j = int(np.argmax(ratio))
         if ratio[j] > summary.max_velocity_ratio:
-            summary.max_velocity_ratio = float(ratio[j])
-            dof = int(k[j])
-            body = int(np.searchsorted(self.model.vi, dof, side="right") - 1)
-            tree = self.model.tree_names[self.model.tree_of[body]]
-            summary.max_velocity_joint = f"{tree}/{self.model.v_names[dof]}"
+            self._velocity_ratio_at(summary, float(ratio[j]), int(k[j]))
+
+    def _velocity_ratio_at(self, summary, ratio: float, dof: int) -> None:
+        """A new largest velocity-limit ratio ``ratio``, reached at v index ``dof``."""
+        summary.max_velocity_ratio = ratio
+        body = int(np.searchsorted(self.model.vi, dof, side="right") - 1)
+        tree = self.model.tree_names[self.model.tree_of[body]]
+        summary.max_velocity_joint = f"{tree}/{self.model.v_names[dof]}"
 
     def _check_energy(self, e0: float) -> None:
         """Divergence by energy: total energy above E0 + ENERGY_BLOWUP (|E0| + 1 J) stops the

@@ -70,6 +70,22 @@ def spd_inverse(A, n, out, L, Li):
     return dmin
 
 
+@njit(cache=True, inline="always")
+def axis_block(S, i):
+    """Where body i's one motion-subspace column S_i = [a; 0] (revolute: 0) or [0; a]
+    (prismatic: 3) holds its axis a; -1 for any other column. Only for nvj[i] == 1.
+
+    The 1-DoF branches of the ABA kernels below sum only the axis block's three products:
+    the other three are exact zeros, and leaving a +-0 term out of a sum changes no bit of it
+    (but the sign of an exact zero), so they agree with the 6-term loops of the general path
+    (Featherstone's RBDA and Pinocchio specialise revolute joints the same way)."""
+    if S[i, 3, 0] == 0.0 and S[i, 4, 0] == 0.0 and S[i, 5, 0] == 0.0:
+        return 0
+    if S[i, 0, 0] == 0.0 and S[i, 1, 0] == 0.0 and S[i, 2, 0] == 0.0:
+        return 3
+    return -1
+
+
 @njit(cache=True)
 def rnea_kernel(parent, vi, nvj, S, inertia, gravity, E, r, vel, cbias, qdd, acc, force, tau):
     """Recursive Newton-Euler: tau = M qdd + C (gravity included; 004 Eq. 0.5, 0.6).
@@ -185,13 +201,20 @@ def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, s
         if n == 1:
             # revolute/prismatic: S is one column, D a scalar, Ia = IA - g U U^T, so
             # Xup^T Ia Xup = Xup^T IA Xup - g (Xup^T U)(Xup^T U)^T: no 6x6 temporary.
+            lo = axis_block(S, i)
             d = 0.0
-            for a in range(6):
-                s = 0.0
-                for k in range(6):
-                    s += A[a, k] * S[i, k, 0]
-                U[i, a, 0] = s
-                d += S[i, a, 0] * s
+            if lo >= 0:  # U = IA S from the axis block only (axis_block)
+                k0, k1, k2 = S[i, lo, 0], S[i, lo + 1, 0], S[i, lo + 2, 0]
+                for a in range(6):
+                    U[i, a, 0] = A[a, lo] * k0 + A[a, lo + 1] * k1 + A[a, lo + 2] * k2
+                d = U[i, lo, 0] * k0 + U[i, lo + 1, 0] * k1 + U[i, lo + 2, 0] * k2
+            else:
+                for a in range(6):
+                    s = 0.0
+                    for k in range(6):
+                        s += A[a, k] * S[i, k, 0]
+                    U[i, a, 0] = s
+                    d += S[i, a, 0] * s
             d += armature[vi[i]]
             pivots[vi[i]] = d
             g = 1.0 / d if d > 0.0 else 0.0
@@ -254,6 +277,27 @@ def aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, 
         cross_force(vel[i], Iv, pA[i])
     for i in range(nb - 1, -1, -1):
         n = nvj[i]
+        lo = axis_block(S, i) if n == 1 else -1
+        if lo >= 0:  # 1-DoF: u = tau - a . pA[axis block], a scalar D^-1 (axis_block)
+            u1 = tau[vi[i]]
+            u1 -= S[i, lo, 0] * pA[i, lo]
+            u1 -= S[i, lo + 1, 0] * pA[i, lo + 1]
+            u1 -= S[i, lo + 2, 0] * pA[i, lo + 2]
+            u[i, 0] = u1
+            p = parent[i]
+            if p < 0:
+                continue
+            mat6_vec(IA[i], cbias[i], pa)
+            w = 0.0
+            for a in range(6):
+                w += U[i, a, 0] * cbias[i, a]
+            g = Dinv[i, 0, 0] * (u1 - w)
+            for a in range(6):
+                pa[a] += pA[i, a] + U[i, a, 0] * g
+            xform_force_T(E[i], r[i], pa, tmp)
+            for a in range(6):
+                pA[p, a] += tmp[a]
+            continue
         for k in range(n):
             s = tau[vi[i] + k]
             for a in range(6):
@@ -297,6 +341,17 @@ def aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd):
         n = nvj[i]
         for a in range(6):
             acc[i, a] = tmp[a] + cbias[i, a]
+        lo = axis_block(S, i) if n == 1 else -1
+        if lo >= 0:  # 1-DoF: qdd = D^-1 (u - U . a), a += S qdd on the axis block only
+            s = u[i, 0]
+            for a in range(6):
+                s -= U[i, a, 0] * acc[i, a]
+            qk = Dinv[i, 0, 0] * s
+            qdd[vi[i]] = qk
+            acc[i, lo] += S[i, lo, 0] * qk
+            acc[i, lo + 1] += S[i, lo + 1, 0] * qk
+            acc[i, lo + 2] += S[i, lo + 2, 0] * qk
+            continue
         for k in range(n):
             s = u[i, k]
             for a in range(6):

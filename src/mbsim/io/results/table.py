@@ -122,12 +122,19 @@ class Table:
         self.pending_bytes += rows * self.row_bytes
 
     def _stack(self, col: _Col) -> np.ndarray:
-        items = self.pending[col.name]
-        if items and isinstance(items[0], tuple):
-            new = np.concatenate([it[0] for it in items], axis=0)
-        else:
-            new = np.asarray(items, dtype=col.dtype).reshape(len(items), *col.shape)
-        return np.concatenate([self.tail_rows[col.name], new], axis=0)
+        # single rows (add_row) and batches (add_batch, in a tuple) may alternate
+        parts, rows = [self.tail_rows[col.name]], []
+        for it in self.pending[col.name]:
+            if isinstance(it, tuple):
+                if rows:
+                    parts.append(np.asarray(rows, dtype=col.dtype).reshape(len(rows), *col.shape))
+                    rows = []
+                parts.append(it[0])
+            else:
+                rows.append(it)
+        if rows:
+            parts.append(np.asarray(rows, dtype=col.dtype).reshape(len(rows), *col.shape))
+        return np.concatenate(parts, axis=0)
 
     # The phases below are separated by file flushes (ResultsWriter.flush). Each is
     # idempotent until commit(): a Ctrl-C in between makes the next flush redo them.

@@ -317,6 +317,32 @@ class ResultsWriter:
         self.last_time = time
         self._maybe_flush()
 
+    def append_free_steps(self, time, step, q, v, energy, body_pose=None, step_seconds=np.nan):
+        """Rows of :meth:`append_state` and :meth:`append_diagnostics` at once for ``n``
+        recorded steps in which no actuator acted and no constraint was solved (tau and
+        tau_limit 0, no LCP, no contact): ``time``, ``step`` (n,), ``q`` (n, nq), ``v`` (n,
+        nv), ``energy`` (n, 3), ``body_pose`` (n, nb, 7) when body poses are recorded,
+        ``step_seconds`` (scalar or (n,)). The compiled loop of free steps records through it
+        (simcore/free_loop.py); the rows are those the one-row calls would write. The arrays
+        are copied."""
+        self._check_open()
+        n = int(np.asarray(step).shape[0])
+        if n == 0:
+            return
+        if self.body_poses and body_pose is None:
+            raise ValueError("this results file records body poses: pass body_pose")
+        given = dict(time=time, step=step, q=q, v=v, energy=energy, body_pose=body_pose)
+        zero = dict(tau=0, tau_limit=0)
+        self.trajectory.add_batch(_batch(self.trajectory.cols, n, given, zero), n)
+        given = dict(time=time, step=step, step_seconds=step_seconds)
+        zero = dict(
+            lcp_size=0, lcp_pivots=0, lcp_residual=0, n_contacts=0, max_penetration=0,
+            constraint_error=0, solver=SOLVER_CODES.index("none"),
+        )  # fmt: skip
+        self.diagnostics.add_batch(_batch(self.diagnostics.cols, n, given, zero), n)
+        self.last_time = float(np.asarray(time)[-1])
+        self._maybe_flush()
+
     def append_events(
         self,
         *,
@@ -636,3 +662,19 @@ class ResultsWriter:
             except Exception:
                 pass
             self._claim.release()
+
+
+def _batch(cols, n: int, given: dict, fill: dict) -> dict:
+    """(n, *shape) arrays of ``cols`` for :meth:`ResultsWriter.append_free_steps`: copies of
+    the ``given`` columns (shape checked; scalars broadcast) and the ``fill`` columns filled
+    with one value (a constant costs no broadcast)."""
+    out = {}
+    for c in cols:
+        if c.name in fill:
+            out[c.name] = np.full((n, *c.shape), fill[c.name], dtype=c.dtype)
+            continue
+        arr = np.array(given[c.name], dtype=c.dtype)
+        if arr.shape != (n, *c.shape):
+            arr = _column(c.name, arr, c.dtype, c.shape, n)
+        out[c.name] = arr
+    return out

@@ -1,0 +1,343 @@
+"""A compiled loop of free steps: up to K steps of the run loop in one numba call.
+
+The run loop (:meth:`mbsim.Simulator.run`) takes one step at a time through Python: the
+stepper, the compiled free step (fast_step.py), collision detection, the run loop's own
+bookkeeping. When nothing can happen in a step but free motion, that Python is all overhead:
+:func:`free_run_kernel` takes such steps back to back in one call and stops, with the state of
+the last step it accepted, at the first step that needs anything else. A step is accepted in
+the loop only when the step-by-step path would take it as a compiled free step
+(:class:`~mbsim.simcore.fast_step.FreeStepper`) and nothing of it would reach the run loop's
+Python (events, applied forces, the summary's counters). The step it stops at, it has not
+taken: Python takes it through the usual path, from the same state.
+
+Per step, in the order of the step-by-step path (FreeStepper.step):
+
+1. a joint limit near at v (``limit_rows_needed(q, v, v)``): stop;
+2. kinematics of (q, v) (``forward_kinematics_kernel``), the moving shapes' poses
+   (``shape_poses``) and the numba broadphase (``aabb_candidates``): stop at any candidate
+   pair the scene allows whose bounding spheres come within the detection margin, or any
+   shape whose bounding sphere comes within the margin of the ground plane. These are the
+   narrowphase's own first rejections (collision/narrowphase.py), so a step the loop takes
+   is one in which detection finds no contact; a step it stops at may still find none, and
+   then Python takes it as a free step;
+3. tau = -D v + 0 (joint damping; the loop runs only when no actuator, constant force or
+   Python controller applies a force, as ``OSStepper._joint_forces`` computes it then);
+4. the articulated-body factorisation, bias and accelerations of q (ABA, dynamics.py: the
+   same kernels as ``aba_kernel`` after its kinematics, which step 2 already did with the
+   same arguments), v+ = v + dt qdd, q+ = q (+) dt v+ (``integrate_kernel``): the operations
+   of ``free_step_kernel``, in its order, so the loop agrees bit for bit with the step-by-step
+   path (tests/test_fast_step.py compares whole runs);
+5. a non-finite state or |v+| > max_speed: stop (Python's path raises the error); a limit
+   the step would reach (``limit_rows_needed(q, v, v+)``): stop;
+6. the largest |v_k| / velocity limit so far (the run summary's ``max_velocity_ratio``, the
+   rule of ``Simulator._velocity_ratio``);
+7. at a recorded step (index a multiple of ``record_every``), the row the run loop writes:
+   q, v, the energy and the body poses, computed as ``Simulator.energy`` and ``body_poses``
+   compute them (kinematics into the Simulator's own Data, ``energy_kernel``,
+   ``body_poses_kernel``). The run loop hands the rows to the writer in one batch
+   (``ResultsWriter.append_free_steps``).
+
+The run loop calls it up to the next energy check (``ENERGY_CHECK_EVERY`` steps), the one
+per-step duty of the run loop that stays in Python; a step with an applied force never starts
+in the loop (:meth:`FreeLoop.eligible`). Units: SI (s, rad or m, rad/s or m/s).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from mbsim.collision.broadphase import AabbBroadphase, aabb_candidates
+from mbsim.collision.scene import shape_poses
+from mbsim.collision.table import BODY, BR
+from mbsim.simcore.dynamics import (
+    aba_accel_kernel,
+    aba_bias_kernel,
+    articulated_kernel,
+    energy_kernel,
+)
+from mbsim.simcore.fast_step import FreeStepper
+from mbsim.simcore.joint_rows import limit_rows_needed
+from mbsim.simcore.kinematics import (
+    body_poses_kernel,
+    forward_kinematics_kernel,
+    integrate_kernel,
+)
+
+#: why :func:`free_run_kernel` stopped before its step budget (its second result)
+DONE, LIMIT, CONTACT, BAD = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def _may_touch(pairs, allowed, si, sf, bc, ground, reach):
+    """Whether any candidate pair (allowed, bounding spheres within ``reach``) or any moving
+    shape and the ground plane (bounding sphere within ``reach`` of it) may be in contact:
+    the narrowphase's first tests (module docstring, step 2). A NaN never counts as apart."""
+    for k in range(pairs.shape[0]):
+        i, j = pairs[k, 0], pairs[k, 1]
+        if i == j or not allowed[i, j]:
+            continue
+        dx = bc[i, 0] - bc[j, 0]
+        dy = bc[i, 1] - bc[j, 1]
+        dz = bc[i, 2] - bc[j, 2]
+        rr = sf[i, BR] + sf[j, BR] + reach
+        if not (dx * dx + dy * dy + dz * dz > rr * rr):
+            return True
+    if not np.isnan(ground[3]):
+        n = si.shape[0]
+        for g in range(n):
+            if si[g, BODY] < 0 or not allowed[g, n]:
+                continue
+            h = ground[0] * bc[g, 0] + ground[1] * bc[g, 1] + ground[2] * bc[g, 2] - ground[3]
+            if not (h - sf[g, BR] > reach):
+                return True
+    return False
+
+
+@njit(cache=True)
+def free_run_kernel(
+    parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, damping,
+    E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
+    lim_on, lim_qi, lim_vi, lim_lower, lim_upper, lim_margin,
+    collide, si, sf, local_R, local_p, Rw, pw, bc, allowed, ground, reach,
+    bp_index, bp_moving, bp_mrow, bp_mindex, bp_msphere, bp_msize, bp_moffset, bp_lo, bp_hi,
+    bp_out, vl_dofs, vl_limit, vl_best, vl_dof, every, k0, rS, rE, rr, rRw, rpw, rvel, rcbias,
+    mass, com, poses, rec_step, rec_q, rec_v, rec_e, rec_pose, q, v, dt, max_speed, n_max, tau,
+    q_new, v_new,
+):  # fmt: skip
+    """Up to ``n_max`` free steps from (q, v), updated in place (module docstring). Returns
+    (steps taken, why it stopped: DONE, LIMIT, CONTACT or BAD, rows recorded). ``vl_best[0]``
+    holds the largest |v_k| / velocity limit so far and ``vl_dof[0]`` the v index it was
+    reached at (left as it was when no step raised it).
+
+    Recording: the first step is step ``k0 + 1``; after every step whose index is a multiple
+    of ``every`` (0: none), its index, q, v, energy and (``poses``) body poses go to the next
+    row of rec_step, rec_q, rec_v, rec_e, rec_pose (as ``Simulator.energy`` and
+    ``body_poses`` compute them, with the kinematics in the recording Data arrays rS ...
+    rcbias, dynamics.energy_kernel and kinematics.body_poses_kernel)."""
+    nrec = 0
+    nv = v.shape[0]
+    nq = q.shape[0]
+    a0 = np.zeros(6)
+    for k in range(3):
+        a0[3 + k] = -gravity[k]
+    for step in range(n_max):
+        if lim_on and limit_rows_needed(
+            lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v, dt
+        ):
+            return step, LIMIT, nrec
+        forward_kinematics_kernel(
+            parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world,
+            vel, cbias,
+        )  # fmt: skip
+        if collide:
+            shape_poses(si, sf, local_R, local_p, R_world, p_world, Rw, pw, bc, False)
+            pairs = aabb_candidates(
+                bp_index, bp_moving, bp_mrow, bp_mindex, bp_msphere, bp_msize, bp_moffset, Rw,
+                pw, bp_lo, bp_hi, bp_out,
+            )  # fmt: skip
+            if _may_touch(pairs, allowed, si, sf, bc, ground, reach):
+                return step, CONTACT, nrec
+        for i in range(nv):
+            tau[i] = -damping[i] * v[i] + 0.0
+        articulated_kernel(
+            parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature
+        )
+        aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, tau, pA, u)
+        aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd)
+        for i in range(nv):
+            v_new[i] = v[i] + dt * qdd[i]
+        integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
+        for i in range(nq):
+            if not np.isfinite(q_new[i]):
+                return step, BAD, nrec
+        for i in range(nv):
+            if not np.isfinite(v_new[i]) or abs(v_new[i]) > max_speed:
+                return step, BAD, nrec
+        if lim_on and limit_rows_needed(
+            lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
+        ):
+            return step, LIMIT, nrec
+        for i in range(nq):
+            q[i] = q_new[i]
+        for i in range(nv):
+            v[i] = v_new[i]
+        if vl_dofs.shape[0]:
+            best = -1.0
+            at = -1
+            for k in range(vl_dofs.shape[0]):
+                x = abs(v[vl_dofs[k]]) / vl_limit[k]
+                if at < 0 or x > best:  # np.argmax: the first largest
+                    best, at = x, k
+            if best > vl_best[0]:
+                vl_best[0] = best
+                vl_dof[0] = vl_dofs[at]
+        if every > 0 and (k0 + step + 1) % every == 0:
+            forward_kinematics_kernel(
+                parent, jtype, qi, vi, nvj, rS, tree_E, tree_r, axis, q, v, rE, rr, rRw, rpw,
+                rvel, rcbias,
+            )  # fmt: skip
+            energy_kernel(inertia, mass, com, gravity, rRw, rpw, rvel, rec_e[nrec])
+            if poses:
+                body_poses_kernel(rRw, rpw, rec_pose[nrec])
+            rec_step[nrec] = k0 + step + 1
+            for i in range(nq):
+                rec_q[nrec, i] = q[i]
+            for i in range(nv):
+                rec_v[nrec, i] = v[i]
+            nrec += 1
+    return n_max, DONE, nrec
+
+
+class FreeLoop:
+    """The compiled loop of one :class:`~mbsim.Simulator` (module docstring): built once,
+    asked per chunk of the run loop whether it may run (:meth:`ready`) and to
+    :meth:`advance`."""
+
+    def __init__(self, sim) -> None:
+        self.sim = sim
+        self._stepper = self._data = self._scene = None
+        self._jl = self._rec_data = None
+        self.records = None
+        self.steps = 0  # steps taken in the loop (for profiles and tests)
+
+    @staticmethod
+    def eligible(sim) -> bool:
+        """Whether the loop may run at all for ``sim``: the stepper's compiled free step is
+        eligible (Euler, ABA, no bilateral or joint friction rows, fast_step.FreeStepper),
+        the scene's broadphase is the numba one (or nothing can collide), and no force but
+        joint damping acts (no actuator, constant force, step(tau) or Python controller)."""
+        st = sim.stepper
+        if not st._fast.eligible(st):
+            return False
+        c = st.collision
+        if c is not None and not isinstance(getattr(c, "_broad", None), AabbBroadphase):
+            return False
+        a = sim.actuators
+        return (
+            a.idle
+            and sim._controller is None
+            and sim._extra_tau is None
+            and st.torque == sim._torque
+        )
+
+    def ready(self) -> bool:
+        """Whether the next step may start in the loop: :meth:`eligible`, and the last step
+        left nothing for the step-by-step path to finish (a contact step: FreeStepper's
+        rule; a contact or limit still counted active by the event bookkeeping)."""
+        s = self.sim
+        return (
+            not s.stepper._fast._last_had_contact
+            and not s._active
+            and not s._limits_active
+            and self.eligible(s)
+        )
+
+    def _bind(self) -> None:
+        s = self.sim
+        st, m = s.stepper, s.model
+        d = st.data
+        self._model_args = (
+            m.parent, m.jtype, m.qi, m.vi, m.nvj, d.S, m.tree_E, m.tree_r, m.axis, m.inertia,
+            m.gravity, np.ascontiguousarray(m.damping, dtype=np.float64),
+        )  # fmt: skip
+        self._data_args = (
+            d.E, d.r, d.R_world, d.p_world, d.vel, d.cbias, d.IA, d.U, d.Dinv, d.pivots, d.pA,
+            d.u, d.acc, d.scratch66, d.qdd, d.armature,
+        )  # fmt: skip
+        jl = st.joint_limits
+        lim = FreeStepper._limit_args(jl, m)
+        if lim is None:
+            zi = np.zeros(0, dtype=np.int64)
+            self._lim_args = (False, zi, zi, np.zeros(0), np.zeros(0), 0.0)
+        else:
+            self._lim_args = (True, *lim)
+        c = st.collision
+        if c is None:
+            self._coll_args = (
+                False, np.zeros((0, 14), np.int64), np.zeros((0, 15)), np.zeros((0, 3, 3)),
+                np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((0, 3)),
+                np.zeros((1, 1), np.bool_), np.full(4, np.nan), 0.0,
+                np.zeros(0, np.int64), np.zeros(0, np.bool_), np.zeros(0, np.int64),
+                np.zeros(0, np.int64), np.zeros(0, np.bool_), np.zeros((0, 3)),
+                np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((1, 2), np.int64),
+            )  # fmt: skip
+        else:
+            t, b = c.table, c._broad
+            self._coll_args = (
+                True, t.si, t.sf, t.local_R, t.local_p, c._Rw, c._pw, c._bc, c.allowed,
+                np.ascontiguousarray(c.ground, dtype=np.float64), float(c.reach), b._index,
+                b._moving, b._mrow, b._mindex, b._msphere, b._msize, b._moffset, b._lo, b._hi,
+                b._out,
+            )  # fmt: skip
+        k = s._vlim_dofs.astype(np.int64)
+        self._vl = (k, np.ascontiguousarray(m.velocity_limit[k], dtype=np.float64))
+        self._best = np.zeros(1)
+        self._dof = np.zeros(1, dtype=np.int64)
+        self._tau = np.zeros(m.nv)
+        self._q_new = np.zeros(m.nq)
+        self._v_new = np.zeros(m.nv)
+        r = s.data  # the Simulator's own Data: Simulator.energy() computes there
+        self._rec_args = (
+            r.S, r.E, r.r, r.R_world, r.p_world, r.vel, r.cbias, m.mass, m.com,
+        )  # fmt: skip
+        self._rec_buffers(1)
+        self._stepper, self._data, self._scene, self._jl = st, d, c, jl
+        self._rec_data = r
+
+    def advance(self, n_max: int, summary, every: int = 0, poses: bool = False) -> int:
+        """Take up to ``n_max`` free steps in the loop from the simulator's state; returns
+        how many it took (0: the next step needs the step-by-step path). Updates the state
+        (q, v, t, step counters, the applied forces of the last step: zero) and the summary's
+        velocity-limit ratio as the step-by-step run loop would have. The steps whose index is
+        a multiple of ``every`` (0: none) are recorded: :attr:`records` then holds (step, q,
+        v, energy, body poses or None) of each, as arrays."""
+        s = self.sim
+        st = s.stepper
+        if (
+            st is not self._stepper or st.data is not self._data
+            or st.collision is not self._scene or st.joint_limits is not self._jl
+            or s.data is not self._rec_data
+        ):  # fmt: skip
+            self._bind()
+        m = s.model
+        rows = n_max // every + 1 if every > 0 else 0
+        if self._rec_q.shape[0] < rows:
+            self._rec_buffers(rows)
+        q = np.array(s.q, dtype=np.float64)
+        v = np.array(s.v, dtype=np.float64)
+        self._best[0] = summary.max_velocity_ratio
+        self._dof[0] = -1
+        k0 = s.step_index
+        n, _why, nrec = free_run_kernel(
+            *self._model_args, *self._data_args, *self._lim_args, *self._coll_args, *self._vl,
+            self._best, self._dof, int(every), k0, *self._rec_args, bool(poses),
+            self._rec_step, self._rec_q, self._rec_v, self._rec_e, self._rec_pose, q, v,
+            float(st.opt.dt), float(st.opt.max_speed), int(n_max), self._tau, self._q_new,
+            self._v_new,
+        )  # fmt: skip
+        self.records = (
+            self._rec_step[:nrec].copy(), self._rec_q[:nrec].copy(), self._rec_v[:nrec].copy(),
+            self._rec_e[:nrec].copy(), self._rec_pose[:nrec].copy() if poses else None,
+        )  # fmt: skip
+        if n == 0:
+            return 0
+        s.q, s.v = q, v
+        st.step_index += n
+        s.step_index += n
+        s.t = s.step_index * st.opt.dt
+        nv = m.nv
+        s.tau, s.tau_limit = np.zeros(nv), np.zeros(nv, dtype=np.int8)
+        s._prev_contacts = None  # as events_of leaves it after a step without contact
+        if self._dof[0] >= 0:
+            s._velocity_ratio_at(summary, float(self._best[0]), int(self._dof[0]))
+        self.steps += n
+        return n
+
+    def _rec_buffers(self, rows: int) -> None:
+        m = self.sim.model
+        self._rec_step = np.zeros(rows, dtype=np.int64)
+        self._rec_q = np.zeros((rows, m.nq))
+        self._rec_v = np.zeros((rows, m.nv))
+        self._rec_e = np.zeros((rows, 3))
+        self._rec_pose = np.zeros((rows, m.nb, 7))
