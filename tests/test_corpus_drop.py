@@ -86,9 +86,6 @@ DROP_FAILS = {
     "erd:icub_description/robots/icub.urdf": (SOLVER, False),
     "erd:kinova_description/robots/kinova.urdf": (KINOVA, True),
     "erd:romeo_description/urdf/romeo_small.urdf": (SOLVER, False),
-    # lifted 0.1 m like every file, its <plane> is a second ground above the floor; the
-    # scene takes one half-space and refuses two in one sentence (test_collision_plane.py)
-    "plane_implicit.urdf": ("a second ground half-space above the floor is refused", True),
 }
 
 #: (c) resting heights more than 1 cm from PyBullet's: file -> (why, strict)
