@@ -51,19 +51,21 @@ closure rows' stabilisation -k e / dt) ask rows to open at a speed. Two such dem
 contradict each other: a start pose below a joint's lower limit (ERD kinova) has the limit row
 push the joint back, which drives one link into another whose contact row forbids it; no
 velocity satisfies both, and the LCP has no solution (a Farkas certificate,
-tests/test_lcp_redundant.py). When a step's LCP fails and it carries such demands, the step is
-solved again with every demanded separation speed (the negative part of each row's allowance)
-multiplied by each of RECOVERY_RETRY_SCALES in turn (from the one the last softened step
-needed, while no step has solved at full recovery since), the allowance to close a gap (g / dt
-of a separated contact or limit) unchanged; the report says so (``recovery_scale``,
+tests/test_lcp_redundant.py). When a step's contact LCP fails and it carries such demands (a
+failed impact phase, whose LCPs have no gap terms, is not retried), the step is solved again
+with every demanded separation speed (the negative part of each row's allowance) multiplied
+by each of RECOVERY_RETRY_SCALES in turn (from the one the last softened step needed, while
+no step has solved at full recovery since), the allowance to close a gap (g / dt of a
+separated contact or limit) unchanged; the report says so (``recovery_scale``,
 ``softened_reason``), the run summary counts such steps. At scale 0 every unilateral row reads
-w = J_i v+ + a_i with a_i >= 0 (g_i / dt when separated, 0 when penetrating or past the
-stop) and every closure row J_b v+ = 0,
-so v+ = 0 satisfies every row: without friction the LCP is then the optimality system of the
-strictly convex QP min 1/2 (v+ - v_f)' M (v+ - v_f) over that non-empty polyhedron, which has
-a solution; with the friction pyramid, Anitescu and Potra (1997, Nonlinear Dyn. 14, the
-velocity-level LCP of this stepper) prove it solvable under the same feasibility of the
-normal rows. Exceptions: the curvature term is kept at its full size when positive and
+w = J_i v+ + a_i with a_i >= 0 (g_i / dt when separated, 0 when penetrating or past the stop)
+and every closure row J_b v+ = 0, so v+ = 0 satisfies every row: without friction the LCP is
+then the optimality system of the strictly convex QP min 1/2 (v+ - v_f)' M (v+ - v_f) over
+that non-empty polyhedron, which has a solution. With the friction pyramid the claim rests on
+the solvability result for this velocity-level LCP (Anitescu and Potra 1997, Nonlinear Dyn.
+14), whose premise is such a feasible set of normal rows; it is not re-proved here, and Lemke
+may still end on a ray there (the friction M is not copositive-plus, docs/lcp.md): that
+failure is then raised. Exceptions: the curvature term is kept at its full size when positive and
 scaled with the recovery when negative (it is part of the allowance), and the rk4 rows
 (n . v+ >= -(2 g / dt + n . v_s)) are not covered by the argument. A failed step that demands
 no separation (or fails at scale 0: a solver failure on a solvable problem) is raised as it
@@ -689,7 +691,7 @@ class OSStepper:
         if scale != 1.0:
             # softened: a row may close its gap as before, but is pushed open only this much
             target = np.maximum(target, 0.0) + scale * np.minimum(target, 0.0)
-        self._demands_separation = bool(
+        demands = bool(
             np.any(target < 0.0)
             or (joint is not None and np.any(joint.limit_allowance < 0.0))
             or (self.bilateral is not None and self.bilateral.stabilization > 0.0)
@@ -780,6 +782,9 @@ class OSStepper:
         # --- the contact LCP of the step (Eq. 53 or the chosen formulation's); qdd is the
         # free acceleration at (q, v), still valid when no impact changed v
         impacted = bool(report.impacts) or report.limit_impact
+        # only this LCP carries the recovery terms: a failure of the impact phase's (dt = 0,
+        # no gap terms) is not retried softened
+        self._demands_separation = demands
         sol = form.solve(problem, v, dt, True, accel=None if impacted else qdd)
         self._accept(sol, "contact", t)
         res = sol.result
