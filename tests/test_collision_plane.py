@@ -1,6 +1,7 @@
 """PyBullet's ``<plane>`` collision (pybullet_data/plane_implicit.urdf) as a half-space: a box
 dropped on a plane environment rests at the closed-form height, on a flat and on a tilted
-plane, and a scene refuses two different ground half-spaces (issue 19).
+plane, and a scene takes any number of different ground half-spaces, each with its contacts
+(issue 19): a box on a raised plane above the floor, a sphere in the wedge of two planes.
 
 Closed form: a box of height h resting on a face over the plane n . x = d has its centre at
 signed distance h / 2 from the plane. Tolerance 1e-3 m: the contact margin (1e-3 m, contact
@@ -16,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbsim.errors import MbsimError
 from mbsim.io.scenario import load_scenario_text
 from mbsim.io.urdf import load_urdf
 from mbsim.simcore.spatial import rpy_matrix
@@ -118,12 +118,86 @@ def test_plane_at_z0_is_the_floor(tmp_path):
     assert abs(z - BOX[2] / 2) < TOL
 
 
-def test_two_different_ground_planes_are_refused(tmp_path):
+def test_box_rests_on_a_raised_plane_above_the_floor(tmp_path):
+    """The floor and a <plane> 0.25 m above it are two half-spaces: the box, dropped onto the
+    raised one, rests on it (centre at 0.25 + h / 2), every contact against that plane."""
     plane = _files(tmp_path)
-    with pytest.raises(MbsimError, match=r"one ground half-space.*ground/planeLink") as info:
-        _drop(tmp_path, plane, (0.0, 0.0, 0.25), (0.0, 0.0, 0.0), (0.0, 0.0, 0.4), floor=True,
-              duration=0.001)  # fmt: skip
-    assert "\n" not in str(info.value)
+    height = 0.25
+    sim = _drop(tmp_path, plane, (0.0, 0.0, height), (0.0, 0.0, 0.0), (0.0, 0.0, height + 0.1),
+                floor=True)  # fmt: skip
+    scene = sim.scene
+    assert len(scene.ground_indices) == 2
+    assert [scene.links[g] for g in scene.ground_indices] == ["builtin/floor", "ground/planeLink"]
+    z = sim.q[sim.q_index["box/root_joint.z"]] + height + 0.1
+    assert abs(z - (height + BOX[2] / 2)) < TOL
+    assert np.abs(sim.v).max() < 1e-3
+    result = sim.step()
+    points = result.contact_points
+    assert len(points) == 4  # the box's four bottom corners
+    assert set(result.contacts.geom_b) == {scene.ground_indices[1]}
+    assert sum(p.normal_force for p in points) == pytest.approx(9.81, rel=1e-3)
+
+
+SPHERE_URDF = """<?xml version="1.0"?>
+<robot name="ball">
+  <link name="ball">
+    <inertial><mass value="{m}"/>
+      <inertia ixx="{i}" ixy="0" ixz="0" iyy="{i}" iyz="0" izz="{i}"/></inertial>
+    <collision><geometry><sphere radius="{r}"/></geometry></collision>
+  </link>
+</robot>
+"""
+
+
+def test_sphere_rests_in_a_wedge_of_two_planes(tmp_path):
+    """Two <plane>s through the x axis, turned by -+theta about x, make a V-shaped trough
+    with unit normals n1,2 = (0, +-sin theta, cos theta). A frictionless sphere (radius r,
+    mass m) rests on its floor with its centre at z = r / cos theta on the x axis, touching
+    each plane at one point with that plane's normal and a normal force N = m g /
+    (2 cos theta) (vertical balance 2 N cos theta = m g; frictionless, so the solution is
+    unique). Tolerances: position 1e-3 m (TOL), normals 1e-9 (exact kernel), forces 1e-3
+    relative (the rest state's residual velocity, < 1e-3 m/s, over a step)."""
+    theta, r, m, g = 0.4, 0.1, 2.0, 9.81
+    _files(tmp_path)
+    (tmp_path / "ball.urdf").write_text(SPHERE_URDF.format(m=m, r=r, i=0.4 * m * r * r))
+    plane = tmp_path / "plane.urdf"
+    z0 = r / np.cos(theta) + 0.02
+    text = f"""
+[simulation]
+duration = 1.0
+dt = 1e-3
+[robot.ball]
+urdf = "ball.urdf"
+base = "floating"
+base_pose = {{ xyz = [0.0, 0.0, {z0}] }}
+[environment.left]
+urdf = "{plane}"
+base_pose = {{ rpy = [{-theta}, 0.0, 0.0] }}
+[environment.right]
+urdf = "{plane}"
+base_pose = {{ rpy = [{theta}, 0.0, 0.0] }}
+[contact]
+mu = 0.0
+"""
+    sim = Simulator(load_scenario_text(text, base_dir=tmp_path))
+    for _ in range(1000):
+        sim.step()
+    centre = np.array([sim.q[sim.q_index[f"ball/root_joint.{c}"]] for c in "xyz"])
+    centre[2] += z0
+    assert np.allclose(centre, [0.0, 0.0, r / np.cos(theta)], atol=TOL)
+    assert np.abs(sim.v).max() < 1e-3
+    points = sim.step().contact_points
+    expected = {
+        "left/planeLink": np.array([0.0, np.sin(theta), np.cos(theta)]),
+        "right/planeLink": np.array([0.0, -np.sin(theta), np.cos(theta)]),
+    }
+    by_plane = {sim.scene.links[g]: g for g in sim.scene.ground_indices}
+    assert set(by_plane) == set(expected)
+    assert len(points) == 2
+    normals = {tuple(np.round(p.normal, 9)) for p in points}
+    assert normals == {tuple(np.round(n, 9)) for n in expected.values()}
+    for p in points:
+        assert p.normal_force == pytest.approx(m * g / (2 * np.cos(theta)), rel=1e-3)
 
 
 def test_pybullet_plane_implicit(tmp_path):

@@ -61,13 +61,6 @@ ERD_SEARCH = ERD.parent.parent if ERD else None
 #: icub and romeo_small jam (every solution of the failing LCP has impulses above 10 N s),
 #: alex_sake_hands' fingers spin up (270 rad/s) before its failing step: docs/results.md
 SOLVER = "contact LCP failure (Lemke numerical) in a jam or after a spin-up: open in issue 19"
-#: kinova's joints 2, 3 and 5 start at 0, below their lower limits: the limit rows push the arm
-#: back and drive link_4 into link_6 along a normal only a further limit violation can serve; the
-#: LCP at t = 1 ms has no solution (Farkas certificate, tests/test_lcp_redundant.py)
-KINOVA = (
-    "start pose (joints at 0) outside kinova's joint limits: the limit correction drives "
-    "link_4 into link_6 and the LCP at t = 1 ms has no solution (proved infeasible)"
-)
 
 #: (a) PyBullet loads these, mbsim refuses them with one sentence: file -> why
 NOT_LOADED = {
@@ -75,20 +68,17 @@ NOT_LOADED = {
 }
 
 #: (b) drops that end in a solver failure or diverge: file -> (why, strict). The non-strict ones
-#: failed (Lemke, numerical) in the run of 2026-11-25 (docs/results.md); the strict ones end in
-#: an LCP that has no solution, which no solver can fix. racecar_differential and tiago_pro
+#: failed (Lemke, numerical) in the run of 2026-11-25 (docs/results.md). kinova and
+#: anymal-kinova, which start with joints outside their limits, run since a step whose LCP has
+#: no solution with its recovery terms is solved with them softened (simcore/stepper.py,
+#: tests/test_softened_recovery.py). racecar_differential and tiago_pro
 #: (parts flush where no joint can part them) pass since start_pose ignores link pairs that
 #: touch at the start.
 DROP_FAILS = {
     "erd:alex_description/urdf/alex_sake_hands.urdf": (SOLVER, False),
     "erd:alex_description/urdf/alex_psyonic_hands.urdf": (SOLVER, False),
-    "erd:anymal_b_simple_description/robots/anymal-kinova.urdf": (KINOVA, True),
     "erd:icub_description/robots/icub.urdf": (SOLVER, False),
-    "erd:kinova_description/robots/kinova.urdf": (KINOVA, True),
     "erd:romeo_description/urdf/romeo_small.urdf": (SOLVER, False),
-    # lifted 0.1 m like every file, its <plane> is a second ground above the floor; the
-    # scene takes one half-space and refuses two in one sentence (test_collision_plane.py)
-    "plane_implicit.urdf": ("a second ground half-space above the floor is refused", True),
 }
 
 #: (c) resting heights more than 1 cm from PyBullet's: file -> (why, strict)

@@ -83,6 +83,10 @@ class RunSummary:
     #: the joint (tree/joint name) where that ratio was reached, "" if none
     max_velocity_joint: str = ""
     saturated_steps: int = 0
+    #: steps whose LCP failed with their recovery terms and were solved with them softened
+    #: (simcore/stepper.py, "Softened recovery"), and the first one's time (s) and failure
+    softened_steps: int = 0
+    softened_first: str = ""
     status: str = "complete"
     message: str = ""
 
@@ -108,6 +112,8 @@ class RunSummary:
             "max_velocity_ratio": self.max_velocity_ratio,
             "max_velocity_joint": self.max_velocity_joint,
             "effort_saturated_steps": self.saturated_steps,
+            "recovery_softened_steps": self.softened_steps,
+            "recovery_softened_first": self.softened_first,
         }
 
 
@@ -170,6 +176,10 @@ class Simulator:
         except ConstraintError as exc:
             raise MbsimError(f"{sc.source or 'the scenario'}: {exc}") from None
         self.joint_limits = self._joint_limits()
+        from mbsim import start_pose
+
+        files = {t: r.urdf for t, r in self._robot_trees()}
+        start_notes += start_pose.limit_notes(m, files, self.joint_limits, self.q)
         self.stepper = OSStepper(
             m,
             self.scene if self.scene.allowed.any() else None,
@@ -553,6 +563,7 @@ class Simulator:
         g = writer.group("summary")
         g.attrs["max_velocity_ratio"] = summary.max_velocity_ratio
         g.attrs["max_velocity_joint"] = summary.max_velocity_joint
+        g.attrs["recovery_softened_steps"] = summary.softened_steps
         for key, value in summary.energy_sources.as_attrs().items():
             g.attrs[key] = value
 
@@ -706,6 +717,13 @@ class Simulator:
                 )
             summary.energy_sources.add_step(report, self.t, lambda: float(self.energy()[0]))
             self._velocity_ratio(summary)
+            if report.recovery_scale != 1.0:
+                summary.softened_steps += 1
+                if not summary.softened_first:
+                    summary.softened_first = (
+                        f"t = {self.t:.6g} s, recovery x {report.recovery_scale:g} after: "
+                        f"{report.softened_reason}"
+                    )
             self._record(writer, report, summary, every)
             if self.step_index % ENERGY_CHECK_EVERY == 0:
                 self._check_energy(e0)

@@ -1,5 +1,5 @@
 """Checks of the initial state before the first step: links that already overlap, robots that
-start inside the floor, and the SRDF beside a URDF.
+start inside the floor or with joints outside their limits, and the SRDF beside a URDF.
 
 * **Overlapping links.** Two links of one robot whose collision shapes already interpenetrate
   or touch at the initial state (gap below :data:`OVERLAP_TOL`) are a modelling artefact
@@ -15,6 +15,9 @@ start inside the floor, and the SRDF beside a URDF.
   polytope or mesh; a capsule's lower end minus r; a cylinder's lowest rim point
   z_c - h |a_z| - r sqrt(1 - a_z^2) for its axis a. ``base_pose.on_floor`` shifts the tree's
   base pose by -z_min along world z so that point rests on z = 0.
+* **Outside the joint limits.** A joint whose initial position is below its lower or above
+  its upper (enforced) limit is named, with the file, the value and the limit, in one
+  sentence per robot (:func:`limit_notes`); the start is kept, as PyBullet and MuJoCo keep it.
 * **SRDF beside the URDF.** ``NAME.srdf`` next to a URDF whose ``<robot name="NAME">`` (or
   file stem) is NAME holds the robot's ``<disable_collisions>`` pairs (MoveIt's convention);
   the places looked at are :data:`SRDF_PLACES`, relative to the URDF's folder.
@@ -158,6 +161,38 @@ def floor_notes(floor: bool, model, scene, R_world, p_world) -> list[str]:
                 f"at z = {low[t]:.3g} m): {where} rests it on "
                 "the floor; pass --place-on-floor (base_pose.on_floor = true) to start there"
             )
+    return notes
+
+
+def limit_notes(model, files, limits, q) -> list[str]:
+    """One sentence per tree whose joints start outside their enforced position limits
+    (``limits``: simcore.joint_rows.JointLimits; ``files``: {tree index: its URDF}), naming
+    the file and each such joint with its value and the limit it is past (rad or m). The run
+    goes ahead: the limit rows push such a joint back at the recovery speed, softened where
+    that contradicts a contact (simcore/stepper.py, "Softened recovery")."""
+    from mbsim.simcore.joint_rows import q_of_v
+    from mbsim.simcore.joints import PRISMATIC
+
+    x = q_of_v(model, q)
+    past: dict[int, list[str]] = {}
+    for k in range(model.nv):
+        lo, hi = limits.lower[k], limits.upper[k]
+        if not np.isfinite(x[k]) or lo <= x[k] <= hi:
+            continue
+        body = int(np.searchsorted(model.vi, k, side="right") - 1)
+        unit = "m" if model.jtype[body] == PRISMATIC else "rad"
+        side, bound = ("below its lower", lo) if x[k] < lo else ("above its upper", hi)
+        past.setdefault(int(model.tree_of[body]), []).append(
+            f"'{model.v_names[k]}' = {x[k]:.4g} {unit}, {side} limit {bound:.4g} {unit}"
+        )
+    notes = []
+    for tree, joints in past.items():
+        where = f" ({files[tree]})" if tree in files else ""
+        notes.append(
+            f"'{model.tree_names[tree]}'{where} starts with {len(joints)} joint(s) outside "
+            f"their limits: {'; '.join(joints)}; the limits push them back at up to "
+            "contact.max_recovery_speed, softened where a contact stands in the way"
+        )
     return notes
 
 

@@ -87,6 +87,7 @@ def metrics_of(sim, summary, e0: float, wall_s: float, cpu_s: float) -> dict:
         "max_penetration_m": float(summary.max_penetration),
         "worst_lcp_residual": _f(summary.worst_lcp_residual),
         "impacts_gaining_energy": int(summary.energy_gains),
+        "recovery_softened_steps": int(summary.softened_steps),
         **{
             f"energy_gain_steps_{k}": int(tally.steps)
             for k, tally in summary.energy_sources.sources.items()

@@ -3,12 +3,12 @@
 Columns (docs/batch.md lists units and meanings): ``run_id``, ``file``, ``status``, one column
 per varied parameter (its dotted key), ``wall_s``, ``cpu_s``, ``steps``, ``sim_time_s``,
 ``events_<kind>`` for every event kind, ``max_penetration_m``, ``worst_lcp_residual``,
-``impacts_gaining_energy``, ``energy_gain_steps_<source>`` and ``energy_gain_J_<source>``
-for each energy source (impacts, stabilisation, closures), ``final_kinetic_J``,
-``final_potential_J``, ``final_total_J``, ``energy_change_J``, ``final_q[name]`` and
-``final_v[name]`` for every coordinate met, ``message``, ``reused`` and ``identity``. A value
-a run does not have (a run that never started) is empty in the CSV, NaN (floats), -1
-(integers) or "" (text) in HDF5.
+``impacts_gaining_energy``, ``recovery_softened_steps``, ``energy_gain_steps_<source>`` and
+``energy_gain_J_<source>`` for each energy source (impacts, stabilisation, closures),
+``final_kinetic_J``, ``final_potential_J``, ``final_total_J``, ``energy_change_J``,
+``final_q[name]`` and ``final_v[name]`` for every coordinate met, ``message``, ``reused`` and
+``identity``. A value a run does not have (a run that never started) is empty in the CSV, NaN
+(floats), -1 (integers) or "" (text) in HDF5.
 
 Both files are written to a temporary name and renamed into place, so a reader never sees a
 half-written summary; ``summary.h5`` says in ``sweep_status`` whether the sweep finished.
@@ -51,6 +51,11 @@ _METRICS = {
     "max_penetration_m": ("float", "m", "deepest penetration of any contact over the run"),
     "worst_lcp_residual": ("float", "mixed", "largest LCP complementarity residual"),
     "impacts_gaining_energy": ("int", "1", "impacts after which kinetic energy grew"),
+    "recovery_softened_steps": (
+        "int",
+        "1",
+        "steps solved with softened recovery (their LCP had no solution with it)",
+    ),
     **{
         f"energy_gain_steps_{k}": ("int", "1", f"steps in which {k} added kinetic energy")
         for k in SOURCES

@@ -256,6 +256,12 @@ def _print_summary(summary, sc, as_json):
             f"steps with a joint force clamped at its URDF effort: {summary.saturated_steps} "
             "(/trajectory/tau_limit)",
         )
+    if summary.softened_steps:
+        lines.insert(
+            3,
+            f"steps solved with softened recovery (their LCP had no solution with it): "
+            f"{summary.softened_steps}, the first at {summary.softened_first}",
+        )
     if sc.closures or summary.max_constraint_error > 0.0:
         lines.insert(
             3, f"max loop-closure / mimic error: {summary.max_constraint_error:.3g} (m or rad)"

@@ -1,14 +1,14 @@
-"""The per-step kernel (numba): shape poses, then every candidate pair and the ground plane
-through the cheap rejections (:mod:`~mbsim.collision.prefilter`) to the contact kernel of its
-kinds, each pair's points reduced to the cap (:mod:`~mbsim.collision.manifold`), and the
-result arrays.
+"""The per-step kernel (numba): shape poses, then every candidate pair and each ground
+half-space through the cheap rejections (:mod:`~mbsim.collision.prefilter`) to the contact
+kernel of its kinds, each pair's points reduced to the cap (:mod:`~mbsim.collision.manifold`),
+and the result arrays.
 
 Which method each pair gets (exact = closed form or finite enumeration, error ~1e-15 m):
 
 =====================================  ===================================================
 pair                                   method
 =====================================  ===================================================
-any shape - ground plane               exact (:mod:`~mbsim.collision.ground`)
+any shape - ground half-space          exact (:mod:`~mbsim.collision.ground`)
 sphere - sphere, sphere/capsule -      exact: closest points of the core segments; parallel
 capsule                                overlapping capsules give both ends of the overlap
                                        (:mod:`~mbsim.collision.round_pairs`)
@@ -33,7 +33,7 @@ mesh - mesh                            exact for face-face and vertex-face conta
 cylinder - other, mesh - other         FCL, refined (:mod:`mbsim.collision.fcl_narrow`)
 =====================================  ===================================================
 
-Pairs are ordered (A, B) with B static when one is (the ground plane is always B), else A the
+Pairs are ordered (A, B) with B static when one is (a ground half-space is always B), else A the
 lower shape index; normals point from B to A; gap = (point_a - point_b) . normal.
 """
 
@@ -238,12 +238,13 @@ def narrowphase(
     pairs, allowed, fpack, ipack, offs, Rw, pw, bc, ground, params, buf, keys, out_i, out_f,
     fcl_out,
 ):  # fmt: skip
-    """Contacts of the candidate pairs and of every shape against the ground plane.
+    """Contacts of the candidate pairs and of every shape against each ground half-space.
 
     pairs: candidate shape pairs from the broadphase (any order, may repeat). allowed:
-    (n+1, n+1) filter matrix (row/column n = ground plane). fpack/ipack/offs: the packed shape
-    table. Rw, pw, bc: shape poses and bounding-sphere centres (world). ground: (nx, ny, nz,
-    d) of the plane n . x <= d, d = nan for none. params: (margin m, cap, work_limit). Writes
+    (n+m', n+m') filter matrix (row/column n + k = half-space k, m' = max(m, 1)).
+    fpack/ipack/offs: the packed shape table. Rw, pw, bc: shape poses and bounding-sphere
+    centres (world). ground: (m, 4), row k (nx, ny, nz, d) of the half-space n . x <= d
+    (m = 0: none). params: (margin m, cap, work_limit). Writes
     rows of out_i (A, B, key) and out_f (point_a, point_b, normal, gap) and returns (needed
     rows, FCL pair count); when a count exceeds its buffer the caller grows it and calls
     again. FCL's pairs go to fcl_out as (A, B, collide only).
@@ -290,16 +291,18 @@ def narrowphase(
             nfcl += 1
             continue
         nc = _emit(i, j, buf, keys, count, cap, chosen, out_i, out_f, nc)
-    if not np.isnan(ground[3]):
-        hn = ground[:3]
+    for k in range(ground.shape[0]):
+        hn = ground[k, :3]
+        hd = ground[k, 3]
+        gh = n + k  # the half-space's shape index
         for g in range(n):
-            if si[g, BODY] < 0 or not allowed[g, n]:
+            if si[g, BODY] < 0 or not allowed[g, gh]:
                 continue
-            h = hn[0] * bc[g, 0] + hn[1] * bc[g, 1] + hn[2] * bc[g, 2] - ground[3]
+            h = hn[0] * bc[g, 0] + hn[1] * bc[g, 1] + hn[2] * bc[g, 2] - hd
             if h - sf[g, BR] > margin:
                 continue
-            count = ground_contacts(g, si, sf, V, Rw, pw, hn, ground[3], margin, buf, keys)
-            nc = _emit(g, n, buf, keys, count, cap, chosen, out_i, out_f, nc)
+            count = ground_contacts(g, si, sf, V, Rw, pw, hn, hd, margin, buf, keys)
+            nc = _emit(g, gh, buf, keys, count, cap, chosen, out_i, out_f, nc)
     return nc, nfcl
 
 

@@ -12,15 +12,17 @@ One :meth:`CollisionScene.detect` call (step 2 of the time step in docs/architec
 2. broadphase candidate pairs (proxy AABBs overlapping: all pairs in numba up to
    ``broadphase.AABB_MAX_SHAPES`` shapes, FCL dynamic AABB trees above;
    :mod:`mbsim.collision.broadphase`);
-3. filters and exact kernels for every candidate pair and for the ground plane
+3. filters and exact kernels for every candidate pair and for each ground half-space
    (:mod:`mbsim.collision.narrowphase`), FCL for the rest (:mod:`mbsim.collision.fcl_narrow`);
 4. manifolds reduced to at most ``manifold_cap`` points per shape pair
    (:mod:`mbsim.collision.manifold`), and with ``manifold="body-pair"`` again per body pair
    and contact plane (:func:`mbsim.collision.manifold.body_pair_keep`).
 
-Shapes are indexed as ``model.geometries``; the ground plane, when enabled, is shape index
-``len(model.geometries)`` on body -1. ``scene.links[shape]`` names each shape's link
-``tree/link`` (:mod:`mbsim.names`); the ground plane is ``builtin/floor``.
+Shapes are indexed as ``model.geometries``; the ground half-spaces (the built-in floor, PyBullet
+``<plane>``s welded to the world: :func:`ground_halfspaces`), when there are any, follow as
+shape indices ``len(model.geometries) + k`` on body -1 (``scene.ground_indices``; the first is
+``scene.ground_index``). ``scene.links[shape]`` names each shape's link ``tree/link``
+(:mod:`mbsim.names`); the built-in floor is ``builtin/floor``.
 """
 
 from __future__ import annotations
@@ -206,21 +208,29 @@ class CollisionScene:
         )
         self.table = build_table(self.records)
         n = self.table.n
-        self.n_shapes = n + 1  # the ground plane's index is n whether or not it exists
         self.floor = bool(floor)
-        ground_key, self.ground = ground_halfspace(model, self.floor, self.notes)
-        has_ground = bool(np.isfinite(self.ground[3]))
-        self.ground_index = n if has_ground else -1
-        keys = [(r.tree, r.link) for r in self.records] + [ground_key]
+        ground_keys, self.ground = ground_halfspaces(model, self.floor, self.notes)
+        m = len(ground_keys)
+        # the half-spaces are shapes n .. n + m - 1; with none, index n stays reserved (named
+        # builtin/floor, checked against nothing) so that pair ids keep one layout
+        self.n_shapes = n + max(m, 1)
+        #: shape index of every ground half-space (the first one: ``ground_index``, -1: none)
+        self.ground_indices = list(range(n, n + m))
+        self.ground_index = n if m else -1
+        keys = [(r.tree, r.link) for r in self.records] + (
+            ground_keys or [(GROUND_TREE, FLOOR_LINK)]
+        )
         #: link names of every shape, to look shapes up by ``tree/link`` (or bare ``link``)
         self.names = LinkNames(model, keys)
-        #: ``tree/link`` of every shape (the last one the ground plane, ``builtin/floor``)
+        #: ``tree/link`` of every shape (the last ones the ground half-spaces, the built-in
+        #: floor ``builtin/floor``)
         self.links = [LinkNames.qualified(model, t, link) for t, link in keys]
-        body = np.array([r.body for r in self.records] + [-1], dtype=np.int64)
-        #: kind of every shape (shapes.py codes), -1 for the ground plane
-        self._shape_kind = np.append(self.table.si[:n, KIND], -1).astype(np.int64)
-        #: radius of every shape (m; spheres, capsules, cylinders), 0 for the ground plane
-        self._shape_radius = np.append(self.table.sf[:n, RAD], 0.0)
+        n_ground = self.n_shapes - n
+        body = np.array([r.body for r in self.records] + [-1] * n_ground, dtype=np.int64)
+        #: kind of every shape (shapes.py codes), -1 for a ground half-space
+        self._shape_kind = np.append(self.table.si[:n, KIND], [-1] * n_ground).astype(np.int64)
+        #: radius of every shape (m; spheres, capsules, cylinders), 0 for a ground half-space
+        self._shape_radius = np.append(self.table.sf[:n, RAD], [0.0] * n_ground)
         tree = np.array([t for t, _ in keys], dtype=np.int64)
         self.allowed = allowed_pairs(
             model,
@@ -234,7 +244,7 @@ class CollisionScene:
             notes=self.notes,
         )
         self._margin_table = self._pair_margin_table(pair_margins)
-        if not has_ground:
+        if not m:
             self.allowed[n, :] = False
             self.allowed[:, n] = False
         if broadphase == "auto":
@@ -276,7 +286,8 @@ class CollisionScene:
     def from_model(cls, model, **options) -> CollisionScene:
         """Build the scene of ``model``. Options (all keywords):
 
-        floor (False): add the ground plane z <= 0 (a half-space, static).
+        floor (False): add the ground plane z <= 0 (a half-space, static; PyBullet
+        ``<plane>``s welded to the world are further half-spaces, :func:`ground_halfspaces`).
         margin (1e-3 m): report pairs with gap < margin.
         pair_margins: (link, link, margin) triples overriding ``margin`` for those links'
         shapes (later triples win). Detection runs at the largest margin and drops each
@@ -446,17 +457,21 @@ class _HullLinks:
 SAME_PLANE_TOL = 1e-9
 
 
-def ground_halfspace(model, floor: bool, notes: list[str]) -> tuple[tuple[int, str], np.ndarray]:
-    """The scene's ground, the half-space n . x <= d: ``((tree, link) it is named by,
-    [nx, ny, nz, d])``, d = nan when there is none.
+def ground_halfspaces(
+    model, floor: bool, notes: list[str]
+) -> tuple[list[tuple[int, str]], np.ndarray]:
+    """The scene's ground half-spaces n . x <= d: ``([(tree, link) each is named by],
+    (m, 4) array of rows [nx, ny, nz, d])``, m >= 0.
 
-    It is the built-in floor (z <= 0, ``builtin/floor``) when ``floor``, and every PyBullet
+    They are the built-in floor (z <= 0, ``builtin/floor``) when ``floor``, and every PyBullet
     ``<plane>`` of a link welded to the world (``model.planes``, body -1): its unit normal n
-    (link frame) turned into the world, d = n . p for the plane's origin p. The ground
-    kernels take one half-space, so every one of these must be the same plane (else
-    GeometryError, naming them); a ``<plane>`` on a moving link is ignored with a note (a
-    moving half-space is not a shape mbsim has, nor a body PyBullet simulates)."""
-    found = []
+    (link frame) turned into the world, d = n . p for the plane's origin p. Half-spaces that
+    agree within SAME_PLANE_TOL are one (named by the first: the floor and a ``<plane>`` at
+    z = 0 are one ground, so a resting shape gets one set of contacts, not two identical
+    ones). Different ones each give every shape its contacts (a box on a raised plane above
+    the floor, a sphere in a wedge of two). A ``<plane>`` on a moving link is ignored with a
+    note (a moving half-space is not a shape mbsim has, nor a body PyBullet simulates)."""
+    found: list[tuple[tuple[int, str], np.ndarray, float]] = []
     if floor:
         found.append(((GROUND_TREE, FLOOR_LINK), np.array([0.0, 0.0, 1.0]), 0.0))
     for g in model.planes:
@@ -470,17 +485,13 @@ def ground_halfspace(model, floor: bool, notes: list[str]) -> tuple[tuple[int, s
             continue
         normal = g.pose[:3, :3] @ np.asarray(g.shape.params, dtype=float)
         normal /= np.linalg.norm(normal)
-        found.append(((g.tree, g.link), normal, float(normal @ g.pose[:3, 3])))
-    if not found:
-        return (GROUND_TREE, FLOOR_LINK), np.array([0.0, 0.0, 1.0, np.nan])
-    key, n, d = found[0]
-    for other, n2, d2 in found[1:]:
-        if np.abs(n2 - n).max() > SAME_PLANE_TOL or abs(d2 - d) > SAME_PLANE_TOL:
-            a, b = (LinkNames.qualified(model, *k) for k in (key, other))
-            raise GeometryError(
-                f"the collision scene takes one ground half-space, but '{a}' (normal "
-                f"{np.round(n, 6).tolist()}, offset {d:.6g} m) and '{b}' (normal "
-                f"{np.round(n2, 6).tolist()}, offset {d2:.6g} m) differ; keep one of them "
-                "(the built-in floor is contact.floor / --floor)"
-            )
-    return key, np.array([*n, d])
+        d = float(normal @ g.pose[:3, 3])
+        same = any(
+            np.abs(n - normal).max() <= SAME_PLANE_TOL and abs(d0 - d) <= SAME_PLANE_TOL
+            for _, n, d0 in found
+        )
+        if not same:
+            found.append(((g.tree, g.link), normal, d))
+    keys = [key for key, _, _ in found]
+    rows = np.array([[*n, d] for _, n, d in found], dtype=float).reshape(-1, 4)
+    return keys, rows

@@ -46,6 +46,32 @@ callback may return (tau_e, g) instead of tau: a joint force tau_e - g (v+ - v) 
 (implicit PD, mbsim/control/actuation.py), folded in the same way: dt g is added to the
 diagonal for the step (Euler only).
 
+Softened recovery. The recovery terms above (penetration and joint-limit recovery, the
+closure rows' stabilisation -k e / dt) ask rows to open at a speed. Two such demands can
+contradict each other: a start pose below a joint's lower limit (ERD kinova) has the limit row
+push the joint back, which drives one link into another whose contact row forbids it; no
+velocity satisfies both, and the LCP has no solution (a Farkas certificate,
+tests/test_lcp_redundant.py). When a step's contact LCP fails and it carries such demands (a
+failed impact phase, whose LCPs have no gap terms, is not retried), the step is solved again
+with every demanded separation speed (the negative part of each row's allowance) multiplied
+by each of RECOVERY_RETRY_SCALES in turn (from the one the last softened step needed, while
+no step has solved at full recovery since), the allowance to close a gap (g / dt of a
+separated contact or limit) unchanged; the report says so (``recovery_scale``,
+``softened_reason``), the run summary counts such steps. At scale 0 every unilateral row reads
+w = J_i v+ + a_i with a_i >= 0 (g_i / dt when separated, 0 when penetrating or past the stop)
+and every closure row J_b v+ = 0, so v+ = 0 satisfies every row: without friction the LCP is
+then the optimality system of the strictly convex QP min 1/2 (v+ - v_f)' M (v+ - v_f) over
+that non-empty polyhedron, which has a solution. With the friction pyramid the claim rests on
+the solvability result for this velocity-level LCP (Anitescu and Potra 1997, Nonlinear Dyn.
+14), whose premise is such a feasible set of normal rows; it is not re-proved here, and Lemke
+may still end on a ray there (the friction M is not copositive-plus, docs/lcp.md): that
+failure is then raised. Exceptions: the curvature term is kept at its full size when positive and
+scaled with the recovery when negative (it is part of the allowance), and the rk4 rows
+(n . v+ >= -(2 g / dt + n . v_s)) are not covered by the argument. A failed step that demands
+no separation (or fails at scale 0: a solver failure on a solvable problem) is raised as it
+is; the joint stays past its stop and is pushed back by the next steps' recovery, softened
+again only while the contradiction lasts (as PyBullet's and MuJoCo's soft limits would).
+
 The integrator is decided once, when the stepper is built (``OSStepper.rk4``; friction is
 refused by :func:`check_rk4_friction`, the one rule the Simulator also applies to the
 scenario's keys). With ``integrator = "rk4"`` the step's impulses are held as the force I/dt
@@ -95,6 +121,9 @@ from mbsim.simcore.options import (
 )
 
 RK4_GAP_ROWS = ("trapezoid", "euler")
+#: Scales of every demanded separation speed with which a step whose LCP failed is solved
+#: again, in turn (module docstring, "Softened recovery"): a tenth, then none.
+RECOVERY_RETRY_SCALES = (0.1, 0.0)
 
 
 def rk4_friction_message(mu) -> str:
@@ -228,6 +257,10 @@ class StepReport:
     limit_impulse: np.ndarray = field(default_factory=lambda: _NO_F)
     #: a joint reached a limit fast enough for an impact phase this step
     limit_impact: bool = False
+    #: 1, or the scale of every demanded separation speed with which the step was solved
+    #: again after its LCP failed (OSStepper._softened_step), and that failure's message
+    recovery_scale: float = 1.0
+    softened_reason: str = ""
     #: kinetic energy (J) each source added this step (simcore/energy_sources.py): the impact
     #: phase, penetration recovery of contacts and joint limits, loop-closure / mimic rows
     energy_impacts: float = 0.0
@@ -344,6 +377,9 @@ class OSStepper:
         self.data = Data(model)
         self.collision = collision
         self.torque = torque
+        #: index into RECOVERY_RETRY_SCALES of the last softened step's scale (_softened_step)
+        self._soft_from = 0
+        self._demands_separation = False
         #: loop closures and mimic joints (simcore/bilateral.py), or None
         self.bilateral = bilateral if bilateral else None
         self.body_vel = np.zeros((model.nb, 6))
@@ -551,19 +587,14 @@ class OSStepper:
         nu = 0 if c is None else len(c.gap)
         v_new = v + dt * qdd
         v_start = v
-        joint = None
-        if self.joint_limits is not None:
-            joint = self.joint_limits.rows(
-                q_of_v(self.model, q), v, v_new, dt, o.stabilization, o.max_recovery_speed
-            )
+        joint = self._joint_rows(q, v, v_new, 1.0)
         constrained = bool(
             nu or self.formulation.always_solves or self.bilateral is not None or joint
         )
         if constrained:
             if c is None:
                 c = _no_contacts()
-            with lcp_limits(seconds=o.lcp_max_seconds), selecting(o.lcp_selection):
-                report = self._contact_step(q, v, tau, c, t, qdd, joint)
+            report = self._softened_step(q, v, tau, c, t, qdd, v_new, joint)
             v_new = report.v_new
             v_start = report.v_start
         q_new, v_new = self._integrate(
@@ -588,7 +619,57 @@ class OSStepper:
         report.step_seconds = _time.perf_counter() - t0
         return q_new, v_new, report
 
-    def _contact_step(self, q, v, tau, c, t, qdd, joint=None) -> StepReport:
+    def _joint_rows(self, q, v, v_free, scale: float):
+        """The step's joint-limit and friction rows (None without any), every limit's
+        recovery speed (past a stop) multiplied by ``scale`` (see _softened_step)."""
+        if self.joint_limits is None:
+            return None
+        o = self.opt
+        return self.joint_limits.rows(
+            q_of_v(self.model, q), v, v_free, o.dt, scale * o.stabilization,
+            scale * o.max_recovery_speed,
+        )  # fmt: skip
+
+    def _softened_step(self, q, v, tau, c, t, qdd, v_free, joint) -> StepReport:
+        """The constrained step (_contact_step), solved again with softened recovery when its
+        LCP fails (module docstring, "Softened recovery"): every row's demanded separation
+        speed (penetration and limit recovery, closure stabilisation) times each scale of
+        RECOVERY_RETRY_SCALES in turn, from the one the last softened step needed (until a
+        step solves at full recovery again), each attempt with the full LCP time budget. A failure
+        of a step that demands no separation speed, or at scale 0, is raised as it is; the
+        report of a softened step says the scale used and why (``recovery_scale``,
+        ``softened_reason``)."""
+        o = self.opt
+        first = None
+        # the retries start at the scale the last softened step needed (a wedged robot fails
+        # at every larger scale each step: each failure costs the whole fallback chain)
+        start = min(self._soft_from, len(RECOVERY_RETRY_SCALES))
+        for scale in (1.0, *RECOVERY_RETRY_SCALES[start:]):
+            if scale != 1.0:
+                joint = self._joint_rows(q, v, v_free, scale)
+            self._demands_separation = False
+            try:
+                with lcp_limits(seconds=o.lcp_max_seconds), selecting(o.lcp_selection):
+                    report = self._contact_step(q, v, tau, c, t, qdd, joint, scale)
+            except SimulationError as exc:
+                if first is None:
+                    first = exc
+                if not self._demands_separation:
+                    raise first from None
+                continue
+            if scale != 1.0:
+                report.recovery_scale = scale
+                report.softened_reason = str(first)
+                self._soft_from = RECOVERY_RETRY_SCALES.index(scale)
+            else:
+                self._soft_from = 0
+            return report
+        raise first
+
+    def _contact_step(self, q, v, tau, c, t, qdd, joint=None, scale=1.0) -> StepReport:
+        """The constrained step (steps 3-7 of the module docstring); ``scale`` multiplies
+        every demanded separation speed (the negative part of each contact row's gap
+        allowance, the closure rows' stabilisation; the limit rows come scaled in ``joint``)."""
         m, d, o = self.model, self.data, self.opt
         dt = o.dt
         nu = len(c.gap)
@@ -607,6 +688,14 @@ class OSStepper:
             target = target + curvature_drift(
                 d.R_world, d.vel, chat, c, dt, core=o.curvature_point == "core"
             )
+        if scale != 1.0:
+            # softened: a row may close its gap as before, but is pushed open only this much
+            target = np.maximum(target, 0.0) + scale * np.minimum(target, 0.0)
+        demands = bool(
+            np.any(target < 0.0)
+            or (joint is not None and np.any(joint.limit_allowance < 0.0))
+            or (self.bilateral is not None and self.bilateral.stabilization > 0.0)
+        )
         gap_velocity = target / dt
         reference = None
         if o.friction_axes == "slip" and nu:
@@ -626,6 +715,8 @@ class OSStepper:
             )  # fmt: skip
         except ConstraintError as exc:  # e.g. a distance closure's points came together
             raise SimulationError(f"at step {self.step_index}, t = {t:.6g} s: {exc}") from None
+        if scale != 1.0 and problem.ub is not None:
+            problem.ub = scale * problem.ub  # the closure rows' stabilisation, -k e / dt
         form = self.formulation
         form.prepare(problem)
         report = StepReport(contacts=c, n_contacts=nu)
@@ -691,6 +782,9 @@ class OSStepper:
         # --- the contact LCP of the step (Eq. 53 or the chosen formulation's); qdd is the
         # free acceleration at (q, v), still valid when no impact changed v
         impacted = bool(report.impacts) or report.limit_impact
+        # only this LCP carries the recovery terms: a failure of the impact phase's (dt = 0,
+        # no gap terms) is not retried softened
+        self._demands_separation = demands
         sol = form.solve(problem, v, dt, True, accel=None if impacted else qdd)
         self._accept(sol, "contact", t)
         res = sol.result
