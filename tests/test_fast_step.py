@@ -306,3 +306,43 @@ body_poses = true
     b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
     assert a[2] == 300, "every step must run in the loop"
     _assert_same_runs(a, b)
+
+
+def test_loop_stops_at_a_raised_ground_plane_bit_for_bit(tmp_path, monkeypatch):
+    # two ground half-spaces: the floor and a <plane> 0.25 m above it (collision/scene.py,
+    # ground_halfspaces). A box falls 0.3 m onto the raised one: the loop must hand the step
+    # near that plane to the general path (a loop that watched only the first half-space, the
+    # floor, would let the box fall through it), then the run agrees with the step-by-step one
+    (tmp_path / "plane.urdf").write_text(
+        '<?xml version="1.0"?><robot name="plane"><link name="planeLink"><collision>'
+        '<geometry><plane normal="0 0 1"/></geometry></collision></link></robot>'
+    )
+    (tmp_path / "box.urdf").write_text(
+        '<?xml version="1.0"?><robot name="box"><link name="box"><inertial><mass value="1"/>'
+        '<inertia ixx="0.00833" ixy="0" ixz="0" iyy="0.00417" iyz="0" izz="0.01083"/>'
+        '</inertial><collision><geometry><box size="0.2 0.3 0.1"/></geometry></collision>'
+        "</link></robot>"
+    )
+    text = f"""[simulation]
+duration = 0.6
+dt = 1e-3
+[robot.box]
+urdf = "box.urdf"
+base = "floating"
+base_pose = {{ xyz = [0.0, 0.0, 0.6] }}
+[environment.ground]
+urdf = "plane.urdf"
+base_pose = {{ xyz = [0.0, 0.0, 0.25] }}
+[contact]
+floor = true
+[output]
+path = "{tmp_path / "x.h5"}"
+"""
+    sc = load_scenario_text(text, base_dir=tmp_path)
+    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
+    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    assert a[2] > 50, "the fall must run in the loop"
+    (iz,) = [k for k, name in enumerate(a[0].q_names) if name.endswith("root_joint.z")]
+    z = a[0].q[-1, iz]
+    assert abs(z + 0.6 - 0.30) < 1e-3, "the box rests on the raised plane (centre 0.25 + 0.05 m)"
+    _assert_same_runs(a, b)

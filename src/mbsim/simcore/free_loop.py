@@ -16,7 +16,7 @@ Per step, in the order of the step-by-step path (FreeStepper.step):
 2. kinematics of (q, v) (``forward_kinematics_kernel``), the moving shapes' poses
    (``shape_poses``) and the numba broadphase (``aabb_candidates``): stop at any candidate
    pair the scene allows whose bounding spheres come within the detection margin, or any
-   shape whose bounding sphere comes within the margin of the ground plane. These are the
+   shape whose bounding sphere comes within the margin of a ground half-space. These are the
    narrowphase's own first rejections (collision/narrowphase.py), so a step the loop takes
    is one in which detection finds no contact; a step it stops at may still find none, and
    then Python takes it as a free step;
@@ -71,7 +71,8 @@ DONE, LIMIT, CONTACT, BAD = 0, 1, 2, 3
 @njit(cache=True)
 def _may_touch(pairs, allowed, si, sf, bc, ground, reach):
     """Whether any candidate pair (allowed, bounding spheres within ``reach``) or any moving
-    shape and the ground plane (bounding sphere within ``reach`` of it) may be in contact:
+    shape and a ground half-space (bounding sphere within ``reach`` of it; ``ground`` (m, 4)
+    as the narrowphase takes it) may be in contact:
     the narrowphase's first tests (module docstring, step 2). A NaN never counts as apart."""
     for k in range(pairs.shape[0]):
         i, j = pairs[k, 0], pairs[k, 1]
@@ -83,12 +84,18 @@ def _may_touch(pairs, allowed, si, sf, bc, ground, reach):
         rr = sf[i, BR] + sf[j, BR] + reach
         if not (dx * dx + dy * dy + dz * dz > rr * rr):
             return True
-    if not np.isnan(ground[3]):
-        n = si.shape[0]
+    n = si.shape[0]
+    for k in range(ground.shape[0]):
+        gh = n + k  # the half-space's shape index, as in the narrowphase
         for g in range(n):
-            if si[g, BODY] < 0 or not allowed[g, n]:
+            if si[g, BODY] < 0 or not allowed[g, gh]:
                 continue
-            h = ground[0] * bc[g, 0] + ground[1] * bc[g, 1] + ground[2] * bc[g, 2] - ground[3]
+            h = (
+                ground[k, 0] * bc[g, 0]
+                + ground[k, 1] * bc[g, 1]
+                + ground[k, 2] * bc[g, 2]
+                - ground[k, 3]
+            )
             if not (h - sf[g, BR] > reach):
                 return True
     return False
@@ -257,7 +264,7 @@ class FreeLoop:
             self._coll_args = (
                 False, np.zeros((0, 14), np.int64), np.zeros((0, 15)), np.zeros((0, 3, 3)),
                 np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((0, 3)),
-                np.zeros((1, 1), np.bool_), np.full(4, np.nan), 0.0,
+                np.zeros((1, 1), np.bool_), np.zeros((0, 4)), 0.0,
                 np.zeros(0, np.int64), np.zeros(0, np.bool_), np.zeros(0, np.int64),
                 np.zeros(0, np.int64), np.zeros(0, np.bool_), np.zeros((0, 3)),
                 np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((1, 2), np.int64),
