@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from mbsim.collision.manifold import K_CYL_RIM, K_GROUND, key_of, put
-from mbsim.collision.primitives import dot3
+from mbsim.collision.primitives import copy3, dot3
 from mbsim.collision.shapes import CYLINDER
 from mbsim.collision.table import HLEN, KIND, RAD, V0, VN
 
@@ -64,7 +64,7 @@ def cylinder_plane(g, sf, R, p, hn, hd, margin, buf, keys):
         w[a] = -(hn[a] - na * axis[a])
     lw = np.sqrt(dot3(w, w))
     if lw < 1e-12:
-        w[:] = R[:, 0]  # upright: every rim point is equally deep; pick local +x
+        copy3(w, R[:, 0])  # upright: every rim point is equally deep; pick local +x
     else:
         w /= lw
     count = 0

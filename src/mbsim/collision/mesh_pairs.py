@@ -27,7 +27,7 @@ from mbsim.collision.manifold import (
     put,
 )
 from mbsim.collision.polytope import point_to_core, shape_edges, shape_faces, world_poly
-from mbsim.collision.primitives import dot3, point_mesh, segment_triangle
+from mbsim.collision.primitives import copy3, dot3, point_mesh, segment_triangle
 from mbsim.collision.table import BCX, BR, HLEN, MT0, MTN, MV0, MVN, RAD
 
 
@@ -92,7 +92,7 @@ def mesh_polytope(
                 depth, face = -h, f
         if inside:
             gap = -depth
-            n[:] = nP[face]
+            copy3(n, nP[face])
             for a in range(3):
                 q[a] = v[a] + depth * n[a]
         else:

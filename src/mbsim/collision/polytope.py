@@ -46,6 +46,7 @@ from mbsim.collision.manifold import (
 from mbsim.collision.primitives import (
     closest_on_polygon,
     closest_on_segment,
+    copy3,
     cross3,
     dot3,
     segment_segment,
@@ -139,14 +140,14 @@ def sat(vA, nA, dA, edA, vB, nB, dB, edB, limit, axis, faces=True):
         s = _min_dot(vA, nB[f]) - dB[f]
         if s > best + SAT_TOL or typ < 0:
             best, typ, bi = s, 1, f
-            axis[:] = nB[f]
+            copy3(axis, nB[f])
             if best > limit:
                 return best, typ, bi, bj
     for f in range(nA.shape[0] if faces else 0):
         s = _min_dot(vB, nA[f]) - dA[f]
         if s > best + SAT_TOL or typ < 0:
             best, typ, bi = s, 0, f
-            axis[:] = -nA[f]
+            copy3(axis, -nA[f])
             if best > limit:
                 return best, typ, bi, bj
     u = np.empty(3)
@@ -163,9 +164,9 @@ def sat(vA, nA, dA, edA, vB, nB, dB, edB, limit, axis, faces=True):
             if s > best + SAT_TOL or typ < 0:
                 best, typ, bi, bj = s, 2, i, j
                 if s1 >= s2:
-                    axis[:] = u
+                    copy3(axis, u)
                 else:
-                    axis[:] = -u
+                    copy3(axis, -u)
                 if best > limit:
                     return best, typ, bi, bj
     return best, typ, bi, bj
@@ -185,20 +186,20 @@ def point_to_core(p, v, n, d, fp, e, FV, q, tmp):
             d2 = closest_on_polygon(p, v, FV, fp[f, 0], fp[f, 1], n[f], tmp)
             if d2 < best:
                 best, feat = d2, f
-                q[:] = tmp
+                copy3(q, tmp)
     elif e.shape[0] > 0:
         for k in range(e.shape[0]):
             closest_on_segment(p, v[e[k, 0]], v[e[k, 1]], tmp)
             d2 = (p[0] - tmp[0]) ** 2 + (p[1] - tmp[1]) ** 2 + (p[2] - tmp[2]) ** 2
             if d2 < best:
                 best, feat = d2, k
-                q[:] = tmp
+                copy3(q, tmp)
     else:
         for k in range(v.shape[0]):
             d2 = (p[0] - v[k, 0]) ** 2 + (p[1] - v[k, 1]) ** 2 + (p[2] - v[k, 2]) ** 2
             if d2 < best:
                 best, feat = d2, k
-                q[:] = v[k]
+                copy3(q, v[k])
     return best, feat
 
 
@@ -215,14 +216,14 @@ def closest_features(vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb):
         d2, f = point_to_core(vA[i], vB, nB, dB, fpB, eB, FV, q, tmp)
         if d2 < best:
             best, kind, fa, fb = d2, K_VERT_A, i, f
-            pa[:] = vA[i]
-            pb[:] = q
+            copy3(pa, vA[i])
+            copy3(pb, q)
     for i in range(vB.shape[0]):
         d2, f = point_to_core(vB[i], vA, nA, dA, fpA, eA, FV, q, tmp)
         if d2 < best:
             best, kind, fa, fb = d2, K_VERT_B, f, i
-            pa[:] = q
-            pb[:] = vB[i]
+            copy3(pa, q)
+            copy3(pb, vB[i])
     c1 = np.empty(3)
     c2 = np.empty(3)
     for i in range(eA.shape[0]):
@@ -231,8 +232,8 @@ def closest_features(vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb):
             d2 = (c1[0] - c2[0]) ** 2 + (c1[1] - c2[1]) ** 2 + (c1[2] - c2[2]) ** 2
             if d2 < best:
                 best, kind, fa, fb = d2, K_EDGES, i, j
-                pa[:] = c1
-                pb[:] = c2
+                copy3(pa, c1)
+                copy3(pb, c2)
     return best, kind, fa, fb
 
 

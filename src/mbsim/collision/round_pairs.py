@@ -15,6 +15,7 @@ from numba import njit
 
 from mbsim.collision.manifold import K_BOX_POINT, K_CYL_POINT, K_MESH_POINT, K_SPHERES, key_of, put
 from mbsim.collision.primitives import (
+    copy3,
     cross3,
     dot3,
     point_box,
@@ -41,7 +42,7 @@ def _sphere_sphere(ca, ra, cb, rb, margin, buf, keys, count, key, hint):
     if d > 1e-12:
         n /= d
     else:
-        n[:] = hint
+        copy3(n, hint)
     return put(buf, keys, count, ca - ra * n, cb + rb * n, n, gap, key)
 
 
@@ -100,8 +101,10 @@ def round_pair(ga, gb, si, sf, Rw, pw, margin, buf, keys):
 
 
 @njit(cache=True)
-def sphere_solid(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys):
-    """Sphere A against box, cylinder or mesh B, exactly (closest point on the solid)."""
+def sphere_solid(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, meshes):
+    """Sphere A against box, cylinder or mesh B, exactly (closest point on the solid).
+
+    meshes: True, or None when B is never a mesh (numba then leaves the mesh search out)."""
     R = Rw[gb]
     c = pw[ga]
     q = np.empty(3)
@@ -119,6 +122,8 @@ def sphere_solid(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys):
     elif si[gb, KIND] == CYLINDER:
         sd = point_cylinder(q, sf[gb, RAD], sf[gb, HLEN], closest, nl)
         key = key_of(K_CYL_POINT, 0, 0, 0)
+    elif meshes is None:
+        return -1  # a mesh, but the caller left the mesh kernels out: FCL's pair
     else:
         sd = point_mesh(q, MV, MT, MB, si[gb, MV0], si[gb, MT0], si[gb, MTN], closest, nl)
         key = key_of(K_MESH_POINT, 0, 0, 0)
