@@ -27,14 +27,16 @@ HALF_SQRT2 = 0.7071067811865476
 
 
 @njit(cache=True)
-def ground_contacts(g, si, sf, V, Rw, pw, hn, hd, margin, buf, keys):
-    """Shape g (A) against the half-space hn . x <= hd (B). Returns the point count."""
+def ground_contacts(g, si, sf, V, Rw, pw, hn, hd, margin, buf, keys, cylinders):
+    """Shape g (A) against the half-space hn . x <= hd (B). Returns the point count.
+    cylinders: True, or None when g is never a cylinder (numba then leaves out
+    :func:`cylinder_plane`)."""
     R = Rw[g]
     p = pw[g]
-    count = 0
+    count = np.int64(0)  # not a literal 0: numba would compile put() for both types
     pa = np.empty(3)
     pb = np.empty(3)
-    if si[g, KIND] == CYLINDER:
+    if cylinders is not None and si[g, KIND] == CYLINDER:
         return cylinder_plane(g, sf, R, p, hn, hd, margin, buf, keys)
     r = sf[g, RAD]
     v = np.empty(3)

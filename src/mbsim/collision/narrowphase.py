@@ -142,27 +142,33 @@ def unpack(fpack, ipack, offs):
 # --------------------------------------------------------------------------- dispatch
 
 
-def pair_kernel_set(kind: np.ndarray, body: np.ndarray) -> tuple[bool | None, bool | None]:
-    """(polytopes, meshes): True for the optional pair kernels a scene may need, None for
-    those it cannot, from its shapes' kinds and bodies (-1 static).
+def pair_kernel_set(kind: np.ndarray, body: np.ndarray) -> tuple[bool | None, ...]:
+    """(polytopes, meshes, cylinders, fcl): True for the optional kernels a scene may need,
+    None for those it cannot, from its shapes' kinds and bodies (-1 static).
 
     A pair has at least one moving shape (two static shapes are never checked, see
-    :mod:`mbsim.collision.filters`), so the kind pairs possible are (moving kind, any kind).
-    The polytope kernel (SAT + clipping) takes {sphere, capsule, box, convex} pairs with a box
-    or convex in them, other than sphere - box; the mesh kernels the pairs with a mesh.
-    numba compiles :func:`narrowphase` once per set, typing None as a constant: a scene of
-    spheres, capsules and boxes never compiles the mesh kernels, one of spheres and capsules
-    on static boxes not the polytope kernel either (most of the first run's compile time,
-    issue 15). Results do not depend on the set: a left-out kernel is never reached.
+    :mod:`mbsim.collision.filters`; static shapes are not checked against the ground plane),
+    so the kind pairs possible are (moving kind, any kind). The polytope kernel (SAT +
+    clipping) takes {sphere, capsule, box, convex} pairs with a box or convex in them, other
+    than sphere - box; the mesh kernels take the pairs with a mesh, the cylinder kernels
+    (sphere - cylinder, cylinder - ground plane) those with a cylinder; a pair goes to FCL
+    (``fcl``) only through one of these three. numba types None as a constant and compiles
+    :func:`narrowphase` once per set without the kernels left out: a scene of spheres,
+    capsules and boxes never compiles the mesh kernels, one of spheres on static boxes
+    (the paper's pendulum) not the polytope or FCL hand-off code either (most of the first
+    run's compile time, issue 15). Results do not depend on the set: a kernel left out is
+    never reached.
     """
     kind = np.asarray(kind)
     moving = {int(k) for k in kind[np.asarray(body) >= 0]}
     every = {int(k) for k in kind}
     possible = {frozenset((a, b)) for a in moving for b in every}
     convex = {SPHERE, CAPSULE, BOX, CONVEX}
-    polytope = any(p <= convex and p & {BOX, CONVEX} and p != {SPHERE, BOX} for p in possible)
-    mesh = any(MESH in p for p in possible)
-    return (True if polytope else None), (True if mesh else None)
+    polytopes = any(p <= convex and p & {BOX, CONVEX} and p != {SPHERE, BOX} for p in possible)
+    meshes = any(MESH in p for p in possible)
+    cylinders = any(CYLINDER in p for p in possible)
+    fcl = polytopes or meshes or cylinders
+    return tuple(True if need else None for need in (polytopes, meshes, cylinders, fcl))
 
 
 @njit(cache=True)
@@ -192,24 +198,24 @@ def _polytope_work(ga, gb, si):
 @njit(cache=True)
 def pair_contacts(
     ga, gb, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit, buf, keys,
-    polytopes, meshes,
+    polytopes, meshes, cylinders,
 ):  # fmt: skip
     """Contacts of shapes A = ga and B = gb into the pair buffer.
 
     Returns the count, or -1 when the pair is FCL's (cylinder or mesh involved, or a convex
     pair above ``work_limit``), -2 when only FCL's collide is needed (see mesh_polytope).
-    ``polytopes`` and ``meshes`` (True, or None for a scene without such pairs: see
-    :func:`pair_kernel_set`) keep the polytope and mesh kernels; a pair whose kernel is left
-    out is FCL's (-1)."""
+    ``polytopes``, ``meshes`` and ``cylinders`` (True, or None for a scene without such
+    pairs: see :func:`pair_kernel_set`) keep the polytope, mesh and cylinder kernels; a pair
+    whose kernel is left out is FCL's (-1)."""
     ka, kb = si[ga, KIND], si[gb, KIND]
     round_a = ka == SPHERE or ka == CAPSULE
     round_b = kb == SPHERE or kb == CAPSULE
     if round_a and round_b:
         return round_pair(ga, gb, si, sf, Rw, pw, margin, buf, keys)
     if ka == SPHERE and (kb == BOX or kb == CYLINDER):
-        return sphere_solid(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, None)
+        return sphere_solid(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, cylinders, None)
     if kb == SPHERE and (ka == BOX or ka == CYLINDER):
-        count = sphere_solid(gb, ga, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, None)
+        count = sphere_solid(gb, ga, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, cylinders, None)
         _flip(buf, keys, count)
         return count
     # numba prunes a branch on ``x is not None`` when x is typed None: a scene without
@@ -244,9 +250,9 @@ def _mesh_pair(
     """:func:`pair_contacts` of a pair with a mesh (ka or kb is MESH); -1 (FCL) for the pairs
     and sizes the mesh kernels do not take."""
     if ka == SPHERE:
-        return sphere_solid(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, True)
+        return sphere_solid(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, None, True)
     if kb == SPHERE:
-        count = sphere_solid(gb, ga, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, True)
+        count = sphere_solid(gb, ga, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, None, True)
         _flip(buf, keys, count)
         return count
     if ka == CAPSULE and 7 * si[gb, MTN] <= work_limit:
@@ -290,7 +296,7 @@ def _emit(ga, gb, buf, keys, count, cap, chosen, out_i, out_f, nc):
 @njit(cache=True)
 def narrowphase(
     pairs, allowed, fpack, ipack, offs, Rw, pw, bc, ground, params, buf, keys, out_i, out_f,
-    fcl_out, polytopes, meshes,
+    fcl_out, polytopes, meshes, cylinders, fcl,
 ):  # fmt: skip
     """Contacts of the candidate pairs and of every shape against the ground plane.
 
@@ -300,8 +306,9 @@ def narrowphase(
     d) of the plane n . x <= d, d = nan for none. params: (margin m, cap, work_limit). Writes
     rows of out_i (A, B, key) and out_f (point_a, point_b, normal, gap) and returns (needed
     rows, FCL pair count); when a count exceeds its buffer the caller grows it and calls
-    again. FCL's pairs go to fcl_out as (A, B, collide only). polytopes, meshes: the scene's
-    :func:`pair_kernel_set` (numba compiles one version per set, with only those kernels).
+    again. FCL's pairs go to fcl_out as (A, B, collide only). polytopes, meshes, cylinders,
+    fcl: the scene's :func:`pair_kernel_set` (numba compiles one version per set, with only
+    those kernels).
     """
     si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB = unpack(fpack, ipack, offs)
     margin = params[0]
@@ -309,7 +316,7 @@ def narrowphase(
     work_limit = int(params[2])
     n = si.shape[0]
     chosen = np.empty(max(cap, 1), dtype=np.int64)
-    nc = 0
+    nc = np.int64(0)  # not a literal 0: numba would compile _emit() for both types
     nfcl = 0
     for k in range(pairs.shape[0]):
         i, j = pairs[k, 0], pairs[k, 1]
@@ -334,8 +341,8 @@ def narrowphase(
         if si[i, BODY] < 0 or (si[j, BODY] >= 0 and j < i):
             i, j = j, i  # B static if either is; otherwise A the lower index
         count = pair_contacts(i, j, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin,
-                              work_limit, buf, keys, polytopes, meshes)  # fmt: skip
-        if count < 0:
+                              work_limit, buf, keys, polytopes, meshes, cylinders)  # fmt: skip
+        if fcl is not None and count < 0:  # count >= 0 when fcl is None (pair_kernel_set)
             if hulls_apart(i, j, si, sf, V, Rw, pw, bc, margin, 12):
                 continue
             if nfcl < fcl_out.shape[0]:
@@ -353,7 +360,9 @@ def narrowphase(
             h = hn[0] * bc[g, 0] + hn[1] * bc[g, 1] + hn[2] * bc[g, 2] - ground[3]
             if h - sf[g, BR] > margin:
                 continue
-            count = ground_contacts(g, si, sf, V, Rw, pw, hn, ground[3], margin, buf, keys)
+            count = ground_contacts(
+                g, si, sf, V, Rw, pw, hn, ground[3], margin, buf, keys, cylinders
+            )
             nc = _emit(g, n, buf, keys, count, cap, chosen, out_i, out_f, nc)
     return nc, nfcl
 

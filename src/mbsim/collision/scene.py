@@ -236,7 +236,7 @@ class CollisionScene:
         t = self.table
         self._fpack, self._ipack, self._offs = t.pack()
         self._params = np.array([self.reach, self.cap, self.work_limit], dtype=float)
-        #: (polytopes, meshes): the optional pair kernels the narrowphase compiles and runs
+        #: (polytopes, meshes, cylinders, fcl): the optional kernels the narrowphase compiles
         self._kernels = pair_kernel_set(t.si[:, KIND], t.si[:, BODY])
         self._Rw = np.zeros((n, 3, 3))
         self._pw = np.zeros((n, 3))
