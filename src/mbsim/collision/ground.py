@@ -69,7 +69,7 @@ def cylinder_plane(g, sf, R, p, hn, hd, margin, buf, keys):
         copy3(w, R[:, 0])  # upright: every rim point is equally deep; pick local +x
     else:
         w /= lw
-    count = 0
+    count = np.int64(0)  # not a literal 0: see round_pairs.round_pair
     q = np.empty(3)
     pb = np.empty(3)
     # a rim point on an axis within 45 deg of the deepest one is dropped: it would stand in

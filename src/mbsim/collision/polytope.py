@@ -384,10 +384,11 @@ def convex_pair(
     """All contacts of cores A and B within ``margin`` into the pair buffer (module
     docstring); returns how many were written."""
     axis = np.empty(3)
-    s, typ, i, j = sat(vA, nA, dA, edA, vB, nB, dB, edB, margin + rA + rB, axis)
+    # np.bool_/np.int64 constants, not literals: one compile of each callee (see round_pair)
+    s, typ, i, j = sat(vA, nA, dA, edA, vB, nB, dB, edB, margin + rA + rB, axis, np.bool_(True))
     if typ < 0 or s - rA - rB > margin:
         return 0
-    count = 0
+    count = np.int64(0)
     # Cores apart by more than the tie tolerance: exact closest points. (Touching cores, s ~ 0,
     # would give a closest-point direction made of rounding noise; the SAT axis is exact.)
     if s > SAT_TOL:
@@ -399,36 +400,40 @@ def convex_pair(
         if gap > margin:
             return 0
         n = (pa - pb) / d
-        fbest, cb = -1, -np.inf
+        fbest, cb = np.int64(-1), -np.inf
         for f in range(nB.shape[0]):
             c = dot3(nB[f], n)
             if c > cb:
                 cb, fbest = c, f
-        fabest, ca = -1, -np.inf
+        fabest, ca = np.int64(-1), -np.inf
         for f in range(nA.shape[0]):
             c = -dot3(nA[f], n)
             if c > ca:
                 ca, fabest = c, f
         if cb >= ALIGN_COS and cb >= ca:
             count = clip_manifold(
-                True, vB, nB, dB, fpB, fbest, rB, vA, nA, fpA, rA, FV, margin, buf, keys, 0
-            )
+                np.bool_(True), vB, nB, dB, fpB, fbest, rB, vA, nA, fpA, rA, FV, margin,
+                buf, keys, np.int64(0),
+            )  # fmt: skip
         elif ca >= ALIGN_COS:
             count = clip_manifold(
-                False, vA, nA, dA, fpA, fabest, rA, vB, nB, fpB, rB, FV, margin, buf, keys, 0
-            )
+                np.bool_(False), vA, nA, dA, fpA, fabest, rA, vB, nB, fpB, rB, FV, margin,
+                buf, keys, np.int64(0),
+            )  # fmt: skip
         for k in range(count):
             if abs(buf[k, 9] - gap) <= ON_TOL:
                 return count
         return put(buf, keys, count, pa - rA * n, pb + rB * n, n, gap, key_of(fk, fa, fb, 0))
     if typ == 1:
         count = clip_manifold(
-            True, vB, nB, dB, fpB, i, rB, vA, nA, fpA, rA, FV, margin, buf, keys, 0
-        )
+            np.bool_(True), vB, nB, dB, fpB, i, rB, vA, nA, fpA, rA, FV, margin, buf, keys,
+            np.int64(0),
+        )  # fmt: skip
     elif typ == 0:
         count = clip_manifold(
-            False, vA, nA, dA, fpA, i, rA, vB, nB, fpB, rB, FV, margin, buf, keys, 0
-        )
+            np.bool_(False), vA, nA, dA, fpA, i, rA, vB, nB, fpB, rB, FV, margin, buf, keys,
+            np.int64(0),
+        )  # fmt: skip
     if count > 0:
         return count
     if typ != 2 and s >= -SAT_TOL:
@@ -438,13 +443,13 @@ def convex_pair(
         pb = np.empty(3)
         _, fk, fa, fb = closest_features(vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb)
         return put(
-            buf, keys, 0, pa - rA * axis, pb + rB * axis, axis, s - rA - rB,
+            buf, keys, np.int64(0), pa - rA * axis, pb + rB * axis, axis, s - rA - rB,
             key_of(fk, fa, fb, 0),
         )  # fmt: skip
     if typ != 2 and edA.shape[0] > 0 and edB.shape[0] > 0:
         # penetration on a face axis whose clipped incident feature fell outside the reference
         # face (a tie within SAT_TOL between a face and an edge pair): use the best edge pair
-        s2, t2, i, j = sat(vA, nA, dA, edA, vB, nB, dB, edB, np.inf, axis, False)
+        s2, t2, i, j = sat(vA, nA, dA, edA, vB, nB, dB, edB, np.inf, axis, np.bool_(False))
         if t2 == 2:
             typ, s = 2, s2
     if typ == 2:
@@ -455,7 +460,7 @@ def convex_pair(
         c2 = np.empty(3)
         segment_segment(vA[eA[ea, 0]], vA[eA[ea, 1]], vB[eB[eb, 0]], vB[eB[eb, 1]], c1, c2)
         return put(
-            buf, keys, 0, c1 - rA * axis, c2 + rB * axis, axis, s - rA - rB,
+            buf, keys, np.int64(0), c1 - rA * axis, c2 + rB * axis, axis, s - rA - rB,
             key_of(K_EDGE_EDGE, ea, eb, 0),
         )  # fmt: skip
     # a point or segment core deep in a polytope near the rim of the reference face: report the
