@@ -130,12 +130,12 @@ def refine(ga, gb, n, si, sf, V, FN_, FD_, FP, FV, ED, Rw, pw, margin, cos_tol, 
         return 0
     vA, nA, dA, _ = world_poly(ga, si, V, FN_, FD_, ED, Rw, pw)
     vB, nB, dB, _ = world_poly(gb, si, V, FN_, FD_, ED, Rw, pw)
-    fb, cb = -1, -np.inf
+    fb, cb = np.int64(-1), -np.inf  # not literals: see round_pairs.round_pair
     for f in range(nB.shape[0]):
         c = nB[f, 0] * n[0] + nB[f, 1] * n[1] + nB[f, 2] * n[2]
         if c > cb:
             cb, fb = c, f
-    fa, ca = -1, -np.inf
+    fa, ca = np.int64(-1), -np.inf
     for f in range(nA.shape[0]):
         c = -(nA[f, 0] * n[0] + nA[f, 1] * n[1] + nA[f, 2] * n[2])
         if c > ca:
@@ -143,13 +143,13 @@ def refine(ga, gb, n, si, sf, V, FN_, FD_, FP, FV, ED, Rw, pw, margin, cos_tol, 
     fpA, fpB = shape_faces(ga, si, FP), shape_faces(gb, si, FP)
     if cb >= cos_tol and cb >= ca:
         return clip_manifold(
-            True, vB, nB, dB, fpB, fb, sf[gb, RAD], vA, nA, fpA, sf[ga, RAD], FV, margin,
-            buf, keys, 0,
+            np.bool_(True), vB, nB, dB, fpB, fb, sf[gb, RAD], vA, nA, fpA, sf[ga, RAD], FV, margin,
+            buf, keys, np.int64(0),
         )  # fmt: skip
     if ca >= cos_tol:
         return clip_manifold(
-            False, vA, nA, dA, fpA, fa, sf[ga, RAD], vB, nB, fpB, sf[gb, RAD], FV, margin,
-            buf, keys, 0,
+            np.bool_(False), vA, nA, dA, fpA, fa, sf[ga, RAD], vB, nB, fpB, sf[gb, RAD], FV, margin,
+            buf, keys, np.int64(0),
         )  # fmt: skip
     return 0
 

@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from mbsim.collision.manifold import K_CYL_RIM, K_GROUND, key_of, put
-from mbsim.collision.primitives import dot3
+from mbsim.collision.primitives import copy3, dot3
 from mbsim.collision.shapes import CYLINDER
 from mbsim.collision.table import HLEN, KIND, RAD, V0, VN
 
@@ -27,14 +27,16 @@ HALF_SQRT2 = 0.7071067811865476
 
 
 @njit(cache=True)
-def ground_contacts(g, si, sf, V, Rw, pw, hn, hd, margin, buf, keys):
-    """Shape g (A) against the half-space hn . x <= hd (B). Returns the point count."""
+def ground_contacts(g, si, sf, V, Rw, pw, hn, hd, margin, buf, keys, cylinders):
+    """Shape g (A) against the half-space hn . x <= hd (B). Returns the point count.
+    cylinders: True, or None when g is never a cylinder (numba then leaves out
+    :func:`cylinder_plane`)."""
     R = Rw[g]
     p = pw[g]
-    count = 0
+    count = np.int64(0)  # not a literal 0: numba would compile put() for both types
     pa = np.empty(3)
     pb = np.empty(3)
-    if si[g, KIND] == CYLINDER:
+    if cylinders is not None and si[g, KIND] == CYLINDER:
         return cylinder_plane(g, sf, R, p, hn, hd, margin, buf, keys)
     r = sf[g, RAD]
     v = np.empty(3)
@@ -64,10 +66,10 @@ def cylinder_plane(g, sf, R, p, hn, hd, margin, buf, keys):
         w[a] = -(hn[a] - na * axis[a])
     lw = np.sqrt(dot3(w, w))
     if lw < 1e-12:
-        w[:] = R[:, 0]  # upright: every rim point is equally deep; pick local +x
+        copy3(w, R[:, 0])  # upright: every rim point is equally deep; pick local +x
     else:
         w /= lw
-    count = 0
+    count = np.int64(0)  # not a literal 0: see round_pairs.round_pair
     q = np.empty(3)
     pb = np.empty(3)
     # a rim point on an axis within 45 deg of the deepest one is dropped: it would stand in

@@ -211,8 +211,10 @@ def compact(buf, keys, count, keep):
     m = reduce_manifold(buf, keys, count, keep, chosen)
     rows = buf[chosen[:m]].copy()
     ks = keys[chosen[:m]].copy()
-    buf[:m] = rows
-    keys[:m] = ks
+    for r in range(m):  # loops, not slice assignment: see primitives.copy3
+        for k in range(buf.shape[1]):
+            buf[r, k] = rows[r, k]
+        keys[r] = ks[r]
     return m
 
 

@@ -27,7 +27,7 @@ from mbsim.collision.manifold import (
     put,
 )
 from mbsim.collision.polytope import point_to_core, shape_edges, shape_faces, world_poly
-from mbsim.collision.primitives import dot3, point_mesh, segment_triangle
+from mbsim.collision.primitives import copy3, dot3, point_mesh, segment_triangle
 from mbsim.collision.table import BCX, BR, HLEN, MT0, MTN, MV0, MVN, RAD
 
 
@@ -54,7 +54,7 @@ def mesh_polytope(
     R = Rw[gm]
     p = pw[gm]
     v0, vn = si[gm, MV0], si[gm, MVN]
-    count = 0
+    count = np.int64(0)  # not a literal 0: see round_pairs.round_pair
     v = np.empty(3)
     q = np.empty(3)
     n = np.empty(3)
@@ -92,7 +92,7 @@ def mesh_polytope(
                 depth, face = -h, f
         if inside:
             gap = -depth
-            n[:] = nP[face]
+            copy3(n, nP[face])
             for a in range(3):
                 q[a] = v[a] + depth * n[a]
         else:
@@ -151,7 +151,7 @@ def capsule_mesh(gc, gm, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys):
         )
         if d2 < best:
             best, tbest = d2, tt
-    count = 0
+    count = np.int64(0)  # not a literal 0: see round_pairs.round_pair
     closest = np.empty(3)
     nl = np.empty(3)
     for k in range(3):
@@ -379,5 +379,10 @@ def mesh_mesh(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys):
 
     Returns the count (0 = no contact).
     """
-    count = _mesh_clip_pass(gb, ga, True, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, 0)
-    return _mesh_clip_pass(ga, gb, False, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, count)
+    # np.bool_/np.int64 constants, not literals: one compile of the callee (see round_pair)
+    count = _mesh_clip_pass(
+        gb, ga, np.bool_(True), si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, np.int64(0)
+    )
+    return _mesh_clip_pass(
+        ga, gb, np.bool_(False), si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, count
+    )

@@ -76,8 +76,10 @@ def shape_poses(si, sf, local_R, local_p, R_world, p_world, Rw, pw, bc, include_
         if b < 0:
             if not include_static:
                 continue
-            Rw[g] = local_R[g]
-            pw[g] = local_p[g]
+            for a in range(3):  # loops, not slice assignment: see primitives.copy3
+                pw[g, a] = local_p[g, a]
+                for k in range(3):
+                    Rw[g, a, k] = local_R[g, a, k]
         else:
             Rb = R_world[b]
             for a in range(3):
@@ -140,6 +142,35 @@ def unpack(fpack, ipack, offs):
 # --------------------------------------------------------------------------- dispatch
 
 
+def pair_kernel_set(kind: np.ndarray, body: np.ndarray) -> tuple[bool | None, ...]:
+    """(polytopes, meshes, cylinders, fcl): True for the optional kernels a scene may need,
+    None for those it cannot, from its shapes' kinds and bodies (-1 static).
+
+    A pair has at least one moving shape (two static shapes are never checked, see
+    :mod:`mbsim.collision.filters`; static shapes are not checked against the ground plane),
+    so the kind pairs possible are (moving kind, any kind). The polytope kernel (SAT +
+    clipping) takes {sphere, capsule, box, convex} pairs with a box or convex in them, other
+    than sphere - box; the mesh kernels take the pairs with a mesh, the cylinder kernels
+    (sphere - cylinder, cylinder - ground plane) those with a cylinder; a pair goes to FCL
+    (``fcl``) only through one of these three. numba types None as a constant and compiles
+    :func:`narrowphase` once per set without the kernels left out: a scene of spheres,
+    capsules and boxes never compiles the mesh kernels, one of spheres on static boxes
+    (the paper's pendulum) not the polytope or FCL hand-off code either (most of the first
+    run's compile time, issue 15). Results do not depend on the set: a kernel left out is
+    never reached.
+    """
+    kind = np.asarray(kind)
+    moving = {int(k) for k in kind[np.asarray(body) >= 0]}
+    every = {int(k) for k in kind}
+    possible = {frozenset((a, b)) for a in moving for b in every}
+    convex = {SPHERE, CAPSULE, BOX, CONVEX}
+    polytopes = any(p <= convex and p & {BOX, CONVEX} and p != {SPHERE, BOX} for p in possible)
+    meshes = any(MESH in p for p in possible)
+    cylinders = any(CYLINDER in p for p in possible)
+    fcl = polytopes or meshes or cylinders
+    return tuple(True if need else None for need in (polytopes, meshes, cylinders, fcl))
+
+
 @njit(cache=True)
 def _flip(buf, keys, count):
     """Swap the roles of A and B in the first ``count`` rows (points swapped, normal negated)."""
@@ -166,45 +197,38 @@ def _polytope_work(ga, gb, si):
 
 @njit(cache=True)
 def pair_contacts(
-    ga, gb, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit, buf, keys
+    ga, gb, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit, buf, keys,
+    polytopes, meshes, cylinders,
 ):  # fmt: skip
     """Contacts of shapes A = ga and B = gb into the pair buffer.
 
     Returns the count, or -1 when the pair is FCL's (cylinder or mesh involved, or a convex
-    pair above ``work_limit``), -2 when only FCL's collide is needed (see mesh_polytope)."""
+    pair above ``work_limit``), -2 when only FCL's collide is needed (see mesh_polytope).
+    ``polytopes``, ``meshes`` and ``cylinders`` (True, or None for a scene without such
+    pairs: see :func:`pair_kernel_set`) keep the polytope, mesh and cylinder kernels; a pair
+    whose kernel is left out is FCL's (-1)."""
     ka, kb = si[ga, KIND], si[gb, KIND]
     round_a = ka == SPHERE or ka == CAPSULE
     round_b = kb == SPHERE or kb == CAPSULE
     if round_a and round_b:
         return round_pair(ga, gb, si, sf, Rw, pw, margin, buf, keys)
-    if ka == SPHERE and (kb == BOX or kb == CYLINDER or kb == MESH):
-        return sphere_solid(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys)
-    if kb == SPHERE and (ka == BOX or ka == CYLINDER or ka == MESH):
-        count = sphere_solid(gb, ga, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys)
+    if ka == SPHERE and (kb == BOX or kb == CYLINDER):
+        return sphere_solid(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, cylinders, None)
+    if kb == SPHERE and (ka == BOX or ka == CYLINDER):
+        count = sphere_solid(gb, ga, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, cylinders, None)
         _flip(buf, keys, count)
         return count
-    if ka == CAPSULE and kb == MESH and 7 * si[gb, MTN] <= work_limit:
-        return capsule_mesh(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys)
-    if kb == CAPSULE and ka == MESH and 7 * si[ga, MTN] <= work_limit:
-        count = capsule_mesh(gb, ga, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys)
-        _flip(buf, keys, count)
-        return count
-    if ka == MESH and kb == MESH and si[ga, MTN] * si[gb, MTN] <= MESH_PAIR_FACTOR * work_limit:
-        return mesh_mesh(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys)
+    # numba prunes a branch on ``x is not None`` when x is typed None: a scene without
+    # meshes (polytopes) never compiles their kernels (first-run compile time, issue 15)
+    if meshes is not None and (ka == MESH or kb == MESH):
+        return _mesh_pair(
+            ga, gb, ka, kb, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin,
+            work_limit, buf, keys,
+        )  # fmt: skip
+    if polytopes is None:
+        return -1
     poly_a = ka == BOX or ka == CONVEX
     poly_b = kb == BOX or kb == CONVEX
-    if ka == MESH and poly_b:
-        return mesh_polytope(
-            ga, gb, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit,
-            buf, keys,
-        )  # fmt: skip
-    if kb == MESH and poly_a:
-        count = mesh_polytope(
-            gb, ga, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit,
-            buf, keys,
-        )  # fmt: skip
-        _flip(buf, keys, count)
-        return count
     convex_a = round_a or poly_a
     convex_b = round_b or poly_b
     if not (convex_a and convex_b) or _polytope_work(ga, gb, si) > work_limit:
@@ -216,6 +240,42 @@ def pair_contacts(
         vB, nB, dB, shape_faces(gb, si, FP), shape_edges(gb, si, E), edB, sf[gb, RAD],
         FV, margin, buf, keys,
     )  # fmt: skip
+
+
+@njit(cache=True)
+def _mesh_pair(
+    ga, gb, ka, kb, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit,
+    buf, keys,
+):  # fmt: skip
+    """:func:`pair_contacts` of a pair with a mesh (ka or kb is MESH); -1 (FCL) for the pairs
+    and sizes the mesh kernels do not take."""
+    if ka == SPHERE:
+        return sphere_solid(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, None, True)
+    if kb == SPHERE:
+        count = sphere_solid(gb, ga, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, None, True)
+        _flip(buf, keys, count)
+        return count
+    if ka == CAPSULE and 7 * si[gb, MTN] <= work_limit:
+        return capsule_mesh(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys)
+    if kb == CAPSULE and 7 * si[ga, MTN] <= work_limit:
+        count = capsule_mesh(gb, ga, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys)
+        _flip(buf, keys, count)
+        return count
+    if ka == MESH and kb == MESH and si[ga, MTN] * si[gb, MTN] <= MESH_PAIR_FACTOR * work_limit:
+        return mesh_mesh(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys)
+    if ka == MESH and (kb == BOX or kb == CONVEX):
+        return mesh_polytope(
+            ga, gb, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit,
+            buf, keys,
+        )  # fmt: skip
+    if kb == MESH and (ka == BOX or ka == CONVEX):
+        count = mesh_polytope(
+            gb, ga, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit,
+            buf, keys,
+        )  # fmt: skip
+        _flip(buf, keys, count)
+        return count
+    return -1
 
 
 @njit(cache=True)
@@ -236,7 +296,7 @@ def _emit(ga, gb, buf, keys, count, cap, chosen, out_i, out_f, nc):
 @njit(cache=True)
 def narrowphase(
     pairs, allowed, fpack, ipack, offs, Rw, pw, bc, ground, params, buf, keys, out_i, out_f,
-    fcl_out,
+    fcl_out, polytopes, meshes, cylinders, fcl,
 ):  # fmt: skip
     """Contacts of the candidate pairs and of every shape against each ground half-space.
 
@@ -247,7 +307,9 @@ def narrowphase(
     (m = 0: none). params: (margin m, cap, work_limit). Writes
     rows of out_i (A, B, key) and out_f (point_a, point_b, normal, gap) and returns (needed
     rows, FCL pair count); when a count exceeds its buffer the caller grows it and calls
-    again. FCL's pairs go to fcl_out as (A, B, collide only).
+    again. FCL's pairs go to fcl_out as (A, B, collide only). polytopes, meshes, cylinders,
+    fcl: the scene's :func:`pair_kernel_set` (numba compiles one version per set, with only
+    those kernels).
     """
     si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB = unpack(fpack, ipack, offs)
     margin = params[0]
@@ -255,7 +317,7 @@ def narrowphase(
     work_limit = int(params[2])
     n = si.shape[0]
     chosen = np.empty(max(cap, 1), dtype=np.int64)
-    nc = 0
+    nc = np.int64(0)  # not a literal 0: numba would compile _emit() for both types
     nfcl = 0
     for k in range(pairs.shape[0]):
         i, j = pairs[k, 0], pairs[k, 1]
@@ -280,8 +342,8 @@ def narrowphase(
         if si[i, BODY] < 0 or (si[j, BODY] >= 0 and j < i):
             i, j = j, i  # B static if either is; otherwise A the lower index
         count = pair_contacts(i, j, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin,
-                              work_limit, buf, keys)  # fmt: skip
-        if count < 0:
+                              work_limit, buf, keys, polytopes, meshes, cylinders)  # fmt: skip
+        if fcl is not None and count < 0:  # count >= 0 when fcl is None (pair_kernel_set)
             if hulls_apart(i, j, si, sf, V, Rw, pw, bc, margin, 12):
                 continue
             if nfcl < fcl_out.shape[0]:
@@ -301,7 +363,7 @@ def narrowphase(
             h = hn[0] * bc[g, 0] + hn[1] * bc[g, 1] + hn[2] * bc[g, 2] - hd
             if h - sf[g, BR] > margin:
                 continue
-            count = ground_contacts(g, si, sf, V, Rw, pw, hn, hd, margin, buf, keys)
+            count = ground_contacts(g, si, sf, V, Rw, pw, hn, hd, margin, buf, keys, cylinders)
             nc = _emit(g, gh, buf, keys, count, cap, chosen, out_i, out_f, nc)
     return nc, nfcl
 

@@ -46,6 +46,7 @@ from mbsim.collision.manifold import (
 from mbsim.collision.primitives import (
     closest_on_polygon,
     closest_on_segment,
+    copy3,
     cross3,
     dot3,
     segment_segment,
@@ -139,14 +140,14 @@ def sat(vA, nA, dA, edA, vB, nB, dB, edB, limit, axis, faces=True):
         s = _min_dot(vA, nB[f]) - dB[f]
         if s > best + SAT_TOL or typ < 0:
             best, typ, bi = s, 1, f
-            axis[:] = nB[f]
+            copy3(axis, nB[f])
             if best > limit:
                 return best, typ, bi, bj
     for f in range(nA.shape[0] if faces else 0):
         s = _min_dot(vB, nA[f]) - dA[f]
         if s > best + SAT_TOL or typ < 0:
             best, typ, bi = s, 0, f
-            axis[:] = -nA[f]
+            copy3(axis, -nA[f])
             if best > limit:
                 return best, typ, bi, bj
     u = np.empty(3)
@@ -163,9 +164,9 @@ def sat(vA, nA, dA, edA, vB, nB, dB, edB, limit, axis, faces=True):
             if s > best + SAT_TOL or typ < 0:
                 best, typ, bi, bj = s, 2, i, j
                 if s1 >= s2:
-                    axis[:] = u
+                    copy3(axis, u)
                 else:
-                    axis[:] = -u
+                    copy3(axis, -u)
                 if best > limit:
                     return best, typ, bi, bj
     return best, typ, bi, bj
@@ -185,20 +186,20 @@ def point_to_core(p, v, n, d, fp, e, FV, q, tmp):
             d2 = closest_on_polygon(p, v, FV, fp[f, 0], fp[f, 1], n[f], tmp)
             if d2 < best:
                 best, feat = d2, f
-                q[:] = tmp
+                copy3(q, tmp)
     elif e.shape[0] > 0:
         for k in range(e.shape[0]):
             closest_on_segment(p, v[e[k, 0]], v[e[k, 1]], tmp)
             d2 = (p[0] - tmp[0]) ** 2 + (p[1] - tmp[1]) ** 2 + (p[2] - tmp[2]) ** 2
             if d2 < best:
                 best, feat = d2, k
-                q[:] = tmp
+                copy3(q, tmp)
     else:
         for k in range(v.shape[0]):
             d2 = (p[0] - v[k, 0]) ** 2 + (p[1] - v[k, 1]) ** 2 + (p[2] - v[k, 2]) ** 2
             if d2 < best:
                 best, feat = d2, k
-                q[:] = v[k]
+                copy3(q, v[k])
     return best, feat
 
 
@@ -215,14 +216,14 @@ def closest_features(vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb):
         d2, f = point_to_core(vA[i], vB, nB, dB, fpB, eB, FV, q, tmp)
         if d2 < best:
             best, kind, fa, fb = d2, K_VERT_A, i, f
-            pa[:] = vA[i]
-            pb[:] = q
+            copy3(pa, vA[i])
+            copy3(pb, q)
     for i in range(vB.shape[0]):
         d2, f = point_to_core(vB[i], vA, nA, dA, fpA, eA, FV, q, tmp)
         if d2 < best:
             best, kind, fa, fb = d2, K_VERT_B, f, i
-            pa[:] = q
-            pb[:] = vB[i]
+            copy3(pa, q)
+            copy3(pb, vB[i])
     c1 = np.empty(3)
     c2 = np.empty(3)
     for i in range(eA.shape[0]):
@@ -231,8 +232,8 @@ def closest_features(vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb):
             d2 = (c1[0] - c2[0]) ** 2 + (c1[1] - c2[1]) ** 2 + (c1[2] - c2[2]) ** 2
             if d2 < best:
                 best, kind, fa, fb = d2, K_EDGES, i, j
-                pa[:] = c1
-                pb[:] = c2
+                copy3(pa, c1)
+                copy3(pb, c2)
     return best, kind, fa, fb
 
 
@@ -383,10 +384,11 @@ def convex_pair(
     """All contacts of cores A and B within ``margin`` into the pair buffer (module
     docstring); returns how many were written."""
     axis = np.empty(3)
-    s, typ, i, j = sat(vA, nA, dA, edA, vB, nB, dB, edB, margin + rA + rB, axis)
+    # np.bool_/np.int64 constants, not literals: one compile of each callee (see round_pair)
+    s, typ, i, j = sat(vA, nA, dA, edA, vB, nB, dB, edB, margin + rA + rB, axis, np.bool_(True))
     if typ < 0 or s - rA - rB > margin:
         return 0
-    count = 0
+    count = np.int64(0)
     # Cores apart by more than the tie tolerance: exact closest points. (Touching cores, s ~ 0,
     # would give a closest-point direction made of rounding noise; the SAT axis is exact.)
     if s > SAT_TOL:
@@ -398,36 +400,40 @@ def convex_pair(
         if gap > margin:
             return 0
         n = (pa - pb) / d
-        fbest, cb = -1, -np.inf
+        fbest, cb = np.int64(-1), -np.inf
         for f in range(nB.shape[0]):
             c = dot3(nB[f], n)
             if c > cb:
                 cb, fbest = c, f
-        fabest, ca = -1, -np.inf
+        fabest, ca = np.int64(-1), -np.inf
         for f in range(nA.shape[0]):
             c = -dot3(nA[f], n)
             if c > ca:
                 ca, fabest = c, f
         if cb >= ALIGN_COS and cb >= ca:
             count = clip_manifold(
-                True, vB, nB, dB, fpB, fbest, rB, vA, nA, fpA, rA, FV, margin, buf, keys, 0
-            )
+                np.bool_(True), vB, nB, dB, fpB, fbest, rB, vA, nA, fpA, rA, FV, margin,
+                buf, keys, np.int64(0),
+            )  # fmt: skip
         elif ca >= ALIGN_COS:
             count = clip_manifold(
-                False, vA, nA, dA, fpA, fabest, rA, vB, nB, fpB, rB, FV, margin, buf, keys, 0
-            )
+                np.bool_(False), vA, nA, dA, fpA, fabest, rA, vB, nB, fpB, rB, FV, margin,
+                buf, keys, np.int64(0),
+            )  # fmt: skip
         for k in range(count):
             if abs(buf[k, 9] - gap) <= ON_TOL:
                 return count
         return put(buf, keys, count, pa - rA * n, pb + rB * n, n, gap, key_of(fk, fa, fb, 0))
     if typ == 1:
         count = clip_manifold(
-            True, vB, nB, dB, fpB, i, rB, vA, nA, fpA, rA, FV, margin, buf, keys, 0
-        )
+            np.bool_(True), vB, nB, dB, fpB, i, rB, vA, nA, fpA, rA, FV, margin, buf, keys,
+            np.int64(0),
+        )  # fmt: skip
     elif typ == 0:
         count = clip_manifold(
-            False, vA, nA, dA, fpA, i, rA, vB, nB, fpB, rB, FV, margin, buf, keys, 0
-        )
+            np.bool_(False), vA, nA, dA, fpA, i, rA, vB, nB, fpB, rB, FV, margin, buf, keys,
+            np.int64(0),
+        )  # fmt: skip
     if count > 0:
         return count
     if typ != 2 and s >= -SAT_TOL:
@@ -437,13 +443,13 @@ def convex_pair(
         pb = np.empty(3)
         _, fk, fa, fb = closest_features(vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb)
         return put(
-            buf, keys, 0, pa - rA * axis, pb + rB * axis, axis, s - rA - rB,
+            buf, keys, np.int64(0), pa - rA * axis, pb + rB * axis, axis, s - rA - rB,
             key_of(fk, fa, fb, 0),
         )  # fmt: skip
     if typ != 2 and edA.shape[0] > 0 and edB.shape[0] > 0:
         # penetration on a face axis whose clipped incident feature fell outside the reference
         # face (a tie within SAT_TOL between a face and an edge pair): use the best edge pair
-        s2, t2, i, j = sat(vA, nA, dA, edA, vB, nB, dB, edB, np.inf, axis, False)
+        s2, t2, i, j = sat(vA, nA, dA, edA, vB, nB, dB, edB, np.inf, axis, np.bool_(False))
         if t2 == 2:
             typ, s = 2, s2
     if typ == 2:
@@ -454,7 +460,7 @@ def convex_pair(
         c2 = np.empty(3)
         segment_segment(vA[eA[ea, 0]], vA[eA[ea, 1]], vB[eB[eb, 0]], vB[eB[eb, 1]], c1, c2)
         return put(
-            buf, keys, 0, c1 - rA * axis, c2 + rB * axis, axis, s - rA - rB,
+            buf, keys, np.int64(0), c1 - rA * axis, c2 + rB * axis, axis, s - rA - rB,
             key_of(K_EDGE_EDGE, ea, eb, 0),
         )  # fmt: skip
     # a point or segment core deep in a polytope near the rim of the reference face: report the

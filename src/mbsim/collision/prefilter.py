@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from mbsim.collision.primitives import copy3
 from mbsim.collision.shapes import BOX
 from mbsim.collision.table import BR, HX, KIND, OCX, OHX, RAD, V0, VN
 
@@ -97,9 +98,9 @@ def hulls_apart(i, j, si, sf, V, Rw, pw, bc, margin, iterations):
                 if d < best:
                     best = d
                     if sign > 0.0:
-                        pa[:] = v
+                        copy3(pa, v)
                     else:
-                        pb[:] = v
+                        copy3(pb, v)
             lo = best if sign > 0.0 else lo + best
         if lo > reach:
             return True

@@ -15,6 +15,14 @@ from numba import njit
 TINY2 = 1e-24
 
 
+@njit(cache=True, inline="always")
+def copy3(dst, src):
+    """dst[:] = src for 3-vectors, by a loop: numba's slice assignment compiles a formatter for
+    its shape-mismatch error (~1.5 s of a cold first run per array rank, issue 15)."""
+    for a in range(3):
+        dst[a] = src[a]
+
+
 @njit(cache=True)
 def dot3(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
@@ -173,7 +181,7 @@ def point_box(q, half, closest, normal):
             depth = half[k] - s * q[k]
             if depth < best:
                 best, axis, sign = depth, k, s
-    closest[:] = q
+    copy3(closest, q)
     closest[axis] = sign * half[axis]
     normal[:] = 0.0
     normal[axis] = sign
@@ -193,7 +201,7 @@ def point_cylinder(q, radius, halflen, closest, normal):
     if rho <= radius and abs(q[2]) <= halflen:
         side = radius - rho
         cap = halflen - abs(q[2])
-        closest[:] = q
+        copy3(closest, q)
         normal[:] = 0.0
         if side < cap:
             closest[0], closest[1] = radius * ux, radius * uy
@@ -294,7 +302,7 @@ def point_mesh(q, MV, MT, MB, v0, t0, tn, closest, normal):
         d2 = closest_on_triangle(q, MV, v0 + MT[t, 0], v0 + MT[t, 1], v0 + MT[t, 2], tmp)
         if d2 < best:
             best = d2
-            closest[:] = tmp
+            copy3(closest, tmp)
     tol = max(best, 1e-30) * (1.0 + 1e-9) + 1e-24
     nsum = np.zeros(3)
     e1 = np.empty(3)
@@ -320,7 +328,7 @@ def point_mesh(q, MV, MT, MB, v0, t0, tn, closest, normal):
         for k in range(3):
             normal[k] = (q[k] - closest[k]) / d
         if not outside:
-            normal[:] = -normal
+            copy3(normal, -normal)
     else:
         ln = norm3(nsum)
         for k in range(3):
@@ -342,8 +350,8 @@ def segment_triangle(p0, p1, V, ia, ib, ic, cs, ct, work):
         d2 = closest_on_triangle(p, V, ia, ib, ic, q)
         if d2 < best:
             best, tbest = d2, float(end)
-            cs[:] = p
-            ct[:] = q
+            copy3(cs, p)
+            copy3(ct, q)
     for e in range(3):
         i = ia if e == 0 else (ib if e == 1 else ic)
         j = ib if e == 0 else (ic if e == 1 else ia)
@@ -354,8 +362,8 @@ def segment_triangle(p0, p1, V, ia, ib, ic, cs, ct, work):
         d2 = (x1[0] - x2[0]) ** 2 + (x1[1] - x2[1]) ** 2 + (x1[2] - x2[2]) ** 2
         if d2 < best:
             best, tbest = d2, s
-            cs[:] = x1
-            ct[:] = x2
+            copy3(cs, x1)
+            copy3(ct, x2)
     # triangle normal (unnormalised) and the ends' heights above its plane
     ux, uy, uz = V[ib, 0] - V[ia, 0], V[ib, 1] - V[ia, 1], V[ib, 2] - V[ia, 2]
     wx, wy, wz = V[ic, 0] - V[ia, 0], V[ic, 1] - V[ia, 1], V[ic, 2] - V[ia, 2]
@@ -366,7 +374,7 @@ def segment_triangle(p0, p1, V, ia, ib, ic, cs, ct, work):
         t = h0 / (h0 - h1)
         _lerp(x1, p0, p1, t)
         if closest_on_triangle(x1, V, ia, ib, ic, q) <= 1e-24:
-            cs[:] = x1
-            ct[:] = x1
+            copy3(cs, x1)
+            copy3(ct, x1)
             return 0.0, t
     return best, tbest

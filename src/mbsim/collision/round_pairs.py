@@ -15,6 +15,7 @@ from numba import njit
 
 from mbsim.collision.manifold import K_BOX_POINT, K_CYL_POINT, K_MESH_POINT, K_SPHERES, key_of, put
 from mbsim.collision.primitives import (
+    copy3,
     cross3,
     dot3,
     point_box,
@@ -22,7 +23,7 @@ from mbsim.collision.primitives import (
     point_mesh,
     segment_segment,
 )
-from mbsim.collision.shapes import BOX, CYLINDER
+from mbsim.collision.shapes import BOX, CYLINDER, MESH
 from mbsim.collision.table import HLEN, HX, KIND, MT0, MTN, MV0, RAD
 
 #: capsules whose axes are parallel to within this sine also get the ends of their overlap
@@ -41,7 +42,7 @@ def _sphere_sphere(ca, ra, cb, rb, margin, buf, keys, count, key, hint):
     if d > 1e-12:
         n /= d
     else:
-        n[:] = hint
+        copy3(n, hint)
     return put(buf, keys, count, ca - ra * n, cb + rb * n, n, gap, key)
 
 
@@ -77,7 +78,11 @@ def round_pair(ga, gb, si, sf, Rw, pw, margin, buf, keys):
     else:
         hint[:] = 0.0
         hint[2] = 1.0  # coincident centres: any direction is as good; +z by convention
-    count = _sphere_sphere(c1, ra, c2, rb, margin, buf, keys, 0, key_of(K_SPHERES, 0, 0, 0), hint)
+    # np.int64(0), not 0: a literal argument makes numba compile the callee once for the
+    # literal type and once for int64 (compile time only, issue 15)
+    count = _sphere_sphere(
+        c1, ra, c2, rb, margin, buf, keys, np.int64(0), key_of(K_SPHERES, 0, 0, 0), hint
+    )
     if la > 0.0 and lb > 0.0 and ln <= PARALLEL_SIN * la * lb:
         # parallel capsules: a line contact, represented by both ends of the overlap
         u = da / la
@@ -100,8 +105,11 @@ def round_pair(ga, gb, si, sf, Rw, pw, margin, buf, keys):
 
 
 @njit(cache=True)
-def sphere_solid(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys):
-    """Sphere A against box, cylinder or mesh B, exactly (closest point on the solid)."""
+def sphere_solid(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys, cylinders, meshes):
+    """Sphere A against box, cylinder or mesh B, exactly (closest point on the solid).
+
+    cylinders, meshes: True, or None when B is never a cylinder (a mesh): numba then leaves
+    that search out."""
     R = Rw[gb]
     c = pw[ga]
     q = np.empty(3)
@@ -116,16 +124,18 @@ def sphere_solid(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys):
     if si[gb, KIND] == BOX:
         sd = point_box(q, sf[gb, HX : HX + 3], closest, nl)
         key = key_of(K_BOX_POINT, 0, 0, 0)
-    elif si[gb, KIND] == CYLINDER:
+    elif cylinders is not None and si[gb, KIND] == CYLINDER:
         sd = point_cylinder(q, sf[gb, RAD], sf[gb, HLEN], closest, nl)
         key = key_of(K_CYL_POINT, 0, 0, 0)
-    else:
+    elif meshes is not None and si[gb, KIND] == MESH:
         sd = point_mesh(q, MV, MT, MB, si[gb, MV0], si[gb, MT0], si[gb, MTN], closest, nl)
         key = key_of(K_MESH_POINT, 0, 0, 0)
+    else:
+        return -1  # a kind whose search the caller left out: FCL's pair
     r = sf[ga, RAD]
     gap = sd - r
     if gap > margin:
         return 0
     n = R @ nl
     pb = R @ closest + pw[gb]
-    return put(buf, keys, 0, c - r * n, pb, n, gap, key)
+    return put(buf, keys, np.int64(0), c - r * n, pb, n, gap, key)  # see round_pair

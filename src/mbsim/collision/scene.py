@@ -51,9 +51,9 @@ from mbsim.collision.manifold import (
     body_pair_keep,
     reduce_manifold,
 )
-from mbsim.collision.narrowphase import finish, narrowphase, shape_poses
+from mbsim.collision.narrowphase import finish, narrowphase, pair_kernel_set, shape_poses
 from mbsim.collision.shapes import CAPSULE, CYLINDER, KIND_NAMES, SPHERE
-from mbsim.collision.table import KIND, RAD, build_table
+from mbsim.collision.table import BODY, KIND, RAD, build_table
 from mbsim.errors import GeometryError
 from mbsim.names import FLOOR_LINK, MESH_CONTACT_MODES
 
@@ -268,6 +268,8 @@ class CollisionScene:
         t = self.table
         self._fpack, self._ipack, self._offs = t.pack()
         self._params = np.array([self.reach, self.cap, self.work_limit], dtype=float)
+        #: (polytopes, meshes, cylinders, fcl): the optional kernels the narrowphase compiles
+        self._kernels = pair_kernel_set(t.si[:, KIND], t.si[:, BODY])
         self._Rw = np.zeros((n, 3, 3))
         self._pw = np.zeros((n, 3))
         self._bc = np.zeros((n, 3))
@@ -351,7 +353,7 @@ class CollisionScene:
             nc, nfcl = narrowphase(
                 pairs, self.allowed, self._fpack, self._ipack, self._offs, Rw, pw, self._bc,
                 self.ground, self._params, self._buf, self._keys, self._out_i, self._out_f,
-                self._fcl_pairs,
+                self._fcl_pairs, *self._kernels,
             )  # fmt: skip
             if nc <= self._out_i.shape[0] and nfcl <= self._fcl_pairs.shape[0]:
                 break

@@ -13,7 +13,10 @@ Conventions used throughout :mod:`mbsim.simcore`:
 * Composition: ``X(E1, r1) X(E2, r2) = X(E1 E2, r2 + E2^T r1)``.
 
 These kernels are the building blocks; the recursions in :mod:`kinematics`, :mod:`dynamics` and
-:mod:`compliance` call them on preallocated arrays so nothing is allocated per step.
+:mod:`compliance` call them on preallocated arrays so nothing is allocated per step. They are
+``forceinline``: compiled once each and inlined by LLVM into every caller (the same machine code
+as numba's ``inline="always"``, which instead types the body again at every call site: several
+seconds of a cold first run's compile, issue 15).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def skew(r, out):
     """out = r^ so that r^ y = r x y (3x3)."""
     out[0, 0] = 0.0
@@ -36,7 +39,7 @@ def skew(r, out):
     out[2, 2] = 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def plucker(E, r, out):
     """out (6x6) = X(E, r) = [[E, 0], [-E r^, E]], the motion transform A -> B."""
     for i in range(3):
@@ -51,7 +54,7 @@ def plucker(E, r, out):
         out[i + 3, 2] = -(E[i, 0] * r[1] - E[i, 1] * r[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def rotation_about_axis(axis, angle, out):
     """out = Rodrigues rotation matrix R(axis, angle) (axis a unit 3-vector, angle in rad).
 
@@ -72,7 +75,7 @@ def rotation_about_axis(axis, angle, out):
     out[2, 2] = t * z * z + c
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def quat_to_rotation(qw, qx, qy, qz, out):
     """out = rotation matrix of the quaternion (qw, qx, qy, qz), normalised first."""
     n = np.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
@@ -88,7 +91,7 @@ def quat_to_rotation(qw, qx, qy, qz, out):
     out[2, 2] = 1 - 2 * (x * x + y * y)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def cross_motion(v, m, out):
     """out = v x m for spatial motion vectors (v x m = [w x mw; w x mv + vv x mw])."""
     w0, w1, w2 = v[0], v[1], v[2]
@@ -101,7 +104,7 @@ def cross_motion(v, m, out):
     out[5] = w0 * m[4] - w1 * m[3] + u0 * m[1] - u1 * m[0]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def cross_force(v, f, out):
     """out = v x* f for a spatial motion v and force f (v x* f = [w x n + vv x f; w x f])."""
     w0, w1, w2 = v[0], v[1], v[2]
@@ -114,7 +117,7 @@ def cross_force(v, f, out):
     out[5] = w0 * f[4] - w1 * f[3]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def copy6x6(src, dst):
     """dst[:, :] = src by explicit loops (numba's slice assignment is several times slower)."""
     for a in range(6):
@@ -122,7 +125,7 @@ def copy6x6(src, dst):
             dst[a, b] = src[a, b]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def mat6_vec(A, x, out):
     """out = A x (6x6 times 6)."""
     for i in range(6):
@@ -132,7 +135,7 @@ def mat6_vec(A, x, out):
         out[i] = s
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def mat6T_vec(A, x, out):
     """out = A^T x (6x6 transposed times 6)."""
     for i in range(6):
@@ -200,7 +203,7 @@ def plucker_np(E: np.ndarray, r: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def xform_motion(E, r, m, out):
     """out = X(E, r) m for a motion vector: w' = E w, v' = E (v - r x w)."""
     w0, w1, w2 = m[0], m[1], m[2]
@@ -212,7 +215,7 @@ def xform_motion(E, r, m, out):
         out[a + 3] = E[a, 0] * t0 + E[a, 1] * t1 + E[a, 2] * t2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def xform_force_T(E, r, f, out):
     """out = X(E, r)^T f: a force in B coordinates expressed in A coordinates,
     f' = E^T f, n' = E^T n + r x f'."""
@@ -230,7 +233,7 @@ def xform_force_T(E, r, f, out):
     out[5] = g2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _rotate_block(A, i0, j0, E):
     """The 9 entries (row-major) of E^T A[i0:i0+3, j0:j0+3] E, as scalars (no temporaries)."""
     t00 = A[i0, j0] * E[0, 0] + A[i0, j0 + 1] * E[1, 0] + A[i0, j0 + 2] * E[2, 0]
@@ -255,7 +258,7 @@ def _rotate_block(A, i0, j0, E):
     )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def congruence_T_sym(E, r, A, out, accumulate):
     """out (+)= X^T A X for symmetric 6x6 A and X = X(E, r), exploiting X's structure.
 
@@ -264,9 +267,10 @@ def congruence_T_sym(E, r, A, out, accumulate):
     B = A'12 + r^ A'22:  11 = A'11 + r^ A'21 - B r^,  12 = B,  22 = A'22.
     About 250 multiply-adds instead of 432 for the dense product, all in registers.
     """
-    a00, a01, a02, a10, a11, a12, a20, a21, a22 = _rotate_block(A, 0, 0, E)
-    b00, b01, b02, b10, b11, b12, b20, b21, b22 = _rotate_block(A, 0, 3, E)  # A'12
-    d00, d01, d02, d10, d11, d12, d20, d21, d22 = _rotate_block(A, 3, 3, E)  # A'22
+    zero, three = np.int64(0), np.int64(3)  # not literals: one compile of _rotate_block
+    a00, a01, a02, a10, a11, a12, a20, a21, a22 = _rotate_block(A, zero, zero, E)
+    b00, b01, b02, b10, b11, b12, b20, b21, b22 = _rotate_block(A, zero, three, E)  # A'12
+    d00, d01, d02, d10, d11, d12, d20, d21, d22 = _rotate_block(A, three, three, E)  # A'22
     x, y, z = r[0], r[1], r[2]
     # B = A'12 + r^ A'22 (column j: b_j + r x d_j)
     B00 = b00 + (y * d20 - z * d10)
@@ -337,7 +341,7 @@ def congruence_T_sym(E, r, A, out, accumulate):
     out[5, 5] = w * out[5, 5] + d22
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _erot(m00, m01, m02, m10, m11, m12, m20, m21, m22, E):
     """The 9 entries (row-major) of E M E^T for a 3x3 M given as scalars."""
     t00 = m00 * E[0, 0] + m01 * E[0, 1] + m02 * E[0, 2]
@@ -362,7 +366,7 @@ def _erot(m00, m01, m02, m10, m11, m12, m20, m21, m22, E):
     )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def congruence_sym(E, r, A, out):
     """out = X A X^T for symmetric 6x6 A and X = X(E, r) (moves a compliance-like quantity
     from parent to child frame).
