@@ -5,7 +5,8 @@
   the link. Truth: a unit cube with one face removed has the unit cube as its hull, whose
   contacts on the floor are its corners (closed form).
 * Seams (a textured mesh repeats its vertices along them, one copy per face) do not open a
-  mesh: a cube written face by face is closed and convex.
+  mesh: a cube written face by face is closed and convex; nor do closed pieces that share an
+  edge (four triangles on it).
 * A convex mesh stored in float32 (STL) differs from its hull by float rounding only and is
   convex: two such boxes overlapping by 9.7 mm are found overlapping by exactly that depth
   (closed form), the case of icub's shoulder and neck at the start (the triangle contacts,
@@ -22,7 +23,7 @@ import trimesh
 from scipy.spatial.transform import Rotation
 
 from mbsim.collision.geometry import CONVEX_VOLUME_RTOL
-from mbsim.collision.shapes import CONVEX
+from mbsim.collision.shapes import CONVEX, MESH
 from test_collision_support import Scene, assert_contacts, part, pose, shape
 
 Z = np.array([0.0, 0.0, 1.0])
@@ -65,6 +66,19 @@ def test_closed_meshes_get_no_note(tmp_path):
     path = _write(_cube(), tmp_path / "cube.stl")
     s = Scene(part("m", shape("mesh", [1, 1, 1], mesh_path=path)), floor=True)
     assert s.scene.records[0].open_edges == 0
+    assert not [n for n in s.scene.notes if "not closed" in n]
+
+
+def test_closed_pieces_sharing_an_edge_are_closed(tmp_path):
+    """Two cubes meeting along one edge (a convex decomposition written as one file, as
+    laikago's chassis): that edge is on four triangles, yet every edge is traversed equally
+    often both ways, so the mesh bounds a volume and keeps its triangles."""
+    a, b = _cube(), _cube()
+    b.vertices = b.vertices + [1.0, 1.0, 0.0]
+    path = _write(trimesh.util.concatenate([a, b]), tmp_path / "pieces.stl")
+    s = Scene(part("m", shape("mesh", [1, 1, 1], mesh_path=path)), floor=True)
+    rec = s.scene.records[0]
+    assert rec.kind == MESH and rec.open_edges == 0
     assert not [n for n in s.scene.notes if "not closed" in n]
 
 

@@ -10,9 +10,9 @@ classified:
 * convex (its hull volume exceeds its own volume by at most ``CONVEX_VOLUME_RTOL``, i.e. it is
   its own hull up to float noise), or ``convex=True`` for it: kind ``CONVEX``, the hull as a
   polytope, handled by the exact kernels like a box;
-* **open** (not a closed surface: after merging coincident vertices some edge is not shared by
-  exactly two triangles, or the triangles' winding disagrees across an edge): it bounds no
-  volume, so "inside" is undefined, and the triangle contacts (``mesh_pairs.mesh_mesh``,
+* **open** (not a closed surface: after merging coincident vertices some edge is traversed a
+  different number of times in its two directions: a hole, a flipped triangle, a fin): it
+  bounds no volume, so "inside" is undefined, and the triangle contacts (``mesh_pairs.mesh_mesh``,
   ``primitives.point_mesh``) need exactly that to tell a penetration from a separation. Such a
   mesh collides as its convex hull (kind ``CONVEX``; PyBullet's and MuJoCo's rule for every
   mesh), and its record's ``open_edges`` counts the edges at fault for the scene's note. A flat
@@ -85,8 +85,8 @@ class ShapeRecord:
     bound_radius: float = 0.0
     aabb_center: np.ndarray = field(default_factory=lambda: np.zeros(3))
     aabb_half: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    #: mesh edges not shared by exactly two consistently wound triangles (> 0: an open mesh,
-    #: replaced by its convex hull; module docstring)
+    #: mesh edges whose triangles do not cancel (> 0: an open mesh, replaced by its convex
+    #: hull; module docstring, ``_surface``)
     open_edges: int = 0
 
 
@@ -244,18 +244,28 @@ def load_mesh(
 
 
 def _surface(vertices: np.ndarray, faces: np.ndarray) -> tuple[int, bool]:
-    """(open_edges, convex) of a triangle mesh: the number of its edges, after merging
-    coincident vertices (trimesh's process: seams of a textured mesh repeat its vertices), that
-    are not shared by exactly two triangles, or all of them when the winding is inconsistent
-    (0: a closed surface); and whether it is a closed mesh equal to its convex hull up to
-    CONVEX_VOLUME_RTOL in volume."""
+    """(open_edges, convex) of a triangle mesh.
+
+    open_edges: after merging coincident vertices (trimesh's process: a textured mesh repeats
+    its vertices along its seams), the number of edges a -> b that the triangles traverse a
+    different number of times in each direction. 0 means the mesh is a closed oriented
+    surface (the boundary of its triangles cancels), so the winding number of every point off
+    it is an integer and "inside" is defined: a watertight mesh, or several closed pieces that
+    share edges (a convex decomposition: edges on four triangles). A hole edge (on one
+    triangle), a flipped triangle or a three-triangle fin counts. convex: closed and equal to
+    its convex hull up to CONVEX_VOLUME_RTOL in volume."""
     import trimesh
 
     mesh = trimesh.Trimesh(vertices, faces, process=True)
-    _, uses = np.unique(np.sort(mesh.edges, axis=1), axis=0, return_counts=True)
-    open_edges = int(np.count_nonzero(uses != 2))
-    if open_edges == 0 and not mesh.is_winding_consistent:
-        open_edges = len(uses)
+    f = np.asarray(mesh.faces, dtype=np.int64)
+    directed = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
+    forward = directed[:, 0] < directed[:, 1]
+    key = np.where(forward[:, None], directed, directed[:, ::-1])
+    edges, inverse = np.unique(key, axis=0, return_inverse=True)
+    balance = np.bincount(
+        inverse.ravel(), weights=np.where(forward, 1.0, -1.0), minlength=len(edges)
+    )
+    open_edges = int(np.count_nonzero(balance))
     return open_edges, open_edges == 0 and _is_convex(mesh)
 
 

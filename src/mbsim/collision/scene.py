@@ -386,7 +386,7 @@ def open_mesh_note(model, records) -> str:
     edges = sum(r.open_edges for r in records)
     return (
         f"{len(links)} link(s) have collision meshes that are not closed surfaces ({edges} edges "
-        f"not shared by two consistently wound triangles): {shown}; they collide as their "
+        f"with holes, flipped or extra triangles): {shown}; they collide as their "
         "convex hulls, as in PyBullet and MuJoCo (triangle contacts need a closed surface to "
         "tell inside from outside)"
     )
