@@ -79,8 +79,9 @@ set up like ``a1-stand``.
 Usage: ``python benchmarks/bench_peers.py [--links 12 30] [--duration 3] [--repeat 3]
 [--no-calibrate] [--simulators mbsim mujoco mujoco-rollout pybullet] [--scenes panda-free
 panda-table a1-stand laikago-stand box-pile] [--panda-duration 1.5] [--pile-duration 0.1]
-[--general-path]
-[--markdown]``. Results go to
+[--general-path] [--manifold shape-pair|body-pair]
+[--markdown]``. ``--manifold`` sets mbsim's ``contact.manifold`` in every scenario timed
+(docs/scenario-format.md). Results go to
 docs/results.md with the machine and date; nothing here is asserted by tests. Needs the
 ``bench`` extra (``pip install mujoco pybullet``).
 """
@@ -339,13 +340,19 @@ SIMULATORS = {
 # --------------------------------------------------------------------------- run loops
 
 
+#: ``contact.manifold`` of every mbsim scenario timed (``--manifold``; options.CONTACT_MANIFOLDS)
+MANIFOLD = "shape-pair"
+
+
 def mbsim_runner(scenario_at):
     """A callable running ``scenario_at(path)`` to its end as ``mbsim run`` does (run loop,
-    HDF5 writer, record every 10 steps); the simulator and the file are made beforehand."""
+    HDF5 writer, record every 10 steps); the simulator and the file are made beforehand.
+    The scenario's ``contact.manifold`` is set to MANIFOLD."""
     from mbsim.simulator import Simulator
 
     tmp = tempfile.mkdtemp(prefix="mbsim-bench-")
     sc = scenario_at(str(Path(tmp) / "run.h5"))
+    sc = dataclasses.replace(sc, contact=dataclasses.replace(sc.contact, manifold=MANIFOLD))
     if sc.source is not None and not Path(sc.source).is_file():  # made from text: no file
         sc = dataclasses.replace(sc, source=None)
     sim = Simulator(sc)
@@ -1022,6 +1029,23 @@ def _format(head, lines, markdown: bool) -> str:
     return "\n".join([fmt.format(*head)] + [fmt.format(*x) for x in lines])
 
 
+def add_manifold_option(ap) -> None:
+    """--manifold: the ``contact.manifold`` of mbsim's scenarios (shared with bench_scaling)."""
+    from mbsim.simcore.options import CONTACT_MANIFOLDS
+
+    ap.add_argument(
+        "--manifold", default=MANIFOLD, choices=CONTACT_MANIFOLDS,
+        help="mbsim's contact.manifold: at most 4 points per shape pair (default) or per body "
+        "pair",
+    )  # fmt: skip
+
+
+def set_manifold(args) -> None:
+    global MANIFOLD
+    MANIFOLD = args.manifold
+    print(f"# mbsim contact.manifold = {MANIFOLD}", file=sys.stderr)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--links", type=int, nargs="*", default=[12, 30])
@@ -1048,7 +1072,9 @@ def main(argv=None):
         "--pile-duration", type=float, default=0.1,
         help="simulated s of box-pile (0.1: mbsim takes up to ~1 s a step on it)",
     )  # fmt: skip
+    add_manifold_option(ap)
     args = ap.parse_args(argv)
+    set_manifold(args)
     if args.general_path:
         from mbsim.simcore.fast_step import FreeStepper
 

@@ -124,7 +124,9 @@ def main(argv=None):
         "--plot-from", nargs="+", metavar="TABLE",
         help="only plot (to --png) the rows of these saved markdown outputs of this script",
     )  # fmt: skip
+    peers.add_manifold_option(ap)
     args = ap.parse_args(argv)
+    peers.set_manifold(args)
     if args.plot_from:
         plot(read_tables(args.plot_from), args.png)
         return
@@ -133,7 +135,8 @@ def main(argv=None):
     print(
         f"# {time.strftime('%Y-%m-%d %H:%M')}, {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, mujoco {mujoco.__version__}; "
-        f"median of {args.repeat}, steps/s of thread CPU time\n"
+        f"median of {args.repeat}, steps/s of thread CPU time; mbsim contact.manifold = "
+        f"{args.manifold}\n"
     )
     print("| case | N | mbsim (OS) steps/s | MuJoCo steps/s | mbsim / MuJoCo |")
     print("|---|---|---|---|---|")

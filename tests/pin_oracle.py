@@ -3,7 +3,9 @@
 mbsim and Pinocchio agree on frames (URDF joint frames) and on the free-flyer velocity (body
 linear velocity then body angular velocity), and differ in three conventions handled here:
 
-* quaternion order: mbsim q = [x y z qw qx qy qz], Pinocchio [x y z qx qy qz qw];
+* quaternion order: mbsim q = [x y z qw qx qy qz], Pinocchio [x y z qx qy qz qw] (free
+  joints); spherical joints mbsim [qw qx qy qz], Pinocchio [qx qy qz qw] (the velocity, the
+  body angular velocity, is the same in both);
 * continuous joints: Pinocchio uses (cos, sin) with nq = 2, mbsim the angle;
 * spatial vectors: Pinocchio [linear; angular], mbsim [angular; linear];
 * free-joint linear velocity: Pinocchio's is in the body frame, mbsim's is the derivative of
@@ -22,7 +24,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.spatial.transform import Rotation
 
-from mbsim.simcore.joints import FREE
+from mbsim.simcore.joints import FREE, SPHERICAL
 
 
 def robots_dir() -> Path:
@@ -88,6 +90,9 @@ class PinTwin:
                 out[b : b + 3] = q[a : a + 3]
                 out[b + 3 : b + 6] = q[a + 4 : a + 7]
                 out[b + 6] = q[a + 3]
+            elif m.jtype[i] == SPHERICAL:
+                out[b : b + 3] = q[a + 1 : a + 4]
+                out[b + 3] = q[a]
             elif self.pm.nqs[jid] == 2:
                 out[b : b + 2] = np.cos(q[a]), np.sin(q[a])
             else:
@@ -161,7 +166,56 @@ class PinTwin:
         )
         self.pd = self.pm.createData()
         J = pin.computeFrameJacobian(self.pm, self.pd, q_pin, fid, pin.LOCAL_WORLD_ALIGNED)
+        J = np.asarray(J).reshape(6, -1)  # with nv = 1 Pinocchio returns a (6,) vector
         return np.vstack([J[3:], J[:3]])[:, self.vperm] @ self.T(q)
+
+
+def pin_model_from_spec(spec) -> pin.Model:
+    """A Pinocchio model built joint by joint from an mbsim RobotSpec (no URDF, no mbsim
+    code): revolute and continuous joints as JointModelRevoluteUnaligned (an angle, as mbsim),
+    prismatic as JointModelPrismaticUnaligned, spherical as JointModelSpherical, a floating
+    base as JointModelFreeFlyer named ``root_joint`` at ``spec.base_pose``. Each link's
+    inertia goes on the joint that carries it; fixed joints are not supported (the spec's
+    tree must not have any)."""
+    pm = pin.Model()
+    links = {link.name: link for link in spec.links}
+    parent_joint = {}
+    if spec.base == "floating":
+        jid = pm.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3(spec.base_pose), "root_joint")
+        _append_inertia(pm, jid, links[spec.root])
+        parent_joint[spec.root] = jid
+    else:
+        parent_joint[spec.root] = 0
+    children = {}
+    for j in spec.joints:
+        children.setdefault(j.parent, []).append(j)
+    # depth first: Pinocchio's CRBA assumes every subtree's v indices are contiguous
+    stack = list(reversed(children.get(spec.root, [])))
+    while stack:
+        j = stack.pop()
+        axis = np.asarray(j.axis, dtype=float) / np.linalg.norm(j.axis)
+        if j.type in ("revolute", "continuous"):
+            jm = pin.JointModelRevoluteUnaligned(*axis)
+        elif j.type == "prismatic":
+            jm = pin.JointModelPrismaticUnaligned(*axis)
+        elif j.type == "spherical":
+            jm = pin.JointModelSpherical()
+        else:
+            raise ValueError(f"pin_model_from_spec: joint type {j.type!r} is not supported")
+        jid = pm.addJoint(parent_joint[j.parent], jm, pin.SE3(np.asarray(j.origin)), j.name)
+        _append_inertia(pm, jid, links[j.child])
+        parent_joint[j.child] = jid
+        stack.extend(reversed(children.get(j.child, [])))
+    return pm
+
+
+def _append_inertia(pm: pin.Model, jid: int, link) -> None:
+    inert = link.inertial
+    pm.appendBodyToJoint(
+        jid,
+        pin.Inertia(inert.mass, np.asarray(inert.com), np.asarray(inert.inertia)),
+        pin.SE3.Identity(),
+    )
 
 
 def twin_or_skip(urdf: Path, base: str):

@@ -28,7 +28,7 @@ def random_inertial(rng: np.random.Generator) -> Inertial:
 def random_tree(
     rng: np.random.Generator,
     n_links: int,
-    joint_types=("revolute", "prismatic", "continuous", "fixed"),
+    joint_types=("revolute", "prismatic", "continuous", "fixed", "spherical"),
     branching: float = 0.5,
     base: str = "fixed",
 ) -> RobotSpec:

@@ -1,6 +1,7 @@
 """Every URDF shipped in pybullet_data loads and builds (fixed and floating base), except the
 files listed below with the reason (issue 19). PyBullet loads all of them; the listed ones use
-PyBullet-only extensions, are xacro sources, or name meshes that do not exist.
+PyBullet-only extensions, are xacro sources, or name meshes that do not exist. PyBullet's
+spherical joints (humanoid, spherical_joint_limit) load since issue 19.
 
 Skipped when pybullet (a benchmark peer, which ships pybullet_data) is not installed."""
 
@@ -21,8 +22,6 @@ URDFS = sorted(p for p in DATA.rglob("*.urdf") if "random_urdfs" not in p.parts)
 
 #: file -> a fragment of the one-sentence refusal it must get
 REFUSED = {
-    "humanoid/humanoid.urdf": "unknown type 'spherical'",  # PyBullet's ball joint
-    "spherical_joint_limit.urdf": "unknown type 'spherical'",
     "husky/husky.urdf": "run xacro",  # $(optenv ...) left in the file
     "torus_deform.urdf": "no <link> elements",  # a deformable body, no links
     "toys/concave_box.urdf": "unknown shape <cdf>",  # PyBullet's signed-distance field shape

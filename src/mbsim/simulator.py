@@ -30,7 +30,6 @@ from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.energy_sources import EnergyGains
 from mbsim.simcore.joint_rows import JointLimits
-from mbsim.simcore.joints import FREE
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
 from mbsim.simcore.lcp.budget import SolveInterrupted
@@ -231,6 +230,7 @@ class Simulator:
             disabled_pairs=c.disabled_pairs,
             mesh_contact=c.mesh_contact,
             mesh_contact_links=c.mesh_contact_links,
+            manifold=c.manifold,
             **self._paths,
         )
 
@@ -247,16 +247,14 @@ class Simulator:
                 q[self._index(tree, r, name, "q")] = value
             for name, value in r.v0.items():
                 v[self._index(tree, r, name, "v")] = value
-        for i in range(m.nb):
-            if m.jtype[i] == FREE:
-                quat = q[m.qi[i] + 3 : m.qi[i] + 7]
-                n = np.linalg.norm(quat)
-                if not n > 0:
-                    raise MbsimError(
-                        f"robot '{self.model.tree_names[m.tree_of[i]]}': the initial quaternion "
-                        f"of joint '{m.joint_names[i]}' is zero"
-                    )
-                q[m.qi[i] + 3 : m.qi[i] + 7] = quat / n
+        for i, sl in m.quaternion_slices():
+            n = np.linalg.norm(q[sl])
+            if not n > 0:
+                raise MbsimError(
+                    f"robot '{self.model.tree_names[m.tree_of[i]]}': the initial quaternion "
+                    f"of joint '{m.joint_names[i]}' is zero"
+                )
+            q[sl] = q[sl] / n
         return q, v
 
     def _index(self, tree, robot, name, kind):

@@ -17,6 +17,7 @@ import typer
 from mbsim.cli.export import check_output, write_atomic
 from mbsim.errors import MbsimError
 from mbsim.io.results import Results, load_results
+from mbsim.simcore.joints import JOINT_CODE, JOINT_SIZES
 
 QUANTITIES = ("height", "speed")
 FORMATS = ("png", "pdf", "svg")
@@ -104,10 +105,12 @@ def _matplotlib():
 
 
 def _q_trees(r: Results) -> list[int]:
-    """Tree index of every q coordinate (free joints have 7 coordinates, others 1)."""
+    """Tree index of every q coordinate (free joints have 7 coordinates, spherical 4, others
+    1: mbsim.simcore.joints.JOINT_SIZES)."""
     out: list[int] = []
     for b, jtype in enumerate(r.joint_types):
-        out += [int(r.body_trees[b])] * (7 if jtype == "floating" else 1)
+        nq = JOINT_SIZES[JOINT_CODE[jtype]][0] if jtype in JOINT_CODE else 1
+        out += [int(r.body_trees[b])] * nq
     return out if len(out) == len(r.q_names) else [0] * len(r.q_names)
 
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from mbsim.simcore.options import CONTACT_MANIFOLDS
+
 #: Two candidate points closer than this (m) on B are one contact.
 MERGE_DIST = 1e-9
 
@@ -212,3 +214,97 @@ def compact(buf, keys, count, keep):
     buf[:m] = rows
     keys[:m] = ks
     return m
+
+
+#: Contact manifold scopes (``contact.manifold``): the reduction of :func:`reduce_manifold`
+#: per shape pair only, or again per body pair (:func:`body_pair_keep`).
+SHAPE_PAIR, BODY_PAIR = CONTACT_MANIFOLDS
+
+
+#: Two contacts of one body pair whose normals are closer than this angle (cosine) lie on one
+#: contact plane and share a manifold; a body pair touching on two faces at an angle (a box
+#: of one body in a corner of another) keeps a manifold on each.
+SAME_PLANE_COS = float(np.cos(np.radians(30.0)))
+
+
+@njit(cache=True)
+def body_pair_keep(body_a, body_b, geom_a, geom_b, point_a, point_b, normal, gap, cap, keep):
+    """keep[i] = whether contact i survives the per-body-pair reduction; returns how many.
+
+    The contacts of each unordered body pair (from any of their shape pairs) are split by
+    contact plane (normals within SAME_PLANE_COS of the deepest remaining contact's, oriented
+    from the pair's first body to its second) and each plane's contacts are reduced to at most
+    ``cap`` by :func:`reduce_manifold` (the deepest point, then the largest area): a body made
+    of k shapes resting on another body keeps its support polygon, not up to ``cap`` k points.
+    The static world (body -1) counts as one body per shape, so a body touching the floor and
+    a wall keeps both. Areas are measured on the midpoints of point_a and point_b (a contact of
+    the pair may come from a shape pair listed either way round, so its "point on B" may lie on
+    either body; a midpoint is within half the gap of both), projected along the deepest
+    point's normal."""
+    n = gap.shape[0]
+    side_a = np.where(body_a >= 0, body_a, -1 - geom_a)
+    side_b = np.where(body_b >= 0, body_b, -1 - geom_b)
+    lo = np.minimum(side_a, side_b)
+    hi = np.maximum(side_a, side_b)
+    order = np.argsort(lo * (np.int64(1) << 32) + hi, kind="mergesort")
+    buf = np.zeros((n, 10))
+    keys = np.zeros(n, dtype=np.int64)
+    rows = np.empty(n, dtype=np.int64)
+    chosen = np.empty(max(cap, 1), dtype=np.int64)
+    taken = np.zeros(n, dtype=np.bool_)
+    kept = 0
+    s = 0
+    while s < n:
+        e = s + 1
+        while e < n and lo[order[e]] == lo[order[s]] and hi[order[e]] == hi[order[s]]:
+            e += 1
+        if e - s <= cap:
+            for k in range(s, e):
+                keep[order[k]] = True
+            kept += e - s
+            s = e
+            continue
+        for k in range(s, e):
+            keep[order[k]] = False
+            taken[order[k]] = False
+        while True:
+            # the deepest contact not yet on a plane opens the next plane
+            first = -1
+            for k in range(s, e):
+                i = order[k]
+                if not taken[i] and (first < 0 or gap[i] < gap[first]):
+                    first = i
+            if first < 0:
+                break
+            f = 1.0 if side_a[first] == lo[first] else -1.0
+            count = 0
+            for k in range(s, e):
+                i = order[k]
+                if taken[i]:
+                    continue
+                g = 1.0 if side_a[i] == lo[i] else -1.0
+                cos = (
+                    f
+                    * g
+                    * (
+                        normal[i, 0] * normal[first, 0]
+                        + normal[i, 1] * normal[first, 1]
+                        + normal[i, 2] * normal[first, 2]
+                    )
+                )
+                if cos < SAME_PLANE_COS:
+                    continue
+                taken[i] = True
+                for c in range(3):
+                    buf[count, c] = point_a[i, c]
+                    buf[count, 3 + c] = 0.5 * (point_a[i, c] + point_b[i, c])
+                    buf[count, 6 + c] = normal[i, c]
+                buf[count, 9] = gap[i]
+                rows[count] = i
+                count += 1
+            m = reduce_manifold(buf, keys, count, cap, chosen)
+            for c in range(m):
+                keep[rows[chosen[c]]] = True
+            kept += m
+        s = e
+    return kept

@@ -14,8 +14,9 @@ One :meth:`CollisionScene.detect` call (step 2 of the time step in docs/architec
    :mod:`mbsim.collision.broadphase`);
 3. filters and exact kernels for every candidate pair and for the ground plane
    (:mod:`mbsim.collision.narrowphase`), FCL for the rest (:mod:`mbsim.collision.fcl_narrow`);
-4. manifolds reduced to at most ``manifold_cap`` points per pair
-   (:mod:`mbsim.collision.manifold`).
+4. manifolds reduced to at most ``manifold_cap`` points per shape pair
+   (:mod:`mbsim.collision.manifold`), and with ``manifold="body-pair"`` again per body pair
+   and contact plane (:func:`mbsim.collision.manifold.body_pair_keep`).
 
 Shapes are indexed as ``model.geometries``; the ground plane, when enabled, is shape index
 ``len(model.geometries)`` on body -1. ``scene.links[shape]`` names each shape's link
@@ -40,7 +41,14 @@ from mbsim.collision.broadphase import (
 from mbsim.collision.fcl_narrow import FclNarrowphase
 from mbsim.collision.filters import GROUND_TREE, LinkNames, allowed_pairs
 from mbsim.collision.geometry import build_records
-from mbsim.collision.manifold import K_CYL_RIM, reduce_manifold
+from mbsim.collision.manifold import (
+    BODY_PAIR,
+    CONTACT_MANIFOLDS,
+    K_CYL_RIM,
+    SHAPE_PAIR,
+    body_pair_keep,
+    reduce_manifold,
+)
 from mbsim.collision.narrowphase import finish, narrowphase, shape_poses
 from mbsim.collision.shapes import CAPSULE, CYLINDER, KIND_NAMES, SPHERE
 from mbsim.collision.table import KIND, RAD, build_table
@@ -131,6 +139,14 @@ def _empty_contacts() -> Contacts:
     return Contacts(i, i, i, i, v, v, v, v, v, f, i, i, f, f)
 
 
+def _subset(contacts: Contacts, keep: np.ndarray) -> Contacts:
+    """The contacts where ``keep`` is True (``contacts`` itself when all are)."""
+    if keep.all():
+        return contacts
+    fields = (getattr(contacts, f)[keep] for f in Contacts.__slots__)
+    return Contacts(*(np.ascontiguousarray(a) for a in fields))
+
+
 class CollisionScene:
     """The collision world of a Model (module docstring). Build with :meth:`from_model`."""
 
@@ -149,6 +165,7 @@ class CollisionScene:
         mesh_contact: str = "triangles",
         mesh_contact_links: Iterable[tuple[str, str]] = (),
         manifold_cap: int = DEFAULT_CAP,
+        manifold: str = SHAPE_PAIR,
         package_dirs: Mapping[str, str | os.PathLike[str]] | None = None,
         allow_outside_paths: bool = False,
         broadphase: str = "auto",
@@ -159,6 +176,10 @@ class CollisionScene:
             raise GeometryError(f"collision margin {margin!r} m must be finite and >= 0.")
         if int(manifold_cap) != manifold_cap or manifold_cap < 1:
             raise GeometryError(f"manifold_cap {manifold_cap!r} must be a positive integer.")
+        if manifold not in CONTACT_MANIFOLDS:
+            raise GeometryError(
+                f"manifold {manifold!r} must be one of {', '.join(CONTACT_MANIFOLDS)}."
+            )
         if broadphase not in BROADPHASES:
             raise GeometryError(
                 f"broadphase {broadphase!r} must be one of {', '.join(BROADPHASES)}."
@@ -173,6 +194,7 @@ class CollisionScene:
         # pair's own margin (see _margin_table)
         self.reach = max([self.margin, *(float(m) for _, _, m in pair_margins)])
         self.cap = int(manifold_cap)
+        self.manifold = manifold
         self.work_limit = int(work_limit)
         self.notes: list[str] = []
         hull_links = _HullLinks(model, convex, mesh_contact, mesh_contact_links)
@@ -273,6 +295,9 @@ class CollisionScene:
         MESH_CONTACT_MODES; mesh_contact_links: (link, mode) pairs overriding it per link
         (``tree/link`` or a bare link name). A link hulled by ``convex`` stays hulled.
         manifold_cap (4): most contact points kept per pair.
+        manifold ("shape-pair"): "body-pair" reduces the contacts again per body pair and
+        contact plane to at most ``manifold_cap`` (manifold.body_pair_keep), after the
+        per-pair margins.
         package_dirs: {package: folder} for ``package://`` meshes; allow_outside_paths (False):
         let mesh paths reach outside the URDF's folder and the package folders.
         broadphase ("auto"): "aabb" (every pair of proxy AABBs tested in numba) up to
@@ -335,13 +360,18 @@ class CollisionScene:
             ints[0], ints[1], ints[2], ints[3], vecs[0], vecs[1], vecs[2], vecs[3], vecs[4], gap,
             ints[4], ints[5], ra, rb,
         )  # fmt: skip
-        if self._margin_table is None:
-            return contacts
-        keep = contacts.gap < self._margin_table[contacts.geom_a, contacts.geom_b]
-        if keep.all():
-            return contacts
-        fields = (getattr(contacts, f)[keep] for f in Contacts.__slots__)
-        return Contacts(*(np.ascontiguousarray(a) for a in fields))
+        if self._margin_table is not None:
+            keep = contacts.gap < self._margin_table[contacts.geom_a, contacts.geom_b]
+            contacts = _subset(contacts, keep)
+        if self.manifold == BODY_PAIR and len(contacts) > self.cap:
+            keep = np.zeros(len(contacts), dtype=np.bool_)
+            c = contacts
+            body_pair_keep(
+                c.body_a, c.body_b, c.geom_a, c.geom_b, c.point_a, c.point_b, c.normal, c.gap,
+                self.cap, keep,
+            )  # fmt: skip
+            contacts = _subset(contacts, keep)
+        return contacts
 
     def _fcl_contacts(self, nfcl: int, nc: int, Rw, pw) -> int:
         """Run FCL on the pairs the kernels handed over; appends rows, returns the count."""

@@ -81,8 +81,17 @@ from mbsim.simcore.spec import (
 __all__ = ["MeshPathRefused", "load_urdf", "parse_urdf_string", "resolve_mesh_uri"]
 
 #: Joint types URDF defines. ``planar`` (motion in the plane normal to its axis) becomes two
-#: prismatic joints and a revolute one in the model builder.
-URDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+#: prismatic joints and a revolute one in the model builder. ``spherical`` is PyBullet's
+#: extension (a ball joint, 3 DoF, its axis ignored; :func:`_spherical_limit`).
+URDF_JOINT_TYPES = (
+    "revolute",
+    "continuous",
+    "prismatic",
+    "fixed",
+    "floating",
+    "planar",
+    "spherical",
+)
 #: Types whose axis matters (for planar: the plane's normal).
 _MOVING_TYPES = ("revolute", "continuous", "prismatic", "planar")
 INERTIA_RTOL = 1e-9
@@ -847,7 +856,7 @@ def _check_raw_joint(ctx: _Ctx, element: etree._Element, name: str) -> None:
     if axis is not None:
         _numbers(ctx, axis, "xyz", owner, (3,))
     for tag, attrs in (
-        ("limit", ("lower", "upper", "effort", "velocity")),
+        ("limit", ("lower", "upper", "effort", "velocity", "twist")),
         ("dynamics", ("damping", "friction")),
         ("mimic", ("multiplier", "offset")),
     ):
@@ -857,6 +866,30 @@ def _check_raw_joint(ctx: _Ctx, element: etree._Element, name: str) -> None:
     mimic = element.find("mimic")
     if mimic is not None and not mimic.get("joint"):
         raise ctx.error(f"{owner} <mimic> (line {mimic.sourceline}) has no 'joint' attribute")
+    if element.get("type") == "spherical":
+        _spherical_limit(ctx, element, name)
+
+
+def _spherical_limit(ctx: _Ctx, element: etree._Element, name: str) -> None:
+    """A spherical joint's ``<limit lower upper twist>`` is not applied: one lint line.
+
+    PyBullet (URDF2Bullet.cpp) reads lower, upper and twist as the swing-x, swing-y and twist
+    ranges (rad) of a btMultiBodySphericalJointLimit, created when all three and the effort
+    are positive: a soft (Baumgarte, kp = 0.2) one-sided constraint on the Euler XYZ angles of
+    the swing and the twist angle. mbsim's joint limits bound one coordinate of a 1-DoF joint;
+    the ball joint rotates freely, and the lint says so. ``effort`` and ``velocity`` apply to
+    each angular-velocity component like those of other joints (model.py)."""
+    limit = element.find("limit")
+    if limit is None:
+        return
+    given = [(a, limit.get(a)) for a in ("lower", "upper", "twist") if limit.get(a) is not None]
+    if not given:
+        return
+    values = ", ".join(f"{a} {float(v):.6g}" for a, v in given)
+    ctx.lint.append(
+        f"{ctx.source}: spherical {ctx.at('joint', name)}: its <limit> ({values} rad; "
+        "PyBullet's swing and twist ranges) is ignored: the ball joint rotates without limits"
+    )
 
 
 # --------------------------------------------------------------------------- yourdfpy
@@ -970,6 +1003,8 @@ def _joint_spec(ctx: _Ctx, yj: yourdfpy.Joint) -> JointSpec:
             f"{', '.join(URDF_JOINT_TYPES)})"
         )
     limit, dyn, mimic = yj.limit, yj.dynamics, yj.mimic
+    # a spherical joint's lower/upper are swing ranges, not bounds of q (_spherical_limit)
+    bounded = yj.type != "spherical"
     return JointSpec(
         name=yj.name,
         type=yj.type,
@@ -977,8 +1012,8 @@ def _joint_spec(ctx: _Ctx, yj: yourdfpy.Joint) -> JointSpec:
         child=yj.child,
         origin=_pose(yj.origin),
         axis=_unit_axis(ctx, yj),
-        lower=_value(limit, "lower"),
-        upper=_value(limit, "upper"),
+        lower=_value(limit, "lower") if bounded else float("nan"),
+        upper=_value(limit, "upper") if bounded else float("nan"),
         effort=_value(limit, "effort"),
         velocity=_value(limit, "velocity"),
         damping=_value(dyn, "damping"),
@@ -1003,7 +1038,7 @@ def _unit_axis(ctx: _Ctx, yj: yourdfpy.Joint) -> np.ndarray:
     axis = np.array(yj.axis if yj.axis is not None else (1.0, 0.0, 0.0), dtype=float)
     norm = float(np.linalg.norm(axis))
     if yj.type not in _MOVING_TYPES:
-        # Fixed/floating joints ignore the axis; xacro often writes "0 0 0" for them.
+        # Fixed/floating/spherical joints ignore the axis; xacro often writes "0 0 0" there.
         return axis / norm if norm > 0 else np.array([1.0, 0.0, 0.0])
     if norm == 0.0:
         raise ctx.error(f"{ctx.at('joint', yj.name)} has a zero-length axis {_fmt(axis)}")

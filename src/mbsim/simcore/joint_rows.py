@@ -4,8 +4,9 @@ Both act on the joint velocity v alone, so they are rows G_j v of the step's LCP
 formulation (the extension point of formulations.base.Formulation), placed between the
 equality rows and the contact rows.
 
-Position limits (URDF ``<limit lower upper>`` of revolute and prismatic joints; continuous and
-free joints have none). For DoF k with position q_k the gap to the lower limit is
+Position limits (URDF ``<limit lower upper>`` of revolute and prismatic joints; continuous,
+free and spherical joints have none: a spherical joint's swing/twist ``<limit>`` is reported by
+the URDF loader, not applied). For DoF k with position q_k the gap to the lower limit is
 g = q_k - lower (side s = +1) and to the upper one g = upper - q_k (s = -1). A limit whose
 gap is below ``margin`` (plus the distance the joint may travel this step, see
 :meth:`JointLimits.rows`) adds the unilateral row

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mbsim.simcore.joints import FREE, PRISMATIC, REVOLUTE
+from mbsim.simcore.joints import ANGULAR_V_OFFSET, FREE, PRISMATIC, REVOLUTE, SPHERICAL
 from mbsim.simcore.spatial import cross_motion, plucker, quat_to_rotation, xform_motion
 
 
@@ -37,6 +37,20 @@ def free_joint_transform(i, o, q, tree_E, tree_r, EJ, E, r, S):
     for a in range(3):
         for b in range(3):
             S[i, 3 + a, b] = EJ[b, a]
+
+
+@njit(cache=True, inline="always")
+def spherical_transform(i, o, q, tree_E, tree_r, EJ, E, r):
+    """Xup of spherical joint i (q[o:o+4] = [qw qx qy qz], the child's rotation R_J in the
+    joint frame): E = R_J^T E_T, r = r_T (the joint only rotates about the joint frame's
+    origin). S = [1; 0] is constant (body-frame angular velocity). ``EJ`` is 3x3 scratch."""
+    quat_to_rotation(q[o], q[o + 1], q[o + 2], q[o + 3], EJ)  # R_J (child -> joint)
+    for a in range(3):
+        for b in range(3):
+            E[i, a, b] = (
+                EJ[0, a] * tree_E[i, 0, b] + EJ[1, a] * tree_E[i, 1, b] + EJ[2, a] * tree_E[i, 2, b]
+            )
+        r[i, a] = tree_r[i, a]
 
 
 @njit(cache=True, inline="always")
@@ -107,6 +121,8 @@ def forward_kinematics_kernel(
                 r[i, a] = tree_r[i, a]
         elif jt == PRISMATIC:
             prismatic_transform(i, q[qi[i]], k0, k1, k2, tree_E, tree_r, E, r)
+        elif jt == SPHERICAL:
+            spherical_transform(i, qi[i], q, tree_E, tree_r, EJ, E, r)
         else:
             free_joint_transform(i, qi[i], q, tree_E, tree_r, EJ, E, r, S)
         p = parent[i]
@@ -229,6 +245,8 @@ def forward_poses_kernel(parent, jtype, qi, S, tree_E, tree_r, axis, q, E, r, R_
             prismatic_transform(
                 i, q[qi[i]], axis[i, 0], axis[i, 1], axis[i, 2], tree_E, tree_r, E, r
             )
+        elif jt == SPHERICAL:
+            spherical_transform(i, qi[i], q, tree_E, tree_r, EJ, E, r)
         else:
             free_joint_transform(i, qi[i], q, tree_E, tree_r, EJ, E, r, S)
         world_pose(i, p, E, r, R_world, p_world)
@@ -377,53 +395,67 @@ def point_velocities(model, data, v, bodies, local_points, body_vel=None) -> np.
     return out
 
 
+@njit(cache=True, inline="always")
+def quaternion_step(q, a, v, b, dt, out):
+    """out[a:a+4] = q[a:a+4] (x) exp(w dt / 2), renormalised: the exact rotation by the
+    constant body angular velocity w = v[b:b+3] (rad/s) over dt (s), quaternions [qw qx qy qz]
+    (a Taylor form of sin(th/2)/th and cos(th/2) below th = 1e-12 rad)."""
+    w, x, y, z = q[a], q[a + 1], q[a + 2], q[a + 3]
+    wx, wy, wz = v[b] * dt, v[b + 1] * dt, v[b + 2] * dt
+    th = np.sqrt(wx * wx + wy * wy + wz * wz)
+    if th > 1e-12:
+        s = np.sin(0.5 * th) / th
+        c = np.cos(0.5 * th)
+    else:
+        s = 0.5 - th * th / 48.0
+        c = 1.0 - th * th / 8.0
+    dw, dx, dy, dz = c, s * wx, s * wy, s * wz
+    # q_new = q (x) dq (body-frame increment)
+    nw = w * dw - x * dx - y * dy - z * dz
+    nx = w * dx + x * dw + y * dz - z * dy
+    ny = w * dy - x * dz + y * dw + z * dx
+    nz = w * dz + x * dy - y * dx + z * dw
+    n = np.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
+    out[a] = nw / n
+    out[a + 1] = nx / n
+    out[a + 2] = ny / n
+    out[a + 3] = nz / n
+
+
 @njit(cache=True)
 def integrate_kernel(jtype, qi, vi, q, v, dt, out):
     """out = q (+) dt v: Euler on 1-DoF joints. On a free joint the position moves with its
     velocity p-dot (joint frame: exact for constant velocity) and the orientation by the exact
-    quaternion exponential of the body angular velocity, q_k (x) exp(w dt / 2), renormalised.
+    quaternion exponential of the body angular velocity, q_k (x) exp(w dt / 2), renormalised
+    (:func:`quaternion_step`); a spherical joint's quaternion moves the same way.
     """
     for i in range(jtype.shape[0]):
         a = qi[i]
         b = vi[i]
-        if jtype[i] != FREE:
+        jt = jtype[i]
+        if jt == SPHERICAL:
+            quaternion_step(q, a, v, b, dt, out)
+            continue
+        if jt != FREE:
             out[a] = q[a] + dt * v[b]
             continue
-        w, x, y, z = q[a + 3], q[a + 4], q[a + 5], q[a + 6]
-        wx, wy, wz = v[b + 3] * dt, v[b + 4] * dt, v[b + 5] * dt
-        th = np.sqrt(wx * wx + wy * wy + wz * wz)
-        if th > 1e-12:
-            s = np.sin(0.5 * th) / th
-            c = np.cos(0.5 * th)
-        else:
-            s = 0.5 - th * th / 48.0
-            c = 1.0 - th * th / 8.0
-        dw, dx, dy, dz = c, s * wx, s * wy, s * wz
-        # q_new = q (x) dq (body-frame increment)
-        nw = w * dw - x * dx - y * dy - z * dz
-        nx = w * dx + x * dw + y * dz - z * dy
-        ny = w * dy - x * dz + y * dw + z * dx
-        nz = w * dz + x * dy - y * dx + z * dw
-        n = np.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
         for k in range(3):
             out[a + k] = q[a + k] + dt * v[b + k]
-        out[a + 3] = nw / n
-        out[a + 4] = nx / n
-        out[a + 5] = ny / n
-        out[a + 6] = nz / n
+        quaternion_step(q, a + 3, v, b + 3, dt, out)
 
 
 def lie_stage_velocity(model, theta, v) -> np.ndarray:
     """RKMK stage velocity of 4th-order Lie-group RK (Munthe-Kaas): ``v`` with the body
-    angular velocity w of every free joint replaced by dexp^-1 of it at the stage's rotation
-    vector theta (rad, the angular block of ``theta``): w + 1/2 theta x w + 1/12 theta x
-    (theta x w). The orientation R = R_0 exp([Theta]) then obeys Theta-dot = dexp^-1(w)
-    (body-frame convention), an ODE on a vector space that classical RK4 integrates to 4th
-    order; the truncation drops O(|theta|^4 |w|) terms, below RK4's local error. Other joints
-    (and the free joint's linear block, p-dot = v in the world frame) are unchanged."""
+    angular velocity w of every free and spherical joint replaced by dexp^-1 of it at the
+    stage's rotation vector theta (rad, the angular block of ``theta``): w + 1/2 theta x w +
+    1/12 theta x (theta x w). The orientation R = R_0 exp([Theta]) then obeys Theta-dot =
+    dexp^-1(w) (body-frame convention), an ODE on a vector space that classical RK4
+    integrates to 4th order; the truncation drops O(|theta|^4 |w|) terms, below RK4's local
+    error. Other joints (and the free joint's linear block, p-dot = v in the world frame) are
+    unchanged."""
     out = np.array(v, dtype=float, copy=True)
-    for i in np.flatnonzero(model.jtype == FREE):
-        b = model.vi[i] + 3
+    for i in np.flatnonzero((model.jtype == FREE) | (model.jtype == SPHERICAL)):
+        b = model.vi[i] + ANGULAR_V_OFFSET[int(model.jtype[i])]
         th = np.asarray(theta[b : b + 3], dtype=float)
         w = np.asarray(v[b : b + 3], dtype=float)
         tw = np.cross(th, w)

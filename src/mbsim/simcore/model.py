@@ -23,7 +23,11 @@ Building a model:
   (parent frame, m/s) and the child's angular velocity in the child frame (rad/s) -- MuJoCo's
   free-joint convention, nq = nv + 1. A world-frame linear velocity keeps free flight and
   rolling exact under semi-implicit Euler (a body-frame one rotates with the body between
-  steps); the price is a q-dependent motion subspace S, held in Data.
+  steps); the price is a q-dependent motion subspace S, held in Data. A spherical (ball)
+  joint has q = [qw qx qy qz] (the child frame's rotation in the joint frame) and
+  v = [wx wy wz] (the child's angular velocity relative to its parent, child frame, rad/s),
+  the rotational part of a free joint and Pinocchio's JointModelSpherical; its damping,
+  friction, effort and velocity limit apply to each of the three components.
 """
 
 from __future__ import annotations
@@ -35,7 +39,15 @@ import numpy as np
 from mbsim.errors import ModelError
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import articulated_pivots
-from mbsim.simcore.joints import FREE, JOINT_CODE, PRISMATIC, REVOLUTE
+from mbsim.simcore.joints import (
+    FREE,
+    JOINT_CODE,
+    JOINT_SIZES,
+    PRISMATIC,
+    QUATERNION_OFFSET,
+    REVOLUTE,
+    SPHERICAL,
+)
 from mbsim.simcore.spatial import spatial_inertia
 from mbsim.simcore.spec import GeometrySpec, JointSpec, RobotSpec
 
@@ -132,22 +144,30 @@ class Model:
     #: (body -1 and a world pose when welded to the world); the collision scene's ground
     planes: tuple[BodyGeometry, ...] = ()
 
-    def neutral_q(self) -> np.ndarray:
-        """The zero configuration (identity quaternion on free joints)."""
-        q = np.zeros(self.nq)
+    def quaternion_slices(self) -> list[tuple[int, slice]]:
+        """(body, slice of q) of every unit quaternion in q (free and spherical joints)."""
+        out = []
         for i in range(self.nb):
-            if self.jtype[i] == FREE:
-                q[self.qi[i] + 3] = 1.0
+            o = QUATERNION_OFFSET.get(int(self.jtype[i]))
+            if o is not None:
+                a = int(self.qi[i]) + o
+                out.append((i, slice(a, a + 4)))
+        return out
+
+    def neutral_q(self) -> np.ndarray:
+        """The zero configuration (identity quaternion on free and spherical joints)."""
+        q = np.zeros(self.nq)
+        for _, quat in self.quaternion_slices():
+            q[quat.start] = 1.0
         return q
 
     def random_q(self, rng: np.random.Generator, scale: float = 1.0) -> np.ndarray:
         """A random configuration: joint values uniform in [-scale, scale] (rad or m), random
-        positions and uniformly random unit quaternions on free joints."""
+        positions and uniformly random unit quaternions on free and spherical joints."""
         q = rng.uniform(-scale, scale, self.nq)
-        for i in range(self.nb):
-            if self.jtype[i] == FREE:
-                quat = rng.normal(size=4)
-                q[self.qi[i] + 3 : self.qi[i] + 7] = quat / np.linalg.norm(quat)
+        for _, quat in self.quaternion_slices():
+            u = rng.normal(size=4)
+            q[quat] = u / np.linalg.norm(u)
         return q
 
     def body_index(self, name: str, tree: int | None = None) -> int:
@@ -363,7 +383,12 @@ class _Builder:
                 massless[parent] = False
         tops: dict[str, list[str]] = {}
         for i, bd in enumerate(self.bodies):
-            if not massless[i] or bd["jtype"] not in ("revolute", "continuous", "prismatic"):
+            if not massless[i] or bd["jtype"] not in (
+                "revolute",
+                "continuous",
+                "prismatic",
+                "spherical",
+            ):
                 continue
             bd["mass"] = (MASSLESS_SUBTREE_MASS, np.zeros(3), MASSLESS_SUBTREE_INERTIA * np.eye(3))
             parent = bd["parent"]
@@ -427,8 +452,8 @@ def _flatten(b: _Builder, gravity: np.ndarray) -> Model:
     nb = len(b.bodies)
     parent = np.array([bd["parent"] for bd in b.bodies], dtype=np.int64)
     jtype = np.array([JOINT_CODE[bd["jtype"]] for bd in b.bodies], dtype=np.int64)
-    nqj = np.array([7 if t == FREE else 1 for t in jtype], dtype=np.int64)
-    nvj = np.array([6 if t == FREE else 1 for t in jtype], dtype=np.int64)
+    nqj = np.array([JOINT_SIZES[t][0] for t in jtype], dtype=np.int64)
+    nvj = np.array([JOINT_SIZES[t][1] for t in jtype], dtype=np.int64)
     qi = np.concatenate([[0], np.cumsum(nqj)[:-1]]).astype(np.int64) if nb else nqj.copy()
     vi = np.concatenate([[0], np.cumsum(nvj)[:-1]]).astype(np.int64) if nb else nvj.copy()
     S = np.zeros((nb, 6, 6))
@@ -462,6 +487,10 @@ def _flatten(b: _Builder, gravity: np.ndarray) -> Model:
             S[i, 3:, 0] = a
             q_names.append(name)
             v_names.append(name)
+        elif jtype[i] == SPHERICAL:
+            S[i, :3, :3] = np.eye(3)  # v = w (child frame) -> spatial [w; 0]
+            q_names += [f"{name}.{c}" for c in ("qw", "qx", "qy", "qz")]
+            v_names += [f"{name}.{c}" for c in ("wx", "wy", "wz")]
         else:
             S[i, 3:, :3] = np.eye(3)  # v = [p-dot; w] -> spatial [w; R^T p-dot] (R = 1 here)
             S[i, :3, 3:] = np.eye(3)
@@ -469,9 +498,12 @@ def _flatten(b: _Builder, gravity: np.ndarray) -> Model:
             v_names += [f"{name}.{c}" for c in ("vx", "vy", "vz", "wx", "wy", "wz")]
         js = bd["spec"]
         if js is not None and jtype[i] != FREE:
-            k = vi[i]
+            # one entry per v component: a spherical joint's three get the same values (as
+            # PyBullet damps each of its three DoF); position limits bound 1-DoF joints only
+            # (a spherical joint's <limit> is reported by the URDF loader and not applied)
+            k = slice(vi[i], vi[i] + nvj[i])
             damping[k] = 0.0 if np.isnan(js.damping) else js.damping
-            if js.type != "continuous":
+            if js.type not in ("continuous", "spherical"):
                 lower[k] = -np.inf if np.isnan(js.lower) else js.lower
                 upper[k] = np.inf if np.isnan(js.upper) else js.upper
             effort[k] = np.inf if np.isnan(js.effort) else js.effort

@@ -31,6 +31,9 @@ IMPACT_FRICTION = ("total", "compression")
 #: surface (``simcore/contact.py`` curvature_drift): its core point, or the contact point
 #: itself (001's material-point prediction).
 CURVATURE_POINTS = ("core", "contact")
+#: Contact manifold scope (``collision/manifold.py``): at most ``manifold_cap`` points per
+#: shape pair, or again per body pair and contact plane (a body of many shapes on the floor).
+CONTACT_MANIFOLDS = ("shape-pair", "body-pair")
 #: How a robot's root link is attached to the world.
 BASES = ("fixed", "floating")
 #: Loop-closure types (``simcore/bilateral.py``): coincident points, rigid weld, fixed distance.
@@ -39,6 +42,7 @@ CLOSURE_TYPES = ("ball", "weld", "distance")
 __all__ = [
     "BASES",
     "CLOSURE_TYPES",
+    "CONTACT_MANIFOLDS",
     "CURVATURE_POINTS",
     "DELASSUS",
     "DUMP_MODES",

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: Joint types a spec may hold. ``floating`` is a 6-DoF free joint (unit quaternion).
-JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating")
+#: Joint types a spec may hold. ``floating`` is a 6-DoF free joint (unit quaternion),
+#: ``spherical`` a 3-DoF ball joint (unit quaternion; PyBullet's URDF extension).
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "spherical")
 
 
 @dataclass
@@ -85,7 +86,7 @@ class JointSpec:
     """A URDF joint between two links.
 
     type: one of :data:`JOINT_TYPES`. origin: 4x4 pose of the joint frame in the parent link
-    frame. axis: (3,) unit axis in the joint frame (ignored for fixed/floating).
+    frame. axis: (3,) unit axis in the joint frame (ignored for fixed/floating/spherical).
     lower/upper (rad or m), effort (N m or N), velocity (rad/s or m/s), damping
     (N m s/rad or N s/m), friction (N m or N): NaN where the URDF gives none.
     """

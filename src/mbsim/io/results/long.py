@@ -5,8 +5,8 @@ Long format, columns ``time`` (s), ``step``, ``kind`` (``joint``, ``body`` or ``
 ``item`` (a q/v coordinate name such as ``joint_1`` or ``root_joint.z``, a body name, or
 ``total``/``kinetic``/``potential``), ``quantity`` and ``value``:
 
-* joints: ``position`` (q, rad or m; free joints' quaternion parts are dimensionless) and
-  ``velocity`` (v, rad/s or m/s);
+* joints: ``position`` (q, rad or m; free and spherical joints' quaternion parts are
+  dimensionless) and ``velocity`` (v, rad/s or m/s);
 * bodies (when body poses were recorded): ``x``, ``y``, ``z`` (m) and ``qw``..``qz`` (1);
 * energy: ``energy`` (J).
 

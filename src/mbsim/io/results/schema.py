@@ -1,8 +1,9 @@
 """The results file's schema (version 1): names, codes, column layouts and the /model table.
 
 docs/hdf5-format.md is the reference for the layout. Units are SI: time in s, joint positions
-in rad or m (free joints: m and a unit quaternion), velocities in rad/s or m/s, impulses in N s,
-energies in J, lengths in m, wall-clock durations in s.
+in rad or m (free joints: m and a unit quaternion; spherical joints: a unit quaternion),
+velocities in rad/s or m/s, impulses in N s, energies in J, lengths in m, wall-clock durations
+in s.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def _trajectory_cols(nq: int, nv: int, nb: int, body_poses: bool) -> list[_Col]:
             "q",
             np.float64,
             (nq,),
-            "rad or m (free joints: m, then a unit quaternion qw qx qy qz)",
+            "rad or m (free joints: m, then a unit quaternion qw qx qy qz; spherical joints: a "
+            "unit quaternion qw qx qy qz)",
             "joint positions, columns named by /model/q_names",
         ),
         _Col(
@@ -226,7 +228,7 @@ def model_info(model) -> dict:
 _MODEL_META = {
     "body_names": ("1", "moving bodies, in model order (depth-first, trees one after another)"),
     "joint_names": ("1", "the joint that moves each body"),
-    "joint_types": ("1", "revolute, continuous, prismatic or floating, per body"),
+    "joint_types": ("1", "revolute, continuous, prismatic, floating or spherical, per body"),
     "parents": ("1", "index of each body's parent body; -1 = the world"),
     "q_names": ("1", "name of each column of /trajectory/q"),
     "v_names": ("1", "name of each column of /trajectory/v"),

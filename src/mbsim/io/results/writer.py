@@ -1,8 +1,9 @@
 """Writing a results file: :class:`ResultsWriter` streams a run into HDF5 (schema version 1).
 
 docs/hdf5-format.md is the reference for the layout. Units are SI: time in s, joint positions
-in rad or m (free joints: m and a unit quaternion), velocities in rad/s or m/s, impulses in N s,
-energies in J, lengths in m, wall-clock durations in s.
+in rad or m (free joints: m and a unit quaternion; spherical joints: a unit quaternion),
+velocities in rad/s or m/s, impulses in N s, energies in J, lengths in m, wall-clock durations
+in s.
 
 Writing (:class:`ResultsWriter`, a context manager):
 

@@ -88,7 +88,8 @@ class _ModelNames:
         self.q: dict[int, dict[str, int]] = {}
         self.v: dict[int, dict[str, int]] = {}
         self.one_dof: dict[int, dict[str, int]] = {}
-        self.free_joints: dict[int, list[str]] = {}
+        #: joints whose q holds a unit quaternion (free and spherical joints)
+        self.quaternion_joints: dict[int, list[str]] = {}
         for i in range(model.nb):
             t = int(model.tree_of[i])
             for k in range(int(model.qi[i]), int(model.qi[i] + model.nqj[i])):
@@ -98,7 +99,7 @@ class _ModelNames:
             if model.nvj[i] == 1:
                 self.one_dof.setdefault(t, {})[model.joint_names[i]] = int(model.vi[i])
             else:
-                self.free_joints.setdefault(t, []).append(model.joint_names[i])
+                self.quaternion_joints.setdefault(t, []).append(model.joint_names[i])
 
 
 class _Checker:
@@ -204,7 +205,7 @@ def _check_robot(check: _Checker, r) -> list[tuple[str, str]]:
                 raise ctx.error(
                     (*rpath, "q0", joint), f"is outside the joint limits [{lo:g}, {hi:g}]", x
                 )
-    for joint in names.free_joints.get(t, []):
+    for joint in names.quaternion_joints.get(t, []):
         quat_names = [f"{joint}.{c}" for c in ("qw", "qx", "qy", "qz")]
         if any(n in r.q0 for n in quat_names):
             quat = [r.q0.get(n, 1.0 if n.endswith("qw") else 0.0) for n in quat_names]
@@ -274,7 +275,8 @@ def _check_closures(check: _Checker, closures: tuple[Closure, ...]) -> tuple[Clo
 
 
 def _dof_of_q(model, k: int) -> int | None:
-    """v index of q index ``k`` if it belongs to a 1-DoF joint (None for free joints)."""
+    """v index of q index ``k`` if it belongs to a 1-DoF joint (None for free and spherical
+    joints)."""
     for i in range(model.nb):
         if model.qi[i] <= k < model.qi[i] + model.nqj[i]:
             return int(model.vi[i]) if model.nqj[i] == 1 else None

@@ -118,6 +118,8 @@ def scenario_dict(s: Scenario) -> dict:
         raw["contact"]["friction_axes"] = c.friction_axes
     if c.curvature_point != "core":
         raw["contact"]["curvature_point"] = c.curvature_point
+    if c.manifold != "shape-pair":
+        raw["contact"]["manifold"] = c.manifold
     if s.closures:
         raw["closure"] = []
         for cl in s.closures:

@@ -54,6 +54,7 @@ from mbsim.names import MESH_CONTACT_MODES, WORLD, split_link_ref
 from mbsim.simcore.options import (
     BASES,
     CLOSURE_TYPES,
+    CONTACT_MANIFOLDS,
     CURVATURE_POINTS,
     DELASSUS,
     DUMP_MODES,
@@ -704,6 +705,7 @@ def _contact(ctx: _Ctx, value: object) -> Contact:
         curvature_point=_choice(
             ctx, (*path, "curvature_point"), t["curvature_point"], CURVATURE_POINTS
         ),
+        manifold=_choice(ctx, (*path, "manifold"), t["manifold"], CONTACT_MANIFOLDS),
         max_recovery_speed=_float(
             ctx, (*path, "max_recovery_speed"), t["max_recovery_speed"], gt=0.0
         ),

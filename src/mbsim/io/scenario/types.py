@@ -69,6 +69,7 @@ _CONTACT_DEFAULTS: dict[str, Any] = {
     "impact_friction": "total",
     "friction_axes": "slip",
     "curvature_point": "core",
+    "manifold": "shape-pair",  # shape-pair | body-pair (options.CONTACT_MANIFOLDS)
     "max_recovery_speed": 0.5,  # StepOptions.max_recovery_speed (m/s)
     "mesh_contact": "triangles",  # every link's non-convex meshes: "triangles" | "convex-hull"
     "mesh_contact_links": {},  # {"tree/link" = mode}: per-link override
@@ -189,7 +190,8 @@ class Robot:
     """One robot: a URDF tree attached by ``base`` at ``base_pose``.
 
     q0 / v0: initial values by coordinate name (``Model.q_names`` / ``v_names``; free joints
-    as ``root_joint.x`` .. ``root_joint.qz`` and ``root_joint.vx`` .. ``root_joint.wz``);
+    as ``root_joint.x`` .. ``root_joint.qz`` and ``root_joint.vx`` .. ``root_joint.wz``,
+    spherical joints as ``NAME.qw`` .. ``NAME.qz`` and ``NAME.wx`` .. ``NAME.wz``);
     unnamed coordinates start at the neutral configuration and at rest. torque: constant joint
     forces by v name. pd: PD gains by 1-DoF joint name (added to ``torque``). srdf: optional
     SRDF whose ``<disable_collisions>`` pairs apply within this robot. control: a
@@ -262,7 +264,8 @@ class Contact:
     ``friction_directions`` the number of edges of the friction polyhedron, ``friction_axes``
     its orientation (options.FRICTION_AXES), ``impact_friction`` the friction law of an
     impact (options.IMPACT_FRICTION), ``curvature_point`` where a smooth contact's gap
-    prediction is taken (options.CURVATURE_POINTS), ``max_recovery_speed`` (m/s) the fastest
+    prediction is taken (options.CURVATURE_POINTS), ``manifold`` the scope of the contact
+    manifold reduction (options.CONTACT_MANIFOLDS), ``max_recovery_speed`` (m/s) the fastest
     a penetration is pushed out. ``ignore_initial_overlaps``: link pairs of one robot that
     already overlap at the initial state are not checked (:mod:`mbsim.start_pose`). Link
     references
@@ -284,6 +287,7 @@ class Contact:
     impact_friction: str = "total"
     friction_axes: str = "slip"
     curvature_point: str = "core"
+    manifold: str = "shape-pair"
     max_recovery_speed: float = 0.5
     mesh_contact: str = "triangles"
     mesh_contact_links: tuple[tuple[str, str], ...] = ()

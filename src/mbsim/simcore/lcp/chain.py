@@ -1,6 +1,8 @@
 """The solver entry point and its fallback chain for hard steps.
 
-``solve_lcp(M, q, solver="lemke", chain=True)`` tries, in order, until one is accepted:
+``solve_lcp(M, q, solver="lemke", chain=True)`` first splits (M, q) into its independent
+blocks (islands.py; an M that does not split is one block) and runs the chain on each; the
+chain tries, in order, until one is accepted:
 
 1. ``lemke``: lexicographic Lemke on (M, q);
 2. ``lemke_reg``: Lemke on M + delta I for delta = c ||M||_inf, c in DEFAULT_DELTAS =
@@ -52,7 +54,7 @@ import warnings
 import numpy as np
 import scipy.linalg
 
-from mbsim.simcore.lcp import budget, selection
+from mbsim.simcore.lcp import budget, islands, selection
 from mbsim.simcore.lcp.lemke import as_problem, lemke, run_lemke
 from mbsim.simcore.lcp.lstsq import active_set_error, active_set_least_change
 from mbsim.simcore.lcp.pgs import DEFAULT_MAX_ITER, pgs
@@ -214,8 +216,13 @@ def solve_lcp(
     pgs_max_iter: int = DEFAULT_MAX_ITER,
     deltas: tuple[float, ...] = DEFAULT_DELTAS,
     select: str | None = None,
+    split: bool = True,
 ) -> LcpResult:
     """Solve the standard LCP (M, q) with ``solver`` ("lemke" or "pgs") and the fallback chain.
+
+    With ``split`` (the default) an M that is block diagonal under a permutation is solved
+    block by block (islands.py: exact, the blocks are independent LCPs); an M that does not
+    split takes the chain as it is.
 
     ``deltas`` are relative to ||M||_inf (absolute if M = 0). ``select`` ("vertex" or
     "least_norm", selection.py; None: the mode of the enclosing ``selection.selecting``
@@ -233,6 +240,20 @@ def solve_lcp(
     M, q = as_problem(M, q)
     mscale = inf_norm(M)
     mscale = mscale if mscale > 0.0 and np.isfinite(mscale) else 1.0
+    args = (solver, chain, tol_rel, max_pivots, pgs_max_iter, deltas, select, mscale)
+    parts = islands.blocks(M) if split else []
+    if len(parts) > 1:
+        return islands.solve_blocks(
+            M, q, parts, lambda Mb, qb: _solve_chain(Mb, qb, *args),
+            lambda: _solve_chain(M, q, *args), tol_rel,
+        )  # fmt: skip
+    return _solve_chain(M, q, *args)
+
+
+def _solve_chain(M, q, solver, chain, tol_rel, max_pivots, pgs_max_iter, deltas, select, mscale):
+    """The fallback chain on (M, q) (module docstring); the regularisations are
+    ``deltas * mscale``, mscale the whole problem's ||M||_inf when (M, q) is one of its blocks
+    (so a block is regularised as it would be inside the whole problem)."""
 
     def run_lemke_plain():
         return lemke(M, q, max_pivots=max_pivots, tol_rel=tol_rel)
