@@ -20,7 +20,8 @@ WORLD = "world"
 #: How a link's non-convex meshes collide (scenario ``contact.mesh_contact``, the scene's
 #: ``mesh_contact``): "triangles" keeps the triangle mesh (exact triangle-pair contacts),
 #: "convex-hull" replaces it by its convex hull (MuJoCo's rule for every mesh, PyBullet's for
-#: a mesh without the concave flag). A mesh that is its own hull is convex either way.
+#: a mesh without the concave flag). A mesh that is its own hull is convex either way, and
+#: an open mesh (no inside: collision/geometry.py) collides as its hull in either mode.
 MESH_CONTACT_MODES = ("triangles", "convex-hull")
 
 

@@ -50,6 +50,7 @@ def info(
         allow_outside_paths=allow_outside_paths,
     )
     summary["checked_pairs"] = scene_pairs(scene)
+    summary["warnings"] += scene.notes
     frames = body_frames(model, model.neutral_q())
     overlaps = initial_overlaps(scene, *frames) if scene.allowed.any() else []
     summary["initial_overlaps"] = [{"a": a, "b": b, "depth_m": d} for a, b, d in overlaps]

@@ -10,6 +10,13 @@ classified:
 * convex (its hull volume exceeds its own volume by at most ``CONVEX_VOLUME_RTOL``, i.e. it is
   its own hull up to float noise), or ``convex=True`` for it: kind ``CONVEX``, the hull as a
   polytope, handled by the exact kernels like a box;
+* **open** (not a closed surface: after merging coincident vertices some edge is traversed a
+  different number of times in its two directions: a hole, a flipped triangle, a fin): it
+  bounds no volume, so "inside" is undefined, and the triangle contacts (``mesh_pairs.mesh_mesh``,
+  ``primitives.point_mesh``) need exactly that to tell a penetration from a separation. Such a
+  mesh collides as its convex hull (kind ``CONVEX``; PyBullet's and MuJoCo's rule for every
+  mesh), and its record's ``open_edges`` counts the edges at fault for the scene's note. A flat
+  open mesh (no hull volume) stays a triangle mesh;
 * otherwise kind ``MESH``: FCL holds the triangles as a BVH; the kernels keep its hull vertices.
 
 Every problem raises :class:`~mbsim.errors.GeometryError` in one sentence naming the URDF file,
@@ -39,9 +46,13 @@ from mbsim.collision.shapes import (
 )
 from mbsim.errors import GeometryError
 
-#: A mesh counts as convex when (hull volume - mesh volume) <= this times the hull volume.
-#: 1e-9 accepts float noise of a truly convex mesh and nothing a user would call a dent.
-CONVEX_VOLUME_RTOL = 1e-9
+#: A closed mesh counts as convex when (hull volume - mesh volume) <= this times the hull
+#: volume. Mesh files store float32 coordinates (relative rounding 6e-8), so the two triangles
+#: of a flat quad are not quite coplanar: icub's boxes and cylinders (every hull vertex a mesh
+#: vertex) differ from their hulls by 0.7e-7 to 6e-7 relative, which 1e-9 refused. A dent of
+#: depth d over a face changes the volume by about d / size relative, so 1e-5 is a dent of
+#: 1 um on a 10 cm part: nothing a user would call a dent.
+CONVEX_VOLUME_RTOL = 1e-5
 
 
 @dataclass
@@ -74,6 +85,9 @@ class ShapeRecord:
     bound_radius: float = 0.0
     aabb_center: np.ndarray = field(default_factory=lambda: np.zeros(3))
     aabb_half: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    #: mesh edges whose triangles do not cancel (> 0: an open mesh, replaced by its convex
+    #: hull; module docstring, ``_surface``)
+    open_edges: int = 0
 
 
 def build_records(
@@ -170,9 +184,14 @@ def _mesh_record(rec, shape, where, want_hull, paths, cache) -> None:
     rec.aabb_center, rec.aabb_half = 0.5 * (lo + hi), 0.5 * (hi - lo)
     rec.bound_center = rec.aabb_center.copy()
     rec.bound_radius = float(np.linalg.norm(vertices - rec.bound_center, axis=1).max())
-    poly = convex_polytope(vertices) if (want_hull or _is_convex(vertices, faces)) else None
+    surface = ("surface", *key)
+    if surface not in cache:
+        cache[surface] = _surface(vertices, faces)
+    open_edges, convex = cache[surface]
+    poly = convex_polytope(vertices) if (want_hull or convex or open_edges) else None
     if poly is not None:
         rec.kind, rec.polytope, rec.hull = CONVEX, poly, poly.vertices
+        rec.open_edges = 0 if (want_hull or convex) else open_edges
     else:
         rec.kind, rec.mesh, rec.hull = MESH, (vertices, faces), hull_vertices(vertices)
 
@@ -224,13 +243,35 @@ def load_mesh(
     return vertices, faces
 
 
-def _is_convex(vertices: np.ndarray, faces: np.ndarray) -> bool:
-    """True if the closed mesh equals its convex hull up to CONVEX_VOLUME_RTOL in volume."""
+def _surface(vertices: np.ndarray, faces: np.ndarray) -> tuple[int, bool]:
+    """(open_edges, convex) of a triangle mesh.
+
+    open_edges: after merging coincident vertices (trimesh's process: a textured mesh repeats
+    its vertices along its seams), the number of edges a -> b that the triangles traverse a
+    different number of times in each direction. 0 means the mesh is a closed oriented
+    surface (the boundary of its triangles cancels), so the winding number of every point off
+    it is an integer and "inside" is defined: a watertight mesh, or several closed pieces that
+    share edges (a convex decomposition: edges on four triangles). A hole edge (on one
+    triangle), a flipped triangle or a three-triangle fin counts. convex: closed and equal to
+    its convex hull up to CONVEX_VOLUME_RTOL in volume."""
     import trimesh
 
     mesh = trimesh.Trimesh(vertices, faces, process=True)
-    if not mesh.is_watertight:
-        return False
+    f = np.asarray(mesh.faces, dtype=np.int64)
+    directed = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
+    forward = directed[:, 0] < directed[:, 1]
+    key = np.where(forward[:, None], directed, directed[:, ::-1])
+    edges, inverse = np.unique(key, axis=0, return_inverse=True)
+    balance = np.bincount(
+        inverse.ravel(), weights=np.where(forward, 1.0, -1.0), minlength=len(edges)
+    )
+    open_edges = int(np.count_nonzero(balance))
+    return open_edges, open_edges == 0 and _is_convex(mesh)
+
+
+def _is_convex(mesh) -> bool:
+    """True if the closed trimesh ``mesh`` equals its convex hull up to CONVEX_VOLUME_RTOL in
+    volume."""
     try:
         hull_volume = float(mesh.convex_hull.volume)
     except Exception:  # qhull fails on flat meshes: not a solid, so not a convex solid

@@ -207,6 +207,9 @@ class CollisionScene:
             allow_outside_paths=allow_outside_paths,
         )
         self.table = build_table(self.records)
+        opened = [r for r in self.records if r.open_edges]
+        if opened:
+            self.notes.append(open_mesh_note(model, opened))
         n = self.table.n
         self.floor = bool(floor)
         ground_keys, self.ground = ground_halfspaces(model, self.floor, self.notes)
@@ -416,6 +419,20 @@ class CollisionScene:
 
     def _kind(self, g: int) -> str:
         return "half-space" if g >= self.table.n else KIND_NAMES[self.records[g].kind]
+
+
+def open_mesh_note(model, records) -> str:
+    """One sentence for the meshes that collide as their hulls because they are open
+    (:mod:`mbsim.collision.geometry`, ``ShapeRecord.open_edges``)."""
+    links = list(dict.fromkeys(LinkNames.qualified(model, r.tree, r.link) for r in records))
+    shown = ", ".join(links[:8]) + (f" and {len(links) - 8} more" if len(links) > 8 else "")
+    edges = sum(r.open_edges for r in records)
+    return (
+        f"{len(links)} link(s) have collision meshes that are not closed surfaces ({edges} edges "
+        f"with holes, flipped or extra triangles): {shown}; they collide as their "
+        "convex hulls, as in PyBullet and MuJoCo (triangle contacts need a closed surface to "
+        "tell inside from outside)"
+    )
 
 
 class _HullLinks:
