@@ -64,7 +64,20 @@ class Outcome:
         return "other"
 
 
-def run_case(case: Case, root: Path) -> Outcome:
+@dataclass
+class Prepared:
+    """A case's input files, written (:func:`prepare`), and what the run must leave alone."""
+
+    work: Path
+    kept: dict[str, bytes]
+    existed: bool
+
+
+def prepare(case: Case, root: Path) -> Prepared:
+    """Write the case's input files under ``root``. Done in the calling thread, before any
+    case's subprocess starts: a results file written here through h5py while another thread
+    forks a subprocess can stay locked (HDF5's flock) in the child for a moment, and the
+    next open for editing then fails with "unable to lock file" (seen once under load)."""
     work = root / "case"
     work.mkdir(parents=True, exist_ok=True)
     for name, content in case.files.items():
@@ -78,6 +91,12 @@ def run_case(case: Case, root: Path) -> Outcome:
             path.write_text(content)
     kept = {name: (work / name).read_bytes() for name in case.keep}
     existed = case.out is not None and (work / case.out).exists()
+    return Prepared(work, kept, existed)
+
+
+def execute(case: Case, prepared: Prepared) -> Outcome:
+    """Run the case's command on its prepared files and judge the outcome."""
+    work, kept, existed = prepared.work, prepared.kept, prepared.existed
     # the code of this checkout, whatever the caller's PYTHONPATH is relative to
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
     try:
@@ -160,7 +179,8 @@ def outcomes(request, tmp_path_factory):
         if item.originalname == "test_bad_input_is_one_clean_sentence"
     ]
     pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1))
-    futures = {c.id: pool.submit(run_case, c, tmp_path_factory.mktemp(c.id[:40])) for c in selected}
+    prepared = {c.id: prepare(c, tmp_path_factory.mktemp(c.id[:40])) for c in selected}
+    futures = {c.id: pool.submit(execute, c, prepared[c.id]) for c in selected}
     yield futures
     pool.shutdown(cancel_futures=True)
 
@@ -183,12 +203,16 @@ def census(cases=CASES, verbose: bool = True) -> dict[str, int]:
     counts = {"cases": 0, "clean": 0, "traceback": 0, "crash": 0, "silently accepted": 0,
               "other": 0}  # fmt: skip
 
-    def one(case):
-        with tempfile.TemporaryDirectory() as tmp:
-            return case, run_case(case, Path(tmp))
+    def one(item):
+        case, prepared = item
+        return case, execute(case, prepared)
 
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
-        for case, outcome in pool.map(one, cases):
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool,
+    ):
+        items = [(c, prepare(c, Path(tmp) / str(k))) for k, c in enumerate(cases)]
+        for case, outcome in pool.map(one, items):
             counts["cases"] += 1
             counts[outcome.category] += 1
             if verbose:
