@@ -58,16 +58,6 @@ ERD_URDFS = sorted(ERD.rglob("*.urdf")) if ERD else []
 #: PyBullet finds ERD's package:// meshes from the folder holding example-robot-data/
 ERD_SEARCH = ERD.parent.parent if ERD else None
 
-#: alex_psyonic_hands (docs/results.md, "Third pass"): its fingertips (6 g links, inertia ~1e-6
-#: kg m^2) rest on the floor; at t = 0.68 s the impact LCP (n = 298) is solved by Lemke to an
-#: exact residual of 3.2e-13 (rational arithmetic), but ||M|| ||z|| = 1.24e6 x 11.4 makes the
-#: normwise rounding bound 9.3e-6 exceed the verifiability cap 7.2e-6, so it is refused
-#: (the componentwise bound is 3.5e-9): a verification limit, not a jam
-PSYONIC = (
-    "impact LCP at t = 0.68 s solved exactly by Lemke but refused as unverifiable (normwise "
-    "rounding bound 9.3e-6 > cap 7.2e-6; componentwise 3.5e-9): open in issue 19"
-)
-
 #: (a) PyBullet loads these, mbsim refuses them with one sentence: file -> why
 NOT_LOADED = {
     "husky/husky.urdf": "a xacro source ($(optenv ...) in an <origin>): run xacro first",
@@ -80,10 +70,9 @@ NOT_LOADED = {
 #: tests/test_softened_recovery.py). racecar_differential and tiago_pro
 #: (parts flush where no joint can part them) pass since start_pose ignores link pairs that
 #: touch at the start; icub, romeo_small and alex_sake_hands since open meshes collide as
-#: their hulls and float32 convex meshes are convex (docs/results.md).
-DROP_FAILS = {
-    "erd:alex_description/urdf/alex_psyonic_hands.urdf": (PSYONIC, False),
-}
+#: their hulls and float32 convex meshes are convex; alex_psyonic_hands since a candidate's
+#: verifiability is judged on its componentwise rounding bound || |M| |z| || (docs/results.md).
+DROP_FAILS: dict[str, tuple[str, bool]] = {}
 
 #: (c) resting heights more than 1 cm from PyBullet's: file -> (why, strict)
 REST_DIFFERS = {

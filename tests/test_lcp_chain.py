@@ -204,6 +204,41 @@ def test_a_huge_z_is_refused_however_small_its_residual():
     assert ok.ok
 
 
+def test_a_solution_beside_a_stiff_block_is_verifiable():
+    """problem.py, "Unverifiable candidates": the rounding of row i of w = M z + q is bounded
+    by n eps sum_j |M_ij| |z_j|, not by n eps ||M|| ||z||. Here M = diag(A, 1e10 A) with
+    A = [[2, 1], [1, 2]]: the stiff block's z is 0 (its w = q > 0), the solution z = (1, 1)
+    lives in the soft block, so || |M| |z| || = 3 while ||M|| ||z|| = 3e10. The normwise
+    bound 10 n eps ||M|| ||z|| = 2.7e-4 exceeds the cap tol_rel (GROWTH + 1) ||q|| = 3e-5
+    and would refuse this exact solution (alex_psyonic_hands' impact LCP at t = 0.68 s is of
+    this kind: 6 g fingertips beside a 1e6-norm block); the componentwise bound 2.7e-14 does
+    not. The solution is checked in exact rational arithmetic, independently of the code."""
+    from fractions import Fraction
+
+    from mbsim.simcore.lcp.problem import DEFAULT_TOL_REL, EPS, GROWTH, ROUND
+
+    A = np.array([[2.0, 1.0], [1.0, 2.0]])
+    M = np.zeros((4, 4))
+    M[:2, :2], M[2:, 2:] = A, 1e10 * A
+    q = np.array([-3.0, -3.0, 1.0, 1.0])
+    exact = [Fraction(1), Fraction(1), Fraction(0), Fraction(0)]
+    w = [sum(Fraction(M[i, j]) * exact[j] for j in range(4)) + Fraction(q[i]) for i in range(4)]
+    assert w == [0, 0, 1, 1]  # w >= 0, z >= 0, w' z = 0 exactly: (1, 1, 0, 0) is a solution
+    normwise = ROUND * 4 * EPS * 3e10 * 1.0
+    assert normwise > DEFAULT_TOL_REL * (GROWTH + 1.0) * 3.0  # the old test refused it
+    z = np.array([float(v) for v in exact])
+    r = evaluate(M, q, z, Status.SOLVED, 2, "lemke")
+    assert r.status == Status.SOLVED and r.ok, r.message
+    assert r.residual == 0.0 and r.sign_violation == 0.0
+    got = lemke(M, q)  # M is positive definite: the solution is unique
+    assert got.ok, got.message
+    np.testing.assert_allclose(got.z, z, rtol=0, atol=1e-12)
+    assert independent_residual(M, q, got.z) <= 1e-12
+    chain = solve_lcp(M, q)
+    assert chain.ok, chain.message
+    np.testing.assert_allclose(chain.z, z, rtol=0, atol=1e-12)
+
+
 def test_tolerance_does_not_grow_with_a_huge_z():
     # Infeasible (w1 + w2 = -2). On M + delta I the "solution" is z = (1, 1) / delta, and on
     # the original data w = (-1, -1): a residual of 1, which a tolerance proportional to
