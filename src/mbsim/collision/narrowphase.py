@@ -51,13 +51,18 @@ from mbsim.collision.polytope import (
     shape_faces,
     world_poly,
 )
-from mbsim.collision.prefilter import boxes_apart, hulls_apart, outside_box
+from mbsim.collision.prefilter import (
+    above_halfspace,
+    boxes_apart,
+    hulls_apart,
+    outside_box,
+    spheres_apart,
+)
 from mbsim.collision.round_pairs import round_pair, sphere_solid
 from mbsim.collision.shapes import BOX, CAPSULE, CONVEX, CYLINDER, MESH, SPHERE
 from mbsim.collision.table import (
     BCX,
     BODY,
-    BR,
     EN,
     FN,
     KIND,
@@ -323,11 +328,7 @@ def narrowphase(
         i, j = pairs[k, 0], pairs[k, 1]
         if i == j or not allowed[i, j]:
             continue
-        dx = bc[i, 0] - bc[j, 0]
-        dy = bc[i, 1] - bc[j, 1]
-        dz = bc[i, 2] - bc[j, 2]
-        reach = sf[i, BR] + sf[j, BR] + margin
-        if dx * dx + dy * dy + dz * dz > reach * reach:
+        if spheres_apart(i, j, sf, bc, margin):
             continue
         if outside_box(i, j, si, sf, Rw, pw, bc, margin) or outside_box(
             j, i, si, sf, Rw, pw, bc, margin
@@ -360,8 +361,7 @@ def narrowphase(
         for g in range(n):
             if si[g, BODY] < 0 or not allowed[g, gh]:
                 continue
-            h = hn[0] * bc[g, 0] + hn[1] * bc[g, 1] + hn[2] * bc[g, 2] - hd
-            if h - sf[g, BR] > margin:
+            if above_halfspace(g, sf, bc, ground, k, margin):
                 continue
             count = ground_contacts(g, si, sf, V, Rw, pw, hn, hd, margin, buf, keys, cylinders)
             nc = _emit(g, gh, buf, keys, count, cap, chosen, out_i, out_f, nc)

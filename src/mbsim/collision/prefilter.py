@@ -1,9 +1,10 @@
 """Cheap exact rejections of candidate pairs before the contact kernels (numba).
 
 Each returns True only when the pair is certainly farther apart than the margin, so no
-contact is ever lost: a box against another shape's bounding sphere (large floor boxes), the
-15-axis test of the two shapes' bounding boxes, and a lower bound on the distance of the two
-convex hulls (used before the slow FCL queries).
+contact is ever lost: two bounding spheres, a bounding sphere above a ground half-space, a
+box against another shape's bounding sphere (large floor boxes), the 15-axis test of the two
+shapes' bounding boxes, and a lower bound on the distance of the two convex hulls (used
+before the slow FCL queries).
 """
 
 from __future__ import annotations
@@ -14,6 +15,25 @@ from numba import njit
 from mbsim.collision.primitives import copy3
 from mbsim.collision.shapes import BOX
 from mbsim.collision.table import BR, HX, KIND, OCX, OHX, RAD, V0, VN
+
+
+@njit(cache=True, forceinline=True)
+def spheres_apart(i, j, sf, bc, margin):
+    """True if the bounding spheres of shapes i and j (centres bc, m) are more than ``margin``
+    (m) apart: |c_i - c_j| > r_i + r_j + margin. False for a NaN (never counted apart)."""
+    dx = bc[i, 0] - bc[j, 0]
+    dy = bc[i, 1] - bc[j, 1]
+    dz = bc[i, 2] - bc[j, 2]
+    reach = sf[i, BR] + sf[j, BR] + margin
+    return dx * dx + dy * dy + dz * dz > reach * reach
+
+
+@njit(cache=True, forceinline=True)
+def above_halfspace(g, sf, bc, ground, k, margin):
+    """True if shape g's bounding sphere is more than ``margin`` (m) above ground half-space k,
+    row (nx, ny, nz, d) of n . x <= d: n . c_g - d - r_g > margin. False for a NaN."""
+    h = ground[k, 0] * bc[g, 0] + ground[k, 1] * bc[g, 1] + ground[k, 2] * bc[g, 2] - ground[k, 3]
+    return h - sf[g, BR] > margin
 
 
 @njit(cache=True)

@@ -48,8 +48,9 @@ import numpy as np
 from numba import njit
 
 from mbsim.collision.broadphase import AabbBroadphase, aabb_candidates
+from mbsim.collision.prefilter import above_halfspace, spheres_apart
 from mbsim.collision.scene import shape_poses
-from mbsim.collision.table import BODY, BR
+from mbsim.collision.table import BODY
 from mbsim.simcore.dynamics import (
     aba_accel_kernel,
     aba_bias_kernel,
@@ -78,11 +79,7 @@ def _may_touch(pairs, allowed, si, sf, bc, ground, reach):
         i, j = pairs[k, 0], pairs[k, 1]
         if i == j or not allowed[i, j]:
             continue
-        dx = bc[i, 0] - bc[j, 0]
-        dy = bc[i, 1] - bc[j, 1]
-        dz = bc[i, 2] - bc[j, 2]
-        rr = sf[i, BR] + sf[j, BR] + reach
-        if not (dx * dx + dy * dy + dz * dz > rr * rr):
+        if not spheres_apart(i, j, sf, bc, reach):
             return True
     n = si.shape[0]
     for k in range(ground.shape[0]):
@@ -90,13 +87,7 @@ def _may_touch(pairs, allowed, si, sf, bc, ground, reach):
         for g in range(n):
             if si[g, BODY] < 0 or not allowed[g, gh]:
                 continue
-            h = (
-                ground[k, 0] * bc[g, 0]
-                + ground[k, 1] * bc[g, 1]
-                + ground[k, 2] * bc[g, 2]
-                - ground[k, 3]
-            )
-            if not (h - sf[g, BR] > reach):
+            if not above_halfspace(g, sf, bc, ground, k, reach):
                 return True
     return False
 
