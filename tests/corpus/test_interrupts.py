@@ -23,15 +23,50 @@ SRC = Path(__file__).parents[2] / "src"
 SCENARIO = SRC / "mbsim" / "sample_robots" / "pendulum-3.toml"
 
 
+#: A sitecustomize that marks the moment mbsim's SIGINT handler is installed (the first
+#: ``signal.signal`` call of the process, cli/main.py's ``_install_sigint`` at import): a SIGINT
+#: before it lands in Python's own start-up ("Fatal Python error: init_import_site") or in the
+#: console script's first import, where no program can handle it. Under load that window grew
+#: past the fixed estimate of the start-up time these tests used before.
+SITE_MARKER = """
+import _signal  # signal.signal is a Python wrapper around _signal.signal, the C call seen here
+import os
+import sys
+
+_path = os.environ.get("MBSIM_TEST_SITE_MARKER")
+
+
+def _watch(frame, event, arg):
+    if event == "c_return" and arg is _signal.signal:
+        sys.setprofile(None)
+        open(_path, "w").close()
+
+
+if _path:
+    sys.setprofile(_watch)
+"""
+
+
 def _start(out: Path) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.Popen(
+    """Start ``mbsim run`` and return once its SIGINT handler is installed (SITE_MARKER)."""
+    site_dir = out.parent / "site"
+    site_dir.mkdir(exist_ok=True)
+    (site_dir / "sitecustomize.py").write_text(SITE_MARKER)
+    marker = out.parent / "site-done"
+    path = [str(SRC), str(site_dir), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), MBSIM_TEST_SITE_MARKER=str(marker))
+    proc = subprocess.Popen(
         [str(MBSIM), "run", str(SCENARIO), "--duration", "60", "--out", str(out), "--quiet"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
     )
+    deadline = time.monotonic() + 120
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert marker.exists(), "mbsim did not install its SIGINT handler within 120 s"
+    return proc
 
 
 def _status(path: Path) -> str | None:
@@ -56,32 +91,19 @@ def _check_early(proc: subprocess.Popen, out: Path) -> None:
         assert last.startswith("mbsim: interrupted: "), err
 
 
-@pytest.fixture(scope="module")
-def interpreter_start() -> float:
-    """Seconds the bare interpreter takes to start here (site, .pth files), times 1.5.
-
-    A SIGINT before that lands in Python's own start-up ("Fatal Python error:
-    init_import_site"), before any mbsim code exists to handle it: the delays below count from
-    the end of it.
-    """
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], check=True)
-    return 1.5 * (time.perf_counter() - t0)
-
-
 @pytest.mark.parametrize("delay", [0.0, 0.1, 0.25, 0.5, 0.8, 1.5])
-def test_ctrl_c_early_ends_with_130_and_no_traceback(tmp_path, interpreter_start, delay):
+def test_ctrl_c_early_ends_with_130_and_no_traceback(tmp_path, delay):
     out = tmp_path / "o.h5"
     proc = _start(out)
-    time.sleep(interpreter_start + delay)
+    time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _check_early(proc, out)
 
 
-def test_four_ctrl_c_during_imports(tmp_path, interpreter_start):
+def test_four_ctrl_c_during_imports(tmp_path):
     out = tmp_path / "o.h5"
     proc = _start(out)
-    time.sleep(interpreter_start + 0.1)
+    time.sleep(0.1)
     for _ in range(4):
         proc.send_signal(signal.SIGINT)
         time.sleep(0.05)
