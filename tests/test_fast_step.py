@@ -34,6 +34,25 @@ def _run(scenario, steps, fast, monkeypatch):
     return np.array(qs), np.array(vs), np.array(nc)
 
 
+def _panda_on_its_stops(duration: float, output: str):
+    """The fixed-base Panda falling under gravity onto its joint stops, without contact."""
+    text = f"""[simulation]
+duration = {duration}
+dt = 1e-3
+[robot.panda]
+urdf = "{sample_path("panda")}"
+base = "fixed"
+q0 = {{ panda_joint2 = 0.9, panda_joint4 = -0.8, panda_joint6 = 0.8, panda_joint7 = -0.785 }}
+v0 = {{ panda_joint1 = 1.5 }}
+[contact]
+floor = false
+self_collision = false
+[output]
+{output}
+"""
+    return load_scenario_text(text, source="<panda limits>")
+
+
 def test_pendulum_in_and_out_of_contact_bit_for_bit(monkeypatch):
     # pendulum-12 at dt = 1 ms meets the floor and itself from step ~2250 on: free steps,
     # contact steps and free steps between contacts all happen
@@ -113,21 +132,7 @@ def test_joint_limits_bit_for_bit_with_the_same_limit_events(monkeypatch):
     # the Panda falling under gravity with its default joint limits: free steps first (the
     # fast path, with the compiled limit check), then joints reach their stops (limit rows,
     # impacts at the stops, the general path) and leave them again
-    text = f"""[simulation]
-duration = 1.5
-dt = 1e-3
-[robot.panda]
-urdf = "{sample_path("panda")}"
-base = "fixed"
-q0 = {{ panda_joint2 = 0.9, panda_joint4 = -0.8, panda_joint6 = 0.8, panda_joint7 = -0.785 }}
-v0 = {{ panda_joint1 = 1.5 }}
-[contact]
-floor = false
-self_collision = false
-[output]
-path = "/dev/null"
-"""
-    sc = load_scenario_text(text, source="<panda limits>")
+    sc = _panda_on_its_stops(1.5, 'path = "/dev/null"')
 
     def run(fast):
         with monkeypatch.context() as mp:
@@ -248,23 +253,9 @@ def test_loop_panda_reaching_its_stops_bit_for_bit(tmp_path, monkeypatch):
     # the Panda falling onto its joint stops (limit_begin / limit_end events, limit impacts),
     # with URDF damping and velocity limits (the summary's max_velocity_ratio); body poses
     # recorded every 7 steps (rows that do not fall on the loop's energy-check chunks)
-    text = f"""[simulation]
-duration = 1.0
-dt = 1e-3
-[robot.panda]
-urdf = "{sample_path("panda")}"
-base = "fixed"
-q0 = {{ panda_joint2 = 0.9, panda_joint4 = -0.8, panda_joint6 = 0.8, panda_joint7 = -0.785 }}
-v0 = {{ panda_joint1 = 1.5 }}
-[contact]
-floor = false
-self_collision = false
-[output]
-path = "{tmp_path / "x.h5"}"
-body_poses = true
-record_every = 7
-"""
-    sc = load_scenario_text(text, source="<panda limits>")
+    sc = _panda_on_its_stops(
+        1.0, f'path = "{tmp_path / "x.h5"}"\nbody_poses = true\nrecord_every = 7'
+    )
     a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
     b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
     assert a[2] > 100, "the free steps before the stops must run in the loop"

@@ -90,6 +90,18 @@ class RunSummary:
     status: str = "complete"
     message: str = ""
 
+    def summary_attrs(self) -> dict:
+        """The attributes of the results file's ``/summary`` group (docs/hdf5-format.md): the
+        keys of :meth:`as_dict` that are scalars, and the energy gains per source."""
+        d = self.as_dict()
+        keys = (
+            "max_velocity_ratio",
+            "max_velocity_joint",
+            "recovery_softened_steps",
+            "recovery_softened_first",
+        )
+        return {**{k: d[k] for k in keys}, **self.energy_sources.as_attrs()}
+
     @property
     def real_time_factor(self) -> float:
         return self.sim_time / self.wall_seconds if self.wall_seconds > 0 else float("inf")
@@ -561,10 +573,7 @@ class Simulator:
         """The run's velocity-limit ratio and energy gains per source in ``/summary``
         (attributes; docs/hdf5-format.md)."""
         g = writer.group("summary")
-        g.attrs["max_velocity_ratio"] = summary.max_velocity_ratio
-        g.attrs["max_velocity_joint"] = summary.max_velocity_joint
-        g.attrs["recovery_softened_steps"] = summary.softened_steps
-        for key, value in summary.energy_sources.as_attrs().items():
+        for key, value in summary.summary_attrs().items():
             g.attrs[key] = value
 
     def attach_lcp_dumps(self, writer) -> None:
