@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mbsim.simcore.kinematics import point_velocities
+from mbsim.simcore.kinematics import relative_velocities
 
 #: The energy sources, in the order the summary names them.
 SOURCES = ("impacts", "stabilisation", "closures")
@@ -91,12 +91,9 @@ def armature_energy(armature: np.ndarray, v: np.ndarray) -> float:
 def _contact_velocities(model, data, contacts, idx, v):
     """Relative velocities u = v_A - v_B (len(idx), 3) of the contacts ``idx`` at v."""
     c = contacts
-    n = len(idx)
-    pv = point_velocities(
-        model, data, v, np.concatenate([c.body_a[idx], c.body_b[idx]]),
-        np.concatenate([c.local_a[idx], c.local_b[idx]]),
-    )  # fmt: skip
-    return pv[:n] - pv[n:]
+    return relative_velocities(
+        model, data, v, c.body_a[idx], c.local_a[idx], c.body_b[idx], c.local_b[idx]
+    )
 
 
 def step_shares(model, data, problem, F, p_joint, v_free, v_new, kinetic) -> tuple[float, float]:

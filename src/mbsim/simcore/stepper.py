@@ -107,8 +107,8 @@ from mbsim.simcore.kinematics import (
     integrate,
     lie_stage_velocity,
     node_transforms,
-    point_velocities,
     propagate_bias,
+    relative_velocities,
 )
 from mbsim.simcore.lcp import DUMP_MODES, check, should_dump
 from mbsim.simcore.lcp.budget import limits as lcp_limits
@@ -701,11 +701,9 @@ class OSStepper:
         if o.friction_axes == "slip" and nu:
             # each polyhedron's first edge along the contact's relative velocity after the
             # free motion: its slip, or where a sticking contact is pushed (contact.py)
-            pv = point_velocities(
-                m, d, v + dt * qdd, np.concatenate([c.body_a, c.body_b]),
-                np.concatenate([c.local_a, c.local_b]),
-            )  # fmt: skip
-            reference = pv[:nu] - pv[nu:]
+            reference = relative_velocities(
+                m, d, v + dt * qdd, c.body_a, c.local_a, c.body_b, c.local_b
+            )
         try:
             problem = ContactProblem.build(
                 m, d, q, c, tau, o.nf, mu, gap_velocity, o.solver, o.lcp_tol_rel,
