@@ -6,6 +6,7 @@ them bit for bit (same arithmetic in the same order):
 
 * collision.scene.smooth_radii: the numpy np.where chain;
 * kinematics.relative_velocities: point_velocities of the A points minus that of the B points;
+* contact_stages.gap_allowance, impacting and split_impulses: the stepper's numpy code;
 * lcp.lemke.run_lemke's one-call path (_lemke_once): the chunked loop it replaces, forced by
   a tiny chunk size (budget.CHUNK_FLOPS), on random and contact-like LCPs.
 """
@@ -16,6 +17,7 @@ import pytest
 from mbsim.collision.manifold import K_CYL_RIM
 from mbsim.collision.scene import smooth_radii
 from mbsim.collision.shapes import CAPSULE, CYLINDER, SPHERE
+from mbsim.simcore.contact_stages import gap_allowance, impacting, split_impulses
 from mbsim.simcore.data import Data
 from mbsim.simcore.kinematics import forward_kinematics, point_velocities, relative_velocities
 from mbsim.simcore.lcp import budget
@@ -120,3 +122,66 @@ def test_run_lemke_one_call_matches_chunked_loop(monkeypatch):
         assert np.array_equal(z1, z2) and np.array_equal(b1, b2)
         statuses.add(s1)
     assert len(statuses) >= 2  # solved and at least one failure status were compared
+
+
+def gap_allowance_numpy(gap, drift, stabilization, max_recovery_speed, gap_floor, scale, dt):
+    """The stepper's numpy code before contact_stages.gap_allowance."""
+    if gap_floor is None:
+        recover = np.maximum(stabilization * gap, -max_recovery_speed * dt)
+        target = np.where(gap > 0.0, gap, recover)
+    else:
+        target = np.maximum(gap, gap_floor)
+    if len(drift):
+        target = target + drift
+    if scale != 1.0:
+        target = np.maximum(target, 0.0) + scale * np.minimum(target, 0.0)
+    deepest = float(max(0.0, -np.min(gap, initial=0.0)))
+    return target / dt, bool(np.any(target < 0.0)), deepest
+
+
+@pytest.mark.parametrize("gap_floor", [None, -1e-5])
+@pytest.mark.parametrize("scale", [1.0, 0.1, 0.0])
+@pytest.mark.parametrize("with_drift", [True, False])
+def test_gap_allowance_matches_numpy_reference(gap_floor, scale, with_drift):
+    rng = np.random.default_rng(5)
+    for nu in (0, 1, 7, 50):
+        # separated, touching, shallow and deep penetrations (deep ones hit the speed cap)
+        gap = rng.choice([-0.05, -1e-3, -1e-6, 0.0, 1e-6, 5e-4], nu) * rng.uniform(0.5, 1.5, nu)
+        drift = rng.normal(scale=1e-6, size=nu) if with_drift else np.zeros(0)
+        got = gap_allowance(gap, drift, 0.2, 0.5, gap_floor, scale, 1e-3)
+        gv, demands, deepest = gap_allowance_numpy(gap, drift, 0.2, 0.5, gap_floor, scale, 1e-3)
+        assert np.array_equal(got[0], gv)
+        assert got[1] == demands
+        assert float(max(0.0, -got[2])) == deepest
+    gap = np.array([np.nan, -0.01])
+    got = gap_allowance(gap, np.zeros(0), 0.2, 0.5, None, 1.0, 1e-3)
+    want = gap_allowance_numpy(gap, np.zeros(0), 0.2, 0.5, None, 1.0, 1e-3)
+    assert np.array_equal(got[0], want[0], equal_nan=True)
+    assert np.isnan(got[2])
+
+
+def test_impacting_matches_numpy_reference():
+    rng = np.random.default_rng(8)
+    vn = rng.normal(scale=0.05, size=200)
+    gap = rng.normal(scale=1e-4, size=200)
+    mask, found = impacting(vn, gap, 1e-2, 1e-3)
+    want = (vn < -1e-2) & (gap + vn * 1e-3 <= 0.0)
+    assert np.array_equal(mask, want) and found == bool(np.any(want))
+    assert want.any() and not want.all()
+    mask, found = impacting(np.zeros(0), np.zeros(0), 1e-2, 1e-3)
+    assert mask.shape == (0,) and not found
+
+
+def test_split_impulses_matches_numpy_reference():
+    rng = np.random.default_rng(9)
+    for nu in (0, 1, 4, 300):
+        P = rng.normal(size=(nu, 3)) * rng.choice([1e-9, 1.0, 1e3], (nu, 1))
+        n = rng.normal(size=(nu, 3))
+        n /= np.linalg.norm(n, axis=1, keepdims=True) if nu else 1.0
+        sigma = np.abs(rng.normal(size=nu)) * rng.choice([0.0, 1e-12, 1.0, 1e3], nu)
+        fn, tangent, sliding = split_impulses(P, n, sigma)
+        want_fn = np.einsum("ij,ij->i", P, n)
+        assert np.array_equal(fn, want_fn)
+        assert np.array_equal(tangent, P - want_fn[:, None] * n)
+        level = 1e-9 * max(1.0, float(np.max(np.abs(sigma), initial=0.0)))
+        assert np.array_equal(sliding, sigma > level)
