@@ -5,7 +5,8 @@ references below are those expressions, written out again, and the kernels must 
 them bit for bit (same arithmetic in the same order):
 
 * collision.scene.smooth_radii: the numpy np.where chain;
-* kinematics.relative_velocities: point_velocities of the A points minus that of the B points;
+* kinematics.relative_velocities: point_velocities of the A points minus that of the B points,
+  and relative_velocity_sums: two such calls added;
 * contact_stages.gap_allowance, impacting and split_impulses: the stepper's numpy code;
 * lcp.lemke.run_lemke's one-call path (_lemke_once): the chunked loop it replaces, forced by
   a tiny chunk size (budget.CHUNK_FLOPS), on random and contact-like LCPs.
@@ -19,7 +20,12 @@ from mbsim.collision.scene import smooth_radii
 from mbsim.collision.shapes import CAPSULE, CYLINDER, SPHERE
 from mbsim.simcore.contact_stages import gap_allowance, impacting, split_impulses
 from mbsim.simcore.data import Data
-from mbsim.simcore.kinematics import forward_kinematics, point_velocities, relative_velocities
+from mbsim.simcore.kinematics import (
+    forward_kinematics,
+    point_velocities,
+    relative_velocities,
+    relative_velocity_sums,
+)
 from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp.lemke import run_lemke
 from random_trees import random_model_and_q
@@ -185,3 +191,20 @@ def test_split_impulses_matches_numpy_reference():
         assert np.array_equal(tangent, P - want_fn[:, None] * n)
         level = 1e-9 * max(1.0, float(np.max(np.abs(sigma), initial=0.0)))
         assert np.array_equal(sliding, sigma > level)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_relative_velocity_sums_match_two_calls(seed):
+    """energy_sources' u(v_f) + u(v+): the sum of two relative_velocities, bit for bit."""
+    rng, model, q = random_model_and_q(10 + seed, 8, 0.5, "floating")
+    data = Data(model)
+    v1, v2 = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    forward_kinematics(model, data, q, v1)
+    nc = 6
+    body_a = rng.integers(-1, model.nb, nc).astype(np.int64)
+    body_b = rng.integers(-1, model.nb, nc).astype(np.int64)
+    local_a, local_b = rng.normal(size=(nc, 3)), rng.normal(size=(nc, 3))
+    want = relative_velocities(model, data, v1, body_a, local_a, body_b, local_b)
+    want += relative_velocities(model, data, v2, body_a, local_a, body_b, local_b)
+    got = relative_velocity_sums(model, data, v1, v2, body_a, local_a, body_b, local_b)
+    assert np.array_equal(got, want)
