@@ -100,7 +100,7 @@ def _smooth_radii_kernel(geom_a, geom_b, feature_key, shape_kind, shape_radius, 
         out_b[i] = _core_radius(shape_kind[geom_b[i]], shape_radius[geom_b[i]], rim)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _core_radius(kind, radius, rim):
     """A contact point's distance to its shape's material core point (smooth_radii)."""
     if kind == SPHERE or kind == CAPSULE or (rim and kind == CYLINDER):

@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _maximum(a, b):
     """np.maximum on two floats (nan if either is nan)."""
     if a != a:
@@ -31,7 +31,7 @@ def _maximum(a, b):
     return a if a >= b else b
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _minimum(a, b):
     """np.minimum on two floats (nan if either is nan)."""
     if a != a:
