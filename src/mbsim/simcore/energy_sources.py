@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mbsim.simcore.kinematics import point_velocities
+from mbsim.simcore.kinematics import relative_velocity_sums
 
 #: The energy sources, in the order the summary names them.
 SOURCES = ("impacts", "stabilisation", "closures")
@@ -88,15 +88,13 @@ def armature_energy(armature: np.ndarray, v: np.ndarray) -> float:
     return 0.5 * float(np.dot(armature * v, v))
 
 
-def _contact_velocities(model, data, contacts, idx, v):
-    """Relative velocities u = v_A - v_B (len(idx), 3) of the contacts ``idx`` at v."""
+def _contact_velocity_sums(model, data, contacts, idx, v1, v2):
+    """u(v1) + u(v2) (len(idx), 3), u = v_A - v_B the relative velocity of the contacts
+    ``idx`` (m/s)."""
     c = contacts
-    n = len(idx)
-    pv = point_velocities(
-        model, data, v, np.concatenate([c.body_a[idx], c.body_b[idx]]),
-        np.concatenate([c.local_a[idx], c.local_b[idx]]),
-    )  # fmt: skip
-    return pv[:n] - pv[n:]
+    return relative_velocity_sums(
+        model, data, v1, v2, c.body_a[idx], c.local_a[idx], c.body_b[idx], c.local_b[idx]
+    )
 
 
 def step_shares(model, data, problem, F, p_joint, v_free, v_new, kinetic) -> tuple[float, float]:
@@ -118,16 +116,14 @@ def step_shares(model, data, problem, F, p_joint, v_free, v_new, kinetic) -> tup
         stab += float(np.sum(jshare[: jr.n_limits][jr.limit_gap < 0.0]))
     if not bilateral:
         if len(recovering):
-            u = _contact_velocities(model, data, c, recovering, v_free)
-            u += _contact_velocities(model, data, c, recovering, v_new)
+            u = _contact_velocity_sums(model, data, c, recovering, v_free, v_new)
             un = np.einsum("ij,ij->i", u, c.normal[recovering])
             stab += 0.5 * float(np.dot(fn[recovering], un))
         return stab, 0.0
     contact_total = 0.0
     if nu:
         everyone = np.arange(nu)
-        u = _contact_velocities(model, data, c, everyone, v_free)
-        u += _contact_velocities(model, data, c, everyone, v_new)
+        u = _contact_velocity_sums(model, data, c, everyone, v_free, v_new)
         contact_total = 0.5 * float(np.sum(F * u))
         un = np.einsum("ij,ij->i", u, c.normal)
         stab += 0.5 * float(np.dot(fn[recovering], un[recovering]))

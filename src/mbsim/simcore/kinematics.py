@@ -395,6 +395,70 @@ def point_velocities(model, data, v, bodies, local_points, body_vel=None) -> np.
     return out
 
 
+@njit(cache=True)
+def relative_velocities_kernel(
+    parent, vi, nvj, S, E, r, R_world, v, body_a, local_a, body_b, local_b, out
+):  # fmt: skip
+    """out[i] = v_A(i) - v_B(i): :func:`point_velocities` of the A points minus that of the B
+    points, the same arithmetic in one call (body velocities once)."""
+    vel = np.empty((parent.shape[0], 6))
+    body_velocities_kernel(parent, vi, nvj, S, E, r, v, vel)
+    n = body_a.shape[0]
+    pa = np.empty((n, 3))
+    pb = np.empty((n, 3))
+    point_velocities_kernel(vel, R_world, body_a, local_a, pa)
+    point_velocities_kernel(vel, R_world, body_b, local_b, pb)
+    for i in range(n):
+        for k in range(3):
+            out[i, k] = pa[i, k] - pb[i, k]
+
+
+def relative_velocities(model, data, v, body_a, local_a, body_b, local_b) -> np.ndarray:
+    """(n, 3) world velocity (m/s) of each body-fixed point A(i) minus that of B(i), for
+    joint velocities ``v`` at the configuration held in ``data`` (body -1: the static world,
+    zero velocity): the relative contact velocity v_u of 000 Eq. 46."""
+    out = np.empty((len(body_a), 3))
+    relative_velocities_kernel(
+        model.parent, model.vi, model.nvj, data.S, data.E, data.r, data.R_world, v,
+        np.ascontiguousarray(body_a, dtype=np.int64),
+        np.ascontiguousarray(local_a, dtype=np.float64),
+        np.ascontiguousarray(body_b, dtype=np.int64),
+        np.ascontiguousarray(local_b, dtype=np.float64), out,
+    )  # fmt: skip
+    return out
+
+
+@njit(cache=True)
+def relative_velocity_sums_kernel(
+    parent, vi, nvj, S, E, r, R_world, v1, v2, body_a, local_a, body_b, local_b, out
+):  # fmt: skip
+    """out = u(v1) + u(v2), each u as :func:`relative_velocities_kernel` computes it."""
+    u2 = np.empty_like(out)
+    relative_velocities_kernel(
+        parent, vi, nvj, S, E, r, R_world, v1, body_a, local_a, body_b, local_b, out
+    )
+    relative_velocities_kernel(
+        parent, vi, nvj, S, E, r, R_world, v2, body_a, local_a, body_b, local_b, u2
+    )
+    for i in range(out.shape[0]):
+        for k in range(3):
+            out[i, k] += u2[i, k]
+
+
+def relative_velocity_sums(model, data, v1, v2, body_a, local_a, body_b, local_b) -> np.ndarray:
+    """(n, 3) m/s: :func:`relative_velocities` at ``v1`` plus that at ``v2`` (each computed
+    on its own, then added: the sum of the two relative velocities, not that of v1 + v2)."""
+    out = np.empty((len(body_a), 3))
+    relative_velocity_sums_kernel(
+        model.parent, model.vi, model.nvj, data.S, data.E, data.r, data.R_world, v1, v2,
+        np.ascontiguousarray(body_a, dtype=np.int64),
+        np.ascontiguousarray(local_a, dtype=np.float64),
+        np.ascontiguousarray(body_b, dtype=np.int64),
+        np.ascontiguousarray(local_b, dtype=np.float64), out,
+    )  # fmt: skip
+    return out
+
+
 @njit(cache=True, inline="always")
 def quaternion_step(q, a, v, b, dt, out):
     """out[a:a+4] = q[a:a+4] (x) exp(w dt / 2), renormalised: the exact rotation by the

@@ -94,6 +94,8 @@ import numpy as np
 from mbsim.errors import MbsimError
 from mbsim.simcore.bilateral import ConstraintError
 from mbsim.simcore.contact import curvature_drift
+from mbsim.simcore.contact_stages import gap_allowance, split_impulses
+from mbsim.simcore.contact_stages import impacting as contact_impacting
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.energy_sources import armature_energy, step_shares
@@ -107,8 +109,8 @@ from mbsim.simcore.kinematics import (
     integrate,
     lie_stage_velocity,
     node_transforms,
-    point_velocities,
     propagate_bias,
+    relative_velocities,
 )
 from mbsim.simcore.lcp import DUMP_MODES, check, should_dump
 from mbsim.simcore.lcp.budget import limits as lcp_limits
@@ -675,37 +677,30 @@ class OSStepper:
         nu = len(c.gap)
         self._contacts = c  # for the rows of a failure message
         mu, eps = self._pair_params(c)
-        if o.gap_floor is None:
-            # recovery of a penetration at k |g| / dt, but never faster than the cap
-            recover = np.maximum(o.stabilization * c.gap, -o.max_recovery_speed * dt)
-            target = np.where(c.gap > 0.0, c.gap, recover)
-        else:  # 001 Sec. 4.1: position-level gap, penetration capped at g_Neps
-            target = np.maximum(c.gap, o.gap_floor)
+        drift = _NO_F
         if o.curvature_correction and nu:
             # a kinematic prediction, not an error to correct: neither scaled nor capped
             chat = np.empty((m.nb, 6))
             propagate_bias(m.parent, d.E, d.r, d.cbias, chat)
-            target = target + curvature_drift(
-                d.R_world, d.vel, chat, c, dt, core=o.curvature_point == "core"
-            )
-        if scale != 1.0:
-            # softened: a row may close its gap as before, but is pushed open only this much
-            target = np.maximum(target, 0.0) + scale * np.minimum(target, 0.0)
+            drift = curvature_drift(d.R_world, d.vel, chat, c, dt, core=o.curvature_point == "core")
+        # recovery of a penetration at k |g| / dt, never faster than the cap, or 001 Sec.
+        # 4.1's position-level gap capped at g_Neps; softened: a row may close its gap as
+        # before, but is pushed open only ``scale`` as fast (contact_stages.gap_allowance)
+        gap_velocity, demands, deepest = gap_allowance(
+            c.gap, drift, o.stabilization, o.max_recovery_speed, o.gap_floor, scale, dt
+        )
         demands = bool(
-            np.any(target < 0.0)
-            or (joint is not None and np.any(joint.limit_allowance < 0.0))
+            demands
+            or (joint is not None and (joint.limit_allowance < 0.0).any())
             or (self.bilateral is not None and self.bilateral.stabilization > 0.0)
         )
-        gap_velocity = target / dt
         reference = None
         if o.friction_axes == "slip" and nu:
             # each polyhedron's first edge along the contact's relative velocity after the
             # free motion: its slip, or where a sticking contact is pushed (contact.py)
-            pv = point_velocities(
-                m, d, v + dt * qdd, np.concatenate([c.body_a, c.body_b]),
-                np.concatenate([c.local_a, c.local_b]),
-            )  # fmt: skip
-            reference = pv[:nu] - pv[nu:]
+            reference = relative_velocities(
+                m, d, v + dt * qdd, c.body_a, c.local_a, c.body_b, c.local_b
+            )
         try:
             problem = ContactProblem.build(
                 m, d, q, c, tau, o.nf, mu, gap_velocity, o.solver, o.lcp_tol_rel,
@@ -722,17 +717,18 @@ class OSStepper:
         report = StepReport(contacts=c, n_contacts=nu)
         report.constraint_error = problem.bilateral_error
         report.redundant_rows = problem.n_redundant
-        report.max_penetration = float(max(0.0, -np.min(c.gap, initial=0.0)))
+        report.max_penetration = float(max(0.0, -deepest))
         impulse_total = np.zeros((nu, 3))
         joint_total = np.zeros(problem.n_joint_rows)
 
         # --- impacts (Sec. 7): compression (Eq. 54) then decompression (Eqs. 56-57)
+        colliding = False
         if nu:
             vn_minus = normal_velocity(problem, v)
             # a collision: a contact approaching fast that would close its gap within the step
-            impacting = (vn_minus < -o.impact_velocity) & (c.gap + vn_minus * dt <= 0.0)
+            impacting, colliding = contact_impacting(vn_minus, c.gap, o.impact_velocity, dt)
         else:
-            impacting = np.zeros(0, dtype=bool)
+            impacting = _NO_B
         limit_impacting = False
         if problem.joint is not None and problem.joint.n_limits:
             jr = problem.joint
@@ -740,7 +736,7 @@ class OSStepper:
             limit_impacting = bool(
                 np.any((sv < -o.impact_velocity) & (jr.limit_gap + sv * dt <= 0.0))
             )
-        if np.any(impacting) or limit_impacting:
+        if colliding or limit_impacting:
             Gj = problem.Gj
             v_c, impulse, ke_before = impact_phase(
                 form, problem, v, eps, o.energy_consistent_impacts,
@@ -795,7 +791,7 @@ class OSStepper:
         joint_total += p_joint
         jr = problem.joint
         past_stop = jr is not None and bool(np.any(jr.limit_gap < 0.0))
-        if problem.bilateral is not None or past_stop or np.any(c.gap < 0.0):
+        if problem.bilateral is not None or past_stop or (c.gap < 0.0).any():
             # which source added kinetic energy (energy_sources.py); v_f the LCP's free motion
             v_free = v + dt * (self.dynamics.accel(d, q, v, tau) if impacted else qdd)
             report.energy_stabilisation, report.energy_closures = step_shares(
@@ -806,11 +802,10 @@ class OSStepper:
             report.limit_dof = jr.limit_dof
             report.limit_side = jr.limit_side
             report.limit_impulse = joint_total[: jr.n_limits]
-        fn = np.einsum("ij,ij->i", impulse_total, c.normal)
-        report.normal_impulse = fn
-        report.tangent_impulse = impulse_total - fn[:, None] * c.normal
         sigma = res.z[problem.n_joint_unknowns + nu * problem.k :]
-        report.sliding = sigma > 1e-9 * max(1.0, float(np.max(np.abs(sigma), initial=0.0)))
+        report.normal_impulse, report.tangent_impulse, report.sliding = split_impulses(
+            impulse_total, c.normal, sigma
+        )
         report.lcp_size = res.size
         report.lcp_pivots = res.pivots
         report.lcp_residual = max(res.residual, res.sign_violation, res.eq_residual)

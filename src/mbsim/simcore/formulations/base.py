@@ -15,13 +15,12 @@ n_friction complementary unknowns to every one of them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Protocol
 
 import numpy as np
 
 from mbsim.simcore.contact import contact_lcp, contact_nodes, friction_matrix, node_impulses
-from mbsim.simcore.kinematics import body_velocities_kernel, point_velocities
+from mbsim.simcore.kinematics import body_velocities_kernel, relative_velocities
 
 
 def lcp_dimension(
@@ -132,9 +131,10 @@ def free_velocity(problem, v, dt, accel=None) -> np.ndarray:
 
 def relative_velocity(problem, v) -> np.ndarray:
     """Relative linear velocity of each contact's points (A minus B), world axes (nu, 3)."""
-    bodies, points = problem.contact_points
-    pv = point_velocities(problem.model, problem.data, v, bodies, points)
-    return pv[: problem.nu] - pv[problem.nu :]
+    c = problem.contacts
+    return relative_velocities(
+        problem.model, problem.data, v, c.body_a, c.local_a, c.body_b, c.local_b
+    )
 
 
 def normal_velocity(problem, v) -> np.ndarray:
@@ -239,14 +239,6 @@ class ContactProblem:
         self.ub = bilateral.target(rows.error[keep], dt)
         self.bilateral_error = float(np.max(np.abs(rows.error), initial=0.0))
         self.n_redundant = rows.n - len(keep)
-
-    @cached_property
-    def contact_points(self) -> tuple[np.ndarray, np.ndarray]:
-        """(bodies (2 nu,) int64, body-frame points (2 nu, 3) m): the A points of the
-        contacts, then the B points (body -1: the static world), for point_velocities."""
-        c = self.contacts
-        bodies = np.concatenate([c.body_a, c.body_b]).astype(np.int64)
-        return bodies, np.ascontiguousarray(np.concatenate([c.local_a, c.local_b]), dtype=float)
 
     @property
     def n_bilateral(self) -> int:

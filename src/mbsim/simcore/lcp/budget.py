@@ -69,6 +69,10 @@ class limits:  # noqa: N801 (used as a function: ``with limits(...)``)
     def __enter__(self) -> None:
         seconds, stop = self.seconds, self.stop
         outer = _current.get()
+        if outer is None and stop is None:  # the stepper's own budget in a bare loop
+            secs = float("inf") if seconds is None else float(seconds)
+            self._token = _current.set(Budget(time.perf_counter() + secs, secs, None))
+            return
         deadline = float("inf") if seconds is None else time.perf_counter() + float(seconds)
         secs = float("inf") if seconds is None else float(seconds)
         stops = [s for s in (stop, outer.stop if outer else None) if s is not None]

@@ -95,8 +95,10 @@ def lemke_regularised(
     status, pivots, z_reg, S = run_lemke(M + delta * np.eye(n), q, max_pivots)
     if status != Status.SOLVED:
         return evaluate(M, q, z_reg, status, pivots, "lemke_reg", delta, tol_rel)
-    raw = evaluate(M, q, z_reg, Status.SOLVED, pivots, "lemke_reg", delta, tol_rel)
-    best = raw
+    # the unpolished answer is verified only when no polish is accepted: it is then the
+    # candidate a failed polish is compared with (an accepted polish is returned whatever
+    # the raw answer's verification says, so skipping it then changes nothing)
+    best = None
     S0 = S
     for _ in range(ACTIVE_SET_FIXES + 1):
         z_pol = _polish(M, q, z_reg, S, delta)
@@ -105,6 +107,8 @@ def lemke_regularised(
         pol = evaluate(M, q, z_pol, Status.SOLVED, pivots, "lemke_reg", delta, tol_rel)
         if pol.ok:
             return pol
+        if best is None:
+            best = evaluate(M, q, z_reg, Status.SOLVED, pivots, "lemke_reg", delta, tol_rel)
         if not best.ok and _worst(pol) <= _worst(best):
             best = pol
         # the regularised active set was off by a few degenerate rows (a basic z polished
@@ -118,6 +122,8 @@ def lemke_regularised(
     restricted = _restricted(M, q, S0, pivots, delta, max_pivots, tol_rel)
     if restricted is not None:
         return restricted
+    if best is None:
+        best = evaluate(M, q, z_reg, Status.SOLVED, pivots, "lemke_reg", delta, tol_rel)
     return best
 
 

@@ -76,6 +76,7 @@ from mbsim.simcore.lcp.problem import (
     EPS,
     LcpResult,
     Status,
+    _snap_kernel,
     evaluate,
     inf_norm,
     snap_rounding_negatives,
@@ -552,6 +553,15 @@ def run_lemke(
         max_pivots = default_max_pivots(n)
     if refactor_every is None:
         refactor_every = max(REFACTOR_EVERY, n)
+    chunk = budget.chunk_pivots(n)
+    if n and chunk >= max_pivots:
+        # one chunk ends the path (its pivot cap comes first), so the loop below would make
+        # one kernel call and never poll the budget: the same path in one compiled call
+        z = np.empty(n)
+        code, pivots, zb = _lemke_once(
+            M, q, int(max_pivots), int(refactor_every), chunk, lexicographic, zero_rel, z
+        )
+        return _STATUS[int(code)], int(pivots), z, zb
     z = np.zeros(n)
     if not _all_finite(M, q):
         return Status.NUMERICAL, 0, z, np.zeros(0, dtype=np.int64)
@@ -565,7 +575,6 @@ def run_lemke(
         return Status.SOLVED, 0, z, np.zeros(0, dtype=np.int64)  # q >= 0: z = 0
     Bmat = np.empty((n, n))
     work = np.empty((n, n))
-    chunk = budget.chunk_pivots(n)
     while True:
         code = lemke_steps(
             M, q, int(max_pivots), int(refactor_every), chunk, Binv, Bmat, work, x, basis, col,
@@ -579,6 +588,34 @@ def run_lemke(
     code = lemke_finish(M, q, code, Binv, Bmat, work, x, basis, col, z)
     zb = _basic_z(basis)
     return _STATUS[int(code)], int(ist[2]), snap_rounding_negatives(z), zb
+
+
+@njit(cache=True)
+def _lemke_once(M, q, max_pivots, refactor_every, chunk, lexicographic, zero_rel, z):
+    """:func:`run_lemke`'s kernel calls in one, for a path that one chunk ends: fills z
+    (snapped as snap_rounding_negatives does) and returns (status code, pivots, basic z)."""
+    n = q.shape[0]
+    for i in range(n):
+        z[i] = 0.0
+    if not _all_finite(M, q):
+        return _NUMERICAL, 0, np.zeros(0, dtype=np.int64)
+    Binv = np.empty((n, n))
+    x = np.empty(n)
+    basis = np.empty(n, dtype=np.int64)
+    col, a, noise, div = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    cand = np.empty(n, dtype=np.int64)
+    ist = np.zeros(4, dtype=np.int64)
+    if lemke_start(M, q, Binv, x, basis, col, div, cand, ist) == _SOLVED:
+        return _SOLVED, 0, np.zeros(0, dtype=np.int64)  # q >= 0: z = 0
+    Bmat = np.empty((n, n))
+    work = np.empty((n, n))
+    code = lemke_steps(
+        M, q, max_pivots, refactor_every, chunk, Binv, Bmat, work, x, basis, col, a, noise,
+        div, cand, ist, lexicographic, zero_rel,
+    )  # fmt: skip
+    code = lemke_finish(M, q, code, Binv, Bmat, work, x, basis, col, z)
+    _snap_kernel(z)
+    return code, ist[2], _basic_z(basis)
 
 
 @njit(cache=True)
