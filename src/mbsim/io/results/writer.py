@@ -332,14 +332,13 @@ class ResultsWriter:
         if self.body_poses and body_pose is None:
             raise ValueError("this results file records body poses: pass body_pose")
         given = dict(time=time, step=step, q=q, v=v, energy=energy, body_pose=body_pose)
-        zero = dict(tau=0, tau_limit=0)
-        self.trajectory.add_batch(_batch(self.trajectory.cols, n, given, zero), n)
+        self.trajectory.add_block(given, dict(tau=0, tau_limit=0), n)
         given = dict(time=time, step=step, step_seconds=step_seconds)
         zero = dict(
             lcp_size=0, lcp_pivots=0, lcp_residual=0, n_contacts=0, max_penetration=0,
             constraint_error=0, solver=SOLVER_CODES.index("none"),
         )  # fmt: skip
-        self.diagnostics.add_batch(_batch(self.diagnostics.cols, n, given, zero), n)
+        self.diagnostics.add_block(given, zero, n)
         self.last_time = float(np.asarray(time)[-1])
         self._maybe_flush()
 
@@ -498,25 +497,38 @@ class ResultsWriter:
     def flush(self) -> None:
         """Write every buffered row and flush the file (see :class:`Table` for the order)."""
         self._check_open()
+        self._write(final=False)
+
+    def _write(self, final: bool, reserve: bool = True) -> None:
+        """Write the buffered rows: whole chunks to the main datasets and the rest to the
+        tails, or with ``final`` every row to the main datasets and the tails deleted (the end
+        of the run). ``reserve``: make room first (not when the disk is known to be full: the
+        room reserved at the previous flush holds the tails)."""
         try:
             pending = sum(g.pending_bytes for g in self._groups)
-            if not pending:
+            if not pending and not final:
                 return
-            # Compression may not shrink float data much: assume none. The tail is rewritten
-            # in place (fixed-size uncompressed chunks), so new rows need new space once;
-            # finishing the file from the new committed state needs its own room on top.
-            self._make_room(pending + self._finish_bytes())
-            sealed = [g.write_sealed() for g in self._groups]
+            # Encoded chunks are at most a little larger than the raw rows (stored deflate
+            # blocks); the tail is rewritten in place (fixed-size uncompressed chunks), so new
+            # rows need new space once; finishing the file from the new committed state needs
+            # its own room on top (SPACE_MARGIN_BYTES covers the encoding's overhead).
+            if reserve:
+                self._make_room(pending + self._finish_bytes())
+            sealed = [g.write_sealed(final) for g in self._groups]
             if any(sealed):
                 self._file.flush()
                 for g in self._groups:
                     g.mark_sealed()
                 self._file.flush()
-            for g in self._groups:
-                g.write_tail()
-            self._file.flush()
-            for g in self._groups:
-                g.mark_tail()
+            if final:
+                for g in self._groups:
+                    g.delete_tail()
+            else:
+                for g in self._groups:
+                    g.write_tail()
+                self._file.flush()
+                for g in self._groups:
+                    g.mark_tail()
             for g in self._groups:
                 g.commit()
             self._file.attrs["last_time"] = self._committed_time()
@@ -553,19 +565,16 @@ class ResultsWriter:
             f"the disk is full on {self.path.parent} ({detail}); the file holds the results "
             f"up to t = {self._committed_time():g} s"
         )
+        for g in self._groups:
+            g.drop_pending()
         try:
-            for g in self._groups:
-                g.drop_pending()
-                g.close_tail()
+            self._write(final=True, reserve=False)
         except Exception:  # the committed rows stay readable through the tails
             pass
         self._fail(message)
 
     def _committed_time(self) -> float:
-        g = self.trajectory
-        if len(g.tail_rows["time"]):
-            return float(g.tail_rows["time"][-1])
-        return float(self._file["trajectory/time"][g.sealed - 1]) if g.sealed else float("nan")
+        return float(self.trajectory.last_committed.get("time", float("nan")))
 
     def _fail(self, message: str) -> NoReturn:
         """Mark the file failed (best effort: the disk may be full) and raise ResultsError."""
@@ -604,15 +613,7 @@ class ResultsWriter:
             return
         if status not in schema.STATUSES[1:]:
             raise ValueError(f"status must be one of {schema.STATUSES[1:]}, not {status!r}")
-        self.flush()
-        try:
-            self._make_room(self._finish_bytes())
-            for g in self._groups:
-                g.close_tail()
-        except ResultsError:
-            raise
-        except Exception as exc:
-            self._fail(f"writing the results failed ({exc})")
+        self._write(final=True)
         if not self._set_final(status, message):
             self.status = "failed"
             raise ResultsError(
@@ -662,19 +663,3 @@ class ResultsWriter:
             except Exception:
                 pass
             self._claim.release()
-
-
-def _batch(cols, n: int, given: dict, fill: dict) -> dict:
-    """(n, *shape) arrays of ``cols`` for :meth:`ResultsWriter.append_free_steps`: copies of
-    the ``given`` columns (shape checked; scalars broadcast) and the ``fill`` columns filled
-    with one value (a constant costs no broadcast)."""
-    out = {}
-    for c in cols:
-        if c.name in fill:
-            out[c.name] = np.full((n, *c.shape), fill[c.name], dtype=c.dtype)
-            continue
-        arr = np.array(given[c.name], dtype=c.dtype)
-        if arr.shape != (n, *c.shape):
-            arr = _column(c.name, arr, c.dtype, c.shape, n)
-        out[c.name] = arr
-    return out

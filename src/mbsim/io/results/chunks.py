@@ -1,0 +1,88 @@
+"""Whole HDF5 chunks for the results tables, encoded here and written with
+``write_direct_chunk``: the bytes HDF5's shuffle + gzip (deflate) filters would store, so every
+HDF5 reader decodes them with its standard filters, made at a fraction of the cost.
+
+Why not let HDF5 compress: zlib at its fastest level runs at ~60 MB/s on this machine, and
+float state (joint positions and velocities, body poses) barely shrinks under it (1.05-1.25x
+with shuffle). On the paper's 12-link pendulum that compression was most of the recording
+cost (docs/results.md). What does shrink is whole byte planes that hardly change: columns that
+are zero for a whole run (tau of an unactuated robot, LCP diagnostics of free steps), step
+counters, the sign and exponent bytes of slowly varying values.
+
+A chunk (its rows, C order) is encoded as HDF5's filters would: first the shuffle filter's
+byte transpose (byte ``j`` of element ``i`` of an ``n``-element chunk goes to ``j n + i``),
+then one zlib stream (RFC 1950: header, deflate blocks, Adler-32 of the shuffled bytes). The
+deflate data (RFC 1951) is built plane by plane (a plane = byte ``j`` of every element):
+
+* a plane in which at least half the bytes repeat their predecessor (:data:`RUN_FRACTION`)
+  is compressed with zlib's run-length strategy (``Z_RLE``, level 1), which costs little on
+  such data and turns a constant plane into a few bytes;
+* any other plane is written as stored (uncompressed) deflate blocks: a plane of varying
+  mantissa bytes would cost zlib's full time to shrink by a few per cent;
+* the padding past the last row of a dataset's final, partial chunk (zeros, never read) is
+  compressed the first way.
+
+Each compressed piece ends with a full flush (byte aligned, no reference to earlier bytes), so
+pieces from different compressors and stored blocks follow one another in one valid stream,
+closed by an empty final block. ``zlib.decompress`` of the result gives back the shuffled
+chunk bit for bit (tests/test_results_speed.py checks it, and that h5py reads the rows back).
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+#: A byte plane is deflated (run-length strategy) when at least this fraction of its bytes
+#: equal the byte before them; otherwise it is stored.
+RUN_FRACTION = 0.5
+#: The zlib level the datasets declare (``compression_opts``): what HDF5 itself would use if
+#: another program appended to a finished file with h5py. Readers need no level.
+GZIP_LEVEL = 1
+
+_HEADER = b"\x78\x01"  # deflate, 32 KiB window, no dictionary (0x7801 % 31 == 0)
+_FINAL = b"\x03\x00"  # an empty final block (fixed Huffman, end-of-block code only)
+_STORED_MAX = 65535  # bytes in one stored block
+
+
+def _stored(plane: memoryview, out: list) -> None:
+    """``plane`` as stored deflate blocks (non-final; the stream is byte aligned here)."""
+    for s in range(0, len(plane), _STORED_MAX):
+        n = min(_STORED_MAX, len(plane) - s)
+        out.append(bytes((0, n & 0xFF, n >> 8, ~n & 0xFF, (~n >> 8) & 0xFF)))
+        out.append(plane[s : s + n])
+
+
+def encode(chunk: np.ndarray, rows: int) -> bytes:
+    """The stored form of one whole chunk under the shuffle and gzip filters.
+
+    ``chunk``: the chunk's full shape (chunk rows, *column shape), C-contiguous; ``rows``:
+    how many leading rows hold data (the rest is padding of a dataset's last chunk)."""
+    size = chunk.dtype.itemsize
+    planes = np.ascontiguousarray(chunk.reshape(-1).view(np.uint8).reshape(-1, size).T)
+    n = planes.shape[1]
+    used = rows * (n // chunk.shape[0])  # elements holding data
+    if used > 1:
+        repeats = np.count_nonzero(planes[:, 1:used] == planes[:, : used - 1], axis=1)
+        deflate = repeats >= RUN_FRACTION * (used - 1)
+    else:
+        deflate = np.ones(size, dtype=bool)
+    out = [_HEADER]
+    rle = None
+    for j in range(size):
+        plane = memoryview(planes[j])
+        pieces = ((plane[:used], bool(deflate[j])), (plane[used:], True))
+        for piece, compress in pieces:
+            if not len(piece):
+                continue
+            if compress:
+                if rle is None:
+                    rle = zlib.compressobj(1, zlib.DEFLATED, -15, 8, zlib.Z_RLE)
+                out.append(rle.compress(piece))
+                out.append(rle.flush(zlib.Z_FULL_FLUSH))
+            else:
+                _stored(piece, out)
+    out.append(_FINAL)
+    out.append(zlib.adler32(planes).to_bytes(4, "big"))
+    return b"".join(out)
