@@ -14,18 +14,19 @@ byte transpose (byte ``j`` of element ``i`` of an ``n``-element chunk goes to ``
 then one zlib stream (RFC 1950: header, deflate blocks, Adler-32 of the shuffled bytes). The
 deflate data (RFC 1951) is built plane by plane (a plane = byte ``j`` of every element):
 
-* a plane in which at least half the bytes repeat their predecessor (:data:`RUN_FRACTION`)
-  is compressed with zlib's run-length strategy (``Z_RLE``, level 1), which costs little on
-  such data and turns a constant plane into a few bytes;
+* a plane in which at least half the bytes repeat their predecessor (:data:`RUN_FRACTION`,
+  judged on the chunk's first :data:`SAMPLE` elements) is compressed with zlib's run-length
+  strategy (``Z_RLE``, level 1), which costs little on such data and turns a constant plane
+  into a few bytes;
 * any other plane is written as stored (uncompressed) deflate blocks: a plane of varying
   mantissa bytes would cost zlib's full time to shrink by a few per cent;
 * the padding past the last row of a dataset's final, partial chunk (zeros, never read) is
   compressed the first way.
 
-Each compressed piece ends with a full flush (byte aligned, no reference to earlier bytes), so
-pieces from different compressors and stored blocks follow one another in one valid stream,
-closed by an empty final block. ``zlib.decompress`` of the result gives back the shuffled
-chunk bit for bit (tests/test_results_speed.py checks it, and that h5py reads the rows back).
+Each stretch of compressed planes ends with a full flush (byte aligned, no reference to earlier
+bytes), so compressed stretches and stored blocks follow one another in one valid stream, closed
+by an empty final block. ``zlib.decompress`` of the result gives back the shuffled
+chunk bit for bit (tests/test_results_chunks.py checks it, and that h5py reads the rows back).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ import numpy as np
 #: A byte plane is deflated (run-length strategy) when at least this fraction of its bytes
 #: equal the byte before them; otherwise it is stored.
 RUN_FRACTION = 0.5
+#: Elements of a plane the run test looks at (the first ones of the chunk).
+SAMPLE = 4096
 #: The zlib level the datasets declare (``compression_opts``): what HDF5 itself would use if
 #: another program appended to a finished file with h5py. Readers need no level.
 GZIP_LEVEL = 1
@@ -54,35 +57,41 @@ def _stored(plane: memoryview, out: list) -> None:
         out.append(plane[s : s + n])
 
 
-def encode(chunk: np.ndarray, rows: int) -> bytes:
-    """The stored form of one whole chunk under the shuffle and gzip filters.
-
-    ``chunk``: the chunk's full shape (chunk rows, *column shape), C-contiguous; ``rows``:
-    how many leading rows hold data (the rest is padding of a dataset's last chunk)."""
-    size = chunk.dtype.itemsize
-    planes = np.ascontiguousarray(chunk.reshape(-1).view(np.uint8).reshape(-1, size).T)
-    n = planes.shape[1]
-    used = rows * (n // chunk.shape[0])  # elements holding data
-    if used > 1:
-        repeats = np.count_nonzero(planes[:, 1:used] == planes[:, : used - 1], axis=1)
-        deflate = repeats >= RUN_FRACTION * (used - 1)
+def encode(block: np.ndarray, chunk_rows: int) -> bytes:
+    """The stored form of one whole chunk of ``chunk_rows`` rows under the shuffle and gzip
+    filters. ``block``: the rows holding data (at most ``chunk_rows``; a dataset's last chunk
+    has fewer, the rest is zero padding, never read)."""
+    size = block.dtype.itemsize
+    used = block.size  # elements holding data
+    n = used // len(block) * chunk_rows if len(block) else 0
+    planes = np.zeros((size, n), np.uint8)
+    planes[:, :used] = block.reshape(-1).view(np.uint8).reshape(used, size).T
+    # the run test looks at the first SAMPLE elements: enough to judge a plane
+    m = min(used, SAMPLE)
+    if m > 1:
+        repeats = np.count_nonzero(planes[:, 1:m] == planes[:, : m - 1], axis=1)
+        deflate = repeats >= RUN_FRACTION * (m - 1)
     else:
         deflate = np.ones(size, dtype=bool)
     out = [_HEADER]
-    rle = None
+    rle, open_ = None, False
     for j in range(size):
         plane = memoryview(planes[j])
-        pieces = ((plane[:used], bool(deflate[j])), (plane[used:], True))
-        for piece, compress in pieces:
+        for piece, compress in ((plane[:used], bool(deflate[j])), (plane[used:], True)):
             if not len(piece):
                 continue
-            if compress:
+            if compress:  # consecutive compressed pieces are one stretch of one stream
                 if rle is None:
                     rle = zlib.compressobj(1, zlib.DEFLATED, -15, 8, zlib.Z_RLE)
                 out.append(rle.compress(piece))
-                out.append(rle.flush(zlib.Z_FULL_FLUSH))
+                open_ = True
             else:
+                if open_:
+                    out.append(rle.flush(zlib.Z_FULL_FLUSH))
+                    open_ = False
                 _stored(piece, out)
+    if open_:
+        out.append(rle.flush(zlib.Z_FULL_FLUSH))
     out.append(_FINAL)
     out.append(zlib.adler32(planes).to_bytes(4, "big"))
     return b"".join(out)

@@ -206,13 +206,8 @@ class Table:
         write = ds.id.write_direct_chunk
         zeros = (0,) * (data.ndim - 1)
         for s in range(0, rows, chunk):
-            block = data[s : s + chunk]
-            used = len(block)
-            if used < chunk:
-                block = np.concatenate(
-                    [block, np.zeros((chunk - used, *block.shape[1:]), block.dtype)]
-                )
-            write((self.sealed + s, *zeros), _chunks.encode(np.ascontiguousarray(block), used))
+            block = data[s : min(rows, s + chunk)]
+            write((self.sealed + s, *zeros), _chunks.encode(block, chunk))
 
     def mark_sealed(self) -> None:
         """Phase 2 (after a flush): count the new whole chunks, empty the tail."""
