@@ -27,6 +27,10 @@ Writing (:class:`ResultsWriter`, a context manager):
   half-way through a write (which crashes the process).
 * A flush happens only between recorded steps (``/trajectory`` and ``/diagnostics`` of equal
   length), so a killed run leaves tables that agree.
+* Whole chunks are encoded here (:mod:`mbsim.io.results.chunks`: the shuffle + gzip bytes,
+  built cheaply) and written with ``write_direct_chunk``; HDF5 compresses nothing itself.
+* Finishing writes every remaining row straight to the main datasets (the last chunk partial),
+  then counts them in ``rows`` and deletes the tails.
 * Leaving the ``with`` block normally marks the file ``complete``; a KeyboardInterrupt marks it
   ``interrupted``; any other exception ``failed`` with the exception as the message.
 
