@@ -47,6 +47,7 @@ GZIP_LEVEL = 1
 _HEADER = b"\x78\x01"  # deflate, 32 KiB window, no dictionary (0x7801 % 31 == 0)
 _FINAL = b"\x03\x00"  # an empty final block (fixed Huffman, end-of-block code only)
 _STORED_MAX = 65535  # bytes in one stored block
+_ADLER_MOD = 65521
 
 
 def _stored(plane: memoryview, out: list) -> None:
@@ -57,15 +58,21 @@ def _stored(plane: memoryview, out: list) -> None:
         out.append(plane[s : s + n])
 
 
+def _adler_zeros(adler: int, count: int) -> int:
+    """Adler-32 ``adler`` continued over ``count`` zero bytes (RFC 1950: the byte sum A stays,
+    B grows by A for every byte), without reading them."""
+    a, b = adler & 0xFFFF, adler >> 16
+    return ((b + count * a) % _ADLER_MOD) << 16 | a
+
+
 def encode(block: np.ndarray, chunk_rows: int) -> bytes:
     """The stored form of one whole chunk of ``chunk_rows`` rows under the shuffle and gzip
     filters. ``block``: the rows holding data (at most ``chunk_rows``; a dataset's last chunk
     has fewer, the rest is zero padding, never read)."""
     size = block.dtype.itemsize
     used = block.size  # elements holding data
-    n = used // len(block) * chunk_rows if len(block) else 0
-    planes = np.zeros((size, n), np.uint8)
-    planes[:, :used] = block.reshape(-1).view(np.uint8).reshape(used, size).T
+    pad = (used // len(block) * chunk_rows if len(block) else 0) - used
+    planes = np.ascontiguousarray(block.reshape(-1).view(np.uint8).reshape(used, size).T)
     # the run test looks at the first SAMPLE elements: enough to judge a plane
     m = min(used, SAMPLE)
     if m > 1:
@@ -73,11 +80,15 @@ def encode(block: np.ndarray, chunk_rows: int) -> bytes:
         deflate = repeats >= RUN_FRACTION * (m - 1)
     else:
         deflate = np.ones(size, dtype=bool)
+    zeros = memoryview(bytes(pad))
     out = [_HEADER]
-    rle, open_ = None, False
+    rle, open_, adler = None, False, 1
     for j in range(size):
         plane = memoryview(planes[j])
-        for piece, compress in ((plane[:used], bool(deflate[j])), (plane[used:], True)):
+        adler = zlib.adler32(plane, adler)
+        if pad:
+            adler = _adler_zeros(adler, pad)
+        for piece, compress in ((plane, bool(deflate[j])), (zeros, True)):
             if not len(piece):
                 continue
             if compress:  # consecutive compressed pieces are one stretch of one stream
@@ -93,5 +104,5 @@ def encode(block: np.ndarray, chunk_rows: int) -> bytes:
     if open_:
         out.append(rle.flush(zlib.Z_FULL_FLUSH))
     out.append(_FINAL)
-    out.append(zlib.adler32(planes).to_bytes(4, "big"))
+    out.append(adler.to_bytes(4, "big"))
     return b"".join(out)

@@ -60,7 +60,8 @@ class Table:
     partial) and deletes ``_tail``.
 
     Rows are kept in one preallocated array per column (grown by doubling): the committed
-    tail rows first (``n_tail``), then the pending ones, up to ``n``. Rows arrive one at a time
+    tail rows first (``n_tail``), then the pending ones, up to ``n``; the rows past ``n`` are
+    zeros. Rows arrive one at a time
     (:meth:`add_row`: trajectory, diagnostics) or in blocks (:meth:`add_batch`,
     :meth:`add_block`), copied straight into those arrays.
     """
@@ -128,6 +129,7 @@ class Table:
 
     def drop_pending(self) -> None:
         """Forget the rows not yet written (the disk cannot take them)."""
+        self._zero(self.n_tail, self.n)
         self.n = self.n_tail
         self._plan = None
 
@@ -168,17 +170,25 @@ class Table:
         for c in self.cols:
             dst = self.buf[c.name][i : i + rows]
             if c.name in fill:
-                dst[...] = fill[c.name]
+                if fill[c.name]:  # rows past n are zeros already
+                    dst[...] = fill[c.name]
                 continue
             try:  # numpy's assignment broadcasts a scalar or one row, and checks the shape
                 dst[...] = given[c.name]
             except ValueError:
+                self._zero(i, i + rows)
                 raise ValueError(
                     f"results column {c.name!r}: expected shape ({rows}, "
                     f"{', '.join(map(str, c.shape))}) or a broadcastable one, got "
                     f"{np.shape(given[c.name])}"
                 ) from None
         self.n = i + rows
+
+    def _zero(self, start: int, stop: int) -> None:
+        """Zero buffer rows ``start .. stop``: rows past ``n`` are kept zero, so a zero fill
+        (:meth:`add_block`) costs nothing."""
+        for b in self.buf.values():
+            b[start:stop] = 0
 
     # The phases below are separated by file flushes (ResultsWriter._write). Each is
     # idempotent until commit(): a Ctrl-C in between makes the next flush redo them.
@@ -250,6 +260,7 @@ class Table:
             for c in self.cols:
                 b = self.buf[c.name]
                 b[: n - n_seal] = b[n_seal:n]
+            self._zero(n - n_seal, n)
         self.sealed += n_seal
         self.n = self.n_tail = n - n_seal
         self._plan = None

@@ -76,6 +76,14 @@ FLUSH_SECONDS = 1.0
 FLUSH_ROWS = 4096
 
 
+#: The columns of a free step's rows that :meth:`ResultsWriter.append_free_steps` fills.
+_FREE_TRAJECTORY = dict(tau=0, tau_limit=0)
+_FREE_DIAGNOSTICS = dict(
+    lcp_size=0, lcp_pivots=0, lcp_residual=0, n_contacts=0, max_penetration=0,
+    constraint_error=0, solver=SOLVER_CODES.index("none"),
+)  # fmt: skip
+
+
 def _utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -336,13 +344,9 @@ class ResultsWriter:
         if self.body_poses and body_pose is None:
             raise ValueError("this results file records body poses: pass body_pose")
         given = dict(time=time, step=step, q=q, v=v, energy=energy, body_pose=body_pose)
-        self.trajectory.add_block(given, dict(tau=0, tau_limit=0), n)
+        self.trajectory.add_block(given, _FREE_TRAJECTORY, n)
         given = dict(time=time, step=step, step_seconds=step_seconds)
-        zero = dict(
-            lcp_size=0, lcp_pivots=0, lcp_residual=0, n_contacts=0, max_penetration=0,
-            constraint_error=0, solver=SOLVER_CODES.index("none"),
-        )  # fmt: skip
-        self.diagnostics.add_block(given, zero, n)
+        self.diagnostics.add_block(given, _FREE_DIAGNOSTICS, n)
         self.last_time = float(np.asarray(time)[-1])
         self._maybe_flush()
 
