@@ -513,40 +513,46 @@ class ResultsWriter:
         of the run). ``reserve``: make room first (not when the disk is known to be full: the
         room reserved at the previous flush holds the tails)."""
         try:
-            pending = sum(g.pending_bytes for g in self._groups)
-            if not pending and not final:
+            if not self._write_rows(final, reserve):
                 return
-            # Encoded chunks are at most a little larger than the raw rows (stored deflate
-            # blocks); the tail is rewritten in place (fixed-size uncompressed chunks), so new
-            # rows need new space once; finishing the file from the new committed state needs
-            # its own room on top (SPACE_MARGIN_BYTES covers the encoding's overhead).
-            if reserve:
-                self._make_room(pending + self._finish_bytes())
-            sealed = [g.write_sealed(final) for g in self._groups]
-            if any(sealed):
-                self._file.flush()
-                for g in self._groups:
-                    g.mark_sealed()
-                self._file.flush()
-            if final:
-                for g in self._groups:
-                    g.delete_tail()
-            else:
-                for g in self._groups:
-                    g.write_tail()
-                self._file.flush()
-                for g in self._groups:
-                    g.mark_tail()
-            for g in self._groups:
-                g.commit()
-            self._file.attrs["last_time"] = self._committed_time()
-            self._file.flush()
         except ResultsError:
             raise
         except Exception as exc:  # h5py raises OSError or RuntimeError on write failures
             self._fail(f"writing the results failed ({exc})")
         self.flushes += 1
         self._last_flush = _time.monotonic()
+
+    def _write_rows(self, final: bool, reserve: bool) -> bool:
+        """:meth:`_write` without its error handling; False when there was nothing to do."""
+        pending = sum(g.pending_bytes for g in self._groups)
+        if not pending and not final:
+            return False
+        # Encoded chunks are at most a little larger than the raw rows (stored deflate
+        # blocks); the tail is rewritten in place (fixed-size uncompressed chunks), so new
+        # rows need new space once; finishing the file from the new committed state needs
+        # its own room on top (SPACE_MARGIN_BYTES covers the encoding's overhead).
+        if reserve:
+            self._make_room(pending + self._finish_bytes())
+        sealed = [g.write_sealed(final) for g in self._groups]
+        if any(sealed):
+            self._file.flush()
+            for g in self._groups:
+                g.mark_sealed()
+            self._file.flush()
+        if final:
+            for g in self._groups:
+                g.delete_tail()
+        else:
+            for g in self._groups:
+                g.write_tail()
+            self._file.flush()
+            for g in self._groups:
+                g.mark_tail()
+        for g in self._groups:
+            g.commit()
+        self._file.attrs["last_time"] = self._committed_time()
+        self._file.flush()
+        return True
 
     def _finish_bytes(self) -> int:
         """Disk needed to finish the file from its committed state: the tails moved into the
@@ -576,7 +582,7 @@ class ResultsWriter:
         for g in self._groups:
             g.drop_pending()
         try:
-            self._write(final=True, reserve=False)
+            self._write_rows(final=True, reserve=False)
         except Exception:  # the committed rows stay readable through the tails
             pass
         self._fail(message)
