@@ -61,9 +61,8 @@ class Table:
 
     Rows are kept in one preallocated array per column (grown by doubling): the committed
     tail rows first (``n_tail``), then the pending ones, up to ``n``; the rows past ``n`` are
-    zeros. Rows arrive one at a time
-    (:meth:`add_row`: trajectory, diagnostics) or in blocks (:meth:`add_batch`,
-    :meth:`add_block`), copied straight into those arrays.
+    zeros. Rows arrive one at a time (:meth:`add_row`: trajectory, diagnostics) or in blocks
+    (:meth:`add_batch`, :meth:`add_block`), copied straight into those arrays.
     """
 
     #: Uncompressed bytes of one seal (all columns' rows), bounding the tail's size.
@@ -212,7 +211,7 @@ class Table:
 
     def _write_chunks(self, ds, data: np.ndarray, rows: int, chunk: int) -> None:
         """Rows ``data[:rows]`` to ``ds`` from row ``sealed`` (a chunk boundary), one
-        encoded chunk at a time; a partial last chunk is padded with zeros."""
+        encoded chunk at a time (the encoder pads a partial last chunk with zeros)."""
         write = ds.id.write_direct_chunk
         zeros = (0,) * (data.ndim - 1)
         for s in range(0, rows, chunk):
