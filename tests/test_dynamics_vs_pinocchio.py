@@ -21,17 +21,12 @@ import pytest
 
 from mbsim.simcore.data import Data
 from mbsim.simcore.delassus import upsilon_from_poses
-from mbsim.simcore.dynamics import aba, articulated_factor, crba, impulse_response, rnea
+from mbsim.simcore.dynamics import articulated_factor, impulse_response
 from mbsim.simcore.kinematics import forward_kinematics, node_transforms
 from mbsim.simcore.spatial import plucker_np
-from pin_oracle import all_urdfs, robots_dir, twin_or_skip
+from pin_oracle import RTOL, all_urdfs, assert_dynamics_match, rel_err, robots_dir, twin_or_skip
 
-RTOL = 1e-9
 URDFS = all_urdfs()
-
-
-def rel_err(a, b):
-    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-12))
 
 
 twin = twin_or_skip
@@ -45,28 +40,7 @@ def test_example_robot_data_is_there():
 @pytest.mark.parametrize("urdf", URDFS, ids=[str(u.relative_to(robots_dir())) for u in URDFS])
 def test_dynamics_match_pinocchio(urdf, base):
     model, tw = twin(urdf, base)
-    data = Data(model)
-    rng = np.random.default_rng(zlib.crc32(urdf.name.encode()))
-    for _ in range(3):
-        q = model.random_q(rng)
-        v = rng.normal(size=model.nv)
-        tau = rng.normal(size=model.nv) * 10
-        qp, vp = tw.q(q), tw.v(q, v)
-        # kinematics: every body's world pose
-        forward_kinematics(model, data, q, v)
-        pin.forwardKinematics(tw.pm, tw.pd, qp, vp)
-        for i, jid in enumerate(tw.jids):
-            oMi = tw.pd.oMi[jid]
-            assert np.allclose(data.R_world[i], oMi.rotation, atol=1e-12)
-            assert np.allclose(data.p_world[i], oMi.translation, atol=1e-10)
-        M_pin = pin.crba(tw.pm, tw.pd, qp)
-        M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
-        assert rel_err(crba(model, data, q), tw.mat_back(q, M_pin)) < RTOL
-        a = rng.normal(size=model.nv)
-        tau_pin = tw.f_back(q, pin.rnea(tw.pm, tw.pd, qp, vp, tw.a(q, v, a)))
-        assert rel_err(rnea(model, data, q, v, a), tau_pin) < RTOL
-        qdd_pin = tw.a_back(q, v, pin.aba(tw.pm, tw.pd, qp, vp, tw.f(q, tau)))
-        assert rel_err(aba(model, data, q, v, tau), qdd_pin) < RTOL
+    assert_dynamics_match(model, tw, np.random.default_rng(zlib.crc32(urdf.name.encode())))
 
 
 @pytest.mark.parametrize("base", ["fixed", "floating"])

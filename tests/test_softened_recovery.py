@@ -126,3 +126,4 @@ def test_the_run_summary_counts_the_softened_steps(tmp_path):
     assert summary.as_dict()["recovery_softened_steps"] == 50
     with h5py.File(tmp_path / "run.h5") as f:
         assert f["summary"].attrs["recovery_softened_steps"] == 50
+        assert f["summary"].attrs["recovery_softened_first"] == summary.softened_first

@@ -31,21 +31,16 @@ from mbsim.errors import UrdfError
 from mbsim.io.urdf import parse_urdf_string
 from mbsim.simcore.data import Data
 from mbsim.simcore.delassus import delassus_lambda
-from mbsim.simcore.dynamics import aba, articulated_factor, crba, impulse_response, rnea
+from mbsim.simcore.dynamics import articulated_factor, impulse_response
 from mbsim.simcore.joints import SPHERICAL
 from mbsim.simcore.kinematics import forward_kinematics, integrate, node_transforms
 from mbsim.simcore.model import build_model
 from mbsim.simcore.spec import Inertial, JointSpec, LinkSpec, RobotSpec
 from mbsim.simcore.stepper import OSStepper, StepOptions
-from pin_oracle import PinTwin, pin_model_from_spec
+from pin_oracle import RTOL, PinTwin, assert_dynamics_match, pin_model_from_spec, rel_err
 from random_trees import random_tree
 
-RTOL = 1e-9
 MIXED = ("spherical", "revolute", "prismatic", "continuous")
-
-
-def rel_err(a, b):
-    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-12))
 
 
 def _twin(seed: int, n_links: int, base: str):
@@ -66,30 +61,7 @@ CASES = [
 def test_dynamics_match_pinocchio_spherical(seed, n_links, base):
     rng, model, tw = _twin(seed, n_links, base)
     assert np.any(model.jtype == SPHERICAL) or n_links == 1
-    data = Data(model)
-    for _ in range(3):
-        q = model.random_q(rng)
-        v = rng.normal(size=model.nv)
-        tau = rng.normal(size=model.nv) * 10
-        qp, vp = tw.q(q), tw.v(q, v)
-        forward_kinematics(model, data, q, v)
-        pin.forwardKinematics(tw.pm, tw.pd, qp, vp)
-        for i, jid in enumerate(tw.jids):
-            oMi = tw.pd.oMi[jid]
-            assert np.allclose(data.R_world[i], oMi.rotation, atol=1e-12)
-            assert np.allclose(data.p_world[i], oMi.translation, atol=1e-10)
-            # body spatial velocity: Pinocchio [linear; angular], mbsim [angular; linear]
-            vel = tw.pd.v[jid]
-            assert np.allclose(data.vel[i, :3], vel.angular, atol=1e-10)
-            assert np.allclose(data.vel[i, 3:], vel.linear, atol=1e-10)
-        M_pin = pin.crba(tw.pm, tw.pd, qp)
-        M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
-        assert rel_err(crba(model, data, q), tw.mat_back(q, M_pin)) < RTOL
-        a = rng.normal(size=model.nv)
-        tau_pin = tw.f_back(q, pin.rnea(tw.pm, tw.pd, qp, vp, tw.a(q, v, a)))
-        assert rel_err(rnea(model, data, q, v, a), tau_pin) < RTOL
-        qdd_pin = tw.a_back(q, v, pin.aba(tw.pm, tw.pd, qp, vp, tw.f(q, tau)))
-        assert rel_err(aba(model, data, q, v, tau), qdd_pin) < RTOL
+    assert_dynamics_match(model, tw, rng, body_velocity=True)
 
 
 @pytest.mark.parametrize("seed,n_links,base", CASES)

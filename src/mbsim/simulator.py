@@ -90,6 +90,18 @@ class RunSummary:
     status: str = "complete"
     message: str = ""
 
+    def summary_attrs(self) -> dict:
+        """The attributes of the results file's ``/summary`` group (docs/hdf5-format.md): the
+        keys of :meth:`as_dict` that are scalars, and the energy gains per source."""
+        d = self.as_dict()
+        keys = (
+            "max_velocity_ratio",
+            "max_velocity_joint",
+            "recovery_softened_steps",
+            "recovery_softened_first",
+        )
+        return {**{k: d[k] for k in keys}, **self.energy_sources.as_attrs()}
+
     @property
     def real_time_factor(self) -> float:
         return self.sim_time / self.wall_seconds if self.wall_seconds > 0 else float("inf")
@@ -561,10 +573,7 @@ class Simulator:
         """The run's velocity-limit ratio and energy gains per source in ``/summary``
         (attributes; docs/hdf5-format.md)."""
         g = writer.group("summary")
-        g.attrs["max_velocity_ratio"] = summary.max_velocity_ratio
-        g.attrs["max_velocity_joint"] = summary.max_velocity_joint
-        g.attrs["recovery_softened_steps"] = summary.softened_steps
-        for key, value in summary.energy_sources.as_attrs().items():
+        for key, value in summary.summary_attrs().items():
             g.attrs[key] = value
 
     def attach_lcp_dumps(self, writer) -> None:
@@ -679,11 +688,12 @@ class Simulator:
                     # _record counts the ended contacts of every step, none here: the key
                     # exists after any step
                     summary.events["contact_end"] = summary.events.get("contact_end", 0)
-                    steps, qs, vs, es, ps = loop.records
+                    steps, qs, vs, es, ps, taus, flags = loop.records
                     if len(steps):
                         writer.append_free_steps(
                             steps * self.options.dt, steps, qs, vs, es, ps,
-                            step_seconds=(_time.perf_counter() - t0) / n,
+                            step_seconds=(_time.perf_counter() - t0) / n, tau=taus,
+                            tau_limit=flags,
                         )  # fmt: skip
                     if self.step_index % ENERGY_CHECK_EVERY == 0:
                         self._check_energy(e0)

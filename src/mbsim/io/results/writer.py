@@ -76,8 +76,7 @@ FLUSH_SECONDS = 1.0
 FLUSH_ROWS = 4096
 
 
-#: The columns of a free step's rows that :meth:`ResultsWriter.append_free_steps` fills.
-_FREE_TRAJECTORY = dict(tau=0, tau_limit=0)
+#: The diagnostics of a free step's rows, which :meth:`ResultsWriter.append_free_steps` fills.
 _FREE_DIAGNOSTICS = dict(
     lcp_size=0, lcp_pivots=0, lcp_residual=0, n_contacts=0, max_penetration=0,
     constraint_error=0, solver=SOLVER_CODES.index("none"),
@@ -329,14 +328,17 @@ class ResultsWriter:
         self.last_time = time
         self._maybe_flush()
 
-    def append_free_steps(self, time, step, q, v, energy, body_pose=None, step_seconds=np.nan):
+    def append_free_steps(
+        self, time, step, q, v, energy, body_pose=None, step_seconds=np.nan, tau=None,
+        tau_limit=None,
+    ):  # fmt: skip
         """Rows of :meth:`append_state` and :meth:`append_diagnostics` at once for ``n``
-        recorded steps in which no actuator acted and no constraint was solved (tau and
-        tau_limit 0, no LCP, no contact): ``time``, ``step`` (n,), ``q`` (n, nq), ``v`` (n,
-        nv), ``energy`` (n, 3), ``body_pose`` (n, nb, 7) when body poses are recorded,
-        ``step_seconds`` (scalar or (n,)). The compiled loop of free steps records through it
-        (simcore/free_loop.py); the rows are those the one-row calls would write. The arrays
-        are copied."""
+        recorded steps in which no constraint was solved (no LCP, no contact): ``time``,
+        ``step`` (n,), ``q`` (n, nq), ``v`` (n, nv), ``energy`` (n, 3), ``body_pose`` (n, nb,
+        7) when body poses are recorded, ``step_seconds`` (scalar or (n,)), ``tau`` (n, nv)
+        and ``tau_limit`` (n, nv) the actuators' applied forces and effort flags (0 when
+        None). The compiled loop of free steps records through it (simcore/free_loop.py); the
+        rows are those the one-row calls would write. The arrays are copied."""
         self._check_open()
         n = int(np.asarray(step).shape[0])
         if n == 0:
@@ -344,7 +346,13 @@ class ResultsWriter:
         if self.body_poses and body_pose is None:
             raise ValueError("this results file records body poses: pass body_pose")
         given = dict(time=time, step=step, q=q, v=v, energy=energy, body_pose=body_pose)
-        self.trajectory.add_block(given, _FREE_TRAJECTORY, n)
+        zero = {}
+        for name, value in (("tau", tau), ("tau_limit", tau_limit)):
+            if value is None:
+                zero[name] = 0
+            else:
+                given[name] = value
+        self.trajectory.add_block(given, zero, n)
         given = dict(time=time, step=step, step_seconds=step_seconds)
         self.diagnostics.add_block(given, _FREE_DIAGNOSTICS, n)
         self.last_time = float(np.asarray(time)[-1])
