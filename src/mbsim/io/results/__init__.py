@@ -5,6 +5,8 @@
   holds on its file;
 * :mod:`~mbsim.io.results.table`: one buffered, crash-safe table (compressed whole chunks plus
   an uncompressed tail);
+* :mod:`~mbsim.io.results.chunks`: a whole chunk encoded as HDF5's shuffle and gzip filters
+  store it (cheaply: only byte planes that repeat go through zlib);
 * :mod:`~mbsim.io.results.writer`: :class:`ResultsWriter`, which streams a run into a file;
 * :mod:`~mbsim.io.results.reader`: :func:`load_results`, which reads one back.
 

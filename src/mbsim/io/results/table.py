@@ -1,5 +1,6 @@
 """One buffered table of a results file (a group of equal-length columns) and its crash-safe
-path to the file: whole compressed chunks plus an uncompressed ``_tail`` (see :class:`Table`)."""
+path to the file: whole chunks, encoded by :mod:`~mbsim.io.results.chunks` and written once,
+plus an uncompressed ``_tail`` (see :class:`Table`)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import math
 import h5py
 import numpy as np
 
+from mbsim.io.results import chunks as _chunks
 from mbsim.io.results.schema import _Col
 
-#: Target uncompressed chunk size: large enough to compress well, small enough that rewriting
-#: the last partial chunk at every flush stays cheap.
-CHUNK_BYTES = 1 << 16
+#: Largest uncompressed chunk of one column: 1 MiB, HDF5's default chunk cache, so a reader
+#: slicing rows keeps the chunk it reads in cache.
+CHUNK_BYTES = 1 << 20
 
 
 def _pow2_at_most(x: float) -> int:
@@ -28,7 +30,11 @@ def _create(h5: h5py.Group, c: _Col, chunk_rows: int, max_rows: int | None, comp
         maxshape=(max_rows, *(d if d > 0 else None for d in c.shape)),
         chunks=(chunk_rows, *(max(1, d) for d in c.shape)),
         dtype=c.dtype,
-        **(dict(compression="gzip", compression_opts=4, shuffle=True) if compress else {}),
+        **(
+            dict(compression="gzip", compression_opts=_chunks.GZIP_LEVEL, shuffle=True)
+            if compress
+            else {}
+        ),
     )
     ds.attrs["units"] = c.units
     ds.attrs["description"] = c.description
@@ -44,19 +50,23 @@ class Table:
     chunk in place or moves it, and a process killed between the chunk write and the index
     update leaves a chunk that fails to decompress (seen in testing for ~40% of kills during
     a flush). So the compressed datasets only ever receive whole chunks, ``seal`` rows at a
-    time (``seal`` is a multiple of every column's chunk size), each written once. The rows
-    after the last whole chunk live in ``_tail``: the same columns, uncompressed (fixed-size
-    chunks, so rewriting a committed row writes identical bytes in place). The group attribute
-    ``rows`` counts committed rows in the main datasets, ``_tail`` attribute ``rows`` those in
-    the tail; both change only after the data they cover is flushed. :meth:`ResultsWriter.
-    finish` moves the tail into the main datasets and deletes ``_tail``.
+    time (``seal`` is a multiple of every column's chunk size), each written once, encoded by
+    :func:`mbsim.io.results.chunks.encode` (shuffle + gzip, readable by any HDF5 reader). The
+    rows after the last whole chunk live in ``_tail``: the same columns, uncompressed
+    (fixed-size chunks, so rewriting a committed row writes identical bytes in place). The
+    group attribute ``rows`` counts committed rows in the main datasets, ``_tail`` attribute
+    ``rows`` those in the tail; both change only after the data they cover is flushed.
+    :meth:`ResultsWriter.finish` writes every row to the main datasets (the last chunk
+    partial) and deletes ``_tail``.
 
-    Rows arrive one at a time (:meth:`add_row`: trajectory, diagnostics; kept in Python lists,
-    several times cheaper per step than numpy concatenation) or in batches (:meth:`add_batch`).
+    Rows are kept in one preallocated array per column (grown by doubling): the committed
+    tail rows first (``n_tail``), then the pending ones, up to ``n``; the rows past ``n`` are
+    zeros. Rows arrive one at a time (:meth:`add_row`: trajectory, diagnostics) or in blocks
+    (:meth:`add_batch`, :meth:`add_block`), copied straight into those arrays.
     """
 
     #: Uncompressed bytes of one seal (all columns' rows), bounding the tail's size.
-    SEAL_BYTES = 1 << 20
+    SEAL_BYTES = 1 << 22
 
     def __init__(self, h5: h5py.Group, cols: list[_Col]) -> None:
         self.h5 = h5
@@ -71,138 +81,194 @@ class Table:
             "uncompressed rows after the last whole chunk while the run is live; removed when "
             "the run ends (readers append rows[:_tail.attrs['rows']] to the main datasets)"
         )
+        self.chunk_rows: dict[str, int] = {}
         for c in cols:
             chunk = min(self.seal, max(16, _pow2_at_most(CHUNK_BYTES / row_bytes[c.name])))
+            self.chunk_rows[c.name] = chunk
             _create(h5, c, chunk, None, compress=True)
             tail_chunk = min(self.seal, max(16, _pow2_at_most(16384 / row_bytes[c.name])))
             _create(self.tail, c, tail_chunk, self.seal, compress=False)
         h5.attrs["rows"] = np.int64(0)
         self.tail.attrs["rows"] = np.int64(0)
-        self.pending: dict[str, list] = {c.name: [] for c in cols}
-        self.pending_rows = 0
-        self.pending_bytes = 0
+        self._main = {c.name: h5[c.name] for c in cols}
+        self._tails = {c.name: self.tail[c.name] for c in cols}
+        self._empty = {c.name: 0 in c.shape for c in cols}  # no bytes to write
+        self.buf = {c.name: np.zeros((self.seal, *c.shape), c.dtype) for c in cols}
+        self.n = 0  # rows in the buffers: the committed tail, then the pending rows
+        self.n_tail = 0  # committed rows in the tail (buffer rows 0 .. n_tail)
         self.sealed = 0  # committed rows in the main datasets
-        self.tail_rows = {c.name: np.zeros((0, *c.shape), c.dtype) for c in cols}
-        self._plan: tuple[dict[str, np.ndarray], int] | None = None
+        self.last_committed: dict[str, object] = {}  # the last committed row's scalar values
+        self._plan: int | None = None  # rows of the buffer going to the main datasets
+        self._tail_written = 0  # buffer rows the file's tail holds (committed or not)
+
+    @property
+    def pending_rows(self) -> int:
+        """Rows appended but not yet in the file."""
+        return self.n - self.n_tail
+
+    @property
+    def pending_bytes(self) -> int:
+        """Uncompressed bytes of the pending rows."""
+        return self.pending_rows * self.row_bytes
 
     @property
     def total_rows(self) -> int:
         """Rows appended so far (committed and pending)."""
-        return self.committed + self.pending_rows
+        return self.sealed + self.n
 
     @property
     def tail_bytes(self) -> int:
         """Uncompressed bytes of the committed rows in the tail."""
-        return len(self.tail_rows[self.cols[0].name]) * self.row_bytes
-
-    def drop_pending(self) -> None:
-        """Forget the rows not yet written (the disk cannot take them)."""
-        self.pending = {c.name: [] for c in self.cols}
-        self.pending_rows, self.pending_bytes = 0, 0
-        self._plan = None
+        return self.n_tail * self.row_bytes
 
     @property
     def committed(self) -> int:
         """Rows committed to the file (main + tail)."""
-        return self.sealed + len(self.tail_rows[self.cols[0].name])
+        return self.sealed + self.n_tail
+
+    def drop_pending(self) -> None:
+        """Forget the rows not yet written (the disk cannot take them)."""
+        self._zero(self.n_tail, self.n)
+        self.n = self.n_tail
+        self._plan = None
+
+    def _room(self, rows: int) -> int:
+        """Make the buffers hold ``rows`` more rows; the first new row's index."""
+        start = self.n
+        need = start + rows
+        cap = len(self.buf[self.cols[0].name])
+        if need > cap:
+            cap = max(need, 2 * cap)
+            for c in self.cols:
+                grown = np.zeros((cap, *c.shape), c.dtype)
+                grown[:start] = self.buf[c.name][:start]
+                self.buf[c.name] = grown
+        return start
 
     def add_row(self, row: dict[str, object]) -> None:
-        """One row: a value of each column's row shape (already validated and copied)."""
+        """One row: a value of each column's row shape (already validated)."""
+        i = self._room(1)
+        buf = self.buf
         for name, value in row.items():
-            self.pending[name].append(value)
-        self.pending_rows += 1
-        self.pending_bytes += self.row_bytes
+            buf[name][i] = value
+        self.n = i + 1
 
     def add_batch(self, batch: dict[str, np.ndarray], rows: int) -> None:
-        """``rows`` rows, an (rows, *shape) array per column (wrapped in a tuple to tell
-        it from a single row)."""
+        """``rows`` rows, an (rows, *shape) array per column."""
+        i = self._room(rows)
         for name, value in batch.items():
-            self.pending[name].append((value,))
-        self.pending_rows += rows
-        self.pending_bytes += rows * self.row_bytes
+            self.buf[name][i : i + rows] = value
+        self.n = i + rows
 
-    def _stack(self, col: _Col) -> np.ndarray:
-        # single rows (add_row) and batches (add_batch, in a tuple) may alternate
-        parts, rows = [self.tail_rows[col.name]], []
-        for it in self.pending[col.name]:
-            if isinstance(it, tuple):
-                if rows:
-                    parts.append(np.asarray(rows, dtype=col.dtype).reshape(len(rows), *col.shape))
-                    rows = []
-                parts.append(it[0])
-            else:
-                rows.append(it)
-        if rows:
-            parts.append(np.asarray(rows, dtype=col.dtype).reshape(len(rows), *col.shape))
-        return np.concatenate(parts, axis=0)
+    def add_block(self, given: dict[str, object], fill: dict[str, object], rows: int) -> None:
+        """``rows`` rows: the ``given`` columns as (rows, *shape) arrays or anything that
+        broadcasts to that shape (a scalar, one row), the ``fill`` columns set to one value.
+        Every column is one or the other. Raises ValueError naming a column of the wrong
+        shape (nothing is added then)."""
+        i = self._room(rows)
+        for c in self.cols:
+            dst = self.buf[c.name][i : i + rows]
+            if c.name in fill:
+                if fill[c.name]:  # rows past n are zeros already
+                    dst[...] = fill[c.name]
+                continue
+            try:  # numpy's assignment broadcasts a scalar or one row, and checks the shape
+                dst[...] = given[c.name]
+            except ValueError:
+                self._zero(i, i + rows)
+                raise ValueError(
+                    f"results column {c.name!r}: expected shape ({rows}, "
+                    f"{', '.join(map(str, c.shape))}) or a broadcastable one, got "
+                    f"{np.shape(given[c.name])}"
+                ) from None
+        self.n = i + rows
 
-    # The phases below are separated by file flushes (ResultsWriter.flush). Each is
+    def _zero(self, start: int, stop: int) -> None:
+        """Zero buffer rows ``start .. stop``: rows past ``n`` are kept zero, so a zero fill
+        (:meth:`add_block`) costs nothing."""
+        for b in self.buf.values():
+            b[start:stop] = 0
+
+    # The phases below are separated by file flushes (ResultsWriter._write). Each is
     # idempotent until commit(): a Ctrl-C in between makes the next flush redo them.
 
-    def write_sealed(self) -> bool:
-        """Phase 1: whole chunks to the compressed datasets. True if any were written."""
-        if not self.pending_rows:
+    def write_sealed(self, final: bool = False) -> bool:
+        """Phase 1: whole chunks to the compressed datasets, or with ``final`` every row (the
+        last chunk partial). True if any rows were written."""
+        if not self.pending_rows and not (final and self.n):
             self._plan = None
             return False
-        data = {c.name: self._stack(c) for c in self.cols}
-        n = len(data[self.cols[0].name])
-        n_seal = (n // self.seal) * self.seal
-        self._plan = (data, n_seal)
+        n_seal = self.n if final else (self.n // self.seal) * self.seal
+        self._plan = n_seal
         if n_seal:
+            end = self.sealed + n_seal
             for c in self.cols:  # "time" is last: a torn flush never shows time without data
-                ds = self.h5[c.name]
-                ds.resize(self.sealed + n_seal, axis=0)
-                ds[self.sealed : self.sealed + n_seal] = data[c.name][:n_seal]
+                ds = self._main[c.name]
+                ds.resize(end, axis=0)
+                if not self._empty[c.name]:
+                    self._write_chunks(ds, self.buf[c.name], n_seal, self.chunk_rows[c.name])
         return bool(n_seal)
+
+    def _write_chunks(self, ds, data: np.ndarray, rows: int, chunk: int) -> None:
+        """Rows ``data[:rows]`` to ``ds`` from row ``sealed`` (a chunk boundary), one
+        encoded chunk at a time (the encoder pads a partial last chunk with zeros)."""
+        write = ds.id.write_direct_chunk
+        zeros = (0,) * (data.ndim - 1)
+        for s in range(0, rows, chunk):
+            block = data[s : min(rows, s + chunk)]
+            write((self.sealed + s, *zeros), _chunks.encode(block, chunk))
 
     def mark_sealed(self) -> None:
         """Phase 2 (after a flush): count the new whole chunks, empty the tail."""
-        if self._plan and self._plan[1]:
-            self.h5.attrs.modify("rows", np.int64(self.sealed + self._plan[1]))
-            self.tail.attrs.modify("rows", np.int64(0))
+        if self._plan:
+            self.h5.attrs.modify("rows", np.int64(self.sealed + self._plan))
+            if "_tail" in self.h5:
+                self.tail.attrs.modify("rows", np.int64(0))
 
     def write_tail(self) -> None:
-        """Phase 3: the remaining rows to the uncompressed tail."""
-        if not self._plan:
+        """Phase 3: the remaining rows to the uncompressed tail (rows the file's tail
+        already holds, unchanged since, are not written again)."""
+        if self._plan is None:
             return
-        data, n_seal = self._plan
+        n_seal = self._plan
+        rest = self.n - n_seal
+        start = 0 if n_seal else self._tail_written
         for c in self.cols:
-            rest = data[c.name][n_seal:]
-            ds = self.tail[c.name]
-            if ds.shape[0] < len(rest):
-                ds.resize(len(rest), axis=0)
-            if len(rest):
-                ds[: len(rest)] = rest
+            ds = self._tails[c.name]
+            if ds.shape[0] < rest:
+                ds.resize(rest, axis=0)
+            if rest > start and not self._empty[c.name]:
+                ds[start:rest] = self.buf[c.name][n_seal + start : self.n]
+        self._tail_written = rest
 
     def mark_tail(self) -> None:
         """Phase 4 (after a flush): count the tail rows."""
-        if self._plan:
-            data, n_seal = self._plan
-            self.tail.attrs.modify("rows", np.int64(len(data[self.cols[0].name]) - n_seal))
+        if self._plan is not None:
+            self.tail.attrs.modify("rows", np.int64(self.n - self._plan))
 
     def commit(self) -> None:
         """The file now holds everything: update the in-memory state."""
-        if self._plan:
-            data, n_seal = self._plan
-            self.sealed += n_seal
-            self.tail_rows = {k: v[n_seal:] for k, v in data.items()}
-            self.pending = {c.name: [] for c in self.cols}
-            self.pending_rows, self.pending_bytes = 0, 0
-            self._plan = None
-
-    def close_tail(self) -> None:
-        """At the end of the run: the tail becomes the last (partial) chunk of the main
-        datasets, the main datasets hold every row, and ``_tail`` is deleted."""
-        n_tail = len(self.tail_rows[self.cols[0].name])
-        if n_tail:
+        if self._plan is None:
+            return
+        n_seal, n = self._plan, self.n
+        if n:
+            self.last_committed = {
+                c.name: self.buf[c.name][n - 1].item() for c in self.cols if not c.shape
+            }
+        if n_seal:
             for c in self.cols:
-                ds = self.h5[c.name]
-                ds.resize(self.sealed + n_tail, axis=0)
-                ds[self.sealed :] = self.tail_rows[c.name]
-        self.h5.attrs.modify("rows", np.int64(self.sealed + n_tail))
-        del self.h5["_tail"]
-        self.sealed += n_tail
-        self.tail_rows = {k: v[:0] for k, v in self.tail_rows.items()}
+                b = self.buf[c.name]
+                b[: n - n_seal] = b[n_seal:n]
+            self._zero(n - n_seal, n)
+        self.sealed += n_seal
+        self.n = self.n_tail = n - n_seal
+        self._plan = None
+
+    def delete_tail(self) -> None:
+        """At the end of the run (every row in the main datasets): delete ``_tail``."""
+        if "_tail" in self.h5:
+            del self.h5["_tail"]
+        self._tails = {}
 
 
 def _vector(name: str, value: object, shape: tuple[int, ...]) -> np.ndarray:

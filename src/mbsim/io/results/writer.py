@@ -27,6 +27,10 @@ Writing (:class:`ResultsWriter`, a context manager):
   half-way through a write (which crashes the process).
 * A flush happens only between recorded steps (``/trajectory`` and ``/diagnostics`` of equal
   length), so a killed run leaves tables that agree.
+* Whole chunks are encoded here (:mod:`mbsim.io.results.chunks`: the shuffle + gzip bytes,
+  built cheaply) and written with ``write_direct_chunk``; HDF5 compresses nothing itself.
+* Finishing writes every remaining row straight to the main datasets (the last chunk partial),
+  then counts them in ``rows`` and deletes the tails.
 * Leaving the ``with`` block normally marks the file ``complete``; a KeyboardInterrupt marks it
   ``interrupted``; any other exception ``failed`` with the exception as the message.
 
@@ -70,6 +74,13 @@ MAX_ROWS = 10**12
 FLUSH_SECONDS = 1.0
 #: Rows buffered before a flush is forced regardless of time (bounds memory).
 FLUSH_ROWS = 4096
+
+
+#: The diagnostics of a free step's rows, which :meth:`ResultsWriter.append_free_steps` fills.
+_FREE_DIAGNOSTICS = dict(
+    lcp_size=0, lcp_pivots=0, lcp_residual=0, n_contacts=0, max_penetration=0,
+    constraint_error=0, solver=SOLVER_CODES.index("none"),
+)  # fmt: skip
 
 
 def _utc_now() -> str:
@@ -341,13 +352,9 @@ class ResultsWriter:
                 zero[name] = 0
             else:
                 given[name] = value
-        self.trajectory.add_batch(_batch(self.trajectory.cols, n, given, zero), n)
+        self.trajectory.add_block(given, zero, n)
         given = dict(time=time, step=step, step_seconds=step_seconds)
-        zero = dict(
-            lcp_size=0, lcp_pivots=0, lcp_residual=0, n_contacts=0, max_penetration=0,
-            constraint_error=0, solver=SOLVER_CODES.index("none"),
-        )  # fmt: skip
-        self.diagnostics.add_batch(_batch(self.diagnostics.cols, n, given, zero), n)
+        self.diagnostics.add_block(given, _FREE_DIAGNOSTICS, n)
         self.last_time = float(np.asarray(time)[-1])
         self._maybe_flush()
 
@@ -506,35 +513,54 @@ class ResultsWriter:
     def flush(self) -> None:
         """Write every buffered row and flush the file (see :class:`Table` for the order)."""
         self._check_open()
+        self._write(final=False)
+
+    def _write(self, final: bool, reserve: bool = True) -> None:
+        """Write the buffered rows: whole chunks to the main datasets and the rest to the
+        tails, or with ``final`` every row to the main datasets and the tails deleted (the end
+        of the run). ``reserve``: make room first (not when the disk is known to be full: the
+        room reserved at the previous flush holds the tails)."""
         try:
-            pending = sum(g.pending_bytes for g in self._groups)
-            if not pending:
+            if not self._write_rows(final, reserve):
                 return
-            # Compression may not shrink float data much: assume none. The tail is rewritten
-            # in place (fixed-size uncompressed chunks), so new rows need new space once;
-            # finishing the file from the new committed state needs its own room on top.
-            self._make_room(pending + self._finish_bytes())
-            sealed = [g.write_sealed() for g in self._groups]
-            if any(sealed):
-                self._file.flush()
-                for g in self._groups:
-                    g.mark_sealed()
-                self._file.flush()
-            for g in self._groups:
-                g.write_tail()
-            self._file.flush()
-            for g in self._groups:
-                g.mark_tail()
-            for g in self._groups:
-                g.commit()
-            self._file.attrs["last_time"] = self._committed_time()
-            self._file.flush()
         except ResultsError:
             raise
         except Exception as exc:  # h5py raises OSError or RuntimeError on write failures
             self._fail(f"writing the results failed ({exc})")
         self.flushes += 1
         self._last_flush = _time.monotonic()
+
+    def _write_rows(self, final: bool, reserve: bool) -> bool:
+        """:meth:`_write` without its error handling; False when there was nothing to do."""
+        pending = sum(g.pending_bytes for g in self._groups)
+        if not pending and not final:
+            return False
+        # Encoded chunks are at most a little larger than the raw rows (stored deflate
+        # blocks); the tail is rewritten in place (fixed-size uncompressed chunks), so new
+        # rows need new space once; finishing the file from the new committed state needs
+        # its own room on top (SPACE_MARGIN_BYTES covers the encoding's overhead).
+        if reserve:
+            self._make_room(pending + self._finish_bytes())
+        sealed = [g.write_sealed(final) for g in self._groups]
+        if any(sealed):
+            self._file.flush()
+            for g in self._groups:
+                g.mark_sealed()
+            self._file.flush()
+        if final:
+            for g in self._groups:
+                g.delete_tail()
+        else:
+            for g in self._groups:
+                g.write_tail()
+            self._file.flush()
+            for g in self._groups:
+                g.mark_tail()
+        for g in self._groups:
+            g.commit()
+        self._file.attrs["last_time"] = self._committed_time()
+        self._file.flush()
+        return True
 
     def _finish_bytes(self) -> int:
         """Disk needed to finish the file from its committed state: the tails moved into the
@@ -561,19 +587,16 @@ class ResultsWriter:
             f"the disk is full on {self.path.parent} ({detail}); the file holds the results "
             f"up to t = {self._committed_time():g} s"
         )
+        for g in self._groups:
+            g.drop_pending()
         try:
-            for g in self._groups:
-                g.drop_pending()
-                g.close_tail()
+            self._write_rows(final=True, reserve=False)
         except Exception:  # the committed rows stay readable through the tails
             pass
         self._fail(message)
 
     def _committed_time(self) -> float:
-        g = self.trajectory
-        if len(g.tail_rows["time"]):
-            return float(g.tail_rows["time"][-1])
-        return float(self._file["trajectory/time"][g.sealed - 1]) if g.sealed else float("nan")
+        return float(self.trajectory.last_committed.get("time", float("nan")))
 
     def _fail(self, message: str) -> NoReturn:
         """Mark the file failed (best effort: the disk may be full) and raise ResultsError."""
@@ -612,15 +635,7 @@ class ResultsWriter:
             return
         if status not in schema.STATUSES[1:]:
             raise ValueError(f"status must be one of {schema.STATUSES[1:]}, not {status!r}")
-        self.flush()
-        try:
-            self._make_room(self._finish_bytes())
-            for g in self._groups:
-                g.close_tail()
-        except ResultsError:
-            raise
-        except Exception as exc:
-            self._fail(f"writing the results failed ({exc})")
+        self._write(final=True)
         if not self._set_final(status, message):
             self.status = "failed"
             raise ResultsError(
@@ -670,19 +685,3 @@ class ResultsWriter:
             except Exception:
                 pass
             self._claim.release()
-
-
-def _batch(cols, n: int, given: dict, fill: dict) -> dict:
-    """(n, *shape) arrays of ``cols`` for :meth:`ResultsWriter.append_free_steps`: copies of
-    the ``given`` columns (shape checked; scalars broadcast) and the ``fill`` columns filled
-    with one value (a constant costs no broadcast)."""
-    out = {}
-    for c in cols:
-        if c.name in fill:
-            out[c.name] = np.full((n, *c.shape), fill[c.name], dtype=c.dtype)
-            continue
-        arr = np.array(given[c.name], dtype=c.dtype)
-        if arr.shape != (n, *c.shape):
-            arr = _column(c.name, arr, c.dtype, c.shape, n)
-        out[c.name] = arr
-    return out

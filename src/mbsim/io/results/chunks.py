@@ -1,0 +1,108 @@
+"""Whole HDF5 chunks for the results tables, encoded here and written with
+``write_direct_chunk``: the bytes HDF5's shuffle + gzip (deflate) filters would store, so every
+HDF5 reader decodes them with its standard filters, made at a fraction of the cost.
+
+Why not let HDF5 compress: zlib at its fastest level runs at ~60 MB/s on this machine, and
+float state (joint positions and velocities, body poses) barely shrinks under it (1.05-1.25x
+with shuffle). On the paper's 12-link pendulum that compression was most of the recording
+cost (docs/results.md). What does shrink is whole byte planes that hardly change: columns that
+are zero for a whole run (tau of an unactuated robot, LCP diagnostics of free steps), step
+counters, the sign and exponent bytes of slowly varying values.
+
+A chunk (its rows, C order) is encoded as HDF5's filters would: first the shuffle filter's
+byte transpose (byte ``j`` of element ``i`` of an ``n``-element chunk goes to ``j n + i``),
+then one zlib stream (RFC 1950: header, deflate blocks, Adler-32 of the shuffled bytes). The
+deflate data (RFC 1951) is built plane by plane (a plane = byte ``j`` of every element):
+
+* a plane in which at least half the bytes repeat their predecessor (:data:`RUN_FRACTION`,
+  judged on the chunk's first :data:`SAMPLE` elements) is compressed with zlib's run-length
+  strategy (``Z_RLE``, level 1), which costs little on such data and turns a constant plane
+  into a few bytes;
+* any other plane is written as stored (uncompressed) deflate blocks: a plane of varying
+  mantissa bytes would cost zlib's full time to shrink by a few per cent;
+* the padding past the last row of a dataset's final, partial chunk (zeros, never read) is
+  compressed the first way.
+
+Each stretch of compressed planes ends with a full flush (byte aligned, no reference to earlier
+bytes), so compressed stretches and stored blocks follow one another in one valid stream, closed
+by an empty final block. ``zlib.decompress`` of the result gives back the shuffled
+chunk bit for bit (tests/test_results_chunks.py checks it, and that h5py reads the rows back).
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+#: A byte plane is deflated (run-length strategy) when at least this fraction of its bytes
+#: equal the byte before them; otherwise it is stored.
+RUN_FRACTION = 0.5
+#: Elements of a plane the run test looks at (the first ones of the chunk).
+SAMPLE = 4096
+#: The zlib level the datasets declare (``compression_opts``): what HDF5 itself would use if
+#: another program appended to a finished file with h5py. Readers need no level.
+GZIP_LEVEL = 1
+
+_HEADER = b"\x78\x01"  # deflate, 32 KiB window, no dictionary (0x7801 % 31 == 0)
+_FINAL = b"\x03\x00"  # an empty final block (fixed Huffman, end-of-block code only)
+_STORED_MAX = 65535  # bytes in one stored block
+_ADLER_MOD = 65521
+
+
+def _stored(plane: memoryview, out: list) -> None:
+    """``plane`` as stored deflate blocks (non-final; the stream is byte aligned here)."""
+    for s in range(0, len(plane), _STORED_MAX):
+        n = min(_STORED_MAX, len(plane) - s)
+        out.append(bytes((0, n & 0xFF, n >> 8, ~n & 0xFF, (~n >> 8) & 0xFF)))
+        out.append(plane[s : s + n])
+
+
+def _adler_zeros(adler: int, count: int) -> int:
+    """Adler-32 ``adler`` continued over ``count`` zero bytes (RFC 1950: the byte sum A stays,
+    B grows by A for every byte), without reading them."""
+    a, b = adler & 0xFFFF, adler >> 16
+    return ((b + count * a) % _ADLER_MOD) << 16 | a
+
+
+def encode(block: np.ndarray, chunk_rows: int) -> bytes:
+    """The stored form of one whole chunk of ``chunk_rows`` rows under the shuffle and gzip
+    filters. ``block``: the rows holding data (at most ``chunk_rows``; a dataset's last chunk
+    has fewer, the rest is zero padding, never read)."""
+    size = block.dtype.itemsize
+    used = block.size  # elements holding data
+    pad = (used // len(block) * chunk_rows if len(block) else 0) - used
+    planes = np.ascontiguousarray(block.reshape(-1).view(np.uint8).reshape(used, size).T)
+    # the run test looks at the first SAMPLE elements: enough to judge a plane
+    m = min(used, SAMPLE)
+    if m > 1:
+        repeats = np.count_nonzero(planes[:, 1:m] == planes[:, : m - 1], axis=1)
+        deflate = repeats >= RUN_FRACTION * (m - 1)
+    else:
+        deflate = np.ones(size, dtype=bool)
+    zeros = memoryview(bytes(pad))
+    out = [_HEADER]
+    rle, open_, adler = None, False, 1
+    for j in range(size):
+        plane = memoryview(planes[j])
+        adler = zlib.adler32(plane, adler)
+        if pad:
+            adler = _adler_zeros(adler, pad)
+        for piece, compress in ((plane, bool(deflate[j])), (zeros, True)):
+            if not len(piece):
+                continue
+            if compress:  # consecutive compressed pieces are one stretch of one stream
+                if rle is None:
+                    rle = zlib.compressobj(1, zlib.DEFLATED, -15, 8, zlib.Z_RLE)
+                out.append(rle.compress(piece))
+                open_ = True
+            else:
+                if open_:
+                    out.append(rle.flush(zlib.Z_FULL_FLUSH))
+                    open_ = False
+                _stored(piece, out)
+    if open_:
+        out.append(rle.flush(zlib.Z_FULL_FLUSH))
+    out.append(_FINAL)
+    out.append(adler.to_bytes(4, "big"))
+    return b"".join(out)

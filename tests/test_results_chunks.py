@@ -1,0 +1,251 @@
+"""The results writer's own chunk encoding (mbsim.io.results.chunks) and its buffering.
+
+Independent truths: the HDF5 shuffle filter's byte order written out here from its
+definition, zlib's and HDF5's own decoders (h5py reading through the standard filters), the
+closed-form bouncing ball of test_results.py, and the simulator stepped without any writer.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+import mbsim.io.results.table as table_mod
+from mbsim.bench import pendulum_scenario
+from mbsim.io.results import ResultsWriter, load_results
+from mbsim.io.results.chunks import encode
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_results import INFO, ball  # noqa: E402
+
+
+def shuffled(chunk: np.ndarray) -> bytes:
+    """HDF5's shuffle filter by its definition: byte j of element i of an n-element chunk
+    goes to position j * n + i."""
+    raw = chunk.tobytes()
+    size = chunk.dtype.itemsize
+    n = len(raw) // size
+    out = bytearray(len(raw))
+    for i in range(n):
+        for j in range(size):
+            out[j * n + i] = raw[i * size + j]
+    return bytes(out)
+
+
+CASES = [
+    (np.float64, (4, 7)),
+    (np.float64, ()),
+    (np.int64, ()),
+    (np.int8, (5,)),
+    (np.uint8, ()),
+    (np.int32, (3,)),
+]
+
+
+def _data(rng, dtype, shape, rows) -> np.ndarray:
+    """Random bits (NaN payloads, subnormals, every byte value), a constant run of rows and
+    slowly varying values: planes of every kind the encoder tells apart."""
+    size = np.dtype(dtype).itemsize
+    raw = rng.integers(0, 256, size=(rows, *shape, size), dtype=np.uint8)
+    a = raw.view(dtype).reshape(rows, *shape).copy()
+    a[: rows // 3] = 0
+    if np.dtype(dtype).kind == "f":
+        a[rows // 3 : 2 * rows // 3] = np.cumsum(
+            np.full((2 * rows // 3 - rows // 3, *shape), 1e-3), 0
+        )
+    return a
+
+
+@pytest.mark.parametrize("dtype, shape", CASES)
+def test_an_encoded_chunk_inflates_to_the_shuffled_rows_and_padding(dtype, shape):
+    rng = np.random.default_rng(7)
+    for rows, chunk in ((48, 64), (64, 64), (1, 16)):
+        a = _data(rng, dtype, shape, rows)
+        full = np.zeros((chunk, *shape), dtype)
+        full[:rows] = a
+        assert zlib.decompress(encode(a, chunk)) == shuffled(full), (rows, chunk)
+
+
+@pytest.mark.parametrize("dtype, shape", CASES)
+def test_hdf5_reads_encoded_chunks_through_its_standard_filters(tmp_path: Path, dtype, shape):
+    # the same rows written by HDF5's own gzip+shuffle filters and as encoded chunks read back
+    # identically (bit for bit, NaN payloads included) through h5py
+    rng = np.random.default_rng(11)
+    rows, chunk = 1000, 256
+    a = _data(rng, dtype, shape, rows)
+    path = tmp_path / "chunks.h5"
+    opts = dict(
+        shape=(rows, *shape),
+        maxshape=(None, *shape),
+        chunks=(chunk, *shape),
+        dtype=dtype,
+        compression="gzip",
+        compression_opts=1,
+        shuffle=True,
+    )
+    with h5py.File(path, "w") as f:
+        f.create_dataset("by_hdf5", **opts)[...] = a
+        ds = f.create_dataset("direct", **opts)
+        for s in range(0, rows, chunk):
+            ds.id.write_direct_chunk((s, *[0] * len(shape)), encode(a[s : s + chunk], chunk))
+    with h5py.File(path, "r") as f:
+        assert f["direct"][...].tobytes() == a.tobytes()
+        assert f["by_hdf5"][...].tobytes() == a.tobytes()
+        assert f["direct"].compression == "gzip" and f["direct"].shuffle
+
+
+def test_repeating_planes_are_compressed_and_random_ones_cost_no_more_than_raw(tmp_path: Path):
+    n = 3000
+    rng = np.random.default_rng(3)
+    path = tmp_path / "size.h5"
+    with ResultsWriter(path, model_info=INFO, scenario_toml="", dt=1e-3, duration=3.0) as w:
+        for k in range(n):
+            # random q and v: incompressible bits; tau is zero all run
+            w.append_state(k * 1e-3, rng.random(1), rng.random(1), [1.0, 2.0, 3.0])
+            w.append_diagnostics(time=k * 1e-3, step=k, solver="none")
+    with h5py.File(path, "r") as f:
+        stored = {name: f["trajectory"][name].id.get_storage_size() for name in ("q", "tau")}
+    assert stored["tau"] < 0.01 * n * 8  # a zero column: a few bytes a chunk
+    assert stored["q"] <= 1.01 * n * 8 + 256  # stored blocks: 5 bytes per 64 KiB, a header
+    r = load_results(path)
+    rng = np.random.default_rng(3)
+    expected = np.array([rng.random(2) for _ in range(n)])
+    assert np.array_equal(r.q[:, 0], expected[:, 0]) and np.array_equal(r.v[:, 0], expected[:, 1])
+    assert np.array_equal(r.tau, np.zeros((n, 1)))
+
+
+def test_a_finished_file_gives_back_the_disk_reserved_for_it(tmp_path: Path):
+    path = tmp_path / "reserved.h5"
+    with ResultsWriter(path, model_info=INFO, scenario_toml="", dt=1e-3, duration=1.0) as w:
+        for k in range(500):
+            z, vz, ke, pe = ball(k * 1e-3)
+            w.append_state(k * 1e-3, z, vz, [ke[0], pe[0], ke[0] + pe[0]])
+        w.flush()  # reserves the next flush's room and the finish's (>= 1 MiB) past the end
+    st = os.stat(path)
+    assert st.st_blocks * 512 <= st.st_size + (1 << 16)  # block rounding, not the >= 1 MiB
+
+
+# --------------------------------------------------------------------------- whole runs
+
+
+def _pendulum_file(path: Path, flush_seconds: float | None) -> Path:
+    import dataclasses
+
+    from mbsim.simulator import Simulator
+
+    sc = pendulum_scenario(12, "os", 2.6, 1e-3, output=str(path))
+    sc = dataclasses.replace(sc, source=None)
+    sim = Simulator(sc)
+    writer = sim.open_writer("test", force=False)
+    if flush_seconds is not None:
+        writer.flush_seconds = flush_seconds
+    summary = sim.run(writer)
+    writer.finish()
+    assert summary.status == "complete", summary.message
+    return path
+
+
+def test_buffered_rows_equal_rows_flushed_at_every_step_and_an_unrecorded_run(
+    tmp_path: Path, monkeypatch
+):
+    # pendulum-12 into contact at dt = 1 ms (the compiled loop's batches, then steps one at a
+    # time with events); small seals so the run crosses many whole-chunk writes
+    from mbsim.simulator import Simulator
+
+    monkeypatch.setattr(table_mod.Table, "SEAL_BYTES", 1 << 14)
+    buffered = _pendulum_file(tmp_path / "buffered.h5", None)
+    each = _pendulum_file(tmp_path / "each.h5", 0.0)  # a flush at every chance
+    with h5py.File(buffered, "r") as fa, h5py.File(each, "r") as fb:
+        assert fa["trajectory"].attrs["rows"] >= 4 * fa["trajectory/q"].chunks[0]
+        for group in ("trajectory", "events", "diagnostics"):
+            assert set(fa[group]) == set(fb[group])
+            for name in fa[group]:
+                if name == "step_seconds":  # wall time
+                    continue
+                a, b = fa[group][name], fb[group][name]
+                assert a.dtype == b.dtype and a[...].tobytes() == b[...].tobytes(), (group, name)
+    # the independent truth: the same scenario stepped without any writer
+    sc = pendulum_scenario(12, "os", 2.6, 1e-3)
+    sim = Simulator(sc)
+    every = sc.output.record_every
+    q, v = [sim.q.copy()], [sim.v.copy()]
+    for k in range(1, sc.simulation.n_steps + 1):
+        sim.step()
+        if k % every == 0:
+            q.append(sim.q.copy())
+            v.append(sim.v.copy())
+    r = load_results(buffered)
+    assert r.status == "complete" and len(r.events["time"]) > 0  # it ends in contact
+    assert np.array_equal(r.q, np.array(q)) and np.array_equal(r.v, np.array(v))
+
+
+KILLED = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+import mbsim.io.results.table as table_mod
+table_mod.Table.SEAL_BYTES = 2048  # whole chunks are written every 64 rows
+from test_results import INFO, ball
+from mbsim.io.results import ResultsWriter
+
+w = ResultsWriter(sys.argv[1], model_info=INFO, scenario_toml="", dt=1e-3, duration=1e3,
+                  body_poses=True, flush_seconds=0.0)
+k = 0
+while True:
+    z, vz, ke, pe = ball(k * 1e-3)
+    w.append_state(k * 1e-3, z, vz, [ke[0], pe[0], ke[0] + pe[0]],
+                   body_pose=[[0.0, 0.0, z[0], 1.0, 0.0, 0.0, 0.0]])
+    w.append_diagnostics(time=k * 1e-3, step=k, solver="none")
+    k += 1
+    print(k, flush=True)  # flush_seconds = 0: these k rows are flushed
+"""
+
+
+@pytest.mark.parametrize("after", [0.15, 0.4, 0.75, 1.1])
+def test_sigkill_during_chunk_writes_keeps_every_flushed_row(tmp_path: Path, after: float):
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED)
+    path = tmp_path / "killed.h5"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    last, started = 0, None
+    try:
+        for line in proc.stdout:
+            last = int(line)
+            started = started or time.monotonic()
+            if time.monotonic() - started >= after and last > 64:
+                break
+        else:
+            pytest.fail(f"writer process ended early: {proc.stderr.read()}")
+        proc.send_signal(signal.SIGKILL)
+        rest, _ = proc.communicate(timeout=30)
+        for line in rest.splitlines():
+            last = int(line)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    with h5py.File(path, "r") as f:  # plain h5py opens it
+        assert f.attrs["status"] == "running"
+    r = load_results(path)
+    assert r.status == "running" and r.writer_alive is False
+    n = len(r.time)
+    assert last <= n <= last + 1  # every flushed row (the kill may follow a flush's print)
+    z, vz, _, _ = ball(np.arange(n) * 1e-3)
+    assert np.array_equal(r.time, np.arange(n) * 1e-3)
+    assert np.array_equal(r.q[:, 0], z) and np.array_equal(r.v[:, 0], vz)
+    assert np.array_equal(r.body_pose[:, 0, 2], z)
+    assert len(r.diagnostics["time"]) == n
