@@ -221,6 +221,50 @@ def test_spherical_joint_limit_urdf_matches_pybullet(tmp_path, case):
         assert abs(swing_mb - swing_pb) < PEER_TOL, (swing_mb, swing_pb)
 
 
+def test_limit_switches_and_per_joint_overrides_reach_the_spherical_rows():
+    """simulation.joint_limits and a per-joint override (v index of any of the joint's three
+    components -> (enabled, restitution); the scenario's table gives the first)."""
+    model = _rod()
+    assert JointLimits.from_model(model).spherical == model.spherical_limits
+    assert not JointLimits.from_model(model, limits=False)
+    on = JointLimits.from_model(model, limits=False, overrides={2: (True, 0.5)})
+    assert on.spherical == model.spherical_limits and on.spherical_eps == (0.5,)
+    assert JointLimits.from_model(model, overrides={0: (False, None)}).spherical == ()
+
+
+def test_a_run_reports_the_twist_stop_as_a_limit_event_and_can_switch_it_off(tmp_path):
+    """Through a scenario: the spin of test_spin_about_the_joint_axis_stops_at_the_twist_span
+    gives one limit_begin on ``ball.wz`` (v index 2) whose normal is the upper stop's push,
+    minus the child's z axis (world z: the rotation is about z); ``ball = false`` in the
+    robot's joint_limits table lets the body turn past the span."""
+    import h5py
+
+    from mbsim.io.scenario import load_scenario
+    from mbsim.simulator import Simulator
+
+    (tmp_path / "rod.urdf").write_text(
+        ROD.format(l=0.4, m=2.0, rpy="0 0 0", limit=LIMIT.format(sx=0.3, sy=0.5, tw=0.4, effort=1))
+    )
+    text = (
+        '[simulation]\nduration = 0.4\ndt = 1e-3\n[output]\npath = "out.h5"\n'
+        '[robot.r]\nurdf = "rod.urdf"\nv0 = { "ball.wz" = 2.0 }\n'
+    )
+    for extra, limited in (("", True), ("[robot.r.joint_limits]\nball = false\n", False)):
+        (tmp_path / "s.toml").write_text(text + extra)
+        summary = Simulator(load_scenario(tmp_path / "s.toml")).run_to_file("test", force=True)
+        with h5py.File(tmp_path / "out.h5") as f:
+            twist = swing_twist(f["trajectory/q"][-1])[0][2]
+            kinds = h5py.check_enum_dtype(f["events/kind"].dtype)
+            begins = np.flatnonzero(f["events/kind"][:] == kinds["limit_begin"])
+            if limited:
+                assert 0.398 - 1e-9 <= twist <= 0.4 + 1e-9
+                assert summary.events["limit_begin"] == 1 and len(begins) == 1
+                np.testing.assert_allclose(f["events/normal"][begins[0]], [0, 0, -1], atol=1e-9)
+                assert f["events/body_a"][begins[0]] == 0
+            else:
+                assert twist > 0.7 and len(begins) == 0
+
+
 # ----------------------------------------------------------------------- the loader
 def test_an_applied_limit_gives_no_warning_and_reaches_the_model():
     model = _rod(sx=0.2, sy=0.8, tw=0.3)

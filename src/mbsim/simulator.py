@@ -321,11 +321,14 @@ class Simulator:
     def _joint_limits(self) -> JointLimits:
         """Joint limits and friction of the model: ``simulation.joint_limits`` and
         ``limit_restitution``, then each robot's ``joint_limits`` table (simcore/joint_rows)."""
-        sim = self.scenario.simulation
+        sim, m = self.scenario.simulation, self.model
+        balls = {(int(m.tree_of[lim.body]), lim.joint): lim.vi for lim in m.spherical_limits}
         overrides = {}
         for tree, r in self._robot_trees():
             for name, o in r.joint_limits.items():
-                overrides[self._index(tree, r, name, "v")] = (o.enabled, o.restitution)
+                k = balls.get((tree, name))  # a spherical joint: its first v index
+                k = self._index(tree, r, name, "v") if k is None else k
+                overrides[k] = (o.enabled, o.restitution)
         return JointLimits.from_model(
             self.model, limits=sim.joint_limits, restitution=sim.limit_restitution,
             overrides=overrides,

@@ -160,7 +160,9 @@ class JointLimits:
         fr = np.zeros(nv) if fr is None or not friction else np.maximum(fr, 0.0)
         spherical, s_eps = [], []
         for lim in getattr(model, "spherical_limits", ()):
-            enabled, e = (overrides or {}).get(lim.vi, (limits, None))
+            # an override of any of the joint's three v indices (NAME.wx, .wy, .wz) is its own
+            given = [(overrides or {}).get(k) for k in range(lim.vi, lim.vi + 3)]
+            enabled, e = next((o for o in given if o is not None), (limits, None))
             if enabled:
                 spherical.append(lim)
                 s_eps.append(float(restitution) if e is None else e)
