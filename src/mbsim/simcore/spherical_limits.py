@@ -1,25 +1,28 @@
 """Swing and twist limits of spherical joints, as PyBullet applies a URDF ``<limit>``.
 
-What PyBullet does (bullet3, read at the commit of its GitHub snapshot):
+What PyBullet does (github.com/bulletphysics/bullet3 at 6c888f4, 2025-01-29; PyBullet 3.2.7
+was built the same day):
 
-* ``examples/Importers/ImportURDFDemo/UrdfParser.cpp``, ``parseJointLimits``: lower = 0,
-  upper = -1, twist = -1, effort = 0 unless the file gives them.
+* ``examples/Importers/ImportURDFDemo/UrdfParser.cpp``, ``parseJointLimits`` (line 1450 on):
+  lower = 0, upper = -1, twist = -1, effort = 0 unless the file gives them.
 * ``examples/Importers/ImportURDFDemo/URDF2Bullet.cpp``, ``ConvertURDF2BulletInternal``, case
-  ``URDFSphericalJoint``: ``if (jointUpperLimit > 0 && jointLowerLimit > 0 && twistLimit > 0
-  && jointMaxForce > 0)`` it adds ``btMultiBodySphericalJointLimit(body, link, jointLowerLimit,
-  jointUpperLimit, twistLimit, jointMaxForce)``, whose arguments are ``swingxRange,
-  swingyRange, twistRange, maxAppliedImpulse``. So ``lower`` is the swing span about x,
-  ``upper`` the swing span about y, ``twist`` the twist span about z (rad, each symmetric:
-  |angle| <= span), and ``effort`` caps each row's impulse per step (N m s; Bullet's comment
-  "should multiply by time step" leaves it unscaled). The URDF ``<axis>`` is not used: the
-  twist axis is z of the child frame (of its inertial frame in Bullet, the same frame when the
-  child's ``<inertial>`` has no rotation).
+  ``URDFSphericalJoint`` (line 432): ``if (jointUpperLimit > 0 && jointLowerLimit > 0 &&
+  twistLimit > 0 && jointMaxForce > 0)`` it adds ``btMultiBodySphericalJointLimit(body, link,
+  jointLowerLimit, jointUpperLimit, twistLimit, jointMaxForce)``, whose arguments are
+  ``swingxRange, swingyRange, twistRange, maxAppliedImpulse``. So ``lower`` is the swing span
+  about x, ``upper`` the swing span about y, ``twist`` the twist span about z (rad, each
+  symmetric: |angle| <= span), and ``effort`` caps each row's impulse per step (N m s; Bullet's
+  comment "should multiply by time step" leaves it unscaled). The URDF ``<axis>`` is not used:
+  the twist axis is z of the child frame (of its inertial frame in Bullet, the same frame when
+  the child's ``<inertial>`` has no rotation).
 * ``src/BulletDynamics/Featherstone/btMultiBodySphericalJointLimit.cpp``,
-  ``createConstraintRows``: with the joint rotation R (child frame in the joint frame, as
-  mbsim's q: ``btMultiBodyLink::updateCacheMultiDof`` rotates parent to child by the conjugate
-  of the joint quaternion), the swing-twist split R = R_swing R_twist (``shortestArcQuat(z,
-  R z)``), ``relRot = R^-1 R_twist`` and ``matrixToEulerXYZ(relRot)``; that function reads
-  the third row of relRot, i.e. e = R_twist^T R z, giving swing_x = atan2(-e_y, e_z) and
+  ``createConstraintRows`` (lines 140-230; m_kp = 0.2 at line 36): with the joint rotation R
+  (child frame in the joint frame, as mbsim's q: ``btMultiBodyLink::updateCacheMultiDof``
+  rotates parent to child by the conjugate of the joint quaternion), the swing-twist split
+  R = R_swing R_twist (``shortestArcQuat(z, R z)``), ``relRot = R^-1 R_twist`` and
+  ``matrixToEulerXYZ(relRot)``, which (btGeneric6DofSpring2Constraint.cpp, lines 60-83,
+  ``btGetMatrixElem(m, i) = m[i % 3][i / 3]``) reads the third row of relRot, i.e.
+  e = R_twist^T R z, giving swing_x = atan2(-e_y, e_z) and
   swing_y = asin(e_x); twist = the signed angle of R_twist about z. Each of the three angles
   outside (-span, span) gets one one-sided row on the child's angular velocity about the
   link's x, y or z axis, with position error kp (angle - span), kp = 0.2, and damping 1.
