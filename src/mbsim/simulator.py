@@ -31,6 +31,7 @@ from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.energy_sources import EnergyGains
 from mbsim.simcore.free_loop import FreeLoop
 from mbsim.simcore.joint_rows import JointLimits
+from mbsim.simcore.joints import SPHERICAL
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
 from mbsim.simcore.lcp.budget import SolveInterrupted
@@ -320,11 +321,14 @@ class Simulator:
     def _joint_limits(self) -> JointLimits:
         """Joint limits and friction of the model: ``simulation.joint_limits`` and
         ``limit_restitution``, then each robot's ``joint_limits`` table (simcore/joint_rows)."""
-        sim = self.scenario.simulation
+        sim, m = self.scenario.simulation, self.model
+        balls = {(int(m.tree_of[lim.body]), lim.joint): lim.vi for lim in m.spherical_limits}
         overrides = {}
         for tree, r in self._robot_trees():
             for name, o in r.joint_limits.items():
-                overrides[self._index(tree, r, name, "v")] = (o.enabled, o.restitution)
+                k = balls.get((tree, name))  # a spherical joint: its first v index
+                k = self._index(tree, r, name, "v") if k is None else k
+                overrides[k] = (o.enabled, o.restitution)
         return JointLimits.from_model(
             self.model, limits=sim.joint_limits, restitution=sim.limit_restitution,
             overrides=overrides,
@@ -473,7 +477,8 @@ class Simulator:
         (positive impulse this step, not last) and ``limit_end`` when it stops; side +1 =
         lower, -1 = upper limit; body the body the joint moves, point its joint frame origin
         and normal side * the joint axis (world frame, m and 1: the direction the stop pushes
-        the joint), at the state after the step."""
+        the joint; for a spherical joint's swing/twist limit the child's body axis x, y or z
+        of the row, simcore/spherical_limits.py), at the state after the step."""
         if not len(report.limit_dof) and not self._limits_active:  # no limit then or now
             return []
         now = {}
@@ -494,7 +499,9 @@ class Simulator:
         out = []
         for kind, dof, side, p in rows:
             body = int(np.searchsorted(m.vi, dof, side="right") - 1)
-            normal = side * (d.R_world[body] @ m.axis[body])
+            spherical = m.jtype[body] == SPHERICAL
+            axis = np.eye(3)[dof - m.vi[body]] if spherical else m.axis[body]
+            normal = side * (d.R_world[body] @ axis)
             out.append(
                 (kind, dof, side, p, body, int(m.parent[body]), d.p_world[body].copy(), normal)
             )

@@ -150,6 +150,8 @@ class _Ctx:
     no_inertia: dict[str, int] = field(default_factory=dict)
     #: link -> its <plane> half-spaces (PyBullet's extension; _plane)
     planes: dict[str, list[GeometrySpec]] = field(default_factory=dict)
+    #: spherical joint -> its applied (swing x, swing y, twist) spans, rad (_spherical_limit)
+    spherical_limits: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
     def at(self, kind: str, name: str) -> str:
         """``joint 'elbow' (line 12)``: how messages refer to a named element."""
@@ -871,24 +873,36 @@ def _check_raw_joint(ctx: _Ctx, element: etree._Element, name: str) -> None:
 
 
 def _spherical_limit(ctx: _Ctx, element: etree._Element, name: str) -> None:
-    """A spherical joint's ``<limit lower upper twist>`` is not applied: one lint line.
-
-    PyBullet (URDF2Bullet.cpp) reads lower, upper and twist as the swing-x, swing-y and twist
-    ranges (rad) of a btMultiBodySphericalJointLimit, created when all three and the effort
-    are positive: a soft (Baumgarte, kp = 0.2) one-sided constraint on the Euler XYZ angles of
-    the swing and the twist angle. mbsim's joint limits bound one coordinate of a 1-DoF joint;
-    the ball joint rotates freely, and the lint says so. ``effort`` and ``velocity`` apply to
+    """A spherical joint's ``<limit lower upper twist effort>``, read as PyBullet reads it
+    (simcore/spherical_limits.py, with the Bullet source lines): lower, upper and twist are the
+    spans (rad) of the swing about x, the swing about y and the twist about z, applied when
+    all three and the effort are positive (URDF2Bullet.cpp's condition) and recorded in
+    ``ctx.spherical_limits``. A negative span is an error (PyBullet would silently apply no
+    limit); a limit that PyBullet would not create (a span or the effort zero or absent) is
+    not applied either, with one lint line saying why. ``effort`` and ``velocity`` apply to
     each angular-velocity component like those of other joints (model.py)."""
     limit = element.find("limit")
     if limit is None:
         return
-    given = [(a, limit.get(a)) for a in ("lower", "upper", "twist") if limit.get(a) is not None]
+    given = {a: float(limit.get(a)) for a in ("lower", "upper", "twist") if limit.get(a)}
     if not given:
         return
-    values = ", ".join(f"{a} {float(v):.6g}" for a, v in given)
+    where = f"spherical {ctx.at('joint', name)} <limit> (line {limit.sourceline})"
+    for attr, value in given.items():
+        if value < 0:
+            raise ctx.error(
+                f"{where} has {attr}={value:.6g}, a negative span: PyBullet reads lower, "
+                "upper and twist as the swing-x, swing-y and twist spans (rad), each >= 0"
+            )
+    effort = float(limit.get("effort")) if limit.get("effort") else 0.0
+    spans = tuple(given.get(a, 0.0) for a in ("lower", "upper", "twist"))
+    if min(spans) > 0 and effort > 0:
+        ctx.spherical_limits[name] = spans
+        return
+    values = ", ".join(f"{a} {v:.6g}" for a, v in given.items())
     ctx.lint.append(
-        f"{ctx.source}: spherical {ctx.at('joint', name)}: its <limit> ({values} rad; "
-        "PyBullet's swing and twist ranges) is ignored: the ball joint rotates without limits"
+        f"{where} ({values} rad, effort {effort:.6g}) is not applied, as in PyBullet, which "
+        "creates a spherical limit only when lower, upper, twist and effort are all positive"
     )
 
 
@@ -1021,6 +1035,7 @@ def _joint_spec(ctx: _Ctx, yj: yourdfpy.Joint) -> JointSpec:
         mimic=None
         if mimic is None
         else MimicSpec(mimic.joint, _value(mimic, "multiplier", 1.0), _value(mimic, "offset", 0.0)),
+        spherical_limit=None if bounded else ctx.spherical_limits.get(yj.name),
     )
 
 

@@ -133,6 +133,7 @@ class FreeStepper:
             and stepper.bilateral is None
             and not stepper.formulation.always_solves
             and (jl is None or not bool(np.any(jl.friction > 0)))
+            and (jl is None or not jl.spherical)  # spherical limits: general path only
         )
 
     def step(self, q, v, t, general):

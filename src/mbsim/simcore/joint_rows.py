@@ -4,9 +4,10 @@ Both act on the joint velocity v alone, so they are rows G_j v of the step's LCP
 formulation (the extension point of formulations.base.Formulation), placed between the
 equality rows and the contact rows.
 
-Position limits (URDF ``<limit lower upper>`` of revolute and prismatic joints; continuous,
-free and spherical joints have none: a spherical joint's swing/twist ``<limit>`` is reported by
-the URDF loader, not applied). For DoF k with position q_k the gap to the lower limit is
+Position limits (URDF ``<limit lower upper>`` of revolute and prismatic joints; continuous
+and free joints have none; a spherical joint's swing and twist spans are rows of the same kind
+on its angular velocity, built by simcore/spherical_limits.py and appended after the 1-DoF
+ones). For DoF k with position q_k the gap to the lower limit is
 g = q_k - lower (side s = +1) and to the upper one g = upper - q_k (s = -1). A limit whose
 gap is below ``margin`` (plus the distance the joint may travel this step, see
 :meth:`JointLimits.rows`) adds the unilateral row
@@ -38,7 +39,8 @@ dt |v_s - v+| / 2 in the impact step, which the next step's recovery removes; he
 friction is, like held contact friction (001 Sec. 4.1), not guaranteed to dissipate.
 URDF ``planar`` joints are refused by the loader, so they have no limits here.
 
-Row layout (``JointRows``): the velocity rows G (n_rows, nv) are the limit rows, then one
+Row layout (``JointRows``): the velocity rows G (n_rows, nv) are the limit rows (s e_k, or
+``limit_G`` when spherical limits add rows that are not unit vectors), then one
 (+e_k, -e_k) pair per friction joint; the complementary unknowns are [lambda; beta (pairs);
 sigma (one per friction joint)]. :meth:`JointRows.row_map` maps the unknowns to row impulses.
 """
@@ -68,6 +70,16 @@ def _stop_reach(sign, x, bound, v, v_next, dt):
 
 
 @njit(cache=True)
+def limit_allowance(g, dt, stabilization, max_recovery_speed):
+    """g_v of a stop with gap g (module docstring; rad/s or m/s): g/dt when separated, the
+    capped recovery max(k g, -v_max dt)/dt past it, 0 in an impulsive phase (dt = 0)."""
+    if dt <= 0:
+        return 0.0
+    target = g if g > 0.0 else max(stabilization * g, -max_recovery_speed * dt)
+    return target / dt
+
+
+@njit(cache=True)
 def _near_limits(
     lower, upper, q_of_v, v, v_free, dt, margin, stabilization, max_recovery_speed, dof, side,
     gap, allowance,
@@ -87,11 +99,7 @@ def _near_limits(
                 dof[n] = k
                 side[n] = sign
                 gap[n] = g
-                if dt > 0:
-                    target = g if g > 0.0 else max(stabilization * g, -max_recovery_speed * dt)
-                    allowance[n] = target / dt
-                else:
-                    allowance[n] = 0.0
+                allowance[n] = limit_allowance(g, dt, stabilization, max_recovery_speed)
                 n += 1
     return n
 
@@ -121,13 +129,16 @@ class JointLimits:
 
     lower/upper (nv,): the enforced limits (-inf/inf where none or disabled); restitution
     (nv,): eps at the stops; friction (nv,): Coulomb friction F (N m or N, 0 = none); margin:
-    see :data:`LIMIT_MARGIN`."""
+    see :data:`LIMIT_MARGIN`; spherical: the enforced swing/twist limits
+    (spherical_limits.SphericalLimit) and spherical_eps their restitution."""
 
     lower: np.ndarray
     upper: np.ndarray
     restitution: np.ndarray
     friction: np.ndarray
     margin: float = LIMIT_MARGIN
+    spherical: tuple = ()
+    spherical_eps: tuple = ()
 
     @classmethod
     def from_model(cls, model, limits=True, restitution=0.0, friction=True, overrides=None):
@@ -147,7 +158,18 @@ class JointLimits:
                 eps[k] = e
         fr = getattr(model, "friction", None)
         fr = np.zeros(nv) if fr is None or not friction else np.maximum(fr, 0.0)
-        return cls(lower, upper, eps, np.asarray(fr, dtype=float))
+        spherical, s_eps = [], []
+        for lim in getattr(model, "spherical_limits", ()):
+            # an override of any of the joint's three v indices (NAME.wx, .wy, .wz) is its own
+            given = [(overrides or {}).get(k) for k in range(lim.vi, lim.vi + 3)]
+            enabled, e = next((o for o in given if o is not None), (limits, None))
+            if enabled:
+                spherical.append(lim)
+                s_eps.append(float(restitution) if e is None else e)
+        return cls(
+            lower, upper, eps, np.asarray(fr, dtype=float), spherical=tuple(spherical),
+            spherical_eps=tuple(s_eps),
+        )  # fmt: skip
 
     @cached_property
     def _friction_dof(self) -> np.ndarray:
@@ -157,14 +179,15 @@ class JointLimits:
     def __bool__(self) -> bool:
         return bool(
             np.any(np.isfinite(self.lower)) or np.any(np.isfinite(self.upper))
-            or np.any(self.friction > 0)
+            or np.any(self.friction > 0) or self.spherical
         )  # fmt: skip
 
-    def rows(self, q_of_v, v, v_free, dt, stabilization, max_recovery_speed) -> JointRows:
+    def rows(self, q_of_v, v, v_free, dt, stabilization, max_recovery_speed, q=None) -> JointRows:
         """The rows of one step. ``q_of_v`` (nv,): the joint position of each v index (NaN
-        for free-joint components); v, v_free: start and free-motion velocities. A limit is
-        near when g + dt min(0, s v_k, s v_free_k) < margin: within the margin, or reachable
-        this step at the faster of the two speeds."""
+        for free-joint components); v, v_free: start and free-motion velocities; q: the
+        configuration (needed for spherical limits). A limit is near when g + dt min(0, s v_k,
+        s v_free_k) < margin: within the margin, or reachable this step at the faster of the
+        two speeds (the same rule on the swing and twist angles, spherical_limits.py)."""
         nv = len(v)
         dof = np.empty(2 * nv, dtype=np.int64)
         side = np.empty(2 * nv)
@@ -176,12 +199,30 @@ class JointLimits:
             float(self.margin), float(stabilization), float(max_recovery_speed), dof, side, gap,
             allowance,
         )  # fmt: skip
-        dof = dof[:n]
+        dof, side, gap, allowance = dof[:n], side[:n], gap[:n], allowance[:n]
+        eps = self.restitution[dof]
+        limit_G = None
+        if self.spherical and q is not None:
+            from mbsim.simcore.spherical_limits import near_rows  # it imports this module
+
+            s_rows = near_rows(
+                self.spherical, self.spherical_eps, np.asarray(q, dtype=float), v, v_free,
+                float(dt), float(self.margin), float(stabilization), float(max_recovery_speed),
+                nv,
+            )  # fmt: skip
+            if len(s_rows[0]):
+                limit_G = np.zeros((n, nv))
+                limit_G[np.arange(n), dof] = side
+                dof, side, gap, allowance, eps, limit_G = (
+                    np.concatenate([a, b]) for a, b in zip(
+                        (dof, side, gap, allowance, eps, limit_G), s_rows, strict=True
+                    )
+                )  # fmt: skip
         fdof = self._friction_dof
         return JointRows(
-            nv=nv, limit_dof=dof, limit_side=side[:n], limit_gap=gap[:n],
-            limit_allowance=allowance[:n], limit_eps=self.restitution[dof],
-            friction_dof=fdof, friction_force=self.friction[fdof],
+            nv=nv, limit_dof=dof, limit_side=side, limit_gap=gap, limit_allowance=allowance,
+            limit_eps=eps, friction_dof=fdof, friction_force=self.friction[fdof],
+            limit_G=limit_G,
         )  # fmt: skip
 
 
@@ -191,7 +232,8 @@ class JointRows:
 
     limit_dof/limit_side/limit_gap (nl,): DoF, side s (+1 lower, -1 upper), gap (rad or m);
     limit_allowance (nl,): g_v of the step's LCP (rad/s or m/s); limit_eps: restitution;
-    friction_dof/friction_force (nf,): DoF and F (N m or N)."""
+    friction_dof/friction_force (nf,): DoF and F (N m or N); limit_G (nl, nv): the limit
+    rows when some are not s e_k (spherical limits), None when all are."""
 
     nv: int
     limit_dof: np.ndarray
@@ -201,6 +243,7 @@ class JointRows:
     limit_eps: np.ndarray
     friction_dof: np.ndarray
     friction_force: np.ndarray
+    limit_G: np.ndarray | None = None
 
     @property
     def n_limits(self) -> int:
@@ -228,11 +271,20 @@ class JointRows:
         """(n_rows, nv): s e_k for the limits, then +e_k, -e_k per friction joint."""
         G = np.zeros((self.n_rows, self.nv))
         nl = self.n_limits
-        G[np.arange(nl), self.limit_dof] = self.limit_side
+        if self.limit_G is None:
+            G[np.arange(nl), self.limit_dof] = self.limit_side
+        else:
+            G[:nl] = self.limit_G
         j = np.arange(self.n_friction)
         G[nl + 2 * j, self.friction_dof] = 1.0
         G[nl + 2 * j + 1, self.friction_dof] = -1.0
         return G
+
+    def limit_rate(self, v: np.ndarray) -> np.ndarray:
+        """(nl,): the rate of each limit's gap at joint velocity v (rad/s or m/s)."""
+        if self.limit_G is None:
+            return self.limit_side * v[self.limit_dof]
+        return self.limit_G @ v
 
     def row_map(self) -> np.ndarray:
         """(n_rows, n_unknowns): the row impulses from the unknowns [lambda; beta; sigma]."""

@@ -50,6 +50,7 @@ from mbsim.simcore.joints import (
 )
 from mbsim.simcore.spatial import spatial_inertia
 from mbsim.simcore.spec import GeometrySpec, JointSpec, RobotSpec
+from mbsim.simcore.spherical_limits import SphericalLimit
 
 #: A body whose mass matrix pivot falls below this (relative to the largest pivot) makes the
 #: mass matrix numerically singular; float64 leaves ~1e-16, so 1e-12 keeps a margin of 1e4.
@@ -143,6 +144,8 @@ class Model:
     #: PyBullet ``<plane>`` half-spaces (``shape.kind == "plane"``), placed as geometries are
     #: (body -1 and a world pose when welded to the world); the collision scene's ground
     planes: tuple[BodyGeometry, ...] = ()
+    #: swing/twist limits of spherical joints (simcore/spherical_limits.py)
+    spherical_limits: tuple[SphericalLimit, ...] = ()
 
     def quaternion_slices(self) -> list[tuple[int, slice]]:
         """(body, slice of q) of every unit quaternion in q (free and spherical joints)."""
@@ -472,6 +475,7 @@ def _flatten(b: _Builder, gravity: np.ndarray) -> Model:
     effort = np.full(nv, np.inf)
     vlim = np.full(nv, np.inf)
     friction = np.zeros(nv)
+    spherical_limits = []
     for i, bd in enumerate(b.bodies):
         R, p = bd["origin"][:3, :3], bd["origin"][:3, 3]
         tree_E[i] = R.T
@@ -500,7 +504,7 @@ def _flatten(b: _Builder, gravity: np.ndarray) -> Model:
         if js is not None and jtype[i] != FREE:
             # one entry per v component: a spherical joint's three get the same values (as
             # PyBullet damps each of its three DoF); position limits bound 1-DoF joints only
-            # (a spherical joint's <limit> is reported by the URDF loader and not applied)
+            # (a spherical joint's <limit> is a swing/twist limit: spherical_limits below)
             k = slice(vi[i], vi[i] + nvj[i])
             damping[k] = 0.0 if np.isnan(js.damping) else js.damping
             if js.type not in ("continuous", "spherical"):
@@ -509,6 +513,10 @@ def _flatten(b: _Builder, gravity: np.ndarray) -> Model:
             effort[k] = np.inf if np.isnan(js.effort) else js.effort
             vlim[k] = np.inf if np.isnan(js.velocity) else js.velocity
             friction[k] = 0.0 if np.isnan(js.friction) else js.friction
+            if jtype[i] == SPHERICAL and js.spherical_limit is not None:
+                spherical_limits.append(
+                    SphericalLimit(name, i, int(qi[i]), int(vi[i]), tuple(js.spherical_limit))
+                )
         m, c, Ic = bd["mass"]
         mass[i] = m
         com[i] = c
@@ -558,6 +566,7 @@ def _flatten(b: _Builder, gravity: np.ndarray) -> Model:
         velocity_limit=vlim,
         geometries=tuple(b.geometries),
         planes=tuple(b.planes),
+        spherical_limits=tuple(spherical_limits),
         link_frames=b.link_frames,
         mimics=tuple(mimics),
         lint=tuple(b.lint),

@@ -89,6 +89,8 @@ class JointSpec:
     frame. axis: (3,) unit axis in the joint frame (ignored for fixed/floating/spherical).
     lower/upper (rad or m), effort (N m or N), velocity (rad/s or m/s), damping
     (N m s/rad or N s/m), friction (N m or N): NaN where the URDF gives none.
+    spherical_limit: a spherical joint's (swing x, swing y, twist) spans (rad), from URDF
+    lower, upper, twist when PyBullet would apply them (simcore/spherical_limits.py), or None.
     """
 
     name: str
@@ -104,6 +106,7 @@ class JointSpec:
     damping: float = float("nan")
     friction: float = float("nan")
     mimic: MimicSpec | None = None
+    spherical_limit: tuple[float, float, float] | None = None
 
 
 @dataclass

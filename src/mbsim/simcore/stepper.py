@@ -629,7 +629,7 @@ class OSStepper:
         o = self.opt
         return self.joint_limits.rows(
             q_of_v(self.model, q), v, v_free, o.dt, scale * o.stabilization,
-            scale * o.max_recovery_speed,
+            scale * o.max_recovery_speed, q=q,
         )  # fmt: skip
 
     def _softened_step(self, q, v, tau, c, t, qdd, v_free, joint) -> StepReport:
@@ -732,7 +732,7 @@ class OSStepper:
         limit_impacting = False
         if problem.joint is not None and problem.joint.n_limits:
             jr = problem.joint
-            sv = jr.limit_side * v[jr.limit_dof]  # the same rule on the joint gap
+            sv = jr.limit_rate(v)  # the same rule on the joint gap
             limit_impacting = bool(
                 np.any((sv < -o.impact_velocity) & (jr.limit_gap + sv * dt <= 0.0))
             )

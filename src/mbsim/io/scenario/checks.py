@@ -100,6 +100,11 @@ class _ModelNames:
                 self.one_dof.setdefault(t, {})[model.joint_names[i]] = int(model.vi[i])
             else:
                 self.quaternion_joints.setdefault(t, []).append(model.joint_names[i])
+        #: names a joint_limits table may give: 1-DoF joints and spherical joints with a
+        #: swing/twist limit (simcore/spherical_limits.py)
+        self.limited = {t: dict(j) for t, j in self.one_dof.items()}
+        for lim in model.spherical_limits:
+            self.limited.setdefault(int(model.tree_of[lim.body]), {})[lim.joint] = lim.vi
 
 
 class _Checker:
@@ -185,7 +190,7 @@ def _check_robot(check: _Checker, r) -> list[tuple[str, str]]:
         ("v0", vn, "v coordinate"),
         ("torque", vn, "v coordinate"),
         ("pd", names.one_dof.get(t, {}), "1-DoF joint"),
-        ("joint_limits", names.one_dof.get(t, {}), "1-DoF joint"),
+        ("joint_limits", names.limited.get(t, {}), "1-DoF or limited spherical joint"),
         ("control", names.one_dof.get(t, {}), "1-DoF joint"),
     ):
         for joint in getattr(r, key):
