@@ -314,3 +314,19 @@ def test_mbsim_info_exits_2_on_a_bad_span(tmp_path, value):
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     out = proc.stdout + proc.stderr
     assert "rod.urdf" in out and "upper" in out and "Traceback" not in out
+
+
+def test_a_start_past_a_span_is_noted_before_the_run():
+    from mbsim.start_pose import limit_notes
+
+    model = _rod(sx=0.2, sy=0.8, tw=0.3, rpy="0 0 0")
+    limits = JointLimits.from_model(model)
+    # R = Rz(0.5) Rx(0.3): the joint's z axis seen in the child frame is Rx(-0.3) z, a swing
+    # about x of 0.3 rad (past 0.2); the quaternion's z/w part is the twist 0.5 (past 0.3)
+    x, y, z, w = Rotation.from_euler("ZX", [0.5, 0.3]).as_quat()
+    q = np.array([w, x, y, z])
+    (note,) = limit_notes(model, {0: "rod.urdf"}, limits, q)
+    assert "(rod.urdf)" in note and "2 joint(s) outside" in note
+    assert "'ball' swing_x = 0.3" in note and "span +-0.2 rad" in note
+    assert "'ball' twist = 0.5 rad" in note and "span +-0.3 rad" in note
+    assert limit_notes(model, {0: "rod.urdf"}, limits, _quat([0.1, -0.5, 0.2])) == []

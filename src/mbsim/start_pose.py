@@ -167,7 +167,8 @@ def floor_notes(floor: bool, model, scene, R_world, p_world) -> list[str]:
 def limit_notes(model, files, limits, q) -> list[str]:
     """One sentence per tree whose joints start outside their enforced position limits
     (``limits``: simcore.joint_rows.JointLimits; ``files``: {tree index: its URDF}), naming
-    the file and each such joint with its value and the limit it is past (rad or m). The run
+    the file and each such joint with its value and the limit it is past (rad or m); for a
+    spherical joint, each swing or twist angle past its span (simcore/spherical_limits.py). The run
     goes ahead: the limit rows push such a joint back at the recovery speed, softened where
     that contradicts a contact (simcore/stepper.py, "Softened recovery")."""
     from mbsim.simcore.joint_rows import q_of_v
@@ -185,6 +186,15 @@ def limit_notes(model, files, limits, q) -> list[str]:
         past.setdefault(int(model.tree_of[body]), []).append(
             f"'{model.v_names[k]}' = {x[k]:.4g} {unit}, {side} limit {bound:.4g} {unit}"
         )
+    from mbsim.simcore.spherical_limits import ANGLES, swing_twist
+
+    for lim in getattr(limits, "spherical", ()):
+        angles = swing_twist(np.asarray(q[lim.qi : lim.qi + 4], dtype=float))[0]
+        for name, a, span in zip(ANGLES, angles, lim.spans, strict=True):
+            if abs(a) > span:
+                past.setdefault(int(model.tree_of[lim.body]), []).append(
+                    f"'{lim.joint}' {name} = {a:.4g} rad, outside its span +-{span:.4g} rad"
+                )
     notes = []
     for tree, joints in past.items():
         where = f" ({files[tree]})" if tree in files else ""
