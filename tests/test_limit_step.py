@@ -217,3 +217,41 @@ def test_resting_on_a_stop_the_impulse_is_the_gravity_torque_times_dt():
     torque = m * g * L * abs(np.sin(stop))
     assert rep.limit_impulse[0] == pytest.approx(torque * dt, rel=1e-9)
     assert q[0] == pytest.approx(stop, abs=1e-9)
+
+
+# --------------------------------------------------------------------------- whole runs to file
+# Simulator.run into a results file with the compiled loop taking free and limit steps
+# (simcore/free_loop.py) against the run with neither the loop nor the compiled limit step:
+# every recorded row, event, diagnostic (but the wall time of a step) and summary number.
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.4])
+def test_loop_with_limit_steps_agrees_with_the_general_path(eps, tmp_path, monkeypatch):
+    import dataclasses
+
+    from mbsim.io.results.reader import load_results
+    from mbsim.simcore.free_loop import FreeLoop
+    from test_fast_step import _assert_same_runs
+
+    def run(compiled, name):
+        path = tmp_path / name
+        sc = _panda_on_its_stops(eps)
+        out = dataclasses.replace(sc.output, path=path, body_poses=True, record_every=7)
+        sc = dataclasses.replace(sc, output=out, source=None)
+        with monkeypatch.context() as mp:
+            if not compiled:
+                mp.setattr(FreeLoop, "eligible", staticmethod(lambda sim: False))
+                mp.setattr(LimitStepper, "eligible", staticmethod(lambda stepper: False))
+            sim = Simulator(sc)
+            summary = sim.run(out=path)
+        assert summary.status == "complete", summary.message
+        return load_results(path), summary, sim._free_loop
+
+    a = run(True, "compiled.h5")
+    b = run(False, "general.h5")
+    loop = a[2]
+    assert loop.limit_steps > 500, "the limit steps must run in the compiled loop"
+    assert b[2].steps == 0
+    assert {"limit_begin", "limit_end"} <= set(a[1].events)
+    assert np.any(a[0].diagnostics["lcp_size"] > 0), "recorded limit steps have an LCP row"
+    _assert_same_runs(a, b)

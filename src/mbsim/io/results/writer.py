@@ -317,14 +317,18 @@ class ResultsWriter:
         self.last_time = time
         self._maybe_flush()
 
-    def append_free_steps(self, time, step, q, v, energy, body_pose=None, step_seconds=np.nan):
+    def append_free_steps(
+        self, time, step, q, v, energy, body_pose=None, step_seconds=np.nan, lcp=None
+    ):  # fmt: skip
         """Rows of :meth:`append_state` and :meth:`append_diagnostics` at once for ``n``
-        recorded steps in which no actuator acted and no constraint was solved (tau and
-        tau_limit 0, no LCP, no contact): ``time``, ``step`` (n,), ``q`` (n, nq), ``v`` (n,
+        recorded steps in which no actuator acted and no contact was found (tau and
+        tau_limit 0, no contact): ``time``, ``step`` (n,), ``q`` (n, nq), ``v`` (n,
         nv), ``energy`` (n, 3), ``body_pose`` (n, nb, 7) when body poses are recorded,
-        ``step_seconds`` (scalar or (n,)). The compiled loop of free steps records through it
-        (simcore/free_loop.py); the rows are those the one-row calls would write. The arrays
-        are copied."""
+        ``step_seconds`` (scalar or (n,)), ``lcp``: None when no step solved an LCP, else
+        {lcp_size, lcp_pivots, lcp_residual, solver (codes of SOLVER_CODES)} of (n,) arrays
+        (joint-limit steps, simcore/limit_step.py). The compiled loop of free steps records
+        through it (simcore/free_loop.py); the rows are those the one-row calls would write.
+        The arrays are copied."""
         self._check_open()
         n = int(np.asarray(step).shape[0])
         if n == 0:
@@ -339,6 +343,10 @@ class ResultsWriter:
             lcp_size=0, lcp_pivots=0, lcp_residual=0, n_contacts=0, max_penetration=0,
             constraint_error=0, solver=SOLVER_CODES.index("none"),
         )  # fmt: skip
+        if lcp is not None:
+            for key in ("lcp_size", "lcp_pivots", "lcp_residual", "solver"):
+                given[key] = lcp[key]
+                del zero[key]
         self.diagnostics.add_batch(_batch(self.diagnostics.cols, n, given, zero), n)
         self.last_time = float(np.asarray(time)[-1])
         self._maybe_flush()
