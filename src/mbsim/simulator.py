@@ -29,6 +29,7 @@ from mbsim.simcore.bilateral import Bilateral, ConstraintError, closures_from_sc
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.energy_sources import EnergyGains
+from mbsim.simcore.free_loop import EVENT as LOOP_EVENT
 from mbsim.simcore.free_loop import FreeLoop
 from mbsim.simcore.joint_rows import JointLimits
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
@@ -703,8 +704,9 @@ class Simulator:
                             last_progress = now
                     continue
                 # the next step needs the step-by-step path; near a contact or a stop the
-                # following ones likely too: try the loop again after a few steps
-                wait = FREE_LOOP_WAIT
+                # loop cannot take the following ones likely too: try the loop again after a
+                # few steps (after a limit event, at once: the loop takes limit steps)
+                wait = 0 if loop.why == LOOP_EVENT else FREE_LOOP_WAIT
             done += 1
             try:
                 # the LCP solvers poll the flag too: a signal stops even a long step

@@ -93,8 +93,9 @@ from mbsim.simcore.limit_step import (
     limit_step_kernel,
 )
 
-#: why :func:`free_run_kernel` stopped before its step budget (its second result)
-DONE, LIMIT, CONTACT, BAD = 0, 1, 2, 3
+#: why :func:`free_run_kernel` stopped before its step budget (its second result); EVENT: at
+#: a limit step the loop could take but whose event or energy gain the run loop must see
+DONE, LIMIT, CONTACT, BAD, EVENT = 0, 1, 2, 3, 4
 
 
 @njit(cache=True)
@@ -152,7 +153,7 @@ def free_run_kernel(
     rec_solver,
 ):  # fmt: skip
     """Up to ``n_max`` free or joint-limit steps from (q, v), updated in place (module
-    docstring). Returns (steps taken, why it stopped: DONE, LIMIT, CONTACT or BAD, rows
+    docstring). Returns (steps taken, why it stopped: DONE, LIMIT, CONTACT, BAD or EVENT, rows
     recorded). Limit steps (``ls_on``; the ``ls_*`` and option arguments are those of
     limit_step.limit_step_kernel): ``active``/``n_active`` the limits acting at the start
     (:func:`_same_limits`); ``ls_stats`` gets [limit steps, worst LCP residual, steps solved
@@ -229,12 +230,12 @@ def free_run_kernel(
             if code == OK and not (
                 ls_info[I_E_IMPACTS] <= GAIN_TOL_ABS and ls_info[I_E_STAB] <= GAIN_TOL_ABS
             ):
-                return step, LIMIT, nrec  # an energy gain the run summary counts
+                return step, EVENT, nrec  # an energy gain the run summary counts
             if not _same_limits(code == OK, ls_info, ls_dof, ls_side, ls_imp, active, n_active,
                                 limit_min):  # fmt: skip
-                return step, LIMIT, nrec  # a limit_begin or limit_end event
+                return step, EVENT, nrec  # a limit_begin or limit_end event
         elif n_active:
-            return step, LIMIT, nrec  # a free step ends the limits still acting: limit_end
+            return step, EVENT, nrec  # a free step ends the limits still acting: limit_end
         if code >= 0:
             ls_stats[0] += 1.0
         if code == OK:
@@ -293,6 +294,7 @@ class FreeLoop:
         self.records = None
         self.steps = 0  # steps taken in the loop (for profiles and tests)
         self.limit_steps = 0  # of which joint-limit steps (limit_step.py)
+        self.why = DONE  # why the last advance stopped (free_run_kernel's codes)
 
     @staticmethod
     def eligible(sim) -> bool:
@@ -433,7 +435,7 @@ class FreeLoop:
             active[2 * dof + (0 if side > 0 else 1)] = 1
         stats = self._ls_stats
         stats[:] = 0.0
-        n, _why, nrec = free_run_kernel(
+        n, why, nrec = free_run_kernel(
             *self._model_args, *self._data_args, *self._lim_args, *self._coll_args, *self._vl,
             self._best, self._dof, int(every), k0, *self._rec_args, bool(poses),
             self._rec_step, self._rec_q, self._rec_v, self._rec_e, self._rec_pose, q, v,
@@ -443,6 +445,7 @@ class FreeLoop:
             o.lcp_selection == "least_norm", active, len(s._limits_active), *self._ls_out,
             stats, LIMIT_IMPULSE_MIN, self._rec_lcp, self._rec_solver,
         )  # fmt: skip
+        self.why = int(why)
         lcp = None
         if stats[0] and nrec:
             lcp = {
