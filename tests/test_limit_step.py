@@ -124,17 +124,38 @@ def test_pendulum_started_past_its_stop_bit_for_bit(monkeypatch):
     assert_same(a, b)
 
 
-@pytest.mark.parametrize("eps", [0.0, 0.3])
-def test_chain_on_several_stops_bit_for_bit(eps, monkeypatch):
+@pytest.mark.parametrize(("eps", "selection"), [(0.0, "least_norm"), (0.3, "least_norm"),
+                                                (0.3, "vertex")])  # fmt: skip
+def test_chain_on_several_stops_bit_for_bit(eps, selection, monkeypatch):
     # a 3-link chain falling onto stops at +-0.2 rad on every hinge: LCPs of 2-3 coupled rows
-    # (the W p products of more than one row, several stops hit in one step)
+    # (the W p products of more than one row, several stops hit in one step); both LCP
+    # selections of the chain (lcp/selection.py)
     def build():
-        return make_stepper(pendulum_urdf(-0.2, 0.2, n=3), restitution=eps)
+        return make_stepper(pendulum_urdf(-0.2, 0.2, n=3), restitution=eps, lcp_selection=selection)
 
     a = stepper_run(build, [0.15, -0.1, 0.1], [3.0, -2.0, 4.0], 1200, True, monkeypatch)
     b = stepper_run(build, [0.15, -0.1, 0.1], [3.0, -2.0, 4.0], 1200, False, monkeypatch)
     assert max(r[6] for r in a[2]) >= 2, "some step must hold two or more rows"
     assert a[3] == rows_steps(a) > 300
+    assert_same(a, b)
+
+
+def test_independent_stops_fall_back_to_the_python_chain(monkeypatch):
+    # two separate pendulums (two trees) on their stops at once: K is block diagonal, the
+    # chain solves it island by island (lcp/islands.py), which the kernel leaves to Python
+    # (FALLBACK); the steps with one stop only are compiled. The run is the general one.
+    def build():
+        specs = [parse_urdf_string(pendulum_urdf(-2.0, -0.3).replace("chain", f"p{i}"))
+                 for i in range(2)]  # fmt: skip
+        model = build_model(specs, gravity=(0, 0, -9.81))
+        limits = JointLimits.from_model(model)
+        return OSStepper(model, None, StepOptions(dt=1e-3), joint_limits=limits)
+
+    a = stepper_run(build, [-1.0, -0.8], [0.0, 0.0], 900, True, monkeypatch)
+    b = stepper_run(build, [-1.0, -0.8], [0.0, 0.0], 900, False, monkeypatch)
+    two = sum(r[6] == 2 for r in a[2])
+    assert two > 300, "both must rest on their stops"
+    assert 0 < a[3] == rows_steps(a) - two, "one-stop steps compiled, two-stop steps not"
     assert_same(a, b)
 
 

@@ -50,12 +50,13 @@ m/s, N m s or N s).
 from __future__ import annotations
 
 import time as _time
+from dataclasses import fields
 
 import numpy as np
 from numba import njit
 
 from mbsim.simcore.dynamics import aba_accel_kernel, aba_bias_kernel, aba_kernel, energy_kernel
-from mbsim.simcore.joint_rows import _near_limits, limit_rows_needed
+from mbsim.simcore.joint_rows import JointLimits, _near_limits, limit_rows_needed
 from mbsim.simcore.kinematics import (
     body_velocities_kernel,
     forward_kinematics_kernel,
@@ -96,6 +97,10 @@ OK, FALLBACK, FREE, BAD = 0, 1, 2, 3
 ) = range(7)  # fmt: skip
 #: the solver names of the report, by the code in info[I_SOLVER]
 SOLVER_NAMES = ("lemke", "lemke_reg")
+#: the joint-row settings the kernel builds its rows from; a JointLimits with any other field
+#: (a new kind of joint row) turns the kernel off (:meth:`LimitStepper.eligible`)
+KNOWN_LIMIT_FIELDS = ("lower", "upper", "restitution", "friction", "margin")
+_KNOWN_ROWS = tuple(f.name for f in fields(JointLimits)) == KNOWN_LIMIT_FIELDS
 
 
 @njit(cache=True)
@@ -423,12 +428,14 @@ class LimitStepper:
         """Whether the kernel may take a step of ``stepper`` at all: the compiled free step's
         conditions (Euler, ABA, no bilateral rows, no joint friction, a formulation that
         solves no LCP without contacts), the OS formulation, the Lemke solver, no
-        energy-consistent impact option, no LCP dumps, and joint limits to enforce. Any new
-        kind of joint row (e.g. limits on spherical joints) must turn it off here until the
-        kernel builds its rows."""
+        energy-consistent impact option, no LCP dumps, and joint limits to enforce (a
+        JointLimits with the fields the kernel knows, KNOWN_LIMIT_FIELDS). Any new kind of
+        joint row (e.g. limits on spherical joints) must turn it off here until the kernel
+        builds its rows."""
         o = stepper.opt
         return (
-            stepper.joint_limits is not None
+            _KNOWN_ROWS
+            and type(stepper.joint_limits) is JointLimits
             and stepper._fast.eligible(stepper)
             and stepper.formulation.name == "os"
             and o.solver == "lemke"
