@@ -54,7 +54,9 @@ How each peer is set up, and the differences that remain:
 
 Then the bundled Panda, speed only (dt = 1 ms, ``--panda-duration`` simulated seconds,
 default 1.5): ``panda-free`` (the arm of panda-table.toml at its start pose, no contact and no
-PD: it falls under gravity with its URDF joint damping) and ``sample:panda-table.toml`` as
+PD: it falls under gravity with its URDF joint damping), ``panda-pd`` (the same arm driven by
+panda-table's joint PD towards its targets, no contact: actuated free motion; MuJoCo's position
+actuators, PyBullet's POSITION_CONTROL motors) and ``sample:panda-table.toml`` as
 bundled. MuJoCo compiles panda.urdf itself (meshes found next to the URDF; it collides their
 convex hulls), gets the table's boxes from table.urdf, a floor plane and the PD as position
 actuators (the same law); PyBullet loads panda.urdf and table.urdf as they are, without
@@ -487,13 +489,14 @@ PANDA_PD = (  # (target rad, kp N m/rad, kd N m s/rad) per joint, as panda-table
     (0.0, 300.0, 40.0), (1.45, 300.0, 40.0), (0.0, 300.0, 40.0), (-0.8, 300.0, 40.0),
     (0.0, 100.0, 3.0), (0.9, 100.0, 3.0), (-0.785, 100.0, 3.0),
 )  # fmt: skip
-PANDA_SCENES = ("panda-free", "panda-table")
+PANDA_SCENES = ("panda-free", "panda-pd", "panda-table")
 
 
 def panda_scenario(scene: str, duration: float, path: str):
     """mbsim's scenario: ``sample:panda-table.toml`` as bundled, or (panda-free) the same arm
     and start without table, floor, self-collision or PD: free fall under gravity with the
-    URDF's joint damping."""
+    URDF's joint damping; or (panda-pd) that arm driven by panda-table's joint PD towards its
+    targets (PANDA_PD), without table or floor: actuated free motion."""
     from mbsim.io.scenario import load_scenario, load_scenario_text
 
     if scene == "panda-table":
@@ -518,14 +521,19 @@ self_collision = false
 path = "{path}"
 record_every = 10
 """
-    return load_scenario_text(text, source="<panda-free benchmark>")
+    if scene == "panda-pd":
+        text += "[robot.panda.pd]\n" + "".join(
+            f"panda_joint{k + 1} = {{ target = {t!r}, kp = {kp!r}, kd = {kd!r} }}\n"
+            for k, (t, kp, kd) in enumerate(PANDA_PD)
+        )
+    return load_scenario_text(text, source=f"<{scene} benchmark>")
 
 
 def mujoco_panda(scene: str):
     """(model, data) of the scene in MuJoCo: panda.urdf compiled by MuJoCo (meshes found
     relative to the URDF), the table's boxes from table.urdf and a floor plane, the PD as
     position actuators (force kp (target - q) - kd qdot, the same law), Euler, pyramidal
-    cone with mu 0.5. panda-free: contacts disabled."""
+    cone with mu 0.5. panda-free and panda-pd: contacts disabled; panda-free: no actuator."""
     import mujoco
 
     spec = mujoco.MjSpec.from_file(str(sample_path("panda")))
@@ -534,7 +542,7 @@ def mujoco_panda(scene: str):
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
     spec.option.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
     spec.worldbody.first_body().pos = PANDA_BASE
-    if scene == "panda-free":
+    if scene != "panda-table":
         spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
     else:
         table = Path(sample_path("panda")).parent / "table.urdf"
@@ -546,6 +554,7 @@ def mujoco_panda(scene: str):
         floor.type, floor.size = mujoco.mjtGeom.mjGEOM_PLANE, [5.0, 5.0, 0.1]
         for g in spec.geoms:
             g.friction, g.condim = [0.5, 0.0, 0.0], 3
+    if scene != "panda-free":
         for k, (_, kp, kd) in enumerate(PANDA_PD):
             a = spec.add_actuator()
             a.target, a.trntype = f"panda_joint{k + 1}", mujoco.mjtTrn.mjTRN_JOINT
@@ -556,7 +565,7 @@ def mujoco_panda(scene: str):
     d = mujoco.MjData(m)
     for k, q in enumerate(PANDA_Q0):
         d.qpos[m.joint(f"panda_joint{k + 1}").qposadr[0]] = q
-    if scene == "panda-table":
+    if scene != "panda-free":
         d.ctrl[:] = [t for t, _, _ in PANDA_PD]
     mujoco.mj_forward(m, d)
     return m, d
@@ -564,9 +573,10 @@ def mujoco_panda(scene: str):
 
 def bullet_panda(scene: str):
     """(module, client) with the scene in PyBullet DIRECT: panda.urdf and table.urdf loaded as
-    they are (no self-collision), a floor plane; panda-free: no table or floor, motors off.
-    panda-table: Bullet's own POSITION_CONTROL motors towards the PD targets (its gains are
-    not N m/rad: the motion differs, the per-step work is comparable)."""
+    they are (no self-collision), a floor plane; panda-free: no table or floor, motors off;
+    panda-pd: no table or floor. panda-table and panda-pd: Bullet's own POSITION_CONTROL
+    motors towards the PD targets (its gains are not N m/rad: the motion differs, the per-step
+    work is comparable)."""
     import pybullet as pb
 
     cid = pb.connect(pb.DIRECT)
@@ -586,10 +596,11 @@ def bullet_panda(scene: str):
             arm, joints, pb.VELOCITY_CONTROL, forces=[0.0] * len(joints), physicsClientId=cid
         )
     else:
-        table = Path(sample_path("panda")).parent / "table.urdf"
-        pb.loadURDF(str(table), useFixedBase=True, physicsClientId=cid)
-        plane = pb.createCollisionShape(pb.GEOM_PLANE, physicsClientId=cid)
-        pb.createMultiBody(0, plane, physicsClientId=cid)
+        if scene == "panda-table":
+            table = Path(sample_path("panda")).parent / "table.urdf"
+            pb.loadURDF(str(table), useFixedBase=True, physicsClientId=cid)
+            plane = pb.createCollisionShape(pb.GEOM_PLANE, physicsClientId=cid)
+            pb.createMultiBody(0, plane, physicsClientId=cid)
         pb.setJointMotorControlArray(
             arm, joints, pb.POSITION_CONTROL, targetPositions=[t for t, _, _ in PANDA_PD],
             physicsClientId=cid,

@@ -573,3 +573,88 @@ def test_torque_series_drives_the_wheel_as_integrated_in_closed_form(tmp_path):
     dt = sim.options.dt
     assert sim.v[0] == pytest.approx(sim.t**2 / (2 * I_AXIS), abs=dt * sim.t / I_AXIS)
     assert sim.tau[0] == pytest.approx(sim.t - dt)  # the last step's force, taken at its start
+
+
+# ------------------------------------------------- the compiled law against a plain reference
+def _reference_law(cmds, constant, q, v, t, dt, implicit, effort, tau_g, extra):
+    """The actuator law written out per joint in plain Python (control/actuation.py's
+    docstring): the dense reference for control/actuator_law.py."""
+    tau, gain = np.array(constant, dtype=float), np.zeros(len(constant))
+    h = dt if implicit else 0.0
+    for c in cmds:
+        i, k = c.qi, c.vi
+        if c.mode == "torque":
+            f = c.torque(t)[0]
+        else:
+            f = c.feedforward(t)[0] if c.feedforward is not None else 0.0
+            ref, dref = c.target(t)
+            if c.mode == "position":
+                f += c.kp * (ref - q[i] - h * v[k]) + c.kd * (dref - v[k])
+                g = c.kd + h * c.kp
+            else:
+                f += c.kd * (ref - v[k])
+                g = c.kd
+            gain[k] += g if implicit else 0.0
+        if c.gravity_compensation:
+            f += tau_g[k]
+        tau[k] += f
+    if extra is not None:
+        tau = tau + extra
+    flags = np.zeros(len(tau), dtype=np.int8)
+    for k in range(len(tau)):
+        if np.isfinite(effort[k]) and effort[k] > 0 and abs(tau[k]) > effort[k]:
+            flags[k] = 1 if tau[k] > 0 else -1
+            tau[k], gain[k] = flags[k] * effort[k], 0.0
+    return tau, gain, flags
+
+
+@pytest.mark.parametrize("implicit", [True, False])
+def test_compiled_actuator_law_matches_the_reference(implicit):
+    from mbsim.control import Actuators, JointCommand
+    from mbsim.simcore.data import Data
+    from mbsim.simcore.dynamics import rnea
+
+    sim = Simulator(load_scenario_text(f'[robot.panda]\nurdf = "{PANDA}"\n'))
+    m = sim.model
+    rng = np.random.default_rng(7)
+    lin = Signal(t=(0.0, 0.5, 1.0), y=(0.0, 2.0, -1.0))
+    cub = Signal(t=(0.0, 0.3, 0.7, 1.0), y=(0.1, -0.4, 0.9, 0.0), interpolation="cubic")
+    cmds = [
+        JointCommand(0, 0, "position", 300.0, 20.0, SignalFn(cub), None, SignalFn(lin), True),
+        JointCommand(1, 1, "position", 5e4, 10.0, SignalFn(lin), gravity_compensation=True),
+        JointCommand(2, 2, "velocity", kd=4.0, target=SignalFn(lin), feedforward=SignalFn(cub)),
+        JointCommand(3, 3, "torque", torque=SignalFn(lin)),
+        JointCommand(4, 4, "torque", torque=SignalFn(cub), gravity_compensation=True),
+    ]
+    constant = np.zeros(m.nv)
+    constant[5] = 0.3
+    act = Actuators(m, Data(m), 1e-3, constant, cmds, implicit=implicit)
+    saturated = 0
+    for t in np.linspace(-0.1, 1.1, 25):
+        q, v = m.random_q(rng), rng.normal(size=m.nv) * 2
+        extra = rng.normal(size=m.nv) * 5 if t > 0.5 else None
+        out = act.forces(t, q, v, extra)
+        tau, gain = out if act.has_gain else (out, np.zeros(m.nv))
+        zero = np.zeros(m.nv)
+        tau_g = rnea(m, Data(m), q, zero, zero)
+        r_tau, r_gain, r_flags = _reference_law(
+            cmds, constant, q, v, t, 1e-3, implicit, m.effort, tau_g, extra
+        )
+        np.testing.assert_array_equal(tau, r_tau)
+        np.testing.assert_array_equal(gain, r_gain)
+        np.testing.assert_array_equal(act.flags, r_flags)
+        saturated += int(np.any(r_flags))
+    assert saturated > 3, "the stiff joint must hit its effort limit at some samples"
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "cubic"])
+def test_signal_over_equals_the_pointwise_signal(interpolation):
+    sig = Signal(t=(0.0, 0.25, 0.6, 1.0), y=(0.2, -1.0, 0.7, 0.3), interpolation=interpolation)
+    f = SignalFn(sig)
+    times = np.concatenate([np.arange(-50, 1100) * 1e-3, [0.0, 0.25, 1.0]])
+    y, dy = f.over(times)
+    ref = np.array([f(t) for t in times])
+    np.testing.assert_array_equal(y, ref[:, 0])
+    np.testing.assert_array_equal(dy, ref[:, 1])
+    y0, dy0 = SignalFn(Signal(value=1.5)).over(times)
+    assert (y0 == 1.5).all() and (dy0 == 0).all()

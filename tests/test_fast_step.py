@@ -337,3 +337,63 @@ path = "{tmp_path / "x.h5"}"
     z = a[0].q[-1, iz]
     assert abs(z + 0.6 - 0.30) < 1e-3, "the box rests on the raised plane (centre 0.25 + 0.05 m)"
     _assert_same_runs(a, b)
+
+
+# ---------------------------------------------------------- actuated runs in the compiled loop
+def _controlled_panda(tmp_path, ctl: str, extra: str = ""):
+    text = f"""[simulation]
+duration = 0.6
+dt = 1e-3
+[robot.panda]
+urdf = "{sample_path("panda")}"
+base = "fixed"
+q0 = {{ panda_joint2 = 0.3, panda_joint4 = -1.5, panda_joint6 = 1.2 }}
+{extra}
+[robot.panda.control]
+{ctl}
+[contact]
+floor = false
+self_collision = false
+[output]
+path = "{tmp_path / "x.h5"}"
+record_every = 3
+"""
+    return load_scenario_text(text, source="<controlled panda>")
+
+
+def test_loop_tracks_trajectories_bit_for_bit(tmp_path, monkeypatch):
+    # position mode on a cubic and a linear target, with gravity compensation and a
+    # feed-forward; velocity and torque modes; a constant torque: every law of
+    # control/actuator_law.py inside the loop, the same rows as step by step
+    ctl = "\n".join(
+        (
+            'panda_joint1 = { mode = "position", kp = 400.0, kd = 40.0, gravity_compensation'
+            " = true, target = { t = [0.0, 0.2, 0.4, 0.6], q = [0.0, 0.3, -0.2, 0.1],"
+            ' interpolation = "cubic" } }',
+            'panda_joint2 = { mode = "position", kp = 600.0, kd = 30.0, gravity_compensation'
+            " = true, target = { t = [0.1, 0.5], q = [0.3, 0.6] },"
+            " feedforward = { t = [0.0, 0.6], tau = [0.0, 2.0] } }",
+            'panda_joint3 = { mode = "velocity", kd = 5.0,'
+            " target = { t = [0.0, 0.3], v = [0.0, 0.8] } }",
+            'panda_joint5 = { mode = "torque",'
+            " torque = { t = [0.0, 0.3, 0.6], tau = [0.0, 0.5, -0.5] } }",
+        )
+    )
+    sc = _controlled_panda(tmp_path, ctl, "torque = { panda_joint7 = 0.05 }")
+    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
+    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    assert a[2] > 300 and b[2] == 0, "the controlled swing must run in the loop"
+    assert np.abs(a[0].tau).max() > 1.0, "the actuators must act"
+    _assert_same_runs(a, b)
+
+
+def test_loop_saturates_at_the_effort_limit_bit_for_bit(tmp_path, monkeypatch):
+    # a stiff PD far from its target: the shoulder's force is clamped at the URDF effort
+    # (87 N m) for part of the run, with its tau_limit flags and the summary's count
+    ctl = 'panda_joint1 = { mode = "position", kp = 5000.0, kd = 50.0, target = 1.5 }'
+    sc = _controlled_panda(tmp_path, ctl)
+    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
+    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    assert a[2] > 100 and b[2] == 0  # the other joints fall onto their stops later
+    assert a[1].saturated_steps > 10 and np.abs(a[0].tau_limit).max() == 1
+    _assert_same_runs(a, b)

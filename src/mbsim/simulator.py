@@ -689,11 +689,12 @@ class Simulator:
                     # _record counts the ended contacts of every step, none here: the key
                     # exists after any step
                     summary.events["contact_end"] = summary.events.get("contact_end", 0)
-                    steps, qs, vs, es, ps, lcp = loop.records
+                    steps, qs, vs, es, ps, taus, flags, lcp = loop.records
                     if len(steps):
                         writer.append_free_steps(
                             steps * self.options.dt, steps, qs, vs, es, ps,
-                            step_seconds=(_time.perf_counter() - t0) / n, lcp=lcp,
+                            step_seconds=(_time.perf_counter() - t0) / n, tau=taus,
+                            tau_limit=flags, lcp=lcp,
                         )  # fmt: skip
                     if self.step_index % ENERGY_CHECK_EVERY == 0:
                         self._check_energy(e0)

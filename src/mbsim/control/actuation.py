@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mbsim.control.actuator_law import MODE_CODES, actuator_forces_kernel
 from mbsim.control.signals import SignalFn
 from mbsim.simcore.dynamics import rnea
 
@@ -80,7 +81,7 @@ class Actuators:
 
     def __init__(self, model, data, dt: float, constant, commands, implicit: bool) -> None:
         self.model, self.data, self.dt = model, data, float(dt)
-        self.constant = np.asarray(constant, dtype=float)
+        self.constant = np.ascontiguousarray(constant, dtype=np.float64)
         self.commands = list(commands)
         self.implicit = bool(implicit)
         self.gravity = any(c.gravity_compensation for c in self.commands)
@@ -101,46 +102,68 @@ class Actuators:
         self._zeros.flags.writeable = False
         self._no_flags = np.zeros(nv, dtype=np.int8)
         self._no_flags.flags.writeable = False
+        cmds = self.commands
+        #: the commands as the law's flat arrays (control/actuator_law.py)
+        self._law = (
+            np.array([c.qi for c in cmds], dtype=np.int64),
+            np.array([c.vi for c in cmds], dtype=np.int64),
+            np.array([MODE_CODES[c.mode] for c in cmds], dtype=np.int64),
+            np.array([c.kp for c in cmds], dtype=np.float64),
+            np.array([c.kd for c in cmds], dtype=np.float64),
+            np.array([c.gravity_compensation for c in cmds], dtype=np.bool_),
+        )
 
     def forces(self, t: float, q, v, extra=None):
         """(tau_e, g) for the step from (t, q, v); ``extra``: a Python controller's (nv,)
-        torques, added before the effort clamp."""
+        torques, added before the effort clamp (the law: control/actuator_law.py)."""
         if self.idle and extra is None:  # zero force: nothing to clamp, no implicit part
             self.tau_e, self.gain, self.flags = self._zeros, self._zeros, self._no_flags
             return self._zeros
-        tau = self.constant.copy()
-        gain = np.zeros_like(tau)
-        zero = np.zeros_like(tau)
-        tau_g = rnea(self.model, self.data, q, zero, zero) if self.gravity else None
-        dt = self.dt if self.implicit else 0.0
-        for c in self.commands:
-            i, k = c.qi, c.vi
-            if c.mode == "torque":
-                f = c.torque(t)[0]
-            else:
-                f = c.feedforward(t)[0] if c.feedforward is not None else 0.0
-                ref, dref = c.target(t)
-                if c.mode == "position":
-                    f += c.kp * (ref - q[i] - dt * v[k]) + c.kd * (dref - v[k])
-                    g = c.kd + dt * c.kp
-                else:  # velocity: the target is a speed
-                    f += c.kd * (ref - v[k])
-                    g = c.kd
-                if self.implicit:
-                    gain[k] += g
-            if tau_g is not None and c.gravity_compensation:
-                f += tau_g[k]
-            tau[k] += f
-        if extra is not None:
-            tau += extra
-        flags = np.zeros(len(tau), dtype=np.int8)
-        over = self.limited & (np.abs(tau) > self.effort)
-        if over.any():
-            flags[over] = np.sign(tau[over]).astype(np.int8)
-            tau[over] = np.clip(tau[over], -self.effort[over], self.effort[over])
-            gain[over] = 0.0
+        nv = self.model.nv
+        u, ref, dref, ff = self.signals_at(t)
+        tau_g = self._zeros
+        if self.gravity:
+            zero = np.zeros(nv)
+            tau_g = rnea(self.model, self.data, q, zero, zero)
+        tau, gain, flags = np.empty(nv), np.empty(nv), np.empty(nv, dtype=np.int8)
+        actuator_forces_kernel(
+            self.constant, *self._law, u, ref, dref, ff, tau_g,
+            self._zeros if extra is None else np.ascontiguousarray(extra, dtype=np.float64),
+            extra is not None, np.ascontiguousarray(q, dtype=np.float64),
+            np.ascontiguousarray(v, dtype=np.float64), self.dt if self.implicit else 0.0,
+            self.implicit, self.limited, self.effort, tau, gain, flags,
+        )  # fmt: skip
         self.tau_e, self.gain, self.flags = tau, gain, flags
         return (tau, gain) if self.has_gain else tau
+
+    def signals_at(self, t: float):
+        """Each command's signals at time t (s): (u, q* or v*, dq*/dt, u_ff), (ncmd,) each;
+        the entries a command's mode does not use are 0."""
+        n = len(self.commands)
+        u, ref, dref, ff = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+        for j, c in enumerate(self.commands):
+            if c.mode == "torque":
+                u[j] = c.torque(t)[0]
+            else:
+                ref[j], dref[j] = c.target(t)
+                if c.feedforward is not None:
+                    ff[j] = c.feedforward(t)[0]
+        return u, ref, dref, ff
+
+    def signals_over(self, times):
+        """:meth:`signals_at` at each of ``times`` (n,): four (n, ncmd) arrays, each entry
+        equal to the one :meth:`signals_at` gives at that time (the compiled loop's input)."""
+        times = np.asarray(times, dtype=float)
+        shape = (len(times), len(self.commands))
+        u, ref, dref, ff = np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape)
+        for j, c in enumerate(self.commands):
+            if c.mode == "torque":
+                u[:, j] = c.torque.over(times)[0]
+            else:
+                ref[:, j], dref[:, j] = c.target.over(times)
+                if c.feedforward is not None:
+                    ff[:, j] = c.feedforward.over(times)[0]
+        return u, ref, dref, ff
 
     def applied(self, v_before, v_after) -> np.ndarray:
         """The actuator force applied over the step just taken (N m or N): tau_e - g (v+ - v)."""

@@ -38,3 +38,22 @@ class SignalFn:
         k = int(np.searchsorted(ts, t, side="right")) - 1
         slope = (self.y[k + 1] - self.y[k]) / (ts[k + 1] - ts[k])
         return float(self.y[k] + slope * (t - ts[k])), float(slope)
+
+    def over(self, times) -> tuple[np.ndarray, np.ndarray]:
+        """(y, dy/dt) at each of ``times`` (s), element for element what :meth:`__call__`
+        gives (the same operations, vectorised)."""
+        times = np.asarray(times, dtype=float)
+        ts = self.t
+        if not len(ts):
+            return np.full(times.shape, self.value), np.zeros(times.shape)
+        inside = (times > ts[0]) & (times < ts[-1])
+        y = np.where(times <= ts[0], self.y[0], self.y[-1]).astype(float)
+        dy = np.zeros(times.shape)
+        t_in = times[inside]
+        if self.spline is not None:
+            y[inside], dy[inside] = self.spline(t_in), self.spline(t_in, 1)
+        else:
+            k = np.searchsorted(ts, t_in, side="right") - 1
+            slope = (self.y[k + 1] - self.y[k]) / (ts[k + 1] - ts[k])
+            y[inside], dy[inside] = self.y[k] + slope * (t_in - ts[k]), slope
+        return y, dy

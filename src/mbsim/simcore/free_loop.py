@@ -22,8 +22,14 @@ limit_step.LimitStepper.step for the steps it hands on):
    narrowphase's own first rejections (collision/narrowphase.py), so a step the loop takes
    is one in which detection finds no contact; a step it stops at may still find none, and
    then Python takes it as a free step;
-3. tau = -D v + 0 (joint damping; the loop runs only when no actuator, constant force or
-   Python controller applies a force, as ``OSStepper._joint_forces`` computes it then);
+3. tau = -D v + tau_a, as ``OSStepper._joint_forces`` computes it: tau_a the scenario's
+   actuators (position, velocity and torque modes on their signals, gravity compensation,
+   constant forces, the URDF effort clamp) by the same compiled law as the step-by-step path
+   (control/actuator_law.py), with the implicit PD's diagonal dt g added to the armature;
+   the signals are evaluated for the whole call in Python beforehand
+   (``Actuators.signals_over``, element for element what the step's own evaluation gives).
+   The loop does not run with a Python controller or ``step(tau)``: those are Python calls
+   every step;
 4. the articulated-body factorisation, bias and accelerations of q (ABA, dynamics.py: the
    same kernels as ``aba_kernel`` after its kinematics, which step 2 already did with the
    same arguments), v+ = v + dt qdd, q+ = q (+) dt v+ (``integrate_kernel``): the operations
@@ -38,20 +44,21 @@ limit_step.LimitStepper.step for the steps it hands on):
    (impulse > ``LIMIT_IMPULSE_MIN``) are those acting before it (no limit_begin or limit_end
    event; a free step needs none acting), and neither its impact nor its recovery energy
    share exceeds ``GAIN_TOL_ABS`` (energy_sources.py: the summary counts no gain). Else
-   stop: Python takes that step. A recorded limit step records its LCP diagnostics (size,
-   pivots, residual, solver) too;
+   stop (EVENT): Python takes that step. A recorded limit step records its LCP diagnostics
+   (size, pivots, residual, solver) too;
 6. the largest |v_k| / velocity limit so far (the run summary's ``max_velocity_ratio``, the
    rule of ``Simulator._velocity_ratio``);
 7. at a recorded step (index a multiple of ``record_every``), the row the run loop writes:
    q, v, the energy and the body poses, computed as ``Simulator.energy`` and ``body_poses``
    compute them (kinematics into the Simulator's own Data, ``energy_kernel``,
-   ``body_poses_kernel``). The run loop hands the rows to the writer in one batch
+   ``body_poses_kernel``), and the actuator force applied over the step with its effort
+   flags (``Actuators.applied``). The run loop hands the rows to the writer in one batch
    (``ResultsWriter.append_free_steps``).
 
 The run loop calls it up to the next energy check (``ENERGY_CHECK_EVERY`` steps), the one
-per-step duty of the run loop that stays in Python; a step with an applied force never starts
-in the loop (:meth:`FreeLoop.eligible`). The loop keeps the summary's worst LCP residual of
-its limit steps. Units: SI (s, rad or m, rad/s or m/s).
+per-step duty of the run loop that stays in Python; a run with a Python controller never
+starts in the loop (:meth:`FreeLoop.eligible`). The loop keeps the summary's worst LCP
+residual of its limit steps. Units: SI (s, rad or m, rad/s or m/s).
 """
 
 from __future__ import annotations
@@ -63,11 +70,13 @@ from mbsim.collision.broadphase import AabbBroadphase, aabb_candidates
 from mbsim.collision.prefilter import above_halfspace, spheres_apart
 from mbsim.collision.scene import shape_poses
 from mbsim.collision.table import BODY
+from mbsim.control.actuator_law import actuator_forces_kernel
 from mbsim.simcore.dynamics import (
     aba_accel_kernel,
     aba_bias_kernel,
     articulated_kernel,
     energy_kernel,
+    rnea_kernel,
 )
 from mbsim.simcore.energy_sources import GAIN_TOL_ABS
 from mbsim.simcore.fast_step import FreeStepper
@@ -147,10 +156,14 @@ def free_run_kernel(
     bp_index, bp_moving, bp_mrow, bp_mindex, bp_msphere, bp_msize, bp_moffset, bp_lo, bp_hi,
     bp_out, vl_dofs, vl_limit, vl_best, vl_dof, every, k0, rS, rE, rr, rRw, rpw, rvel, rcbias,
     mass, com, poses, rec_step, rec_q, rec_v, rec_e, rec_pose, q, v, dt, max_speed, n_max, tau,
-    q_new, v_new, ls_on, wpA, wu, wacc, zero6, bv, ls_lower, ls_upper, ls_eps, ls_qi, ls_vi,
-    ls_margin, stabilization, max_recovery_speed, impact_velocity, tol_rel, least_norm, active,
-    n_active, ls_dof, ls_side, ls_imp, ls_info, ls_vstart, ls_stats, limit_min, rec_lcp,
-    rec_solver,
+    q_new, v_new,
+    act_on, constant, cmd_qi, cmd_vi, mode, kp, kd, gravity_comp, sig_u, sig_ref, sig_dref,
+    sig_ff, grav_any, aS, aE, ar, aRw, apw, avel, acbias, aacc, aforce, atau, zv, dt_pd,
+    implicit, has_gain, limited, effort, base_armature, act_tau, act_gain, act_flags, applied,
+    last_flags, rec_tau, rec_flags, saturated, ls_on, wpA, wu, wacc, zero6, bv, ls_lower,
+    ls_upper, ls_eps, ls_qi, ls_vi, ls_margin, stabilization, max_recovery_speed,
+    impact_velocity, tol_rel, least_norm, active, n_active, ls_dof, ls_side, ls_imp, ls_info,
+    ls_vstart, ls_stats, limit_min, rec_lcp, rec_solver,
 ):  # fmt: skip
     """Up to ``n_max`` free or joint-limit steps from (q, v), updated in place (module
     docstring). Returns (steps taken, why it stopped: DONE, LIMIT, CONTACT, BAD or EVENT, rows
@@ -191,9 +204,32 @@ def free_run_kernel(
             )  # fmt: skip
             if _may_touch(pairs, allowed, si, sf, bc, ground, reach):
                 return step, CONTACT, nrec
-        for i in range(nv):
-            tau[i] = -damping[i] * v[i] + 0.0
-        limited = near
+        if act_on:
+            # the actuators of step k0 + step at t = (k0 + step) dt (control/actuator_law.py);
+            # the gravity torque as Actuators.forces computes it, in the actuators' own Data
+            if grav_any:
+                forward_kinematics_kernel(
+                    parent, jtype, qi, vi, nvj, aS, tree_E, tree_r, axis, q, zv, aE, ar, aRw,
+                    apw, avel, acbias,
+                )  # fmt: skip
+                rnea_kernel(
+                    parent, vi, nvj, aS, inertia, gravity, aE, ar, avel, acbias, zv, aacc,
+                    aforce, atau,
+                )  # fmt: skip
+            actuator_forces_kernel(
+                constant, cmd_qi, cmd_vi, mode, kp, kd, gravity_comp, sig_u[step],
+                sig_ref[step], sig_dref[step], sig_ff[step], atau, zv, False, q, v, dt_pd,
+                implicit, limited, effort, act_tau, act_gain, act_flags,
+            )  # fmt: skip
+            if has_gain:  # OSStepper._joint_forces: the implicit PD's diagonal
+                for i in range(nv):
+                    armature[i] = base_armature[i] + dt * act_gain[i]
+            for i in range(nv):
+                tau[i] = -damping[i] * v[i] + act_tau[i]
+        else:
+            for i in range(nv):
+                tau[i] = -damping[i] * v[i] + 0.0
+        at_stop = near
         if not near:
             articulated_kernel(
                 parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature
@@ -214,9 +250,9 @@ def free_run_kernel(
             ):
                 if not ls_on:
                     return step, LIMIT, nrec
-                limited = True
+                at_stop = True
         code = -1
-        if limited:  # step 5b: the compiled joint-limit step (module docstring)
+        if at_stop:  # step 5b: the compiled joint-limit step (module docstring)
             code = limit_step_kernel(
                 parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass,
                 com, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc,
@@ -231,8 +267,9 @@ def free_run_kernel(
                 ls_info[I_E_IMPACTS] <= GAIN_TOL_ABS and ls_info[I_E_STAB] <= GAIN_TOL_ABS
             ):
                 return step, EVENT, nrec  # an energy gain the run summary counts
-            if not _same_limits(code == OK, ls_info, ls_dof, ls_side, ls_imp, active, n_active,
-                                limit_min):  # fmt: skip
+            if not _same_limits(
+                code == OK, ls_info, ls_dof, ls_side, ls_imp, active, n_active, limit_min
+            ):
                 return step, EVENT, nrec  # a limit_begin or limit_end event
         elif n_active:
             return step, EVENT, nrec  # a free step ends the limits still acting: limit_end
@@ -241,6 +278,13 @@ def free_run_kernel(
         if code == OK:
             ls_stats[1] = max(ls_stats[1], ls_info[I_RESIDUAL])
             ls_stats[2] += 1.0
+        if act_on:  # the force applied over the step (Actuators.applied) and its flags
+            sat = False
+            for i in range(nv):
+                applied[i] = act_tau[i] - act_gain[i] * (v_new[i] - v[i])
+                last_flags[i] = act_flags[i]
+                sat = sat or act_flags[i] != 0
+            saturated[0] += sat
         for i in range(nq):
             q[i] = q_new[i]
         for i in range(nv):
@@ -268,6 +312,8 @@ def free_run_kernel(
                 rec_q[nrec, i] = q[i]
             for i in range(nv):
                 rec_v[nrec, i] = v[i]
+                rec_tau[nrec, i] = applied[i]
+                rec_flags[nrec, i] = last_flags[i]
             if code == OK:  # the limit step's diagnostics row (SOLVER_CODES: 1 + its code)
                 rec_lcp[nrec, 0] = ls_info[I_ROWS]
                 rec_lcp[nrec, 1] = ls_info[I_PIVOTS]
@@ -301,20 +347,15 @@ class FreeLoop:
         """Whether the loop may run at all for ``sim``: the stepper's compiled free step is
         eligible (Euler, ABA, no bilateral or joint friction rows, fast_step.FreeStepper),
         the scene's broadphase is the numba one (or nothing can collide), and no force but
-        joint damping acts (no actuator, constant force, step(tau) or Python controller)."""
+        joint damping and the scenario's actuators acts (no step(tau), no Python
+        controller)."""
         st = sim.stepper
         if not st._fast.eligible(st):
             return False
         c = st.collision
         if c is not None and not isinstance(getattr(c, "_broad", None), AabbBroadphase):
             return False
-        a = sim.actuators
-        return (
-            a.idle
-            and sim._controller is None
-            and sim._extra_tau is None
-            and st.torque == sim._torque
-        )
+        return sim._controller is None and sim._extra_tau is None and st.torque == sim._torque
 
     def ready(self) -> bool:
         """Whether the next step may start in the loop: :meth:`eligible`, and the last step
@@ -377,11 +418,26 @@ class FreeLoop:
         self._rec_args = (
             r.S, r.E, r.r, r.R_world, r.p_world, r.vel, r.cbias, m.mass, m.com,
         )  # fmt: skip
+        a = s.actuators
+        ad = a.data
+        nv = m.nv
+        self._act_args = (
+            not a.idle, a.constant, *a._law,
+        )  # fmt: skip
+        self._act_data = (
+            bool(a.gravity), ad.S, ad.E, ad.r, ad.R_world, ad.p_world, ad.vel, ad.cbias, ad.acc,
+            ad.force, ad.tau, np.zeros(nv), a.dt if a.implicit else 0.0, a.implicit,
+            a.has_gain, a.limited, a.effort, st._armature, np.zeros(nv), np.zeros(nv),
+            np.zeros(nv, dtype=np.int8), np.zeros(nv), np.zeros(nv, dtype=np.int8),
+        )  # fmt: skip
+        self._applied, self._last_flags = self._act_data[-2], self._act_data[-1]
+        self._saturated = np.zeros(1, dtype=np.int64)
         self._rec_buffers(1)
         self._stepper, self._data, self._scene, self._jl = st, d, c, jl
+        self._actuators = a
         self._rec_data = r
         # the compiled joint-limit step's arguments (limit_step.py), used when it is eligible
-        nb, nv = m.nb, m.nv
+        nb = m.nb
         one = np.flatnonzero(m.nvj == 1)
         lo = np.full(nv, -np.inf) if jl is None else jl.lower
         hi = np.full(nv, np.inf) if jl is None else jl.upper
@@ -414,7 +470,7 @@ class FreeLoop:
         if (
             st is not self._stepper or st.data is not self._data
             or st.collision is not self._scene or st.joint_limits is not self._jl
-            or s.data is not self._rec_data
+            or s.data is not self._rec_data or s.actuators is not self._actuators
         ):  # fmt: skip
             self._bind()
         m = s.model
@@ -425,9 +481,16 @@ class FreeLoop:
         v = np.array(s.v, dtype=np.float64)
         self._best[0] = summary.max_velocity_ratio
         self._dof[0] = -1
+        k0 = s.step_index
+        a = s.actuators
+        if a.idle:
+            ncmd = len(a.commands)
+            signals = (np.zeros((n_max, ncmd)),) * 4
+        else:  # each step's signals at its start time, as the step-by-step path takes them
+            signals = a.signals_over(np.arange(k0, k0 + n_max) * float(st.opt.dt))
+        self._saturated[0] = 0
         from mbsim.simulator import LIMIT_IMPULSE_MIN  # the run loop's event rule
 
-        k0 = s.step_index
         o = st.opt
         active = self._active
         active[:] = 0
@@ -440,10 +503,12 @@ class FreeLoop:
             self._best, self._dof, int(every), k0, *self._rec_args, bool(poses),
             self._rec_step, self._rec_q, self._rec_v, self._rec_e, self._rec_pose, q, v,
             float(o.dt), float(o.max_speed), int(n_max), self._tau, self._q_new,
-            self._v_new, LimitStepper.eligible(st), *self._ls_arrays, float(o.stabilization),
-            float(o.max_recovery_speed), float(o.impact_velocity), float(o.lcp_tol_rel),
-            o.lcp_selection == "least_norm", active, len(s._limits_active), *self._ls_out,
-            stats, LIMIT_IMPULSE_MIN, self._rec_lcp, self._rec_solver,
+            self._v_new, *self._act_args, *signals, *self._act_data, self._rec_tau,
+            self._rec_flags, self._saturated, LimitStepper.eligible(st), *self._ls_arrays,
+            float(o.stabilization), float(o.max_recovery_speed), float(o.impact_velocity),
+            float(o.lcp_tol_rel), o.lcp_selection == "least_norm", active,
+            len(s._limits_active), *self._ls_out, stats, LIMIT_IMPULSE_MIN, self._rec_lcp,
+            self._rec_solver,
         )  # fmt: skip
         self.why = int(why)
         lcp = None
@@ -456,7 +521,8 @@ class FreeLoop:
             }
         self.records = (
             self._rec_step[:nrec].copy(), self._rec_q[:nrec].copy(), self._rec_v[:nrec].copy(),
-            self._rec_e[:nrec].copy(), self._rec_pose[:nrec].copy() if poses else None, lcp,
+            self._rec_e[:nrec].copy(), self._rec_pose[:nrec].copy() if poses else None,
+            self._rec_tau[:nrec].copy(), self._rec_flags[:nrec].copy(), lcp,
         )  # fmt: skip
         if n == 0:
             return 0
@@ -471,7 +537,11 @@ class FreeLoop:
         s.step_index += n
         s.t = s.step_index * st.opt.dt
         nv = m.nv
-        s.tau, s.tau_limit = np.zeros(nv), np.zeros(nv, dtype=np.int8)
+        if a.idle:
+            s.tau, s.tau_limit = np.zeros(nv), np.zeros(nv, dtype=np.int8)
+        else:  # the last step's applied force and effort flags (Simulator.step's)
+            s.tau, s.tau_limit = self._applied.copy(), self._last_flags.copy()
+        summary.saturated_steps += int(self._saturated[0])
         s._prev_contacts = None  # as events_of leaves it after a step without contact
         if self._dof[0] >= 0:
             s._velocity_ratio_at(summary, float(self._best[0]), int(self._dof[0]))
@@ -485,5 +555,7 @@ class FreeLoop:
         self._rec_v = np.zeros((rows, m.nv))
         self._rec_e = np.zeros((rows, 3))
         self._rec_pose = np.zeros((rows, m.nb, 7))
+        self._rec_tau = np.zeros((rows, m.nv))
+        self._rec_flags = np.zeros((rows, m.nv), dtype=np.int8)
         self._rec_lcp = np.zeros((rows, 3))
         self._rec_solver = np.zeros(rows, dtype=np.int64)

@@ -318,17 +318,18 @@ class ResultsWriter:
         self._maybe_flush()
 
     def append_free_steps(
-        self, time, step, q, v, energy, body_pose=None, step_seconds=np.nan, lcp=None
+        self, time, step, q, v, energy, body_pose=None, step_seconds=np.nan, tau=None,
+        tau_limit=None, lcp=None,
     ):  # fmt: skip
         """Rows of :meth:`append_state` and :meth:`append_diagnostics` at once for ``n``
-        recorded steps in which no actuator acted and no contact was found (tau and
-        tau_limit 0, no contact): ``time``, ``step`` (n,), ``q`` (n, nq), ``v`` (n,
-        nv), ``energy`` (n, 3), ``body_pose`` (n, nb, 7) when body poses are recorded,
-        ``step_seconds`` (scalar or (n,)), ``lcp``: None when no step solved an LCP, else
-        {lcp_size, lcp_pivots, lcp_residual, solver (codes of SOLVER_CODES)} of (n,) arrays
-        (joint-limit steps, simcore/limit_step.py). The compiled loop of free steps records
-        through it (simcore/free_loop.py); the rows are those the one-row calls would write.
-        The arrays are copied."""
+        recorded steps in which no contact was found: ``time``, ``step`` (n,), ``q`` (n, nq),
+        ``v`` (n, nv), ``energy`` (n, 3), ``body_pose`` (n, nb, 7) when body poses are
+        recorded, ``step_seconds`` (scalar or (n,)), ``tau`` (n, nv) and ``tau_limit`` (n, nv)
+        the actuators' applied forces and effort flags (0 when None), ``lcp``: None when no
+        step solved an LCP, else {lcp_size, lcp_pivots, lcp_residual, solver (codes of
+        SOLVER_CODES)} of (n,) arrays (joint-limit steps, simcore/limit_step.py). The compiled
+        loop of free steps records through it (simcore/free_loop.py); the rows are those the
+        one-row calls would write. The arrays are copied."""
         self._check_open()
         n = int(np.asarray(step).shape[0])
         if n == 0:
@@ -336,7 +337,12 @@ class ResultsWriter:
         if self.body_poses and body_pose is None:
             raise ValueError("this results file records body poses: pass body_pose")
         given = dict(time=time, step=step, q=q, v=v, energy=energy, body_pose=body_pose)
-        zero = dict(tau=0, tau_limit=0)
+        zero = {}
+        for name, value in (("tau", tau), ("tau_limit", tau_limit)):
+            if value is None:
+                zero[name] = 0
+            else:
+                given[name] = value
         self.trajectory.add_batch(_batch(self.trajectory.cols, n, given, zero), n)
         given = dict(time=time, step=step, step_seconds=step_seconds)
         zero = dict(
