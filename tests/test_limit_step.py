@@ -276,3 +276,53 @@ def test_loop_with_limit_steps_agrees_with_the_general_path(eps, tmp_path, monke
     assert {"limit_begin", "limit_end"} <= set(a[1].events)
     assert np.any(a[0].diagnostics["lcp_size"] > 0), "recorded limit steps have an LCP row"
     _assert_same_runs(a, b)
+
+
+def test_pd_driven_into_its_stops_loop_agrees_with_the_general_path(tmp_path, monkeypatch):
+    # joint PD targets beyond two stops (joint4 above its upper limit -0.07 rad, joint6 below
+    # its lower one -0.0175 rad): the actuators press the joints onto the stops and hold them
+    # there, with the implicit PD gain on the armature of every limit step
+    import dataclasses
+
+    from mbsim.io.results.reader import load_results
+    from mbsim.simcore.free_loop import FreeLoop
+    from test_fast_step import _assert_same_runs
+
+    text = f"""[simulation]
+duration = 0.6
+dt = 1e-3
+[robot.panda]
+urdf = "{sample_path("panda")}"
+base = "fixed"
+q0 = {{ panda_joint2 = 0.5, panda_joint4 = -0.5, panda_joint6 = 0.4, panda_joint7 = -0.785 }}
+[robot.panda.pd]
+panda_joint2 = {{ target = 0.5, kp = 300.0, kd = 40.0 }}
+panda_joint4 = {{ target = 0.3, kp = 300.0, kd = 40.0 }}
+panda_joint6 = {{ target = -0.5, kp = 100.0, kd = 3.0 }}
+[contact]
+floor = false
+self_collision = false
+[output]
+path = "/dev/null"
+record_every = 5
+"""
+
+    def run(compiled, name):
+        path = tmp_path / name
+        sc = load_scenario_text(text, source="<panda pd stops>")
+        sc = dataclasses.replace(sc, output=dataclasses.replace(sc.output, path=path), source=None)
+        with monkeypatch.context() as mp:
+            if not compiled:
+                mp.setattr(FreeLoop, "eligible", staticmethod(lambda sim: False))
+                mp.setattr(LimitStepper, "eligible", staticmethod(lambda stepper: False))
+            sim = Simulator(sc)
+            summary = sim.run(out=path)
+        assert summary.status == "complete", summary.message
+        return load_results(path), summary, sim._free_loop
+
+    a = run(True, "compiled.h5")
+    b = run(False, "general.h5")
+    assert a[2].limit_steps > 200, "the PD-held limit steps must run in the compiled loop"
+    assert np.any(a[0].diagnostics["lcp_size"] > 0)
+    assert np.any(a[0].tau != 0), "the actuators act"
+    _assert_same_runs(a, b)
