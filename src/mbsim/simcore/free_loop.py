@@ -459,12 +459,15 @@ class FreeLoop:
         self._ls_stats = np.zeros(3)
 
     def advance(self, n_max: int, summary, every: int = 0, poses: bool = False) -> int:
-        """Take up to ``n_max`` free steps in the loop from the simulator's state; returns
+        """Take up to ``n_max`` free or limit steps in the loop from the simulator's state; returns
         how many it took (0: the next step needs the step-by-step path). Updates the state
         (q, v, t, step counters, the applied forces of the last step: zero) and the summary's
         velocity-limit ratio as the step-by-step run loop would have. The steps whose index is
         a multiple of ``every`` (0: none) are recorded: :attr:`records` then holds (step, q,
-        v, energy, body poses or None) of each, as arrays."""
+        v, energy, body poses or None, applied actuator force, effort flags) of each, as
+        arrays, and the LCP diagnostics of the recorded rows when a limit step was taken
+        (None otherwise; ResultsWriter.append_free_steps' ``lcp``). :attr:`why` says why the
+        call stopped (free_run_kernel's codes)."""
         s = self.sim
         st = s.stepper
         if (
