@@ -6,8 +6,12 @@ path's pipeline on a handful of rows: ContactProblem, ``OS.prepare`` / ``OS.solv
 chain, the impact phase and the report, some 25 Python calls. :func:`limit_step_kernel` does
 the same arithmetic in one numba call. Its stages, each the general path's function it
 mirrors (the operations and their order are the same, so the two agree bit for bit; the
-BLAS products of the Python path, W p, G W and the armature dot product, go through BLAS here
-too, numba's ``np.dot``):
+BLAS products of the Python path, W p and the armature dot product, go through BLAS here too,
+numba's ``np.dot``, which calls SciPy's BLAS where numpy's ``@`` calls numpy's: the same
+OpenBLAS kernels on this project's platforms, tests/test_limit_step.py checks the bits; a
+numpy and a SciPy on different BLAS libraries could differ in the last bit of those sums,
+the rounding of a dot product of at most nv terms; the products with G, one +-1 entry a
+row, are exact either way):
 
 1. free motion (``OSStepper._general_step``): qdd = (M + diag(armature))^-1 (tau - C) by ABA
    (``aba_kernel``, 004 Eq. 0.31), v_f = v + dt qdd;
