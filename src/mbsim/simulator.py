@@ -29,6 +29,7 @@ from mbsim.simcore.bilateral import Bilateral, ConstraintError, closures_from_sc
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.energy_sources import EnergyGains
+from mbsim.simcore.free_loop import EVENT as LOOP_EVENT
 from mbsim.simcore.free_loop import FreeLoop
 from mbsim.simcore.joint_rows import JointLimits
 from mbsim.simcore.joints import SPHERICAL
@@ -695,12 +696,12 @@ class Simulator:
                     # _record counts the ended contacts of every step, none here: the key
                     # exists after any step
                     summary.events["contact_end"] = summary.events.get("contact_end", 0)
-                    steps, qs, vs, es, ps, taus, flags = loop.records
+                    steps, qs, vs, es, ps, taus, flags, lcp = loop.records
                     if len(steps):
                         writer.append_free_steps(
                             steps * self.options.dt, steps, qs, vs, es, ps,
                             step_seconds=(_time.perf_counter() - t0) / n, tau=taus,
-                            tau_limit=flags,
+                            tau_limit=flags, lcp=lcp,
                         )  # fmt: skip
                     if self.step_index % ENERGY_CHECK_EVERY == 0:
                         self._check_energy(e0)
@@ -711,8 +712,9 @@ class Simulator:
                             last_progress = now
                     continue
                 # the next step needs the step-by-step path; near a contact or a stop the
-                # following ones likely too: try the loop again after a few steps
-                wait = FREE_LOOP_WAIT
+                # loop cannot take the following ones likely too: try the loop again after a
+                # few steps (after a limit event, at once: the loop takes limit steps)
+                wait = 0 if loop.why == LOOP_EVENT else FREE_LOOP_WAIT
             done += 1
             try:
                 # the LCP solvers poll the flag too: a signal stops even a long step

@@ -33,6 +33,10 @@ at v+ after the free step (a limit the step would reach: the general path redoes
 same joint forces, so a controller is still called once). One difference a controller could
 see: during its call on a free step, the stepper's ``data`` already holds the kinematics of
 the current q (the general path holds the previous step's there).
+
+``general`` is what :meth:`~mbsim.simcore.stepper.OSStepper.step` hands in: the compiled
+joint-limit step (limit_step.LimitStepper.step), which takes the steps whose only rows are
+joint-limit rows and passes every other to ``OSStepper._general_step``.
 """
 
 from __future__ import annotations

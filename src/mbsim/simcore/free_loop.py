@@ -10,9 +10,11 @@ the loop only when the step-by-step path would take it as a compiled free step
 Python (events, applied forces, the summary's counters). The step it stops at, it has not
 taken: Python takes it through the usual path, from the same state.
 
-Per step, in the order of the step-by-step path (FreeStepper.step):
+Per step, in the order of the step-by-step path (FreeStepper.step, then
+limit_step.LimitStepper.step for the steps it hands on):
 
-1. a joint limit near at v (``limit_rows_needed(q, v, v)``): stop;
+1. a joint limit near at v (``limit_rows_needed(q, v, v)``): a limit step (5b), or stop when
+   the compiled limit step may not take the stepper's steps (``LimitStepper.eligible``);
 2. kinematics of (q, v) (``forward_kinematics_kernel``), the moving shapes' poses
    (``shape_poses``) and the numba broadphase (``aabb_candidates``): stop at any candidate
    pair the scene allows whose bounding spheres come within the detection margin, or any
@@ -34,7 +36,16 @@ Per step, in the order of the step-by-step path (FreeStepper.step):
    of ``free_step_kernel``, in its order, so the loop agrees bit for bit with the step-by-step
    path (tests/test_fast_step.py compares whole runs);
 5. a non-finite state or |v+| > max_speed: stop (Python's path raises the error); a limit
-   the step would reach (``limit_rows_needed(q, v, v+)``): stop;
+   the step would reach (``limit_rows_needed(q, v, v+)``): a limit step (5b) or stop;
+5b. a limit step: the step is taken again from (q, v, tau) by
+   :func:`~mbsim.simcore.limit_step.limit_step_kernel`, the function the step-by-step path
+   calls, and kept only when nothing of it reaches the run loop's Python: the kernel decided
+   it (no FALLBACK to the Python LCP chain, no bad state), the limits acting after it
+   (impulse > ``LIMIT_IMPULSE_MIN``) are those acting before it (no limit_begin or limit_end
+   event; a free step needs none acting), and neither its impact nor its recovery energy
+   share exceeds ``GAIN_TOL_ABS`` (energy_sources.py: the summary counts no gain). Else
+   stop (EVENT): Python takes that step. A recorded limit step records its LCP diagnostics
+   (size, pivots, residual, solver) too;
 6. the largest |v_k| / velocity limit so far (the run summary's ``max_velocity_ratio``, the
    rule of ``Simulator._velocity_ratio``);
 7. at a recorded step (index a multiple of ``record_every``), the row the run loop writes:
@@ -46,7 +57,8 @@ Per step, in the order of the step-by-step path (FreeStepper.step):
 
 The run loop calls it up to the next energy check (``ENERGY_CHECK_EVERY`` steps), the one
 per-step duty of the run loop that stays in Python; a run with a Python controller never
-starts in the loop (:meth:`FreeLoop.eligible`). Units: SI (s, rad or m, rad/s or m/s).
+starts in the loop (:meth:`FreeLoop.eligible`). The loop keeps the summary's worst LCP
+residual of its limit steps. Units: SI (s, rad or m, rad/s or m/s).
 """
 
 from __future__ import annotations
@@ -66,6 +78,7 @@ from mbsim.simcore.dynamics import (
     energy_kernel,
     rnea_kernel,
 )
+from mbsim.simcore.energy_sources import GAIN_TOL_ABS
 from mbsim.simcore.fast_step import FreeStepper
 from mbsim.simcore.joint_rows import limit_rows_needed
 from mbsim.simcore.kinematics import (
@@ -73,9 +86,25 @@ from mbsim.simcore.kinematics import (
     forward_kinematics_kernel,
     integrate_kernel,
 )
+from mbsim.simcore.limit_step import (
+    BAD as LIMIT_BAD,
+)
+from mbsim.simcore.limit_step import (
+    FALLBACK,
+    I_E_IMPACTS,
+    I_E_STAB,
+    I_PIVOTS,
+    I_RESIDUAL,
+    I_ROWS,
+    I_SOLVER,
+    OK,
+    LimitStepper,
+    limit_step_kernel,
+)
 
-#: why :func:`free_run_kernel` stopped before its step budget (its second result)
-DONE, LIMIT, CONTACT, BAD = 0, 1, 2, 3
+#: why :func:`free_run_kernel` stopped before its step budget (its second result); EVENT: at
+#: a limit step the loop could take but whose event or energy gain the run loop must see
+DONE, LIMIT, CONTACT, BAD, EVENT = 0, 1, 2, 3, 4
 
 
 @njit(cache=True)
@@ -102,6 +131,23 @@ def _may_touch(pairs, allowed, si, sf, bc, ground, reach):
 
 
 @njit(cache=True)
+def _same_limits(solved, info, dof, side, imp, active, n_active, limit_min):
+    """Whether the limits acting after a limit step (impulse > ``limit_min``; none when the
+    step had no row, ``solved`` False) are those acting before it: ``active`` (2 nv,) marks
+    (v index k, side) at 2 k (lower) or 2 k + 1 (upper), ``n_active`` of them
+    (Simulator.limit_events_of: no event then)."""
+    n = 0
+    if solved:
+        for i in range(int(info[I_ROWS])):
+            if imp[i] > limit_min:
+                slot = 2 * dof[i] + (0 if side[i] > 0 else 1)
+                if not active[slot]:
+                    return False
+                n += 1
+    return n == n_active
+
+
+@njit(cache=True)
 def free_run_kernel(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, damping,
     E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
@@ -114,10 +160,18 @@ def free_run_kernel(
     act_on, constant, cmd_qi, cmd_vi, mode, kp, kd, gravity_comp, sig_u, sig_ref, sig_dref,
     sig_ff, grav_any, aS, aE, ar, aRw, apw, avel, acbias, aacc, aforce, atau, zv, dt_pd,
     implicit, has_gain, limited, effort, base_armature, act_tau, act_gain, act_flags, applied,
-    last_flags, rec_tau, rec_flags, saturated,
+    last_flags, rec_tau, rec_flags, saturated, ls_on, wpA, wu, wacc, zero6, bv, ls_lower,
+    ls_upper, ls_eps, ls_qi, ls_vi, ls_margin, stabilization, max_recovery_speed,
+    impact_velocity, tol_rel, least_norm, active, n_active, ls_dof, ls_side, ls_imp, ls_info,
+    ls_vstart, ls_stats, limit_min, rec_lcp, rec_solver,
 ):  # fmt: skip
-    """Up to ``n_max`` free steps from (q, v), updated in place (module docstring). Returns
-    (steps taken, why it stopped: DONE, LIMIT, CONTACT or BAD, rows recorded). ``vl_best[0]``
+    """Up to ``n_max`` free or joint-limit steps from (q, v), updated in place (module
+    docstring). Returns (steps taken, why it stopped: DONE, LIMIT, CONTACT, BAD or EVENT, rows
+    recorded). Limit steps (``ls_on``; the ``ls_*`` and option arguments are those of
+    limit_step.limit_step_kernel): ``active``/``n_active`` the limits acting at the start
+    (:func:`_same_limits`); ``ls_stats`` gets [limit steps, worst LCP residual, steps solved
+    with rows]; ``rec_lcp``/``rec_solver`` the recorded rows' LCP size, pivots, residual and
+    SOLVER_CODES index (0 for a free step). ``vl_best[0]``
     holds the largest |v_k| / velocity limit so far and ``vl_dof[0]`` the v index it was
     reached at (left as it was when no step raised it).
 
@@ -133,9 +187,10 @@ def free_run_kernel(
     for k in range(3):
         a0[3 + k] = -gravity[k]
     for step in range(n_max):
-        if lim_on and limit_rows_needed(
+        near = lim_on and limit_rows_needed(
             lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v, dt
-        ):
+        )
+        if near and not ls_on:
             return step, LIMIT, nrec
         forward_kinematics_kernel(
             parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world,
@@ -174,24 +229,55 @@ def free_run_kernel(
         else:
             for i in range(nv):
                 tau[i] = -damping[i] * v[i] + 0.0
-        articulated_kernel(
-            parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature
-        )
-        aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, tau, pA, u)
-        aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd)
-        for i in range(nv):
-            v_new[i] = v[i] + dt * qdd[i]
-        integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
-        for i in range(nq):
-            if not np.isfinite(q_new[i]):
-                return step, BAD, nrec
-        for i in range(nv):
-            if not np.isfinite(v_new[i]) or abs(v_new[i]) > max_speed:
-                return step, BAD, nrec
-        if lim_on and limit_rows_needed(
-            lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
-        ):
-            return step, LIMIT, nrec
+        at_stop = near
+        if not near:
+            articulated_kernel(
+                parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature
+            )
+            aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, tau, pA, u)
+            aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd)
+            for i in range(nv):
+                v_new[i] = v[i] + dt * qdd[i]
+            integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
+            for i in range(nq):
+                if not np.isfinite(q_new[i]):
+                    return step, BAD, nrec
+            for i in range(nv):
+                if not np.isfinite(v_new[i]) or abs(v_new[i]) > max_speed:
+                    return step, BAD, nrec
+            if lim_on and limit_rows_needed(
+                lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
+            ):
+                if not ls_on:
+                    return step, LIMIT, nrec
+                at_stop = True
+        code = -1
+        if at_stop:  # step 5b: the compiled joint-limit step (module docstring)
+            code = limit_step_kernel(
+                parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass,
+                com, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc,
+                scratch, qdd, armature, wpA, wu, wacc, zero6, bv, ls_lower, ls_upper, ls_eps,
+                ls_qi, ls_vi, ls_margin, dt, stabilization, max_recovery_speed,
+                impact_velocity, tol_rel, least_norm, max_speed, q, v, tau, q_new, v_new,
+                ls_vstart, ls_dof, ls_side, ls_imp, ls_info,
+            )  # fmt: skip
+            if code == FALLBACK or code == LIMIT_BAD:
+                return step, LIMIT, nrec
+            if code == OK and not (
+                ls_info[I_E_IMPACTS] <= GAIN_TOL_ABS and ls_info[I_E_STAB] <= GAIN_TOL_ABS
+            ):
+                return step, EVENT, nrec  # an energy gain the run summary counts
+            if not _same_limits(
+                code == OK, ls_info, ls_dof, ls_side, ls_imp, active, n_active, limit_min
+            ):
+                return step, EVENT, nrec  # a limit_begin or limit_end event
+        elif n_active:
+            return step, EVENT, nrec  # a free step ends the limits still acting: limit_end
+        if code >= 0:
+            ls_stats[0] += 1.0
+        if code == OK:
+            ls_stats[1] = max(ls_stats[1], ls_info[I_RESIDUAL])
+            ls_stats[2] += 1.0
         if act_on:  # the force applied over the step (Actuators.applied) and its flags
             sat = False
             for i in range(nv):
@@ -228,6 +314,16 @@ def free_run_kernel(
                 rec_v[nrec, i] = v[i]
                 rec_tau[nrec, i] = applied[i]
                 rec_flags[nrec, i] = last_flags[i]
+            if code == OK:  # the limit step's diagnostics row (SOLVER_CODES: 1 + its code)
+                rec_lcp[nrec, 0] = ls_info[I_ROWS]
+                rec_lcp[nrec, 1] = ls_info[I_PIVOTS]
+                rec_lcp[nrec, 2] = ls_info[I_RESIDUAL]
+                rec_solver[nrec] = 1 + int(ls_info[I_SOLVER])
+            else:
+                rec_lcp[nrec, 0] = 0.0
+                rec_lcp[nrec, 1] = 0.0
+                rec_lcp[nrec, 2] = 0.0
+                rec_solver[nrec] = 0
             nrec += 1
     return n_max, DONE, nrec
 
@@ -243,6 +339,8 @@ class FreeLoop:
         self._jl = self._rec_data = None
         self.records = None
         self.steps = 0  # steps taken in the loop (for profiles and tests)
+        self.limit_steps = 0  # of which joint-limit steps (limit_step.py)
+        self.why = DONE  # why the last advance stopped (free_run_kernel's codes)
 
     @staticmethod
     def eligible(sim) -> bool:
@@ -262,12 +360,13 @@ class FreeLoop:
     def ready(self) -> bool:
         """Whether the next step may start in the loop: :meth:`eligible`, and the last step
         left nothing for the step-by-step path to finish (a contact step: FreeStepper's
-        rule; a contact or limit still counted active by the event bookkeeping)."""
+        rule; a contact still counted active by the event bookkeeping, or a limit when the
+        loop may not take limit steps)."""
         s = self.sim
         return (
             not s.stepper._fast._last_had_contact
             and not s._active
-            and not s._limits_active
+            and (not s._limits_active or LimitStepper.eligible(s.stepper))
             and self.eligible(s)
         )
 
@@ -337,14 +436,38 @@ class FreeLoop:
         self._stepper, self._data, self._scene, self._jl = st, d, c, jl
         self._actuators = a
         self._rec_data = r
+        # the compiled joint-limit step's arguments (limit_step.py), used when it is eligible
+        nb = m.nb
+        one = np.flatnonzero(m.nvj == 1)
+        lo = np.full(nv, -np.inf) if jl is None else jl.lower
+        hi = np.full(nv, np.inf) if jl is None else jl.upper
+        eps = np.zeros(nv) if jl is None else jl.restitution
+        self._ls_arrays = (
+            np.zeros((nb, 6)), np.zeros((nb, 6)), np.zeros((nb, 6)), np.zeros((nb, 6)),
+            np.zeros((nb, 6)), np.ascontiguousarray(lo, dtype=np.float64),
+            np.ascontiguousarray(hi, dtype=np.float64),
+            np.ascontiguousarray(eps, dtype=np.float64),
+            np.ascontiguousarray(np.asarray(m.qi)[one], dtype=np.int64),
+            np.ascontiguousarray(np.asarray(m.vi)[one], dtype=np.int64),
+            0.0 if jl is None else float(jl.margin),
+        )  # fmt: skip
+        self._ls_out = (
+            np.zeros(2 * nv, dtype=np.int64), np.zeros(2 * nv), np.zeros(2 * nv), np.zeros(7),
+            np.zeros(nv),
+        )  # fmt: skip
+        self._active = np.zeros(2 * nv, dtype=np.int8)
+        self._ls_stats = np.zeros(3)
 
     def advance(self, n_max: int, summary, every: int = 0, poses: bool = False) -> int:
-        """Take up to ``n_max`` free steps in the loop from the simulator's state; returns
+        """Take up to ``n_max`` free or limit steps in the loop from the simulator's state; returns
         how many it took (0: the next step needs the step-by-step path). Updates the state
         (q, v, t, step counters, the applied forces of the last step: zero) and the summary's
         velocity-limit ratio as the step-by-step run loop would have. The steps whose index is
         a multiple of ``every`` (0: none) are recorded: :attr:`records` then holds (step, q,
-        v, energy, body poses or None) of each, as arrays."""
+        v, energy, body poses or None, applied actuator force, effort flags) of each, as
+        arrays, and the LCP diagnostics of the recorded rows when a limit step was taken
+        (None otherwise; ResultsWriter.append_free_steps' ``lcp``). :attr:`why` says why the
+        call stopped (free_run_kernel's codes)."""
         s = self.sim
         st = s.stepper
         if (
@@ -369,21 +492,49 @@ class FreeLoop:
         else:  # each step's signals at its start time, as the step-by-step path takes them
             signals = a.signals_over(np.arange(k0, k0 + n_max) * float(st.opt.dt))
         self._saturated[0] = 0
-        n, _why, nrec = free_run_kernel(
+        from mbsim.simulator import LIMIT_IMPULSE_MIN  # the run loop's event rule
+
+        o = st.opt
+        active = self._active
+        active[:] = 0
+        for dof, side in s._limits_active:
+            active[2 * dof + (0 if side > 0 else 1)] = 1
+        stats = self._ls_stats
+        stats[:] = 0.0
+        n, why, nrec = free_run_kernel(
             *self._model_args, *self._data_args, *self._lim_args, *self._coll_args, *self._vl,
             self._best, self._dof, int(every), k0, *self._rec_args, bool(poses),
             self._rec_step, self._rec_q, self._rec_v, self._rec_e, self._rec_pose, q, v,
-            float(st.opt.dt), float(st.opt.max_speed), int(n_max), self._tau, self._q_new,
+            float(o.dt), float(o.max_speed), int(n_max), self._tau, self._q_new,
             self._v_new, *self._act_args, *signals, *self._act_data, self._rec_tau,
-            self._rec_flags, self._saturated,
+            self._rec_flags, self._saturated, LimitStepper.eligible(st), *self._ls_arrays,
+            float(o.stabilization), float(o.max_recovery_speed), float(o.impact_velocity),
+            float(o.lcp_tol_rel), o.lcp_selection == "least_norm", active,
+            len(s._limits_active), *self._ls_out, stats, LIMIT_IMPULSE_MIN, self._rec_lcp,
+            self._rec_solver,
         )  # fmt: skip
+        self.why = int(why)
+        lcp = None
+        if stats[0] and nrec:
+            lcp = {
+                "lcp_size": self._rec_lcp[:nrec, 0].astype(np.int64),
+                "lcp_pivots": self._rec_lcp[:nrec, 1].astype(np.int64),
+                "lcp_residual": self._rec_lcp[:nrec, 2].copy(),
+                "solver": self._rec_solver[:nrec].copy(),
+            }
         self.records = (
             self._rec_step[:nrec].copy(), self._rec_q[:nrec].copy(), self._rec_v[:nrec].copy(),
             self._rec_e[:nrec].copy(), self._rec_pose[:nrec].copy() if poses else None,
-            self._rec_tau[:nrec].copy(), self._rec_flags[:nrec].copy(),
+            self._rec_tau[:nrec].copy(), self._rec_flags[:nrec].copy(), lcp,
         )  # fmt: skip
         if n == 0:
             return 0
+        if stats[0]:  # limit steps taken (simcore/limit_step.py), as OSStepper would count
+            st._limit.steps += int(stats[0])
+            self.limit_steps += int(stats[0])
+            summary.worst_lcp_residual = max(summary.worst_lcp_residual, float(stats[1]))
+            if stats[2]:
+                st._soft_from = 0  # solved at full recovery (OSStepper._softened_step)
         s.q, s.v = q, v
         st.step_index += n
         s.step_index += n
@@ -409,3 +560,5 @@ class FreeLoop:
         self._rec_pose = np.zeros((rows, m.nb, 7))
         self._rec_tau = np.zeros((rows, m.nv))
         self._rec_flags = np.zeros((rows, m.nv), dtype=np.int8)
+        self._rec_lcp = np.zeros((rows, 3))
+        self._rec_solver = np.zeros(rows, dtype=np.int64)

@@ -115,6 +115,7 @@ from mbsim.simcore.kinematics import (
 from mbsim.simcore.lcp import DUMP_MODES, check, should_dump
 from mbsim.simcore.lcp.budget import limits as lcp_limits
 from mbsim.simcore.lcp.selection import SELECTIONS, selecting
+from mbsim.simcore.limit_step import LimitStepper
 from mbsim.simcore.options import (
     CURVATURE_POINTS,
     FRICTION_AXES,
@@ -427,6 +428,8 @@ class OSStepper:
         self._trapezoid_rows = self.rk4 and options.rk4_gap_rows == "trapezoid"
         #: the compiled free-motion path, used when nothing but contacts can constrain a step
         self._fast = FreeStepper(self)
+        #: the compiled joint-limit step, which FreeStepper hands the steps it does not take
+        self._limit = LimitStepper(self)
 
     def configure(self, **changes) -> None:
         """Replace the options by a copy with ``changes`` (StepOptions field names), validated
@@ -570,9 +573,10 @@ class OSStepper:
     def step(self, q: np.ndarray, v: np.ndarray, t: float):
         """Return (q+, v+, StepReport) for one step of length dt starting at time t: the
         compiled free-motion path (simcore/fast_step.py) when nothing can constrain the step,
+        the compiled joint-limit step (simcore/limit_step.py) when only joint-limit rows do,
         else the general path."""
         if self._fast.eligible(self):  # asked every step: torque, bilateral may be set later
-            return self._fast.step(q, v, t, self._general_step)
+            return self._fast.step(q, v, t, self._limit.step)
         return self._general_step(q, v, t)
 
     def _general_step(self, q: np.ndarray, v: np.ndarray, t: float, tau=None):

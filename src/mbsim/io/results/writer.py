@@ -330,15 +330,17 @@ class ResultsWriter:
 
     def append_free_steps(
         self, time, step, q, v, energy, body_pose=None, step_seconds=np.nan, tau=None,
-        tau_limit=None,
+        tau_limit=None, lcp=None,
     ):  # fmt: skip
         """Rows of :meth:`append_state` and :meth:`append_diagnostics` at once for ``n``
-        recorded steps in which no constraint was solved (no LCP, no contact): ``time``,
-        ``step`` (n,), ``q`` (n, nq), ``v`` (n, nv), ``energy`` (n, 3), ``body_pose`` (n, nb,
-        7) when body poses are recorded, ``step_seconds`` (scalar or (n,)), ``tau`` (n, nv)
-        and ``tau_limit`` (n, nv) the actuators' applied forces and effort flags (0 when
-        None). The compiled loop of free steps records through it (simcore/free_loop.py); the
-        rows are those the one-row calls would write. The arrays are copied."""
+        recorded steps in which no contact was found: ``time``, ``step`` (n,), ``q`` (n, nq),
+        ``v`` (n, nv), ``energy`` (n, 3), ``body_pose`` (n, nb, 7) when body poses are
+        recorded, ``step_seconds`` (scalar or (n,)), ``tau`` (n, nv) and ``tau_limit`` (n, nv)
+        the actuators' applied forces and effort flags (0 when None), ``lcp``: None when no
+        step solved an LCP, else {lcp_size, lcp_pivots, lcp_residual, solver (codes of
+        SOLVER_CODES)} of (n,) arrays (joint-limit steps, simcore/limit_step.py). The compiled
+        loop of free steps records through it (simcore/free_loop.py); the rows are those the
+        one-row calls would write. The arrays are copied."""
         self._check_open()
         n = int(np.asarray(step).shape[0])
         if n == 0:
@@ -354,7 +356,13 @@ class ResultsWriter:
                 given[name] = value
         self.trajectory.add_block(given, zero, n)
         given = dict(time=time, step=step, step_seconds=step_seconds)
-        self.diagnostics.add_block(given, _FREE_DIAGNOSTICS, n)
+        fill = _FREE_DIAGNOSTICS
+        if lcp is not None:  # limit steps of the compiled loop: their LCP's diagnostics
+            fill = dict(fill)
+            for key in ("lcp_size", "lcp_pivots", "lcp_residual", "solver"):
+                given[key] = lcp[key]
+                del fill[key]
+        self.diagnostics.add_block(given, fill, n)
         self.last_time = float(np.asarray(time)[-1])
         self._maybe_flush()
 

@@ -1,0 +1,545 @@
+"""The compiled joint-limit step: a step whose only constraint rows are joint-limit rows.
+
+A step of the OS stepper (stepper.py) with no contact, no bilateral row and no joint friction,
+in which some revolute or prismatic joint is near a stop (joint_rows.py), runs the general
+path's pipeline on a handful of rows: ContactProblem, ``OS.prepare`` / ``OS.solve``, the LCP
+chain, the impact phase and the report, some 25 Python calls. :func:`limit_step_kernel` does
+the same arithmetic in one numba call. Its stages, each the general path's function it
+mirrors (the operations and their order are the same, so the two agree bit for bit; the
+BLAS products of the Python path, W p and the armature dot product, go through BLAS here too,
+numba's ``np.dot``, which calls SciPy's BLAS where numpy's ``@`` calls numpy's: the same
+OpenBLAS kernels on this project's platforms, tests/test_limit_step.py checks the bits; a
+numpy and a SciPy on different BLAS libraries could differ in the last bit of those sums,
+the rounding of a dot product of at most nv terms; the products with G, one +-1 entry a
+row, are exact either way):
+
+1. free motion (``OSStepper._general_step``): qdd = (M + diag(armature))^-1 (tau - C) by ABA
+   (``aba_kernel``, 004 Eq. 0.31), v_f = v + dt qdd;
+2. the limit rows (``JointLimits.rows``, the compiled ``_near_limits``): DoF k, side s, gap
+   g and allowance g_v of every stop with g + dt min(0, s v_k, s v_f,k) < margin;
+3. the joint Delassus matrix (``OS.prepare`` -> ``joint_row_delassus``): W = (M +
+   diag(armature))^-1 G^T column by column, the two ABA sweeps with zero velocity and
+   gravity and the row s e_k as joint force on the factorisation of step 1
+   (``AbaDynamics.solve_joint``), and K = G W, i.e. K_ij = s_i W_(k_i, j);
+4. the impact phase (``stepper.impact_phase``, 000 Eqs. 54-58), when a stop is approached
+   faster than ``impact_velocity`` and would be closed within the step: the compression LCP
+   (dt = 0, q = G v, Eq. 54) gives v_c = v + W lambda_c; with restitution eps the recovered
+   impulse theta = eps lambda_c is applied, v_t = v_c + W theta, and the decompression LCP
+   (q = G v_t, Eq. 57) gives v_c = v_t + W lambda_d; the impulse total is lambda_c +
+   lambda_d + theta, and the kinetic energy the collision added in the metric M + armature
+   (``energy_impacts``, energy_sources.py); then the free motion from v_c again (ABA);
+5. the step's LCP (``OS.solve``, Eq. 53 with the joint rows only): w = K lambda + G v_f +
+   g_v >= 0 _|_ lambda >= 0, v+ = v_f + W lambda;
+6. the LCP solve (``lcp/chain.py``'s first attempt): with the stepper's ``lcp_selection``
+   "least_norm" Lemke on K + delta I (delta = 1e-6 ||K||_inf) polished on K's active set by
+   the least-change correction (``lemke_regularised``, ``lstsq.active_set_least_change``),
+   with "vertex" lexicographic Lemke (``lemke``); the answer is verified on (K, q) by the
+   acceptance test of lcp/problem.py (``evaluate``: relative residual ``lcp_tol_rel``, sign
+   violation, verifiability). Any other outcome -- a matrix that splits into islands, a
+   Lemke path that ends without a solution, a polish above rounding level, a rejected
+   answer -- is not decided here: the kernel returns FALLBACK and the caller takes the step
+   by the Python path, whose chain goes on from there (or raises the failure);
+7. the energy share of the stops passed (``energy_sources.step_shares``): the rows with g <
+   0 get p (G (v_f + v+)) / 2 (``energy_stabilisation``);
+8. Euler: q+ = q (+) dt v+ (``integrate_kernel``); a non-finite state or |v+| > max_speed
+   is returned as BAD, and the caller's Python path raises the usual error.
+
+What it does not do (the caller's eligibility, :meth:`LimitStepper.eligible`): contacts,
+bilateral rows, joint friction, RK4, other formulations than OS, the "pgs" solver, the
+energy-consistent impact option, LCP dumps, the softened retries of a failed step and the
+step's LCP time budget (the LCPs here have at most nv rows). Units: SI (s, rad or m, rad/s or
+m/s, N m s or N s).
+"""
+
+from __future__ import annotations
+
+import time as _time
+from dataclasses import fields
+
+import numpy as np
+from numba import njit
+
+from mbsim.simcore.dynamics import aba_accel_kernel, aba_bias_kernel, aba_kernel, energy_kernel
+from mbsim.simcore.joint_rows import JointLimits, _near_limits, limit_rows_needed
+from mbsim.simcore.kinematics import (
+    body_velocities_kernel,
+    forward_kinematics_kernel,
+    integrate_kernel,
+)
+from mbsim.simcore.lcp.chain import LSTSQ_RCOND
+from mbsim.simcore.lcp.islands import _component_labels
+from mbsim.simcore.lcp.lemke import (
+    _CONTINUE,
+    _SOLVED,
+    REFACTOR_EVERY,
+    ZERO_REL,
+    _all_finite,
+    _basic_z,
+    lemke_finish,
+    lemke_start,
+    lemke_steps,
+)
+from mbsim.simcore.lcp.lstsq import active_set_least_change
+from mbsim.simcore.lcp.problem import (
+    EPS,
+    GROWTH,
+    ROUND,
+    _inf_norm,
+    _snap_kernel,
+    _verify_kernel,
+    tolerance_kernel,
+)
+from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
+
+#: what :func:`limit_step_kernel` returns: the step is done (OK), needs the Python path
+#: (FALLBACK: an LCP this kernel does not decide, module docstring step 6), has no limit row
+#: after all (FREE: done, as the general path's unconstrained step), or a bad state (BAD)
+OK, FALLBACK, FREE, BAD = 0, 1, 2, 3
+#: the ``info`` slots of :func:`limit_step_kernel`
+(
+    I_ROWS, I_IMPACT, I_E_IMPACTS, I_E_STAB, I_PIVOTS, I_RESIDUAL, I_SOLVER,
+) = range(7)  # fmt: skip
+#: the solver names of the report, by the code in info[I_SOLVER]
+SOLVER_NAMES = ("lemke", "lemke_reg")
+#: the joint-row settings the kernel builds its rows from; a JointLimits with any other field
+#: (a new kind of joint row) turns the kernel off (:meth:`LimitStepper.eligible`)
+KNOWN_LIMIT_FIELDS = (
+    "lower", "upper", "restitution", "friction", "margin", "spherical", "spherical_eps",
+)  # fmt: skip
+_KNOWN_ROWS = tuple(f.name for f in fields(JointLimits)) == KNOWN_LIMIT_FIELDS
+
+
+@njit(cache=True)
+def _np_sum(a, n):
+    """sum(a[:n]) in numpy's order (``np.sum``: pairwise, eight accumulators from eight
+    terms on), so the energy share is the general path's to the bit."""
+    if n < 8:
+        s = 0.0
+        for i in range(n):
+            s += a[i]
+        return s
+    r = np.empty(8)
+    for j in range(8):
+        r[j] = a[j]
+    i = 8
+    while i + 8 <= n:
+        for j in range(8):
+            r[j] += a[i + j]
+        i += 8
+    s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    while i < n:
+        s += a[i]
+        i += 1
+    return s
+
+
+@njit(cache=True)
+def _verified(M, q, z, w, tol_rel):
+    """(ok, worst residual) of ``problem.evaluate`` + ``LcpResult.ok`` for a candidate z the
+    solver calls solved: w = M z + q, verifiable, max(residual, sign violation) <= tol."""
+    n = q.shape[0]
+    res, sv, _eq, mnorm, qn, zn, mv = _verify_kernel(M, q, z, 0, w)
+    if np.isfinite(qn) and np.isfinite(zn) and np.isfinite(mnorm):
+        tol = tolerance_kernel(tol_rel, n, mnorm, qn, zn)
+    else:
+        tol = 0.0
+    if zn != 0.0 and not ROUND * n * EPS * mv <= tol_rel * (GROWTH + 1.0) * qn:
+        return False, np.inf  # unverifiable (problem.verifiable)
+    worst = max(res, sv, 0.0)
+    return bool(np.isfinite(res) and worst <= tol), worst
+
+
+@njit(cache=True)
+def _lemke_path(M, q, z):
+    """``lemke.run_lemke`` (lexicographic, ZERO_REL) without the budget poll: (solved?,
+    pivots, basic z indices); z gets the snapped answer. The pivot chunk of run_lemke is
+    larger than the pivot cap for the LCP sizes here, so it runs as one chunk there too."""
+    n = q.shape[0]
+    for i in range(n):
+        z[i] = 0.0
+    empty = np.zeros(0, dtype=np.int64)
+    if not _all_finite(M, q):
+        return False, 0, empty
+    Binv = np.empty((n, n))
+    x = np.empty(n)
+    basis = np.empty(n, dtype=np.int64)
+    col, a, noise, div = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    cand = np.empty(n, dtype=np.int64)
+    ist = np.zeros(4, dtype=np.int64)
+    if lemke_start(M, q, Binv, x, basis, col, div, cand, ist) == _SOLVED:
+        return True, 0, empty
+    Bmat = np.empty((n, n))
+    work = np.empty((n, n))
+    max_pivots = 50 * n + 100  # lemke.default_max_pivots
+    code = lemke_steps(
+        M, q, max_pivots, max(REFACTOR_EVERY, n), max_pivots + 1, Binv, Bmat, work, x, basis,
+        col, a, noise, div, cand, ist, True, ZERO_REL,
+    )  # fmt: skip
+    if code == _CONTINUE:
+        return False, int(ist[2]), empty
+    code = lemke_finish(M, q, code, Binv, Bmat, work, x, basis, col, z)
+    _snap_kernel(z)
+    return code == _SOLVED, int(ist[2]), _basic_z(basis)
+
+
+@njit(cache=True)
+def solve_limit_lcp(M, q, least_norm, tol_rel, z, w):
+    """The first attempt of ``chain.solve_lcp`` on (M, q) (module docstring, step 6). Returns
+    (accepted, pivots, worst residual, solver code: 0 lemke, 1 lemke_reg); z and w = M z + q
+    hold the answer. Not accepted: the caller hands the step to the Python chain."""
+    n = q.shape[0]
+    label = np.empty(n, dtype=np.int64)
+    if n > 1 and _component_labels(M, label) > 1:
+        return False, 0, np.inf, 0  # islands: solved block by block there
+    if not least_norm:
+        solved, pivots, _ = _lemke_path(M, q, z)
+        if not solved:
+            return False, pivots, np.inf, 0
+        ok, worst = _verified(M, q, z, w, tol_rel)
+        return ok, pivots, worst, 0
+    mscale = _inf_norm(M)
+    if not (mscale > 0.0 and np.isfinite(mscale)):
+        mscale = 1.0
+    delta = LEAST_NORM_DELTA * mscale
+    Mr = M.copy()
+    for i in range(n):
+        Mr[i, i] = M[i, i] + delta
+    z_reg = np.empty(n)
+    solved, pivots, S = _lemke_path(Mr, q, z_reg)
+    if not solved:
+        return False, pivots, np.inf, 1
+    for i in range(n):
+        z[i] = 0.0
+    if S.shape[0]:  # chain._polish: the least-change candidate, at rounding level only
+        c = np.empty(S.shape[0])
+        ok, err, bound = active_set_least_change(M, q, z_reg, S, LSTSQ_RCOND, c)
+        if not (ok and err <= bound):
+            return False, pivots, np.inf, 1  # the proximal iterations: Python's
+        for a in range(S.shape[0]):
+            z[S[a]] = c[a]
+        _snap_kernel(z)
+    ok, worst = _verified(M, q, z, w, tol_rel)
+    return ok, pivots, worst, 1
+
+
+@njit(cache=True)
+def _kinetic(parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v, bv):
+    """T(v) (J) at the configuration in (E, r, R_world, p_world): ``OSStepper._kinetic``."""
+    body_velocities_kernel(parent, vi, nvj, S, E, r, v, bv)
+    out = np.empty(3)
+    energy_kernel(inertia, mass, com, gravity, R_world, p_world, bv, out)
+    return out[0]
+
+
+@njit(cache=True)
+def _armature_energy(armature, v):
+    """1/2 sum_k A_k v_k^2 (J), as ``energy_sources.armature_energy`` (BLAS dot)."""
+    return 0.5 * np.dot(armature * v, v)
+
+
+@njit(cache=True)
+def _respond(v, W, p, out):
+    """out = (v + 0) + W p: ``OS.solve``'s v_f + dv + W_m p with the node response dv of no
+    node (exact zeros) and W p by BLAS, as numpy's ``@`` computes it."""
+    dv = np.dot(W, p)
+    for i in range(v.shape[0]):
+        out[i] = (v[i] + 0.0) + dv[i]
+
+
+@njit(cache=True)
+def _row_lcp(dof, side, vel, shift, q):
+    """q = G vel + shift of the joint rows (``delassus_lcp``; G has one entry s per row)."""
+    for i in range(q.shape[0]):
+        q[i] = (side[i] * vel[dof[i]] + shift[i]) + 0.0
+
+
+@njit(cache=True)
+def limit_step_kernel(
+    parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com,
+    E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
+    wpA, wu, wacc, zero6, bv, lower, upper, restitution, q_of_v_qi, q_of_v_vi, margin,
+    dt, stabilization, max_recovery_speed, impact_velocity, tol_rel, least_norm, max_speed,
+    q, v, tau, q_new, v_new, v_start, dof, side, impulse, info,
+):  # fmt: skip
+    """One joint-limit step from (q, v) under the joint forces tau (module docstring, steps
+    1-8). Writes q_new, v_new (v+), v_start (the velocity after the impact phase), the rows'
+    dof, side and total impulse (first info[I_ROWS] entries), and info: row count, impact
+    (0/1), energy_impacts and energy_stabilisation (J), the step LCP's pivots, worst residual
+    and solver code. Returns OK, FREE (no row: a free step, q_new and v_new written), FALLBACK
+    or BAD (module docstring)."""
+    nv = v.shape[0]
+    # 1. free motion
+    aba_kernel(
+        parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, q, v, tau, E, r,
+        R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
+    )  # fmt: skip
+    v_free = np.empty(nv)
+    for i in range(nv):
+        v_free[i] = v[i] + dt * qdd[i]
+    # 2. the rows
+    qv = np.full(nv, np.nan)
+    for j in range(q_of_v_qi.shape[0]):
+        qv[q_of_v_vi[j]] = q[q_of_v_qi[j]]
+    gap = np.empty(2 * nv)
+    allowance = np.empty(2 * nv)
+    nl = _near_limits(
+        lower, upper, qv, v, v_free, dt, margin, stabilization, max_recovery_speed, dof, side,
+        gap, allowance,
+    )  # fmt: skip
+    info[I_ROWS] = nl
+    info[I_IMPACT] = 0.0
+    info[I_E_IMPACTS] = 0.0
+    info[I_E_STAB] = 0.0
+    for i in range(nv):
+        v_start[i] = v[i]
+    if nl == 0:
+        for i in range(nv):
+            v_new[i] = v_free[i]
+        integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
+        return _state_code(q_new, v_new, max_speed, FREE)
+    # 3. W = (M + armature)^-1 G^T and K = G W
+    W = np.empty((nv, nl))
+    g = np.zeros(nv)
+    a0 = np.zeros(6)
+    col = np.empty(nv)
+    for j in range(nl):
+        g[dof[j]] = side[j]
+        aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, zero6, zero6, IA, U, Dinv, g, wpA, wu)
+        aba_accel_kernel(parent, vi, nvj, S, E, r, zero6, U, Dinv, wu, a0, wacc, col)
+        g[dof[j]] = 0.0
+        for i in range(nv):
+            W[i, j] = col[i]
+    K = np.empty((nl, nl))
+    for i in range(nl):
+        for j in range(nl):
+            K[i, j] = 0.0 + side[i] * W[dof[i], j]
+    zero = np.zeros(nl)
+    qk = np.empty(nl)
+    z = np.empty(nl)
+    w = np.empty(nl)
+    total = np.zeros(nl)
+    v_now = v_start
+    # 4. the impact phase
+    impacting = False
+    for i in range(nl):
+        sv = side[i] * v[dof[i]]
+        if sv < -impact_velocity and gap[i] + sv * dt <= 0.0:
+            impacting = True
+    if impacting:
+        ke_before = _kinetic(
+            parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v, bv
+        )
+        _row_lcp(dof, side, v, zero, qk)
+        ok, _p, _w, _s = solve_limit_lcp(K, qk, least_norm, tol_rel, z, w)
+        if not ok:
+            return FALLBACK
+        v_c = np.empty(nv)
+        _respond(v, W, z, v_c)
+        for i in range(nl):
+            total[i] = z[i]
+        theta = np.empty(nl)
+        any_eps = False
+        any_theta = False
+        for i in range(nl):
+            e = restitution[dof[i]]
+            any_eps = any_eps or e > 0.0
+            theta[i] = e * total[i]
+            any_theta = any_theta or theta[i] != 0.0
+        if any_eps:
+            v_t = np.empty(nv)
+            for i in range(nv):
+                v_t[i] = v_c[i] + 0.0
+            if any_theta:
+                dv = np.dot(W, theta)
+                for i in range(nv):
+                    v_t[i] = v_t[i] + dv[i]
+            _row_lcp(dof, side, v_t, zero, qk)
+            ok, _p, _w, _s = solve_limit_lcp(K, qk, least_norm, tol_rel, z, w)
+            if not ok:
+                return FALLBACK
+            _respond(v_t, W, z, v_c)
+            for i in range(nl):
+                total[i] = (total[i] + z[i]) + theta[i]
+        for i in range(nl):
+            total[i] = 0.0 + total[i]
+        ke_after = _kinetic(
+            parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v_c, bv
+        )
+        info[I_IMPACT] = 1.0
+        info[I_E_IMPACTS] = (
+            ke_after - ke_before + _armature_energy(armature, v_c) - _armature_energy(armature, v)
+        )
+        for i in range(nv):
+            v_start[i] = v_c[i]
+        v_now = v_start
+        # the free motion from v_c (OS.solve with accel None after an impact)
+        aba_kernel(
+            parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, q, v_now,
+            tau, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch,
+            qdd, armature,
+        )  # fmt: skip
+        for i in range(nv):
+            v_free[i] = v_now[i] + dt * qdd[i]
+    # 5.-6. the step's LCP
+    _row_lcp(dof, side, v_free, allowance, qk)
+    ok, npiv, worst, solver = solve_limit_lcp(K, qk, least_norm, tol_rel, z, w)
+    if not ok:
+        return FALLBACK
+    _respond(v_free, W, z, v_new)
+    for i in range(nl):
+        impulse[i] = total[i] + z[i]
+    info[I_PIVOTS] = npiv
+    info[I_RESIDUAL] = worst
+    info[I_SOLVER] = solver
+    # 7. the energy share of the stops passed
+    past = 0
+    share = np.empty(nl)
+    for i in range(nl):
+        if gap[i] < 0.0:
+            k = dof[i]
+            share[past] = (0.5 * z[i]) * (side[i] * (v_free[k] + v_new[k]))
+            past += 1
+    if past:
+        info[I_E_STAB] = 0.0 + _np_sum(share, past)
+    # 8. Euler
+    integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
+    return _state_code(q_new, v_new, max_speed, OK)
+
+
+@njit(cache=True)
+def _state_code(q_new, v_new, max_speed, good):
+    """``good`` when the new state is finite with every |v+| <= max_speed, else BAD."""
+    for i in range(q_new.shape[0]):
+        if not np.isfinite(q_new[i]):
+            return BAD
+    for i in range(v_new.shape[0]):
+        if not np.isfinite(v_new[i]) or abs(v_new[i]) > max_speed:
+            return BAD
+    return good
+
+
+class LimitStepper:
+    """The compiled joint-limit step of one :class:`~mbsim.simcore.stepper.OSStepper`
+    (module docstring): :meth:`step` is the ``general`` callable the stepper hands its free
+    step (fast_step.FreeStepper), so every step FreeStepper does not take itself comes here
+    and is taken by :func:`limit_step_kernel` when it can be, else by the general path."""
+
+    def __init__(self, stepper):
+        self.s = stepper
+        self._model = self._data = self._jl = None
+        self.steps = 0  # steps taken by the kernel (for profiles and tests)
+
+    @staticmethod
+    def eligible(stepper) -> bool:
+        """Whether the kernel may take a step of ``stepper`` at all: the compiled free step's
+        conditions (Euler, ABA, no bilateral rows, no joint friction, a formulation that
+        solves no LCP without contacts), the OS formulation, the Lemke solver, no
+        energy-consistent impact option, no LCP dumps, and joint limits to enforce (a
+        JointLimits with the fields the kernel knows, KNOWN_LIMIT_FIELDS, and no spherical-joint
+        limits: their rows are built by simcore/spherical_limits.py in Python). Any new kind
+        of joint row must turn it off here until the kernel builds its rows."""
+        o = stepper.opt
+        return (
+            _KNOWN_ROWS
+            and type(stepper.joint_limits) is JointLimits
+            and not stepper.joint_limits.spherical
+            and stepper._fast.eligible(stepper)
+            and stepper.formulation.name == "os"
+            and o.solver == "lemke"
+            and not o.energy_consistent_impacts
+            and stepper._dump is None
+        )
+
+    def _bind(self) -> None:
+        s = self.s
+        m, d, jl = s.model, s.data, s.joint_limits
+        one = np.flatnonzero(m.nvj == 1)
+        nb = m.nb
+        self._args = (
+            m.parent, m.jtype, m.qi, m.vi, m.nvj, d.S, m.tree_E, m.tree_r, m.axis, m.inertia,
+            m.gravity, m.mass, m.com, d.E, d.r, d.R_world, d.p_world, d.vel, d.cbias, d.IA,
+            d.U, d.Dinv, d.pivots, d.pA, d.u, d.acc, d.scratch66, d.qdd, d.armature,
+            np.zeros((nb, 6)), np.zeros((nb, 6)), np.zeros((nb, 6)), np.zeros((nb, 6)),
+            np.zeros((nb, 6)),
+            np.ascontiguousarray(jl.lower, dtype=np.float64),
+            np.ascontiguousarray(jl.upper, dtype=np.float64),
+            np.ascontiguousarray(jl.restitution, dtype=np.float64),
+            np.ascontiguousarray(np.asarray(m.qi)[one], dtype=np.int64),
+            np.ascontiguousarray(np.asarray(m.vi)[one], dtype=np.int64), float(jl.margin),
+        )  # fmt: skip
+        self._near = (
+            np.ascontiguousarray(np.asarray(m.qi)[one], dtype=np.int64),
+            np.ascontiguousarray(np.asarray(m.vi)[one], dtype=np.int64),
+            self._args[-6], self._args[-5], float(jl.margin),
+        )  # fmt: skip
+        nv = m.nv
+        self._dof = np.zeros(2 * nv, dtype=np.int64)
+        self._side = np.zeros(2 * nv)
+        self._impulse = np.zeros(2 * nv)
+        self._info = np.zeros(7)
+        self._model, self._data, self._jl = m, d, jl
+
+    def step(self, q, v, t, tau=None):
+        """(q+, v+, StepReport) of one step that FreeStepper handed on: by the kernel when
+        the step's only rows are joint-limit rows and its LCPs pass the acceptance test, else
+        by ``OSStepper._general_step`` (given the joint forces once they were asked for, so a
+        controller is called once a step). FreeStepper hands a step on without ``tau`` when a
+        stop is near at v, before its collision detection, or after a contact step; with
+        ``tau`` after it found no contact."""
+        from mbsim.simcore.stepper import StepReport
+
+        s = self.s
+        general = s._general_step
+        if not self.eligible(s):
+            return general(q, v, t, tau)
+        t0 = _time.perf_counter()
+        m, d, o = s.model, s.data, s.opt
+        if m is not self._model or d is not self._data or s.joint_limits is not self._jl:
+            self._bind()
+        q = np.ascontiguousarray(q, dtype=np.float64)
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        dt = float(o.dt)
+        if tau is None:
+            if s._fast._last_had_contact or not limit_rows_needed(*self._near, q, v, v, dt):
+                return general(q, v, t)  # a contact step (or its follow-up): not ours
+            tau = s._joint_forces(t, q, v)
+            if s.collision is not None:  # FreeStepper has not looked for contacts yet
+                forward_kinematics_kernel(
+                    m.parent, m.jtype, m.qi, m.vi, m.nvj, d.S, m.tree_E, m.tree_r, m.axis, q,
+                    v, d.E, d.r, d.R_world, d.p_world, d.vel, d.cbias,
+                )  # fmt: skip
+                c = s.collision.detect(d.R_world, d.p_world)
+                if c is not None and len(c.gap):
+                    return general(q, v, t, tau)
+        q_new = np.empty(m.nq)
+        v_new = np.empty(m.nv)
+        v_start = np.empty(m.nv)
+        info = self._info
+        code = limit_step_kernel(
+            *self._args, dt, float(o.stabilization), float(o.max_recovery_speed),
+            float(o.impact_velocity), float(o.lcp_tol_rel), o.lcp_selection == "least_norm",
+            float(o.max_speed), q, v, np.ascontiguousarray(tau, dtype=np.float64), q_new,
+            v_new, v_start, self._dof, self._side, self._impulse, info,
+        )  # fmt: skip
+        if code == FALLBACK or code == BAD:
+            return general(q, v, t, tau)  # the Python chain decides, or raises the error
+        s.step_index += 1
+        self.steps += 1
+        report = StepReport()
+        if code == OK:
+            nl = int(info[I_ROWS])
+            s._soft_from = 0  # solved at full recovery (OSStepper._softened_step)
+            report.limit_dof = self._dof[:nl].copy()
+            report.limit_side = self._side[:nl].copy()
+            report.limit_impulse = self._impulse[:nl].copy()
+            report.limit_impact = bool(info[I_IMPACT])
+            report.energy_impacts = float(info[I_E_IMPACTS])
+            report.energy_stabilisation = float(info[I_E_STAB])
+            report.lcp_size = nl
+            report.lcp_pivots = int(info[I_PIVOTS])
+            report.lcp_residual = float(info[I_RESIDUAL])
+            report.solver = SOLVER_NAMES[int(info[I_SOLVER])]
+            report.v_new = v_new
+            report.v_start = v_start
+        report.step_seconds = _time.perf_counter() - t0
+        return q_new, v_new, report
