@@ -420,12 +420,19 @@ def relative_velocities(model, data, v, body_a, local_a, body_b, local_b) -> np.
     out = np.empty((len(body_a), 3))
     relative_velocities_kernel(
         model.parent, model.vi, model.nvj, data.S, data.E, data.r, data.R_world, v,
+        *_point_pairs(body_a, local_a, body_b, local_b), out,
+    )  # fmt: skip
+    return out
+
+
+def _point_pairs(body_a, local_a, body_b, local_b) -> tuple:
+    """The kernels' contiguous (int64 bodies, float64 local points) of both sides."""
+    return (
         np.ascontiguousarray(body_a, dtype=np.int64),
         np.ascontiguousarray(local_a, dtype=np.float64),
         np.ascontiguousarray(body_b, dtype=np.int64),
-        np.ascontiguousarray(local_b, dtype=np.float64), out,
-    )  # fmt: skip
-    return out
+        np.ascontiguousarray(local_b, dtype=np.float64),
+    )
 
 
 @njit(cache=True)
@@ -451,10 +458,7 @@ def relative_velocity_sums(model, data, v1, v2, body_a, local_a, body_b, local_b
     out = np.empty((len(body_a), 3))
     relative_velocity_sums_kernel(
         model.parent, model.vi, model.nvj, data.S, data.E, data.r, data.R_world, v1, v2,
-        np.ascontiguousarray(body_a, dtype=np.int64),
-        np.ascontiguousarray(local_a, dtype=np.float64),
-        np.ascontiguousarray(body_b, dtype=np.int64),
-        np.ascontiguousarray(local_b, dtype=np.float64), out,
+        *_point_pairs(body_a, local_a, body_b, local_b), out,
     )  # fmt: skip
     return out
 

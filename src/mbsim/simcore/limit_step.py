@@ -68,17 +68,7 @@ from mbsim.simcore.kinematics import (
 )
 from mbsim.simcore.lcp.chain import LSTSQ_RCOND
 from mbsim.simcore.lcp.islands import _component_labels
-from mbsim.simcore.lcp.lemke import (
-    _CONTINUE,
-    _SOLVED,
-    REFACTOR_EVERY,
-    ZERO_REL,
-    _all_finite,
-    _basic_z,
-    lemke_finish,
-    lemke_start,
-    lemke_steps,
-)
+from mbsim.simcore.lcp.lemke import _SOLVED, REFACTOR_EVERY, ZERO_REL, _lemke_once
 from mbsim.simcore.lcp.lstsq import active_set_least_change
 from mbsim.simcore.lcp.problem import (
     EPS,
@@ -153,33 +143,14 @@ def _verified(M, q, z, w, tol_rel):
 def _lemke_path(M, q, z):
     """``lemke.run_lemke`` (lexicographic, ZERO_REL) without the budget poll: (solved?,
     pivots, basic z indices); z gets the snapped answer. The pivot chunk of run_lemke is
-    larger than the pivot cap for the LCP sizes here, so it runs as one chunk there too."""
+    larger than the pivot cap for the LCP sizes here, so it runs as one chunk there too
+    (``lemke._lemke_once``, the compiled call run_lemke makes then)."""
     n = q.shape[0]
-    for i in range(n):
-        z[i] = 0.0
-    empty = np.zeros(0, dtype=np.int64)
-    if not _all_finite(M, q):
-        return False, 0, empty
-    Binv = np.empty((n, n))
-    x = np.empty(n)
-    basis = np.empty(n, dtype=np.int64)
-    col, a, noise, div = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    cand = np.empty(n, dtype=np.int64)
-    ist = np.zeros(4, dtype=np.int64)
-    if lemke_start(M, q, Binv, x, basis, col, div, cand, ist) == _SOLVED:
-        return True, 0, empty
-    Bmat = np.empty((n, n))
-    work = np.empty((n, n))
     max_pivots = 50 * n + 100  # lemke.default_max_pivots
-    code = lemke_steps(
-        M, q, max_pivots, max(REFACTOR_EVERY, n), max_pivots + 1, Binv, Bmat, work, x, basis,
-        col, a, noise, div, cand, ist, True, ZERO_REL,
-    )  # fmt: skip
-    if code == _CONTINUE:
-        return False, int(ist[2]), empty
-    code = lemke_finish(M, q, code, Binv, Bmat, work, x, basis, col, z)
-    _snap_kernel(z)
-    return code == _SOLVED, int(ist[2]), _basic_z(basis)
+    code, pivots, basic = _lemke_once(
+        M, q, max_pivots, max(REFACTOR_EVERY, n), max_pivots + 1, True, ZERO_REL, z
+    )
+    return code == _SOLVED, int(pivots), basic
 
 
 @njit(cache=True)

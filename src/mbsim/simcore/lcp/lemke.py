@@ -565,16 +565,9 @@ def run_lemke(
     z = np.zeros(n)
     if not _all_finite(M, q):
         return Status.NUMERICAL, 0, z, np.zeros(0, dtype=np.int64)
-    Binv = np.empty((n, n))
-    x = np.empty(n)
-    basis = np.empty(n, dtype=np.int64)
-    col, a, noise, div = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    cand = np.empty(n, dtype=np.int64)
-    ist = np.zeros(4, dtype=np.int64)
+    Binv, Bmat, work, x, basis, col, a, noise, div, cand, ist = _workspace(n)
     if lemke_start(M, q, Binv, x, basis, col, div, cand, ist) == _SOLVED:
         return Status.SOLVED, 0, z, np.zeros(0, dtype=np.int64)  # q >= 0: z = 0
-    Bmat = np.empty((n, n))
-    work = np.empty((n, n))
     while True:
         code = lemke_steps(
             M, q, int(max_pivots), int(refactor_every), chunk, Binv, Bmat, work, x, basis, col,
@@ -599,16 +592,9 @@ def _lemke_once(M, q, max_pivots, refactor_every, chunk, lexicographic, zero_rel
         z[i] = 0.0
     if not _all_finite(M, q):
         return _NUMERICAL, 0, np.zeros(0, dtype=np.int64)
-    Binv = np.empty((n, n))
-    x = np.empty(n)
-    basis = np.empty(n, dtype=np.int64)
-    col, a, noise, div = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    cand = np.empty(n, dtype=np.int64)
-    ist = np.zeros(4, dtype=np.int64)
+    Binv, Bmat, work, x, basis, col, a, noise, div, cand, ist = _workspace(n)
     if lemke_start(M, q, Binv, x, basis, col, div, cand, ist) == _SOLVED:
         return _SOLVED, 0, np.zeros(0, dtype=np.int64)  # q >= 0: z = 0
-    Bmat = np.empty((n, n))
-    work = np.empty((n, n))
     code = lemke_steps(
         M, q, max_pivots, refactor_every, chunk, Binv, Bmat, work, x, basis, col, a, noise,
         div, cand, ist, lexicographic, zero_rel,
@@ -616,6 +602,16 @@ def _lemke_once(M, q, max_pivots, refactor_every, chunk, lexicographic, zero_rel
     code = lemke_finish(M, q, code, Binv, Bmat, work, x, basis, col, z)
     _snap_kernel(z)
     return code, ist[2], _basic_z(basis)
+
+
+@njit(cache=True)
+def _workspace(n):
+    """The arrays a Lemke path of n rows works in: (Binv, Bmat, work (n, n); x, col, a, noise,
+    div (n,); basis, cand (n,) int; ist (4,) int zeros: the path's counters)."""
+    Binv, Bmat, work = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    x, col, a, noise, div = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    basis, cand = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    return Binv, Bmat, work, x, basis, col, a, noise, div, cand, np.zeros(4, dtype=np.int64)
 
 
 @njit(cache=True)
