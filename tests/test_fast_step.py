@@ -34,11 +34,13 @@ def _run(scenario, steps, fast, monkeypatch):
     return np.array(qs), np.array(vs), np.array(nc)
 
 
-def _panda_on_its_stops(duration: float, output: str):
-    """The fixed-base Panda falling under gravity onto its joint stops, without contact."""
+def _panda_on_its_stops(duration: float, output: str, restitution: float = 0.0):
+    """The fixed-base Panda falling under gravity onto its joint stops, without contact
+    (``restitution`` at the stops)."""
     text = f"""[simulation]
 duration = {duration}
 dt = 1e-3
+limit_restitution = {restitution}
 [robot.panda]
 urdf = "{sample_path("panda")}"
 base = "fixed"

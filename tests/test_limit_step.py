@@ -29,6 +29,7 @@ from mbsim.simcore.limit_step import LimitStepper
 from mbsim.simcore.model import build_model
 from mbsim.simcore.stepper import OSStepper, StepOptions
 from mbsim.simulator import Simulator
+from test_fast_step import _panda_on_its_stops as panda_on_its_stops
 
 #: hinge inertia of the test pendulum: 1 kg at 1 m plus I_yy = 0.01 kg m^2
 INERTIA = 1.01
@@ -160,22 +161,30 @@ def test_independent_stops_fall_back_to_the_python_chain(monkeypatch):
 
 
 def _panda_on_its_stops(restitution: float):
-    text = f"""[simulation]
-duration = 1.5
-dt = 1e-3
-limit_restitution = {restitution}
-[robot.panda]
-urdf = "{sample_path("panda")}"
-base = "fixed"
-q0 = {{ panda_joint2 = 0.9, panda_joint4 = -0.8, panda_joint6 = 0.8, panda_joint7 = -0.785 }}
-v0 = {{ panda_joint1 = 1.5 }}
-[contact]
-floor = false
-self_collision = false
-[output]
-path = "/dev/null"
-"""
-    return load_scenario_text(text, source="<panda limits>")
+    return panda_on_its_stops(1.5, 'path = "/dev/null"', restitution)
+
+
+def _compiled_and_general(sc, tmp_path, monkeypatch) -> list:
+    """(results, summary, FreeLoop) of ``sc`` run to a file with the compiled loop and limit
+    step, then with neither (every step through the general path)."""
+    import dataclasses
+
+    from mbsim.io.results.reader import load_results
+    from mbsim.simcore.free_loop import FreeLoop
+
+    runs = []
+    for compiled in (True, False):
+        path = tmp_path / ("compiled.h5" if compiled else "general.h5")
+        out = dataclasses.replace(sc.output, path=path)
+        with monkeypatch.context() as mp:
+            if not compiled:
+                mp.setattr(FreeLoop, "eligible", staticmethod(lambda sim: False))
+                mp.setattr(LimitStepper, "eligible", staticmethod(lambda stepper: False))
+            sim = Simulator(dataclasses.replace(sc, output=out, source=None))
+            summary = sim.run(out=path)
+        assert summary.status == "complete", summary.message
+        runs.append((load_results(path), summary, sim._free_loop))
+    return runs
 
 
 @pytest.mark.parametrize("eps", [0.0, 0.4])
@@ -250,26 +259,13 @@ def test_resting_on_a_stop_the_impulse_is_the_gravity_torque_times_dt():
 def test_loop_with_limit_steps_agrees_with_the_general_path(eps, tmp_path, monkeypatch):
     import dataclasses
 
-    from mbsim.io.results.reader import load_results
-    from mbsim.simcore.free_loop import FreeLoop
     from test_fast_step import _assert_same_runs
 
-    def run(compiled, name):
-        path = tmp_path / name
-        sc = _panda_on_its_stops(eps)
-        out = dataclasses.replace(sc.output, path=path, body_poses=True, record_every=7)
-        sc = dataclasses.replace(sc, output=out, source=None)
-        with monkeypatch.context() as mp:
-            if not compiled:
-                mp.setattr(FreeLoop, "eligible", staticmethod(lambda sim: False))
-                mp.setattr(LimitStepper, "eligible", staticmethod(lambda stepper: False))
-            sim = Simulator(sc)
-            summary = sim.run(out=path)
-        assert summary.status == "complete", summary.message
-        return load_results(path), summary, sim._free_loop
-
-    a = run(True, "compiled.h5")
-    b = run(False, "general.h5")
+    sc = _panda_on_its_stops(eps)
+    sc = dataclasses.replace(
+        sc, output=dataclasses.replace(sc.output, body_poses=True, record_every=7)
+    )
+    a, b = _compiled_and_general(sc, tmp_path, monkeypatch)
     loop = a[2]
     assert loop.limit_steps > 500, "the limit steps must run in the compiled loop"
     assert b[2].steps == 0
@@ -282,10 +278,6 @@ def test_pd_driven_into_its_stops_loop_agrees_with_the_general_path(tmp_path, mo
     # joint PD targets beyond two stops (joint4 above its upper limit -0.07 rad, joint6 below
     # its lower one -0.0175 rad): the actuators press the joints onto the stops and hold them
     # there, with the implicit PD gain on the armature of every limit step
-    import dataclasses
-
-    from mbsim.io.results.reader import load_results
-    from mbsim.simcore.free_loop import FreeLoop
     from test_fast_step import _assert_same_runs
 
     text = f"""[simulation]
@@ -307,21 +299,8 @@ path = "/dev/null"
 record_every = 5
 """
 
-    def run(compiled, name):
-        path = tmp_path / name
-        sc = load_scenario_text(text, source="<panda pd stops>")
-        sc = dataclasses.replace(sc, output=dataclasses.replace(sc.output, path=path), source=None)
-        with monkeypatch.context() as mp:
-            if not compiled:
-                mp.setattr(FreeLoop, "eligible", staticmethod(lambda sim: False))
-                mp.setattr(LimitStepper, "eligible", staticmethod(lambda stepper: False))
-            sim = Simulator(sc)
-            summary = sim.run(out=path)
-        assert summary.status == "complete", summary.message
-        return load_results(path), summary, sim._free_loop
-
-    a = run(True, "compiled.h5")
-    b = run(False, "general.h5")
+    sc = load_scenario_text(text, source="<panda pd stops>")
+    a, b = _compiled_and_general(sc, tmp_path, monkeypatch)
     assert a[2].limit_steps > 200, "the PD-held limit steps must run in the compiled loop"
     assert np.any(a[0].diagnostics["lcp_size"] > 0)
     assert np.any(a[0].tau != 0), "the actuators act"
