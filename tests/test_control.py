@@ -58,7 +58,9 @@ def test_linear_signal_is_piecewise_linear_and_holds_its_ends():
     f = SignalFn(Signal(t=(0.0, 1.0, 3.0), y=(0.0, 2.0, 1.0)))
     assert f(0.5) == pytest.approx((1.0, 2.0))
     assert f(2.0) == pytest.approx((1.5, -0.5))
-    assert f(-1.0) == (0.0, 0.0) and f(5.0) == (1.0, 0.0)
+    assert f(-1.0) == (0.0, 0.0) and f(5.0) == (1.0, 0.0) and f(3.0) == (1.0, 0.0)
+    # at the first sample: the first segment's slope, the derivative over a step from there
+    assert f(0.0) == (0.0, 2.0)
 
 
 def test_clamped_cubic_reproduces_a_cubic_with_zero_end_slopes():
@@ -651,7 +653,7 @@ def test_compiled_actuator_law_matches_the_reference(implicit):
 def test_signal_over_equals_the_pointwise_signal(interpolation):
     sig = Signal(t=(0.0, 0.25, 0.6, 1.0), y=(0.2, -1.0, 0.7, 0.3), interpolation=interpolation)
     f = SignalFn(sig)
-    times = np.concatenate([np.arange(-50, 1100) * 1e-3, [0.0, 0.25, 1.0]])
+    times = np.concatenate([np.arange(-50, 1100) * 1e-3, [0.0, 0.25, 1.0, -1e-300]])
     y, dy = f.over(times)
     ref = np.array([f(t) for t in times])
     np.testing.assert_array_equal(y, ref[:, 0])

@@ -2,8 +2,10 @@
 
 ``SignalFn(signal)(t) -> (y, dy/dt)``. Linear interpolation is piecewise linear (dy/dt the
 segment's slope); cubic is scipy's CubicSpline (C2, ``natural``: y'' = 0 at both ends,
-``clamped``: y' = 0 there). Outside [t_0, t_n] the signal holds its end value with dy/dt = 0,
-so a trajectory that ends leaves the joint holding its last target.
+``clamped``: y' = 0 there). Before t_0 and from t_n on the signal holds its end value with
+dy/dt = 0, so a trajectory that ends leaves the joint holding its last target; at t_0 itself
+dy/dt is the first segment's (the derivative over the step that starts there), so a trajectory
+that starts at t = 0 moves from the first step.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ class SignalFn:
         ts = self.t
         if not len(ts):
             return self.value, 0.0
-        if t <= ts[0]:
+        if t < ts[0]:
             return float(self.y[0]), 0.0
         if t >= ts[-1]:
             return float(self.y[-1]), 0.0
@@ -46,8 +48,8 @@ class SignalFn:
         ts = self.t
         if not len(ts):
             return np.full(times.shape, self.value), np.zeros(times.shape)
-        inside = (times > ts[0]) & (times < ts[-1])
-        y = np.where(times <= ts[0], self.y[0], self.y[-1]).astype(float)
+        inside = (times >= ts[0]) & (times < ts[-1])
+        y = np.where(times < ts[0], self.y[0], self.y[-1]).astype(float)
         dy = np.zeros(times.shape)
         t_in = times[inside]
         if self.spline is not None:

@@ -150,7 +150,8 @@ class Signal:
     ``y`` at strictly increasing times ``t`` (s), from waypoints or from column ``column`` of
     the CSV file ``csv``, interpolated ``linear`` or ``cubic`` (a C2 cubic spline with
     ``natural`` or ``clamped`` ends: zero second or first derivative there). Before the first
-    and after the last sample the signal holds its end value (derivative 0)."""
+    sample and from the last on the signal holds its end value (derivative 0); at the first
+    sample the derivative is the first segment's (control/signals.py)."""
 
     value: float = 0.0
     t: tuple[float, ...] = ()
