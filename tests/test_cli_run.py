@@ -81,6 +81,27 @@ def test_pendulum_scenario_runs_and_repeats_bit_for_bit(tmp_path):
         assert np.array_equal(a["trajectory/v"][:], b["trajectory/v"][:])
 
 
+def test_run_from_refuses_a_changed_or_missing_input(tmp_path):
+    # the recorded sha256 of every input file must still match, or the run is not repeated
+    urdf = tmp_path / "pendulum-3.urdf"
+    urdf.write_text((SAMPLES / "pendulum-3.urdf").read_text())
+    env = SAMPLES / "pendulum-environment.urdf"
+    (tmp_path / env.name).write_text(env.read_text())
+    scenario = tmp_path / "p.toml"
+    text = (SAMPLES / "pendulum-3.toml").read_text()
+    scenario.write_text(text)
+    first = tmp_path / "first.h5"
+    run("run", scenario, "--duration", "0.01", "--out", first, "--quiet", check_rc=0)
+    urdf.write_text(urdf.read_text() + "\n<!-- edited -->\n")
+    proc = run("run", "--from", first, "--out", tmp_path / "again.h5", check_rc=2)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pendulum-3.urdf has changed since the run" in lines[0]
+    assert not (tmp_path / "again.h5").exists()
+    urdf.unlink()
+    proc = run("run", "--from", first, "--out", tmp_path / "again.h5", check_rc=2)
+    assert "pendulum-3.urdf has moved or been deleted since the run" in proc.stderr
+
+
 def test_existing_output_is_refused_without_force(tmp_path):
     out = tmp_path / "p.h5"
     out.write_bytes(b"precious")

@@ -190,6 +190,16 @@ def _from_results(path: Path, flags, overrides):
     text = results.scenario_toml
     if "output" not in flags:
         raise MbsimError(f"--from {path.name}: give --out for the new results file")
+    from mbsim.io.files import recorded_file_change
+
+    for f, digest in results.input_files.items():
+        change = recorded_file_change(f, digest)
+        if change:  # a different input would not repeat the run: refuse rather than drift
+            raise MbsimError(
+                f"--from {path.name}: its input file {f} has {change} since the run (sha256 "
+                "recorded in /scenario), so the run cannot be repeated; to run with the file "
+                "as it is now, run the scenario itself (the file's /scenario/toml)"
+            )
     return load_scenario_text(str(text), source=path, overrides=overrides, flags=flags)
 
 
