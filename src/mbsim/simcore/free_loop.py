@@ -167,7 +167,9 @@ def free_run_kernel(
 ):  # fmt: skip
     """Up to ``n_max`` free or joint-limit steps from (q, v), updated in place (module
     docstring). Returns (steps taken, why it stopped: DONE, LIMIT, CONTACT, BAD or EVENT, rows
-    recorded). Limit steps (``ls_on``; the ``ls_*`` and option arguments are those of
+    recorded). Limit steps (``ls_on`` True; None: no limit step, and numba prunes the
+    limit-step call from that compilation, so a model without enforced limits never compiles
+    it: a first run's compile time; the ``ls_*`` and option arguments are those of
     limit_step.limit_step_kernel): ``active``/``n_active`` the limits acting at the start
     (:func:`_same_limits`); ``ls_stats`` gets [limit steps, worst LCP residual, steps solved
     with rows]; ``rec_lcp``/``rec_solver`` the recorded rows' LCP size, pivots, residual and
@@ -190,7 +192,7 @@ def free_run_kernel(
         near = lim_on and limit_rows_needed(
             lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v, dt
         )
-        if near and not ls_on:
+        if near and ls_on is None:
             return step, LIMIT, nrec
         forward_kinematics_kernel(
             parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world,
@@ -248,11 +250,13 @@ def free_run_kernel(
             if lim_on and limit_rows_needed(
                 lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
             ):
-                if not ls_on:
+                if ls_on is None:
                     return step, LIMIT, nrec
                 at_stop = True
         code = -1
         if at_stop:  # step 5b: the compiled joint-limit step (module docstring)
+            if ls_on is None:  # numba prunes the call below: nothing of it is compiled
+                return step, LIMIT, nrec
             code = limit_step_kernel(
                 parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass,
                 com, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc,
@@ -507,7 +511,7 @@ class FreeLoop:
             self._rec_step, self._rec_q, self._rec_v, self._rec_e, self._rec_pose, q, v,
             float(o.dt), float(o.max_speed), int(n_max), self._tau, self._q_new,
             self._v_new, *self._act_args, *signals, *self._act_data, self._rec_tau,
-            self._rec_flags, self._saturated, LimitStepper.eligible(st), *self._ls_arrays,
+            self._rec_flags, self._saturated, self._limit_steps(st), *self._ls_arrays,
             float(o.stabilization), float(o.max_recovery_speed), float(o.impact_velocity),
             float(o.lcp_tol_rel), o.lcp_selection == "least_norm", active,
             len(s._limits_active), *self._ls_out, stats, LIMIT_IMPULSE_MIN, self._rec_lcp,
@@ -550,6 +554,11 @@ class FreeLoop:
             s._velocity_ratio_at(summary, float(self._best[0]), int(self._dof[0]))
         self.steps += n
         return n
+
+    def _limit_steps(self, stepper):
+        """``free_run_kernel``'s ``ls_on``: True when the compiled limit step may take the
+        stepper's steps and the model has limits to enforce, else None (module docstring)."""
+        return True if self._lim_args[0] and LimitStepper.eligible(stepper) else None
 
     def _rec_buffers(self, rows: int) -> None:
         m = self.sim.model
