@@ -22,6 +22,8 @@ Independent truths:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -320,23 +322,7 @@ def test_ball_pendulum_matches_pybullet(tmp_path):
     path.write_text(PENDULUM_URDF)
     dt, steps = 1e-4, 5000
     rot0, w0 = Rotation.from_rotvec([0.5, -0.3, 0.2]), np.array([1.0, 2.0, -0.5])
-    cid = pb.connect(pb.DIRECT)
-    try:
-        kw = {"physicsClientId": cid}
-        pb.setGravity(0.0, 0.0, -9.81, **kw)
-        pb.setTimeStep(dt, **kw)
-        body = pb.loadURDF(str(path), useFixedBase=True, flags=pb.URDF_USE_INERTIA_FROM_FILE, **kw)
-        pb.changeDynamics(body, 0, linearDamping=0.0, angularDamping=0.0, jointDamping=0.0, **kw)
-        pb.setJointMotorControlMultiDofArray(
-            body, [0], pb.POSITION_CONTROL, targetPositions=[[0.0, 0.0, 0.0, 1.0]],
-            forces=[[0.0, 0.0, 0.0]], **kw,
-        )  # fmt: skip
-        pb.resetJointStateMultiDof(body, 0, list(rot0.as_quat()), list(w0), **kw)
-        for _ in range(steps):
-            pb.stepSimulation(**kw)
-        q_pb, w_pb = (np.array(x) for x in pb.getJointStateMultiDof(body, 0, **kw)[:2])
-    finally:
-        pb.disconnect(physicsClientId=cid)
+    q_pb, w_pb = bullet_ball_run(pb, path, rot0.as_quat(), w0, steps, dt, 9.81)[-1]
     model = build_model([load_urdf(path)])
     st = OSStepper(model, None, StepOptions(dt=dt, integrator="rk4"))
     x, y, z, w = rot0.as_quat()
@@ -348,3 +334,31 @@ def test_ball_pendulum_matches_pybullet(tmp_path):
     assert min(np.linalg.norm(q_mb - q_pb), np.linalg.norm(q_mb + q_pb)) < 1e-3
     assert np.linalg.norm(v - w_pb) < 1e-3 * max(1.0, np.linalg.norm(w_pb))
     assert np.linalg.norm(v - w0) > 1.0  # it swung: the comparison is not trivial
+
+
+def bullet_ball_run(pb, path: Path, quat_xyzw, w0, steps: int, dt: float, g: float) -> list:
+    """PyBullet DIRECT on the URDF's first joint, a ball joint (fixed base, its spherical motor
+    and link damping off, gravity g m/s^2 along -z), started at the rotation ``quat_xyzw`` and
+    body angular velocity ``w0``: the joint state (quaternion x y z w, body angular velocity)
+    after each of ``steps`` steps of ``dt``. PyBullet's state is the child's rotation in the
+    joint frame and its body angular velocity, as mbsim's q and v."""
+    cid = pb.connect(pb.DIRECT)
+    try:
+        kw = {"physicsClientId": cid}
+        pb.setGravity(0.0, 0.0, -g, **kw)
+        pb.setTimeStep(dt, **kw)
+        body = pb.loadURDF(str(path), useFixedBase=True, flags=pb.URDF_USE_INERTIA_FROM_FILE, **kw)
+        pb.changeDynamics(body, 0, linearDamping=0.0, angularDamping=0.0, jointDamping=0.0, **kw)
+        pb.setJointMotorControlMultiDofArray(
+            body, [0], pb.POSITION_CONTROL, targetPositions=[[0.0, 0.0, 0.0, 1.0]],
+            forces=[[0.0, 0.0, 0.0]], **kw,
+        )  # fmt: skip
+        pb.resetJointStateMultiDof(body, 0, list(quat_xyzw), list(w0), **kw)
+        out = []
+        for _ in range(steps):
+            pb.stepSimulation(**kw)
+            state = pb.getJointStateMultiDof(body, 0, **kw)
+            out.append((np.array(state[0]), np.array(state[1])))
+    finally:
+        pb.disconnect(physicsClientId=cid)
+    return out

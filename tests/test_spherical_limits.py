@@ -36,6 +36,7 @@ from mbsim.simcore.joint_rows import JointLimits
 from mbsim.simcore.model import build_model
 from mbsim.simcore.spherical_limits import swing_twist
 from mbsim.simcore.stepper import OSStepper, StepOptions
+from test_spherical_joint import bullet_ball_run
 
 G = 9.81
 
@@ -163,27 +164,10 @@ def _peer_urdf(tmp_path: Path) -> Path:
 
 
 def _bullet(path: Path, rotvec, w0, steps: int, dt: float) -> list[np.ndarray]:
+    """PyBullet's joint quaternions [w x y z] after each step (bullet_ball_run)."""
     pb = pytest.importorskip("pybullet", reason="pybullet is not installed (benchmark peer)")
-    cid = pb.connect(pb.DIRECT)
-    try:
-        kw = {"physicsClientId": cid}
-        pb.setGravity(0.0, 0.0, -G, **kw)
-        pb.setTimeStep(dt, **kw)
-        body = pb.loadURDF(str(path), useFixedBase=True, flags=pb.URDF_USE_INERTIA_FROM_FILE, **kw)
-        pb.changeDynamics(body, 0, linearDamping=0.0, angularDamping=0.0, jointDamping=0.0, **kw)
-        pb.setJointMotorControlMultiDofArray(
-            body, [0], pb.POSITION_CONTROL, targetPositions=[[0.0, 0.0, 0.0, 1.0]],
-            forces=[[0.0, 0.0, 0.0]], **kw,
-        )  # fmt: skip
-        pb.resetJointStateMultiDof(body, 0, list(Rotation.from_rotvec(rotvec).as_quat()), w0, **kw)
-        out = []
-        for _ in range(steps):
-            pb.stepSimulation(**kw)
-            x, y, z, w = pb.getJointStateMultiDof(body, 0, **kw)[0]
-            out.append(np.array([w, x, y, z]))
-    finally:
-        pb.disconnect(physicsClientId=cid)
-    return out
+    run = bullet_ball_run(pb, path, Rotation.from_rotvec(rotvec).as_quat(), w0, steps, dt, G)
+    return [np.array([q[3], q[0], q[1], q[2]]) for q, _ in run]
 
 
 def _swing_angle(quat) -> float:
