@@ -389,7 +389,7 @@ def test_loop_tracks_trajectories_bit_for_bit(tmp_path, monkeypatch):
     _assert_same_runs(a, b)
 
 
-def test_loop_saturates_at_the_effort_limit_bit_for_bit(tmp_path, monkeypatch):
+def test_loop_saturates_at_the_effort_limit_bit_for_bit(tmp_path, monkeypatch, capsys):
     # a stiff PD far from its target: the shoulder's force is clamped at the URDF effort
     # (87 N m) for part of the run, with its tau_limit flags and the summary's count
     ctl = 'panda_joint1 = { mode = "position", kp = 5000.0, kd = 50.0, target = 1.5 }'
@@ -398,4 +398,10 @@ def test_loop_saturates_at_the_effort_limit_bit_for_bit(tmp_path, monkeypatch):
     b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
     assert a[2] > 100 and b[2] == 0  # the other joints fall onto their stops later
     assert a[1].saturated_steps > 10 and np.abs(a[0].tau_limit).max() == 1
+    assert a[0].run_summary["effort_saturated_steps"] == a[1].saturated_steps
     _assert_same_runs(a, b)
+    from test_cli_results import cli
+
+    code, out, _ = cli(monkeypatch, capsys, "inspect", tmp_path / "loop.h5")
+    assert code == 0
+    assert f"clamped at its URDF effort: {a[1].saturated_steps} " in out

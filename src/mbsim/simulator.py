@@ -99,6 +99,7 @@ class RunSummary:
         keys = (
             "max_velocity_ratio",
             "max_velocity_joint",
+            "effort_saturated_steps",
             "recovery_softened_steps",
             "recovery_softened_first",
         )

@@ -121,6 +121,7 @@ def summarize(r: Results) -> dict:
         "energy": energy,
         "energy_gained": None if gains is None else gains.as_dict(),
         "energy_gained_text": None if gains is None else gains.text(),
+        "effort_saturated_steps": r.run_summary.get("effort_saturated_steps"),
         "diagnostics": diag,
         "input_files": r.input_files,
     }
@@ -183,6 +184,11 @@ def render(s: dict) -> str:
         )
     if s["energy_gained_text"]:
         lines.append(f"energy gained: {s['energy_gained_text']}")
+    if s["effort_saturated_steps"]:
+        lines.append(
+            f"steps with a joint force clamped at its URDF effort: {s['effort_saturated_steps']}"
+            " (/trajectory/tau_limit on the recorded steps)"
+        )
     d = s["diagnostics"]
     if d["rows"]:
         solvers = ", ".join(f"{k} {n}" for k, n in sorted(d["solvers"].items()))
