@@ -330,6 +330,12 @@ def test_bad_csv_rows_are_named(tmp_path):
     (tmp_path / "traj.csv").write_text("time,spin\n0.0,0.0\n0.0,1.0\n")
     with pytest.raises(ScenarioError, match=r"row 3: time 0 s does not increase"):
         load_scenario(p)
+    (tmp_path / "traj.csv").write_text("time,spin,spin\n0.0,0.0,1.0\n1.0,1.0,2.0\n")
+    with pytest.raises(ScenarioError, match=r"traj.csv has 2 columns named 'spin'"):
+        load_scenario(p)
+    (tmp_path / "traj.csv").write_text("time;spin\n0.0;0.0\n1.0;1.0\n")
+    with pytest.raises(ScenarioError, match=r"columns: \); columns are separated by commas"):
+        load_scenario(p)
 
 
 def test_unknown_control_joint_is_named(tmp_path):

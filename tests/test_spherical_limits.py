@@ -314,3 +314,27 @@ def test_a_start_past_a_span_is_noted_before_the_run():
     assert "'ball' swing_x = 0.3" in note and "span +-0.2 rad" in note
     assert "'ball' twist = 0.5 rad" in note and "span +-0.3 rad" in note
     assert limit_notes(model, {0: "rod.urdf"}, limits, _quat([0.1, -0.5, 0.2])) == []
+
+
+@pytest.mark.parametrize(
+    "table, fragment",
+    [
+        ("[robot.r.control]\nball = { mode = \"torque\", torque = 1.0 }\n",
+         "control takes 1-DoF joints only (the torque table takes its DoF ball.wx, ball.wy, "
+         "ball.wz)"),
+        ("[robot.r.pd]\nball = { target = 0.0, kp = 1.0 }\n", "pd takes 1-DoF joints only"),
+        ("[robot.r.joint_limits]\nball = false\n", "joint_limits has no swing/twist <limit>"),
+    ],
+)  # fmt: skip
+def test_a_spherical_joint_in_a_1dof_table_is_named_as_spherical(tmp_path, table, fragment):
+    from mbsim.errors import MbsimError
+    from mbsim.io.scenario import load_scenario
+    from mbsim.simulator import Simulator
+
+    (tmp_path / "rod.urdf").write_text(ROD.format(l=0.4, m=2.0, rpy="0 0 0", limit=""))
+    (tmp_path / "s.toml").write_text('[robot.r]\nurdf = "rod.urdf"\n' + table)
+    with pytest.raises(MbsimError) as exc:
+        Simulator(load_scenario(tmp_path / "s.toml"))
+    msg = str(exc.value)
+    assert "'ball' is a spherical or free joint" in msg and fragment in msg, msg
+    assert "\n" not in msg

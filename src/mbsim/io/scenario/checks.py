@@ -195,6 +195,18 @@ def _check_robot(check: _Checker, r) -> list[tuple[str, str]]:
     ):
         for joint in getattr(r, key):
             if joint not in known:
+                if joint in names.quaternion_joints.get(t, []):  # a real joint, of 3 or 6 DoF
+                    dofs = ", ".join(n for n in vn if n.startswith(joint + "."))
+                    why = (
+                        "has no swing/twist <limit> to switch"
+                        if key == "joint_limits"
+                        else f"takes 1-DoF joints only (the torque table takes its DoF {dofs})"
+                    )
+                    raise ctx.error(
+                        (*rpath, key, joint),
+                        f"robot {r.name} ({r.urdf.name}): {joint!r} is a spherical or free "
+                        f"joint, and {key} {why}",
+                    )
                 close = difflib.get_close_matches(joint, list(known), n=1)
                 hint = f"did you mean {close[0]!r}? " if close else ""
                 raise ctx.error(

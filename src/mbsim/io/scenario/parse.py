@@ -569,7 +569,14 @@ def _csv_column(ctx: _Ctx, path: tuple, file: Path, column: str):
         raise ctx.error(path, f"{file} needs a header row and at least 2 rows of samples")
     header = [h.strip() for h in rows[0]]
     if column not in header[1:]:
-        raise ctx.error(path, f"{file} has no column {column!r} (columns: {', '.join(header[1:])})")
+        hint = ""
+        if len(header) == 1 and any(sep in header[0] for sep in ";\t"):
+            hint = "; columns are separated by commas"  # a ';' or tab file reads as one column
+        raise ctx.error(
+            path, f"{file} has no column {column!r} (columns: {', '.join(header[1:])}){hint}"
+        )
+    if header.count(column) > 1:  # which one the user meant is not ours to guess
+        raise ctx.error(path, f"{file} has {header.count(column)} columns named {column!r}")
     k = header.index(column)
     t, y = [], []
     for line, row in enumerate(rows[1:], 2):
