@@ -99,6 +99,8 @@ def test_inspect_text_and_events_table(monkeypatch, capsys, ball_file, truth):
         in out
     )
     table = out[out.index("time [s]") :].strip().splitlines()
+    _, full, _ = cli(monkeypatch, capsys, "inspect", ball_file)
+    assert "; drift " in full and "not a drift" not in full  # no actuator: the change is drift
     assert len(table) == 1 + 3 * n_hits
     impacts_rows = [row.split() for row in table[1:] if " impact " in row]
     assert len(impacts_rows) == n_hits

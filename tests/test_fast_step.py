@@ -405,3 +405,4 @@ def test_loop_saturates_at_the_effort_limit_bit_for_bit(tmp_path, monkeypatch, c
     code, out, _ = cli(monkeypatch, capsys, "inspect", tmp_path / "loop.h5")
     assert code == 0
     assert f"clamped at its URDF effort: {a[1].saturated_steps} " in out
+    assert "(actuators did work: not a drift)" in out and "; change " in out

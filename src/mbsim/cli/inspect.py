@@ -69,6 +69,8 @@ def summarize(r: Results) -> dict:
                 "max_abs_drift_J": float(np.max(np.abs(finite - e0))),
                 # A relative drift means nothing when the energy's zero is near the start value.
                 "drift_relative": (e1 - e0) / abs(e0) if abs(e0) > 1e-12 else None,
+                # actuators (recorded tau) do work: the change is then not a drift
+                "actuated": r.tau is not None and bool(np.any(r.tau != 0)),
             }
     gains = EnergyGains.from_attrs(r.run_summary)
     d = r.diagnostics
@@ -179,8 +181,9 @@ def render(s: dict) -> str:
         rel = f" ({e['drift_relative'] * 100:+.3g} %)" if e["drift_relative"] is not None else ""
         lines.append(
             f"energy: total {_g(e['total_start_J'], 'J')} at start, {_g(e['total_end_J'], 'J')} "
-            f"at end; drift {e['drift_J']:+.6g} J{rel}, largest |drift| "
-            f"{_g(e['max_abs_drift_J'], 'J')}"
+            f"at end; {'change' if e['actuated'] else 'drift'} {e['drift_J']:+.6g} J{rel}, "
+            f"largest |change| {_g(e['max_abs_drift_J'], 'J')}"
+            + (" (actuators did work: not a drift)" if e["actuated"] else "")
         )
     if s["energy_gained_text"]:
         lines.append(f"energy gained: {s['energy_gained_text']}")
