@@ -6,7 +6,9 @@ Long format, columns ``time`` (s), ``step``, ``kind`` (``joint``, ``body`` or ``
 ``total``/``kinetic``/``potential``), ``quantity`` and ``value``:
 
 * joints: ``position`` (q, rad or m; free and spherical joints' quaternion parts are
-  dimensionless) and ``velocity`` (v, rad/s or m/s);
+  dimensionless) and ``velocity`` (v, rad/s or m/s); when actuators acted (a recorded tau
+  not all zero), also ``force`` (the actuator force applied over the step, N m or N, by v
+  name) and ``force_limit`` (its effort flag: -1, 0 or +1);
 * bodies (when body poses were recorded): ``x``, ``y``, ``z`` (m) and ``qw``..``qz`` (1);
 * energy: ``energy`` (J).
 
@@ -35,6 +37,12 @@ def long_table(r) -> dict[str, np.ndarray]:
         parts.append(("joint", name, "position", r.q[:, k]))
     for k, name in enumerate(r.v_names):
         parts.append(("joint", name, "velocity", r.v[:, k]))
+    if r.tau is not None and np.any(r.tau != 0):
+        for k, name in enumerate(r.v_names):
+            parts.append(("joint", name, "force", r.tau[:, k]))
+        flags = r.tau_limit if r.tau_limit is not None else np.zeros_like(r.tau)
+        for k, name in enumerate(r.v_names):
+            parts.append(("joint", name, "force_limit", flags[:, k].astype(float)))
     if r.body_pose is not None:
         for b, body in enumerate(r.body_names):
             for k, c in enumerate(_POSE):
