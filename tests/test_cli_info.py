@@ -112,3 +112,21 @@ def test_info_lists_checked_pairs_and_the_papers_lcp_sizes():
         run("info", str(SAMPLES / "pendulum-6.urdf"), "--no-self-collision", "--json").stdout
     )
     assert no_self["checked_pairs"] == []
+
+
+def test_info_shows_each_joints_urdf_limits():
+    # the Panda's <limit> attributes, read from the XML itself
+    urdf = SAMPLES / "panda.urdf"
+    out = run("info", str(urdf), check_rc=0).stdout
+    root = etree.parse(str(urdf)).getroot()
+    checked = 0
+    for j in root.findall("joint"):
+        lim = j.find("limit")
+        if j.get("type") != "revolute" or lim is None:
+            continue
+        lo, hi, eff, vel = (float(lim.get(k)) for k in ("lower", "upper", "effort", "velocity"))
+        line = next(x for x in out.splitlines() if f"[revolute '{j.get('name')}', " in x)
+        want = f"limits [{lo:.6g}, {hi:.6g}] rad, effort {eff:.6g} N m, velocity {vel:.6g} rad/s]"
+        assert want in line, line
+        checked += 1
+    assert checked == 7

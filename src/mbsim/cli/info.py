@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import typer
 
 from mbsim.cli import mesh_paths
@@ -109,6 +110,7 @@ def summarize(model: Model) -> dict:
     """A plain-data summary of a model (what ``info`` prints)."""
     shapes = Counter(g.shape.kind for g in model.geometries)
     per_body = Counter(g.body for g in model.geometries)
+    spans = {lim.body: list(lim.spans) for lim in model.spherical_limits}
     return {
         "trees": list(model.tree_names),
         "sources": list(model.tree_sources),
@@ -120,6 +122,7 @@ def summarize(model: Model) -> dict:
                 "joint_type": model.joint_types[i],
                 "mass_kg": float(model.mass[i]),
                 "collision_shapes": per_body.get(i, 0),
+                **_joint_limits(model, i, spans),
             }
             for i in range(model.nb)
         ],
@@ -136,6 +139,44 @@ def summarize(model: Model) -> dict:
         ],
         "warnings": list(model.lint),
     }
+
+
+def _finite(x) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def _joint_limits(model: Model, i: int, spans: dict) -> dict:
+    """The URDF limits of body i's joint, as mbsim reads them: a 1-DoF joint's position range
+    (rad or m), effort (N m or N) and velocity limit (rad/s or m/s), None where absent or
+    infinite; a spherical joint's swing/twist spans (rad) when it has a limit."""
+    if model.nvj[i] != 1:
+        return {"spherical_spans": spans[i]} if i in spans else {}
+    k = int(model.vi[i])
+    effort, vel = float(model.effort[k]), float(model.velocity_limit[k])
+    return {
+        "lower": _finite(model.lower[k]),
+        "upper": _finite(model.upper[k]),
+        "effort": effort if np.isfinite(effort) and effort > 0 else None,
+        "velocity_limit": vel if np.isfinite(vel) and vel > 0 else None,
+    }
+
+
+def _limits_text(b: dict) -> str:
+    """', limits [lo, hi] rad, effort E N m, velocity V rad/s' (what the joint has)."""
+    lin = b["joint_type"] == "prismatic"
+    unit, force = ("m", "N") if lin else ("rad", "N m")
+    out = ""
+    if b.get("lower") is not None or b.get("upper") is not None:
+        lo, hi = (f"{x:.6g}" if x is not None else "-inf" for x in (b["lower"], b["upper"]))
+        out += f", limits [{lo}, {hi}] {unit}"
+    if b.get("effort") is not None:
+        out += f", effort {b['effort']:.6g} {force}"
+    if b.get("velocity_limit") is not None:
+        out += f", velocity {b['velocity_limit']:.6g} {unit}/s"
+    if b.get("spherical_spans"):
+        sx, sy, tw = b["spherical_spans"]
+        out += f", spans swing x {sx:.6g}, swing y {sy:.6g}, twist {tw:.6g} rad"
+    return out
 
 
 #: Deepest indentation of the printed body tree (levels); deeper bodies show their depth.
@@ -158,7 +199,7 @@ def render(model: Model, s: dict) -> str:
         indent = "  " * min(depth, MAX_INDENT) + (f"[depth {depth}] " if depth > MAX_INDENT else "")
         lines.append(
             f"{indent}└─ {b['name']}  [{b['joint_type']} '{b['joint']}', "
-            f"{b['mass_kg']:.6g} kg, {b['collision_shapes']} collision shapes]"
+            f"{b['mass_kg']:.6g} kg, {b['collision_shapes']} collision shapes{_limits_text(b)}]"
         )
         stack.extend((k, depth + 1) for k in reversed(children.get(c, [])))
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(s["collision_shapes_by_kind"].items()))
