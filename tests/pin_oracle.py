@@ -212,6 +212,20 @@ def assert_dynamics_match(model, tw: PinTwin, rng, trials: int = 3, body_velocit
         assert rel_err(aba(model, data, q, v, tau), qdd_pin) < RTOL
 
 
+def random_nodes(model, tw: PinTwin, rng, n_nodes: int):
+    """A random q and ``n_nodes`` contact nodes (bodies, points (m) in the body frames) with
+    Pinocchio's truth there: (q, bodies, points, J stacked node Jacobians, M in mbsim's
+    coordinates, Lambda^-1 = J M^-1 J^T)."""
+    q = model.random_q(rng)
+    qp = tw.q(q)
+    bodies = rng.integers(0, model.nb, n_nodes)
+    points = rng.normal(size=(n_nodes, 3)) * 0.2
+    J = np.vstack([tw.node_jacobian(q, int(b), p) for b, p in zip(bodies, points, strict=True)])
+    M_pin = pin.crba(tw.pm, tw.pd, qp)
+    M = tw.mat_back(q, np.triu(M_pin) + np.triu(M_pin, 1).T)
+    return q, bodies, points, J, M, J @ np.linalg.solve(M, J.T)
+
+
 def pin_model_from_spec(spec) -> pin.Model:
     """A Pinocchio model built joint by joint from an mbsim RobotSpec (no URDF, no mbsim
     code): revolute and continuous joints as JointModelRevoluteUnaligned (an angle, as mbsim),

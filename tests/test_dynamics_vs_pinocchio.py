@@ -24,7 +24,15 @@ from mbsim.simcore.delassus import upsilon_from_poses
 from mbsim.simcore.dynamics import articulated_factor, impulse_response
 from mbsim.simcore.kinematics import forward_kinematics, node_transforms
 from mbsim.simcore.spatial import plucker_np
-from pin_oracle import RTOL, all_urdfs, assert_dynamics_match, rel_err, robots_dir, twin_or_skip
+from pin_oracle import (
+    RTOL,
+    all_urdfs,
+    assert_dynamics_match,
+    random_nodes,
+    rel_err,
+    robots_dir,
+    twin_or_skip,
+)
 
 URDFS = all_urdfs()
 
@@ -50,14 +58,7 @@ def test_compliance_matches_pinocchio(urdf, base):
     data = Data(model)
     rng = np.random.default_rng(zlib.crc32(urdf.name.encode()) + 1)
     for n_nodes in (1, 3, 6):
-        q = model.random_q(rng)
-        qp = tw.q(q)
-        bodies = rng.integers(0, model.nb, n_nodes)
-        points = rng.normal(size=(n_nodes, 3)) * 0.2
-        J = np.vstack([tw.node_jacobian(q, int(b), p) for b, p in zip(bodies, points, strict=True)])
-        M_pin = pin.crba(tw.pm, tw.pd, qp)
-        M = tw.mat_back(q, np.triu(M_pin) + np.triu(M_pin, 1).T)
-        lam_pin = J @ np.linalg.solve(M, J.T)
+        q, bodies, points, J, M, lam_pin = random_nodes(model, tw, rng, n_nodes)
         forward_kinematics(model, data, q)
         X = node_transforms(data, bodies, points)
         assert rel_err(upsilon_from_poses(model, data, bodies, X), lam_pin) < RTOL

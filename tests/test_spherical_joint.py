@@ -25,7 +25,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pinocchio as pin
 import pytest
 from scipy.spatial.transform import Rotation
 
@@ -39,7 +38,14 @@ from mbsim.simcore.kinematics import forward_kinematics, integrate, node_transfo
 from mbsim.simcore.model import build_model
 from mbsim.simcore.spec import Inertial, JointSpec, LinkSpec, RobotSpec
 from mbsim.simcore.stepper import OSStepper, StepOptions
-from pin_oracle import RTOL, PinTwin, assert_dynamics_match, pin_model_from_spec, rel_err
+from pin_oracle import (
+    RTOL,
+    PinTwin,
+    assert_dynamics_match,
+    pin_model_from_spec,
+    random_nodes,
+    rel_err,
+)
 from random_trees import random_tree
 
 MIXED = ("spherical", "revolute", "prismatic", "continuous")
@@ -71,14 +77,7 @@ def test_delassus_matches_pinocchio_spherical(seed, n_links, base):
     rng, model, tw = _twin(seed, n_links, base)
     data = Data(model)
     for n_nodes in (1, 3, 5):
-        q = model.random_q(rng)
-        qp = tw.q(q)
-        bodies = rng.integers(0, model.nb, n_nodes)
-        points = rng.normal(size=(n_nodes, 3)) * 0.2
-        J = np.vstack([tw.node_jacobian(q, int(b), p) for b, p in zip(bodies, points, strict=True)])
-        M_pin = pin.crba(tw.pm, tw.pd, qp)
-        M = tw.mat_back(q, np.triu(M_pin) + np.triu(M_pin, 1).T)
-        lam_pin = J @ np.linalg.solve(M, J.T)
+        q, bodies, points, J, M, lam_pin = random_nodes(model, tw, rng, n_nodes)
         forward_kinematics(model, data, q)
         X = node_transforms(data, bodies, points)
         for name in ("upsilon", "pv-osimr", "dense"):
