@@ -102,6 +102,10 @@ class Actuators:
         self._zeros.flags.writeable = False
         self._no_flags = np.zeros(nv, dtype=np.int8)
         self._no_flags.flags.writeable = False
+        #: a writable zero input of the law (tau_g, extra when unused): numba compiles one
+        #: specialisation for read-only arrays and another for writable ones, and the loop
+        #: passes writable ones
+        self._zero_in = np.zeros(nv)
         cmds = self.commands
         #: the commands as the law's flat arrays (control/actuator_law.py)
         self._law = (
@@ -121,14 +125,14 @@ class Actuators:
             return self._zeros
         nv = self.model.nv
         u, ref, dref, ff = self.signals_at(t)
-        tau_g = self._zeros
+        tau_g = self._zero_in
         if self.gravity:
             zero = np.zeros(nv)
             tau_g = rnea(self.model, self.data, q, zero, zero)
         tau, gain, flags = np.empty(nv), np.empty(nv), np.empty(nv, dtype=np.int8)
         actuator_forces_kernel(
             self.constant, *self._law, u, ref, dref, ff, tau_g,
-            self._zeros if extra is None else np.ascontiguousarray(extra, dtype=np.float64),
+            self._zero_in if extra is None else np.ascontiguousarray(extra, dtype=np.float64),
             extra is not None, np.ascontiguousarray(q, dtype=np.float64),
             np.ascontiguousarray(v, dtype=np.float64), self.dt if self.implicit else 0.0,
             self.implicit, self.limited, self.effort, tau, gain, flags,
