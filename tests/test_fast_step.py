@@ -67,11 +67,11 @@ def test_pendulum_in_and_out_of_contact_bit_for_bit(monkeypatch):
     np.testing.assert_array_equal(v1, v0)
 
 
-def test_damped_floating_panda_bit_for_bit(monkeypatch):
-    # free motion with implicit joint damping (data.armature = dt d) and a floating base (the
-    # quaternion integration): no collision geometry is touched
+def _floating_panda(simulation: str, output: str):
+    """The Panda on a floating base, swinging its shoulder under gravity with its URDF joint
+    damping, without contact (``simulation``/``output``: lines of those tables)."""
     text = f"""[simulation]
-duration = 0.2
+{simulation}
 dt = 1e-3
 [robot.panda]
 urdf = "{sample_path("panda")}"
@@ -82,9 +82,15 @@ v0 = {{ panda_joint1 = 2.0 }}
 floor = false
 self_collision = false
 [output]
-path = "/dev/null"
+{output}
 """
-    sc = load_scenario_text(text, source="<panda free>")
+    return load_scenario_text(text, source="<panda floating>")
+
+
+def test_damped_floating_panda_bit_for_bit(monkeypatch):
+    # free motion with implicit joint damping (data.armature = dt d) and a floating base (the
+    # quaternion integration): no collision geometry is touched
+    sc = _floating_panda("duration = 0.2", 'path = "/dev/null"')
     q1, v1, _ = _run(sc, 200, True, monkeypatch)
     q0, v0, _ = _run(sc, 200, False, monkeypatch)
     np.testing.assert_array_equal(q1, q0)
@@ -278,23 +284,8 @@ def test_loop_pd_actuated_arm_bit_for_bit(tmp_path, monkeypatch):
 def test_loop_damped_floating_panda_bit_for_bit(tmp_path, monkeypatch):
     # a floating base (the quaternion integration, the q-dependent S of the free joint in both
     # the stepper's and the recording kinematics) with URDF damping, no contact geometry
-    text = f"""[simulation]
-duration = 0.3
-dt = 1e-3
-joint_limits = false
-[robot.panda]
-urdf = "{sample_path("panda")}"
-base = "floating"
-q0 = {{ panda_joint2 = 0.5, panda_joint4 = -1.0 }}
-v0 = {{ panda_joint1 = 2.0 }}
-[contact]
-floor = false
-self_collision = false
-[output]
-path = "{tmp_path / "x.h5"}"
-body_poses = true
-"""
-    sc = load_scenario_text(text, source="<panda floating>")
+    output = f'path = "{tmp_path / "x.h5"}"\nbody_poses = true'
+    sc = _floating_panda("duration = 0.3\njoint_limits = false", output)
     a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
     b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
     assert a[2] == 300, "every step must run in the loop"
