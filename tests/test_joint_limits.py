@@ -91,6 +91,30 @@ def test_pendulum_released_above_its_limit_stops_there_and_rests(form):
     assert abs(v[0]) <= 1e-9
 
 
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("start", [0.8, -0.8])
+def test_joint_started_past_its_stop_returns_to_it_and_stays(form, start):
+    """No gravity, no damping, at rest 0.3 rad past a stop of [-0.5, 0.5]: the recovery
+    brings it back to the stop and leaves it there (closed form: nothing moves a joint at
+    rest inside its range), at most max_recovery_speed on the way and never past the bound
+    into the range by more than what RECOVERY_END_SPEED leaves (1.5e-6 rad/s, joint_rows.py
+    "Recovery"). Before the cap the joint kept the recovery speed and crossed to the other
+    stop."""
+    _, st = stepper(chain_urdf(-0.5, 0.5), form, gravity=(0, 0, 0))
+    bound = np.sign(start) * 0.5
+    q, v, t = np.array([start]), np.zeros(1), 0.0
+    qs, vs = [], []
+    for _ in range(1000):  # 0.3 rad at 0.5 rad/s: back after 0.6 s
+        q, v, _ = st.step(q, v, t)
+        t += 1e-3
+        qs.append(q[0])
+        vs.append(v[0])
+    inside = np.sign(start) * (bound - np.array(qs))  # >= 0 inside the range
+    assert np.max(np.abs(vs)) <= 0.5 + 1e-12
+    assert inside.max() <= 1.5e-6 * 1.0 + 1e-12, "no further into the range than the end speed"
+    assert np.all(np.abs(inside[-300:]) <= 1e-6) and abs(v[0]) <= 1.5e-6
+
+
 def test_limit_restitution_gives_e_squared_in_height():
     """With e = 0.5 the rebound rises to e^2 = 0.25 of the drop height (closed form)."""
     e, dt = 0.5, 1e-4

@@ -125,6 +125,22 @@ def test_pendulum_started_past_its_stop_bit_for_bit(monkeypatch):
     assert_same(a, b)
 
 
+def test_started_past_its_stop_without_gravity_bit_for_bit(monkeypatch):
+    # at rest 0.3 rad past its upper stop, nothing else acting: pushed back at
+    # max_recovery_speed, then the stop's cap row (joint_rows.py "Recovery", in the lower
+    # stop's slot) pulls the speed down with the violation, so it stays at the stop
+    def build():
+        return make_stepper(pendulum_urdf(-0.5, 0.5), gravity=(0, 0, 0))
+
+    a = stepper_run(build, [0.8], [0.0], 800, True, monkeypatch)
+    b = stepper_run(build, [0.8], [0.0], 800, False, monkeypatch)
+    capped = [r for r in a[2] if r[0] == [0, 0] and r[2][0] > 0.0]
+    assert len(capped) > 5, "the cap row must pull in some steps"
+    assert a[3] == rows_steps(a) > 600
+    assert_same(a, b)
+    assert 0.5 - 1e-6 <= a[0][-1, 0] <= 0.5 and abs(a[1][-1, 0]) <= 1.5e-6
+
+
 @pytest.mark.parametrize(("eps", "selection"), [(0.0, "least_norm"), (0.3, "least_norm"),
                                                 (0.3, "vertex")])  # fmt: skip
 def test_chain_on_several_stops_bit_for_bit(eps, selection, monkeypatch):
