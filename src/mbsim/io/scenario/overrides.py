@@ -137,6 +137,7 @@ def _apply_overrides(ctx: _Ctx, raw: dict, overrides: Mapping[str, object]) -> d
         path = _coordinate_path(raw, path)
         spath = tuple(str(p) for p in path)
         ctx.overridden.add(spath)
+        ctx.override_values[spath] = value
         shown = _fmt_path(spath)
 
         def bad(why: str, shown: str = shown) -> ScenarioError:

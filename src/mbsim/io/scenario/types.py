@@ -337,6 +337,7 @@ class Scenario:
     # Kept for error messages after loading (line lookup); not part of the scenario's value.
     _text: str = field(default="", repr=False, compare=False)
     _overridden: frozenset = field(default=frozenset(), repr=False, compare=False)
+    _override_values: tuple = field(default=(), repr=False, compare=False)
 
     def robot(self, name: str) -> Robot:
         """The robot called ``name`` (KeyError if none)."""
