@@ -267,10 +267,10 @@ class Contact:
     impact (options.IMPACT_FRICTION), ``curvature_point`` where a smooth contact's gap
     prediction is taken (options.CURVATURE_POINTS), ``manifold`` the scope of the contact
     manifold reduction (options.CONTACT_MANIFOLDS), ``max_recovery_speed`` (m/s) the fastest
-    a penetration is pushed out (and a joint past its stop, read as rad/s or m/s). ``ignore_initial_overlaps``: link pairs of one robot that
-    already overlap at the initial state are not checked (:mod:`mbsim.start_pose`). Link
-    references
-    are ``tree/link`` (bare ``link`` before :func:`validate_against_model` canonicalises them).
+    a penetration is pushed out (and a joint past its stop, read as rad/s or m/s).
+    ``ignore_initial_overlaps``: link pairs of one robot that already overlap at the initial
+    state are not checked (:mod:`mbsim.start_pose`). Link references are ``tree/link``
+    (bare ``link`` before :func:`validate_against_model` canonicalises them).
     """
 
     floor: bool = False
