@@ -290,6 +290,28 @@ def test_loop_with_limit_steps_agrees_with_the_general_path(eps, tmp_path, monke
     _assert_same_runs(a, b)
 
 
+def test_panda_started_past_a_stop_loop_agrees_with_the_general_path(tmp_path, monkeypatch):
+    # no gravity, the Panda's neutral pose: joint4 at 0 rad starts 0.07 rad above its upper
+    # limit -0.0698 rad; the recovery and then its cap row (joint_rows.py "Recovery") bring it
+    # back, in the compiled loop as in the general path, and it stays at the stop
+    from test_fast_step import _assert_same_runs
+
+    sc = load_scenario_text(
+        "[simulation]\nduration = 0.4\ndt = 1e-3\ngravity = [0.0, 0.0, 0.0]\n"
+        f'[robot.panda]\nurdf = "{sample_path("panda")}"\n'
+        '[contact]\nself_collision = false\n[output]\npath = "/dev/null"\n'
+    )
+    a, b = _compiled_and_general(sc, tmp_path, monkeypatch)
+    assert a[2].limit_steps > 300 and b[2].steps == 0
+    _assert_same_runs(a, b)
+    k = a[0].v_names.index("panda_joint4")
+    upper = -0.0698132  # the Panda URDF's panda_joint4 upper limit, rad
+    # near the stop: the recovery's reaction set the other joints moving (mm/s), which carries
+    # joint4 by ~1e-5 rad over the run; without the cap it would leave at 0.5 rad/s
+    np.testing.assert_allclose(a[0].q[-1, k], upper, atol=1e-4)
+    assert abs(a[0].v[-1, k]) <= 1e-3
+
+
 def test_pd_driven_into_its_stops_loop_agrees_with_the_general_path(tmp_path, monkeypatch):
     # joint PD targets beyond two stops (joint4 above its upper limit -0.07 rad, joint6 below
     # its lower one -0.0175 rad): the actuators press the joints onto the stops and hold them
