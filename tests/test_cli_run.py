@@ -145,7 +145,9 @@ def test_a_set_value_meant_as_toml_but_not_toml_is_named(text):
         'as TOML, so their words need quotes: { mode = "torque", torque = 1.0 })'
     )
     # a bare word stays a string, a valid TOML value is read as TOML
-    assert _overrides(["a.b=lemke", "a.c={ x = 1 }"]) == {"a.b": "lemke", "a.c": {"x": 1}}
+    assert _overrides(["a.b=lemke", "a.c={ x = 1 }", 'a.d="all"']) == {
+        "a.b": "lemke", "a.c": {"x": 1}, "a.d": "all",
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -154,7 +154,7 @@ def _overrides(items: list[str]) -> dict:
             raise MbsimError(f"--set {item!r} must look like KEY=VALUE, e.g. contact.mu=0.3")
         value = value.strip()
         parsed = parse_value(value)
-        if isinstance(parsed, str) and value[:1] in ("{", "[", '"', "'"):
+        if parsed == value and value[:1] in ("{", "[", '"', "'"):  # parse_value kept the text
             # meant as a TOML table, list or string, but not one: kept as text, it would be
             # refused later as a string, which hides the real mistake (an unquoted word)
             raise MbsimError(
