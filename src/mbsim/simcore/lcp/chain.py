@@ -272,20 +272,23 @@ def _solve_warm(M, q, parts, warm, args) -> LcpResult:
     select, mscale, tol_rel = args[6], args[7], args[2]
     if len(parts) <= 1:
         key = (n, None)
-        r = _warm_attempt(M, q, warm, key, select, mscale, tol_rel)
+        finals: dict = {}
+        r = _warm_attempt(M, q, warm, key, select, mscale, tol_rel, finals)
         if r is None:
             r = _solve_chain(M, q, *args)
         if r.ok:
-            warm.remember(key, r.z)
+            warm.remember(key, r.z, finals.get(key))
         else:
             warm.forget(key)
         return r
     keys = [(n, rows.tobytes()) for rows in parts]
     it = iter(keys)
     used = [0, False]  # blocks accepted from their guess; whether the unsplit solve ran
+    finals: dict = {}
 
     def block(Mb, qb):
-        r = _warm_attempt(Mb, qb, warm, next(it), select, mscale, tol_rel)
+        # solve_blocks solves the parts in order, once each: the i-th call is block i
+        r = _warm_attempt(Mb, qb, warm, next(it), select, mscale, tol_rel, finals)
         if r is not None:
             used[0] += 1
             return r
@@ -298,7 +301,7 @@ def _solve_warm(M, q, parts, warm, args) -> LcpResult:
     r = islands.solve_blocks(M, q, parts, block, unsplit, tol_rel)
     for key, rows in zip(keys, parts, strict=True):
         if r.ok:
-            warm.remember(key, r.z[rows])
+            warm.remember(key, r.z[rows], None if used[1] else finals.get(key))
         else:
             warm.forget(key)
     if used[0] and not used[1]:
@@ -307,11 +310,12 @@ def _solve_warm(M, q, parts, warm, args) -> LcpResult:
     return r
 
 
-def _warm_attempt(M, q, warm, key, select, mscale, tol_rel) -> LcpResult | None:
+def _warm_attempt(M, q, warm, key, select, mscale, tol_rel, finals) -> LcpResult | None:
     """The answer of the active set ``warm`` remembers under ``key`` (lcp/warm.py) if it
     passes the acceptance test of problem.py, else None. It stands for the chain's first
     attempt: ``lemke_reg`` with delta = LEAST_NORM_DELTA mscale in the least-norm selection,
-    ``lemke`` in the vertex one; ``pivots`` 0, ``warm`` True."""
+    ``lemke`` in the vertex one; ``pivots`` 0, ``warm`` True. An accepted answer's set (after
+    the swaps) goes to ``finals[key]``."""
     S = warm.guess(key)
     if S is None:
         return None
@@ -334,6 +338,7 @@ def _warm_attempt(M, q, warm, key, select, mscale, tol_rel) -> LcpResult | None:
     if not r.ok:
         return None
     warm.accepted += 1
+    finals[key] = final[:ns].copy()
     r.warm = True
     r.attempts = [Attempt(r.solver, r.delta, r.status, 0, r.residual)]
     return r

@@ -8,7 +8,8 @@ about n pivots of O(n^2) each and a final O(n^3) refactorisation.
 
 Matching rows between steps. A :class:`WarmStart` (one per stepper: the OS formulation holds
 it, so two runs never share one and a run is reproducible) remembers, for each block of the
-last LCPs it saw (lcp/islands.py), the rows with z > 0, keyed by the whole LCP's size n and the
+last LCPs it saw (lcp/islands.py), the rows with z > 0 (after an answer from a guess: the
+set the guess ended with, its degenerate rows included), keyed by the whole LCP's size n and the
 block's row indices. A block of the next step with the same n and the same rows takes that
 set as its guess. Rows are identified by position only: a contact that appears, disappears or
 moves in the contact list shifts the rows, the key or the meaning of a row changes, and the
@@ -22,9 +23,9 @@ The guess, by the chain's selection (selection.py), in one compiled call (:func:
   M + delta I, delta = LEAST_NORM_DELTA ||M||_inf of the whole LCP, then the least-change
   polish on M, chain.lemke_regularised): y solves (M_SS + delta I) y_S = -q_S, y = 0 outside
   S (LU with partial pivoting and two steps of iterative refinement); it must solve the
-  regularised LCP: y >= 0 up to rounding (ROUND |S| eps ||y||_inf; such rounding-level
-  negatives are set to 0, as Lemke's are) and w_i = (M y + q)_i >= -tol outside S, tol the
-  acceptance tolerance of problem.py for (M + delta I, q, y). Then the same least-change
+  regularised LCP to the acceptance tolerance tol of problem.py for (M + delta I, q, y):
+  y_i >= -tol in S (a y_i in [-tol, 0) is a degenerate zero and set to 0) and
+  w_i = (M y + q)_i >= -tol outside S. Then the same least-change
   polish as the chain's (lstsq.active_set_least_change on S from y, accepted at rounding
   level only, as the compiled joint-limit step does) gives z.
 * ``vertex``: the same with delta = 0 and no polish (Lemke's terminal basis is the
@@ -38,7 +39,8 @@ pivoting does (Judice & Pires, Comput. Oper. Res. 21 (1994) 587-596): the rows o
 y < 0 leave it, the rows outside with w < 0 join it, and the new set is solved again, at most
 ROUNDS sets in all; when SAFEGUARD rounds in a row do not reduce the number of wrong rows,
 only the last wrong row is swapped (their safeguard; single swaps are Murty's method, finite
-on P-matrices). On the pile this solves 97% of the blocks, after 4-5 sets on average.
+on P-matrices). Over the pile's first 300 steps (1,112 blocks tried) this solved 96% of
+them, 37% with the remembered set itself, 3.3 sets on average (docs/results.md).
 
 The candidate is then verified on (M, q) by :func:`problem.evaluate`, the acceptance test of
 every chain answer (tolerances in problem.py), and returned only if it passes; otherwise the
@@ -70,8 +72,6 @@ from numba import njit
 
 from mbsim.simcore.lcp.lstsq import active_set_least_change
 from mbsim.simcore.lcp.problem import (
-    EPS,
-    ROUND,
     _inf_norm,
     _max_abs,
     _snap_kernel,
@@ -113,12 +113,14 @@ class WarmStart:
         """The sorted rows with z > 0 remembered under ``key``, or None."""
         return self.sets.get(key)
 
-    def remember(self, key: tuple, z: np.ndarray) -> None:
-        """Remember the rows of ``z`` (an accepted answer) with z > 0 under ``key``."""
+    def remember(self, key: tuple, z: np.ndarray, final: np.ndarray | None = None) -> None:
+        """Remember under ``key`` the set ``final`` that a guess ended with (its degenerate
+        rows, z_i = 0 in S, included), or else the rows of ``z`` (an accepted answer) with
+        z > 0."""
         self.sets.pop(key, None)  # re-inserted last: the oldest entry is dropped first
         if len(self.sets) >= MAX_BLOCKS:
             del self.sets[next(iter(self.sets))]
-        self.sets[key] = np.flatnonzero(z > 0.0)
+        self.sets[key] = np.flatnonzero(z > 0.0) if final is None else final
 
     def forget(self, key: tuple) -> None:
         self.sets.pop(key, None)
@@ -235,17 +237,18 @@ def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, z, out_S):
             return SINGULAR, 0, r + 1
         flip = np.zeros(n, dtype=np.bool_)
         nflip = 0
-        floor = -ROUND * cur.shape[0] * EPS * _max_abs(z)
+        # the acceptance tolerance of problem.py for (M + shift I, q, z): a z_i of S above
+        # -tol is a degenerate zero (set to 0), below it the row leaves S
+        tol = tolerance_kernel(tol_rel, n, mnorm, qn, _max_abs(z))
         for a in range(cur.shape[0]):
             i = cur[a]
-            if z[i] < floor:
+            if z[i] < -tol:
                 flip[i] = True
                 nflip += 1
             elif z[i] < 0.0:
-                z[i] = 0.0  # a degenerate zero, as Lemke's answer snaps it
+                z[i] = 0.0
         code = NEGATIVE_Z if nflip else CANDIDATE
         # w = (M + shift I) z + q outside S (z_i = 0 there, so the shift does not enter)
-        tol = tolerance_kernel(tol_rel, n, mnorm, qn, _max_abs(z))
         for i in range(n):
             if not inside[i]:
                 s = q[i]
