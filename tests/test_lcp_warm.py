@@ -105,11 +105,12 @@ def test_a_singular_guess_is_refused():
     M = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0]])
     q = np.array([-1.0, -1.0, 1.0])
     z, final = np.empty(3), np.empty(3, dtype=np.int64)
-    code, _, _ = guess_kernel(M, q, np.array([0, 1]), 0.0, False, 1e-9, LSTSQ_RCOND, 3, z, final)
+    S = np.array([0, 1])
+    code, _, _ = guess_kernel(M, q, S, 0.0, False, 1e-9, LSTSQ_RCOND, 3, 5, z, final)
     assert code == warm.SINGULAR
     # regularised (least-norm), the same block is solvable: the load is split evenly
     delta = LEAST_NORM_DELTA * 2.0
-    code, ns, _ = guess_kernel(M, q, np.array([0, 1]), delta, True, 1e-9, LSTSQ_RCOND, 3, z, final)
+    code, ns, _ = guess_kernel(M, q, S, delta, True, 1e-9, LSTSQ_RCOND, 3, 5, z, final)
     assert code == warm.CANDIDATE and ns == 2
     # cond(M_SS + delta I) ~ 2 / delta = 1e6 amplifies the solve's rounding along the null
     # direction (1, -1) of M_SS, which the polish leaves as the regularised solve put it

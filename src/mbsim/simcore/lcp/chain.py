@@ -326,7 +326,17 @@ def _warm_attempt(M, q, warm, key, select, mscale, tol_rel, finals) -> LcpResult
     z = np.empty(n)
     final = np.empty(n, dtype=np.int64)
     code, ns, rounds = warm_start.guess_kernel(
-        M, q, S, delta, least_norm, tol_rel, LSTSQ_RCOND, warm_start.ROUNDS, z, final
+        M,
+        q,
+        S,
+        delta,
+        least_norm,
+        tol_rel,
+        LSTSQ_RCOND,
+        warm_start.ROUNDS,
+        ACTIVE_SET_FIXES,
+        z,
+        final,
     )
     if code != warm_start.CANDIDATE:
         return None

@@ -25,9 +25,13 @@ The guess, by the chain's selection (selection.py), in one compiled call (:func:
   S (LU with partial pivoting and two steps of iterative refinement); it must solve the
   regularised LCP to the acceptance tolerance tol of problem.py for (M + delta I, q, y):
   y_i >= -tol in S (a y_i in [-tol, 0) is a degenerate zero and set to 0) and
-  w_i = (M y + q)_i >= -tol outside S. Then the same least-change
-  polish as the chain's (lstsq.active_set_least_change on S from y, accepted at rounding
-  level only, as the compiled joint-limit step does) gives z.
+  w_i = (M y + q)_i >= -tol outside S. Then the chain's polish
+  (chain.lemke_regularised) gives z: the least-change correction on M_SS from y
+  (lstsq.active_set_least_change, accepted at rounding level only, as the compiled
+  joint-limit step does), and while rows are on the wrong side on (M, q) (z_i < -tol in S,
+  w_i < -tol outside) those rows swapped and the polish repeated from y, at most
+  ACTIVE_SET_FIXES times. A set whose polish fails is refused (the chain then solves the
+  restricted LCP, chain.py, as on the Panda's hand pressed on the table, 1 step in 5).
 * ``vertex``: the same with delta = 0 and no polish (Lemke's terminal basis is the
   complementary basis of S, whose matrix is nonsingular exactly when M_SS is).
 
@@ -213,13 +217,14 @@ def _solve_on(M, q, S, shift, z):
 
 
 @njit(cache=True)
-def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, z, out_S):
+def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, out_S):
     """The candidate of the guess S (sorted rows) for (M, q) (module docstring): z gets it,
     out_S[:k] the final set, and (CANDIDATE, k, rounds used) is returned, else the code of
     the check that failed last. ``delta`` the regularisation of the least-norm selection
     (absolute), ``rcond`` the polish's rank rule (chain.LSTSQ_RCOND), ``rounds`` how many
     sets are tried: after a set whose z_S has negatives or whose w has negatives outside
-    it, the next swaps those rows (the block principal pivoting step)."""
+    it, the next swaps those rows (the block principal pivoting step); ``fixes`` the
+    polish's active-set corrections (chain.ACTIVE_SET_FIXES, :func:`_polish`)."""
     n = q.shape[0]
     shift = delta if least_norm else 0.0
     inside = np.zeros(n, dtype=np.bool_)
@@ -289,15 +294,67 @@ def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, z, out_S):
                 k += 1
     else:
         return code, 0, rounds
+    if least_norm:
+        cur = _polish(M, q, z, cur, rcond, tol_rel, fixes)
+        if cur.shape[0] == 1 and cur[0] < 0:
+            return NO_POLISH, 0, r + 1
+    else:
+        _snap_kernel(z)
     ns = cur.shape[0]
-    if least_norm and ns:
-        c = np.empty(ns)
-        ok, err, bound = active_set_least_change(M, q, z, cur, rcond, c)
-        if not (ok and err <= bound):
-            return NO_POLISH, 0, rounds
-        for a in range(ns):
-            z[cur[a]] = c[a]
-    _snap_kernel(z)
     for a in range(ns):
         out_S[a] = cur[a]
     return CANDIDATE, ns, r + 1
+
+
+@njit(cache=True)
+def _polish(M, q, z, S, rcond, tol_rel, fixes):
+    """chain.lemke_regularised's polish of the regularised answer z on the set S, in place:
+    the least-change correction on M_SS (at rounding level only), then, while rows are on
+    the wrong side on (M, q) (z_i < -tol in S, w_i < -tol outside; tol of problem.py), those
+    rows swapped and the polish repeated from the same regularised answer, at most ``fixes``
+    times. Returns the final set, or [-1] if no polish passes (z then undefined)."""
+    n = q.shape[0]
+    y = z.copy()
+    inside = np.zeros(n, dtype=np.bool_)
+    for a in range(S.shape[0]):
+        inside[S[a]] = True
+    mnorm = _inf_norm(M)
+    qn = _max_abs(q)
+    w = np.empty(n)
+    for _ in range(fixes + 1):
+        ns = S.shape[0]
+        for i in range(n):
+            z[i] = 0.0
+        if ns:
+            c = np.empty(ns)
+            ok, err, bound = active_set_least_change(M, q, y, S, rcond, c)
+            if not (ok and err <= bound):
+                return np.full(1, -1, dtype=np.int64)
+            for a in range(ns):
+                z[S[a]] = c[a]
+        _snap_kernel(z)
+        tol = tolerance_kernel(tol_rel, n, mnorm, qn, _max_abs(z))
+        nflip = 0
+        for i in range(n):
+            s = q[i]
+            for j in range(ns):
+                s += M[i, S[j]] * z[S[j]]
+            w[i] = s
+            if (inside[i] and z[i] < -tol) or (not inside[i] and w[i] < -tol):
+                nflip += 1
+        if nflip == 0:
+            return S
+        for i in range(n):
+            if (inside[i] and z[i] < -tol) or (not inside[i] and w[i] < -tol):
+                inside[i] = not inside[i]
+        k = 0
+        for i in range(n):
+            if inside[i]:
+                k += 1
+        S = np.empty(k, dtype=np.int64)
+        k = 0
+        for i in range(n):
+            if inside[i]:
+                S[k] = i
+                k += 1
+    return np.full(1, -1, dtype=np.int64)
