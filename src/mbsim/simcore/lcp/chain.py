@@ -21,6 +21,11 @@ which), or, if none is accepted, the attempt with the smallest residual with sta
 and a message naming every attempt (use ``result.describe(step, time)`` or
 :func:`problem.ensure` to stop a run with it).
 
+Warm start. With a ``warm`` store (lcp/warm.py; the OS formulation passes one per stepper)
+each block first tries the active set of the previous answer for the same rows, solved and
+polished as the first attempt of the plan would have been, and accepted by the same test;
+the plan above runs only when the guess fails (:func:`_solve_warm`).
+
 Regularisation and polish. Adding delta I makes every principal minor of a PSD or copositive
 matrix positive-ish, which removes the singular bases that make plain Lemke fail on duplicated
 or redundant contacts. But the solution of (M + delta I, q) violates the original problem by
