@@ -42,6 +42,7 @@ from mbsim.simcore.formulations.base import (
 )
 from mbsim.simcore.kinematics import node_jacobian
 from mbsim.simcore.lcp import solve_lcp, solve_mixed_lcp
+from mbsim.simcore.lcp.warm import WarmStart
 
 __all__ = ["MC", "OS", "RMC", "free_velocity", "normal_velocity", "relative_velocity"]
 
@@ -89,6 +90,9 @@ class OS:
     def __init__(self, delassus: str = "upsilon"):
         self._K = None
         self.delassus = delassus
+        #: the previous steps' LCP active sets (lcp/warm.py), tried before Lemke on steps
+        #: with contacts; None: a cold chain every step
+        self.warm = WarmStart()
 
     def _lambda(self, problem) -> np.ndarray:
         return delassus_lambda(
@@ -136,15 +140,18 @@ class OS:
     def solve(self, problem, v, dt, gap, accel=None) -> Solution:
         v_free = free_velocity(problem, v, dt, accel)
         nbl = problem.n_bilateral
+        # joint rows alone (no contact) stay cold: the compiled joint-limit step
+        # (limit_step.py) solves those LCPs by Lemke, and must agree with this path bit for bit
+        warm = self.warm if problem.nu else None
         if not nbl and not problem.n_joint_rows:
             phi = relative_velocity(problem, v_free).ravel()
             M, q = delassus_lcp(problem, self._K, phi, np.zeros(0), gap)
-            res = solve_lcp(M, q, solver=problem.solver, tol_rel=problem.tol_rel)
+            res = solve_lcp(M, q, solver=problem.solver, tol_rel=problem.tol_rel, warm=warm)
             F = problem.impulses(res.z)
             return Solution(v_free + self.respond(problem, F), F, res, M, q, 0)
         phi = self._row_velocity(problem, v_free)
         M, q = delassus_lcp(problem, self._K, phi, problem.bilateral_target(gap), gap, dt)
-        res = solve_mixed_lcp(M, q, nbl, solver=problem.solver, tol_rel=problem.tol_rel)
+        res = solve_mixed_lcp(M, q, nbl, solver=problem.solver, tol_rel=problem.tol_rel, warm=warm)
         F = problem.impulses(res.z)
         p = np.concatenate([res.x, problem.joint_impulses(res.z), F.ravel()])
         f_nodes = (self._R.T @ p).reshape(-1, 6)

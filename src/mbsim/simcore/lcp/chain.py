@@ -21,6 +21,11 @@ which), or, if none is accepted, the attempt with the smallest residual with sta
 and a message naming every attempt (use ``result.describe(step, time)`` or
 :func:`problem.ensure` to stop a run with it).
 
+Warm start. With a ``warm`` store (lcp/warm.py; the OS formulation passes one per stepper)
+each block first tries the active set of the previous answer for the same rows, solved and
+polished as the first attempt of the plan would have been, and accepted by the same test;
+the plan above runs only when the guess fails (:func:`_solve_warm`).
+
 Regularisation and polish. Adding delta I makes every principal minor of a PSD or copositive
 matrix positive-ish, which removes the singular bases that make plain Lemke fail on duplicated
 or redundant contacts. But the solution of (M + delta I, q) violates the original problem by
@@ -55,6 +60,7 @@ import numpy as np
 import scipy.linalg
 
 from mbsim.simcore.lcp import budget, islands, selection
+from mbsim.simcore.lcp import warm as warm_start
 from mbsim.simcore.lcp.lemke import as_problem, lemke, run_lemke
 from mbsim.simcore.lcp.lstsq import active_set_error, active_set_least_change
 from mbsim.simcore.lcp.pgs import DEFAULT_MAX_ITER, pgs
@@ -223,12 +229,17 @@ def solve_lcp(
     deltas: tuple[float, ...] = DEFAULT_DELTAS,
     select: str | None = None,
     split: bool = True,
+    warm: warm_start.WarmStart | None = None,
 ) -> LcpResult:
     """Solve the standard LCP (M, q) with ``solver`` ("lemke" or "pgs") and the fallback chain.
 
     With ``split`` (the default) an M that is block diagonal under a permutation is solved
     block by block (islands.py: exact, the blocks are independent LCPs); an M that does not
     split takes the chain as it is.
+
+    With a ``warm`` store (lcp/warm.py; ``solver="lemke"`` only) each block first tries the
+    active set the store remembers for it, accepted by the chain's own acceptance test, and
+    runs the chain only when the guess fails; the store then remembers this answer's sets.
 
     ``deltas`` are relative to ||M||_inf (absolute if M = 0). ``select`` ("vertex" or
     "least_norm", selection.py; None: the mode of the enclosing ``selection.selecting``
@@ -248,12 +259,104 @@ def solve_lcp(
     mscale = mscale if mscale > 0.0 and np.isfinite(mscale) else 1.0
     args = (solver, chain, tol_rel, max_pivots, pgs_max_iter, deltas, select, mscale)
     parts = islands.blocks(M) if split else []
+    if warm is not None and warm_start.ENABLED and solver == "lemke":
+        return _solve_warm(M, q, parts, warm, args)
     if len(parts) > 1:
         return islands.solve_blocks(
             M, q, parts, lambda Mb, qb: _solve_chain(Mb, qb, *args),
             lambda: _solve_chain(M, q, *args), tol_rel,
         )  # fmt: skip
     return _solve_chain(M, q, *args)
+
+
+def _solve_warm(M, q, parts, warm, args) -> LcpResult:
+    """:func:`solve_lcp` with the warm start: each block (or the unsplit problem) tries its
+    remembered active set first (:func:`_warm_attempt`), else the chain; the store then
+    remembers the answer's active set of every block (forgets them if the solve failed)."""
+    n = q.shape[0]
+    select, mscale, tol_rel = args[6], args[7], args[2]
+    if len(parts) <= 1:
+        key = (n, None)
+        finals: dict = {}
+        r = _warm_attempt(M, q, warm, key, select, mscale, tol_rel, finals)
+        if r is None:
+            r = _solve_chain(M, q, *args)
+        if r.ok:
+            warm.remember(key, r.z, finals.get(key))
+        else:
+            warm.forget(key)
+        return r
+    keys = [(n, rows.tobytes()) for rows in parts]
+    it = iter(keys)
+    used = [0, False]  # blocks accepted from their guess; whether the unsplit solve ran
+    finals: dict = {}
+
+    def block(Mb, qb):
+        # solve_blocks solves the parts in order, once each: the i-th call is block i
+        r = _warm_attempt(Mb, qb, warm, next(it), select, mscale, tol_rel, finals)
+        if r is not None:
+            used[0] += 1
+            return r
+        return _solve_chain(Mb, qb, *args)
+
+    def unsplit():
+        used[1] = True
+        return _solve_chain(M, q, *args)
+
+    r = islands.solve_blocks(M, q, parts, block, unsplit, tol_rel)
+    for key, rows in zip(keys, parts, strict=True):
+        if r.ok:
+            warm.remember(key, r.z[rows], None if used[1] else finals.get(key))
+        else:
+            warm.forget(key)
+    if used[0] and not used[1]:
+        r.warm = used[0] == len(parts)
+        r.message += f"; {used[0]} of {len(parts)} blocks from the warm start"
+    return r
+
+
+def _warm_attempt(M, q, warm, key, select, mscale, tol_rel, finals) -> LcpResult | None:
+    """The answer of the active set ``warm`` remembers under ``key`` (lcp/warm.py) if it
+    passes the acceptance test of problem.py, else None. It stands for the chain's first
+    attempt: ``lemke_reg`` with delta = LEAST_NORM_DELTA mscale in the least-norm selection,
+    ``lemke`` in the vertex one; ``pivots`` 0, ``warm`` True. An accepted answer's set (after
+    the swaps) goes to ``finals[key]``."""
+    S = warm.guess(key)
+    if S is None:
+        return None
+    warm.tried += 1
+    least_norm = select == "least_norm"
+    delta = selection.LEAST_NORM_DELTA * mscale if least_norm else 0.0
+    n = q.shape[0]
+    z = np.empty(n)
+    final = np.empty(n, dtype=np.int64)
+    code, ns, rounds = warm_start.guess_kernel(
+        M,
+        q,
+        S,
+        delta,
+        least_norm,
+        tol_rel,
+        LSTSQ_RCOND,
+        warm_start.ROUNDS,
+        ACTIVE_SET_FIXES,
+        z,
+        final,
+    )
+    if code != warm_start.CANDIDATE:
+        return None
+    r = evaluate(
+        M, q, z, Status.SOLVED, 0, "lemke_reg" if least_norm else "lemke", delta, tol_rel,
+        f"warm start: the previous step's active set of {S.size} rows, {rounds - 1} "
+        f"swap(s), {ns} of {n} rows",
+    )  # fmt: skip
+    if not r.ok:
+        return None
+    warm.accepted += 1
+    finals[key] = final[:ns].copy()
+    r.warm = True
+    r.attempts = [Attempt(r.solver, r.delta, r.status, 0, r.residual)]
+    return r
 
 
 def _solve_chain(M, q, solver, chain, tol_rel, max_pivots, pgs_max_iter, deltas, select, mscale):

@@ -131,7 +131,9 @@ class LcpResult:
     ``solver`` is ``"lemke"``, ``"lemke_reg"`` (Lemke on M + delta I, then polished on M),
     ``"pgs"``; when the whole chain failed it names the attempt with the smallest residual,
     whose z and w are returned with status ``failed``. ``x`` holds the free variables of a mixed LCP
-    (empty for a standard one). ``attempts`` lists every run of the chain, in order.
+    (empty for a standard one). ``attempts`` lists every run of the chain, in order. ``warm``
+    is True when the answer is the previous step's active set (lcp/warm.py) for every block,
+    accepted without a pivot (``pivots`` 0; ``solver`` names the attempt it stands for).
     """
 
     z: np.ndarray
@@ -147,6 +149,7 @@ class LcpResult:
     eq_residual: float = 0.0
     message: str = ""
     attempts: list[Attempt] = field(default_factory=list)
+    warm: bool = False
 
     def row_violations(self) -> np.ndarray:
         """Per complementarity row: max(|min(w_i, z_i)|, -w_i, -z_i) (inf if not finite)."""

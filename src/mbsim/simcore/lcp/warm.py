@@ -1,0 +1,360 @@
+"""Warm start of the LCP chain: the previous step's active set, tried before Lemke's pivots.
+
+Resting contacts keep the same active set step after step, so the step's LCP (000 Eq. 53) is
+usually solved by the complementary basis of the previous step's answer: with S the rows whose
+z was positive, z_S solves the principal subsystem M_SS z_S = -q_S (w_S = 0), z = 0 and
+w = M z + q >= 0 outside S. Guessing S costs one dense solve of |S| rows, where Lemke needs
+about n pivots of O(n^2) each and a final O(n^3) refactorisation.
+
+Matching rows between steps. A :class:`WarmStart` (one per stepper: the OS formulation holds
+it, so two runs never share one and a run is reproducible) remembers, for each block of the
+last LCPs it saw (lcp/islands.py), the rows with z > 0 (after an answer from a guess: the
+set the guess ended with, its degenerate rows included), keyed by the whole LCP's size n and the
+block's row indices. A block of the next step with the same n and the same rows takes that
+set as its guess. Rows are identified by position only: a contact that appears, disappears or
+moves in the contact list shifts the rows, the key or the meaning of a row changes, and the
+guess then either is not found or fails its checks (Lemke runs, as without a warm start). The
+guess is never trusted: it is accepted only by the tests below, so a wrong match costs one
+failed solve, never a wrong answer.
+
+The guess, by the chain's selection (selection.py), in one compiled call (:func:`guess_kernel`):
+
+* ``least_norm`` (the stepper's default; the chain's first attempt is Lemke on
+  M + delta I, delta = LEAST_NORM_DELTA ||M||_inf of the whole LCP, then the least-change
+  polish on M, chain.lemke_regularised): y solves (M_SS + delta I) y_S = -q_S, y = 0 outside
+  S (LU with partial pivoting and two steps of iterative refinement); it must solve the
+  regularised LCP to the acceptance tolerance tol of problem.py for (M + delta I, q, y):
+  y_i >= -tol in S (a y_i in [-tol, 0) is a degenerate zero and set to 0) and
+  w_i = (M y + q)_i >= -tol outside S. Then the chain's polish
+  (chain.lemke_regularised) gives z: the least-change correction on M_SS from y
+  (lstsq.active_set_least_change, accepted at rounding level only, as the compiled
+  joint-limit step does), and while rows are on the wrong side on (M, q) (z_i < -tol in S,
+  w_i < -tol outside) those rows swapped and the polish repeated from y, at most
+  ACTIVE_SET_FIXES times. A set whose polish fails is refused (the chain then solves the
+  restricted LCP, chain.py, as on the Panda's hand pressed on the table, 1 step in 5).
+* ``vertex``: the same with delta = 0 and no polish (Lemke's terminal basis is the
+  complementary basis of S, whose matrix is nonsingular exactly when M_SS is).
+
+Resting contacts keep their normal rows from step to step, but the friction rows of a
+contact that barely sticks (tangential impulses near zero, their signs set by rounding and
+by the pile's slow creep) enter and leave: measured on the 20-box pile, the remembered set
+alone solved about 1 block in 5. So a set that fails is corrected, as block principal
+pivoting does (Judice & Pires, Comput. Oper. Res. 21 (1994) 587-596): the rows of S with
+y < 0 leave it, the rows outside with w < 0 join it, and the new set is solved again, at most
+ROUNDS sets in all; when SAFEGUARD rounds in a row do not reduce the number of wrong rows,
+only the last wrong row is swapped (their safeguard; single swaps are Murty's method, finite
+on P-matrices). Over the pile's first 300 steps (1,112 blocks tried) this solved 96% of
+them, 37% with the remembered set itself, 3.3 sets on average (docs/results.md).
+
+The candidate is then verified on (M, q) by :func:`problem.evaluate`, the acceptance test of
+every chain answer (tolerances in problem.py), and returned only if it passes; otherwise the
+chain runs exactly as without a warm start. Accepted, it reports the solver whose answer it
+stands for (``lemke_reg`` with the regularisation delta, or ``lemke``), ``pivots`` 0 and
+``warm`` True (LcpResult), so the results file's solver and pivot columns say that no pivot
+was made.
+
+Same answer as Lemke's? When (M + delta I, q) has exactly one solution (as when M + delta I
+is a P-matrix on the rows involved), the guess that passes is that solution and S is the set
+Lemke's terminal basis holds, up to degenerate rows (basic with z_i = 0, or nonbasic with
+w_i = 0): the least-change polish then starts from the same point up to rounding, and the
+answers agree to the rounding of the two solves (tests/test_lcp_warm.py: random P-matrix LCPs,
+the box pile's and the A1's recorded LCPs). The friction LCP's M is only copositive, so the
+regularised LCP may have several solutions; then an accepted guess is a solution of the
+regularised LCP polished and verified as the chain's would be, but possibly another vertex
+than the one Lemke's path reaches: the one that keeps the previous step's active set, which
+is the continuity the least-norm selection asks for (no chatter between vertices). In vertex
+mode likewise (a degenerate LCP has several complementary bases). Not bitwise: an accepted
+guess differs from the cold chain's answer by rounding, so runs with and without the warm
+start are not bit-for-bit equal (``ENABLED = False`` turns it off, e.g. for a comparison
+with a compiled path that runs Lemke cold).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from mbsim.simcore.lcp.lstsq import active_set_least_change
+from mbsim.simcore.lcp.problem import (
+    _inf_norm,
+    _max_abs,
+    _snap_kernel,
+    tolerance_kernel,
+)
+
+#: module switch: False makes :func:`chain.solve_lcp` ignore every WarmStart (cold chain)
+ENABLED = True
+#: sets tried per guess: the remembered one, then up to ROUNDS - 1 swaps of its wrong rows
+ROUNDS = 12
+#: rounds without fewer wrong rows before the swaps go one row at a time
+SAFEGUARD = 3
+#: blocks remembered per WarmStart (the oldest is dropped first): a few LCPs a step (the
+#: impact phase's and the step's) of a few islands each
+MAX_BLOCKS = 64
+
+# guess_kernel's codes
+CANDIDATE, SINGULAR, NEGATIVE_Z, NEGATIVE_W, NO_POLISH = 0, 1, 2, 3, 4
+REASONS = {
+    SINGULAR: "the guessed principal block is singular",
+    NEGATIVE_Z: "a guessed z is negative",
+    NEGATIVE_W: "a row outside the guess has w < 0",
+    NO_POLISH: "the least-change polish is not at rounding level",
+}
+
+
+class WarmStart:
+    """The active sets of the last LCP blocks one stepper solved (module docstring), and how
+    often a guess was tried and accepted (``tried``, ``accepted``; per block)."""
+
+    __slots__ = ("sets", "tried", "accepted")
+
+    def __init__(self) -> None:
+        self.sets: dict[tuple, np.ndarray] = {}
+        self.tried = 0
+        self.accepted = 0
+
+    def guess(self, key: tuple) -> np.ndarray | None:
+        """The sorted rows with z > 0 remembered under ``key``, or None."""
+        return self.sets.get(key)
+
+    def remember(self, key: tuple, z: np.ndarray, final: np.ndarray | None = None) -> None:
+        """Remember under ``key`` the set ``final`` that a guess ended with (its degenerate
+        rows, z_i = 0 in S, included), or else the rows of ``z`` (an accepted answer) with
+        z > 0."""
+        self.sets.pop(key, None)  # re-inserted last: the oldest entry is dropped first
+        if len(self.sets) >= MAX_BLOCKS:
+            del self.sets[next(iter(self.sets))]
+        self.sets[key] = np.flatnonzero(z > 0.0) if final is None else final
+
+    def forget(self, key: tuple) -> None:
+        self.sets.pop(key, None)
+
+
+@njit(cache=True)
+def _lu_solve(K, b, y):
+    """y = K^-1 b by Gaussian elimination with partial pivoting and two steps of iterative
+    refinement against K; False if a pivot is zero or not finite (own loops, as lemke.py's
+    Gauss-Jordan: numba's LAPACK bindings take ~15 s to compile)."""
+    m = b.shape[0]
+    LU = K.copy()
+    perm = np.arange(m)
+    for k in range(m):
+        p = k
+        for i in range(k + 1, m):
+            if abs(LU[i, k]) > abs(LU[p, k]):
+                p = i
+        piv = LU[p, k]
+        if piv == 0.0 or not np.isfinite(piv):
+            return False
+        if p != k:
+            for j in range(m):
+                t = LU[k, j]
+                LU[k, j] = LU[p, j]
+                LU[p, j] = t
+            t2 = perm[k]
+            perm[k] = perm[p]
+            perm[p] = t2
+        inv = 1.0 / piv
+        for i in range(k + 1, m):
+            f = LU[i, k] * inv
+            LU[i, k] = f
+            if f != 0.0:
+                for j in range(k + 1, m):
+                    LU[i, j] -= f * LU[k, j]
+    r = b.copy()
+    for i in range(m):
+        y[i] = 0.0
+    t = np.empty(m)
+    for _ in range(3):  # the solve, then two refinements: y += K^-1 (b - K y)
+        for i in range(m):
+            t[i] = r[perm[i]]
+        for i in range(m):
+            s = t[i]
+            for j in range(i):
+                s -= LU[i, j] * t[j]
+            t[i] = s
+        for i in range(m - 1, -1, -1):
+            s = t[i]
+            for j in range(i + 1, m):
+                s -= LU[i, j] * t[j]
+            t[i] = s / LU[i, i]
+        for i in range(m):
+            y[i] += t[i]
+        for i in range(m):
+            s = b[i]
+            for j in range(m):
+                s -= K[i, j] * y[j]
+            r[i] = s
+    for i in range(m):
+        if not np.isfinite(y[i]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _solve_on(M, q, S, shift, z):
+    """z = the solution of (M_SS + shift I) z_S = -q_S, z = 0 outside S (sorted rows); False
+    if the block is singular."""
+    n = q.shape[0]
+    ns = S.shape[0]
+    for i in range(n):
+        z[i] = 0.0
+    if ns == 0:
+        return True
+    K = np.empty((ns, ns))
+    b = np.empty(ns)
+    for a in range(ns):
+        b[a] = -q[S[a]]
+        for c in range(ns):
+            K[a, c] = M[S[a], S[c]]
+        K[a, a] += shift
+    y = np.empty(ns)
+    if not _lu_solve(K, b, y):
+        return False
+    for a in range(ns):
+        z[S[a]] = y[a]
+    return True
+
+
+@njit(cache=True)
+def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, out_S):
+    """The candidate of the guess S (sorted rows) for (M, q) (module docstring): z gets it,
+    out_S[:k] the final set, and (CANDIDATE, k, rounds used) is returned, else the code of
+    the check that failed last. ``delta`` the regularisation of the least-norm selection
+    (absolute), ``rcond`` the polish's rank rule (chain.LSTSQ_RCOND), ``rounds`` how many
+    sets are tried: after a set whose z_S has negatives or whose w has negatives outside
+    it, the next swaps those rows (the block principal pivoting step); ``fixes`` the
+    polish's active-set corrections (chain.ACTIVE_SET_FIXES, :func:`_polish`)."""
+    n = q.shape[0]
+    shift = delta if least_norm else 0.0
+    inside = np.zeros(n, dtype=np.bool_)
+    for a in range(S.shape[0]):
+        inside[S[a]] = True
+    mnorm = _inf_norm(M) + shift
+    qn = _max_abs(q)
+    code = SINGULAR
+    cur = S.copy()
+    r = 0
+    best = n + 1  # the fewest wrong rows seen
+    tries = SAFEGUARD  # rounds left before the single-row swaps
+    for r in range(rounds):
+        if not _solve_on(M, q, cur, shift, z):
+            return SINGULAR, 0, r + 1
+        flip = np.zeros(n, dtype=np.bool_)
+        nflip = 0
+        # the acceptance tolerance of problem.py for (M + shift I, q, z): a z_i of S above
+        # -tol is a degenerate zero (set to 0), below it the row leaves S
+        tol = tolerance_kernel(tol_rel, n, mnorm, qn, _max_abs(z))
+        for a in range(cur.shape[0]):
+            i = cur[a]
+            if z[i] < -tol:
+                flip[i] = True
+                nflip += 1
+            elif z[i] < 0.0:
+                z[i] = 0.0
+        code = NEGATIVE_Z if nflip else CANDIDATE
+        # w = (M + shift I) z + q outside S (z_i = 0 there, so the shift does not enter)
+        for i in range(n):
+            if not inside[i]:
+                s = q[i]
+                for a in range(cur.shape[0]):
+                    s += M[i, cur[a]] * z[cur[a]]
+                if not s >= -tol:
+                    flip[i] = True
+                    nflip += 1
+                    if code == CANDIDATE:
+                        code = NEGATIVE_W
+        if nflip == 0:
+            break
+        if nflip < best:
+            best, tries = nflip, SAFEGUARD
+        else:
+            tries -= 1
+        if tries <= 0:
+            # no progress: swap the last wrong row alone (Murty's least-index rule counted
+            # from the end, Judice & Pires' safeguard of block principal pivoting)
+            last = -1
+            for i in range(n):
+                if flip[i]:
+                    last = i
+            for i in range(n):
+                flip[i] = i == last
+        for i in range(n):
+            if flip[i]:
+                inside[i] = not inside[i]
+        k = 0
+        for i in range(n):
+            if inside[i]:
+                k += 1
+        cur = np.empty(k, dtype=np.int64)
+        k = 0
+        for i in range(n):
+            if inside[i]:
+                cur[k] = i
+                k += 1
+    else:
+        return code, 0, rounds
+    if least_norm:
+        cur = _polish(M, q, z, cur, rcond, tol_rel, fixes)
+        if cur.shape[0] == 1 and cur[0] < 0:
+            return NO_POLISH, 0, r + 1
+    else:
+        _snap_kernel(z)
+    ns = cur.shape[0]
+    for a in range(ns):
+        out_S[a] = cur[a]
+    return CANDIDATE, ns, r + 1
+
+
+@njit(cache=True)
+def _polish(M, q, z, S, rcond, tol_rel, fixes):
+    """chain.lemke_regularised's polish of the regularised answer z on the set S, in place:
+    the least-change correction on M_SS (at rounding level only), then, while rows are on
+    the wrong side on (M, q) (z_i < -tol in S, w_i < -tol outside; tol of problem.py), those
+    rows swapped and the polish repeated from the same regularised answer, at most ``fixes``
+    times. Returns the final set, or [-1] if no polish passes (z then undefined)."""
+    n = q.shape[0]
+    y = z.copy()
+    inside = np.zeros(n, dtype=np.bool_)
+    for a in range(S.shape[0]):
+        inside[S[a]] = True
+    mnorm = _inf_norm(M)
+    qn = _max_abs(q)
+    w = np.empty(n)
+    for _ in range(fixes + 1):
+        ns = S.shape[0]
+        for i in range(n):
+            z[i] = 0.0
+        if ns:
+            c = np.empty(ns)
+            ok, err, bound = active_set_least_change(M, q, y, S, rcond, c)
+            if not (ok and err <= bound):
+                return np.full(1, -1, dtype=np.int64)
+            for a in range(ns):
+                z[S[a]] = c[a]
+        _snap_kernel(z)
+        tol = tolerance_kernel(tol_rel, n, mnorm, qn, _max_abs(z))
+        nflip = 0
+        for i in range(n):
+            s = q[i]
+            for j in range(ns):
+                s += M[i, S[j]] * z[S[j]]
+            w[i] = s
+            if (inside[i] and z[i] < -tol) or (not inside[i] and w[i] < -tol):
+                nflip += 1
+        if nflip == 0:
+            return S
+        for i in range(n):
+            if (inside[i] and z[i] < -tol) or (not inside[i] and w[i] < -tol):
+                inside[i] = not inside[i]
+        k = 0
+        for i in range(n):
+            if inside[i]:
+                k += 1
+        S = np.empty(k, dtype=np.int64)
+        k = 0
+        for i in range(n):
+            if inside[i]:
+                S[k] = i
+                k += 1
+    return np.full(1, -1, dtype=np.int64)
