@@ -107,6 +107,10 @@ class Actuators:
         e = np.asarray(model.effort, dtype=float)
         self.limited = np.isfinite(e) & (e > 0.0)
         self.effort = np.where(self.limited, e, np.inf)
+        #: whether the step's forces came from :meth:`forces` since :meth:`begin_step`:
+        #: settle acts on those only (a stepper whose torque callback was replaced, as tests
+        #: do, gets no effort bound from here)
+        self._ready = False
         #: whether a joint with an implicit part has an effort bound (:meth:`settle`)
         self.saturable = self.has_gain and bool(
             any(self.limited[c.vi] for c in self.commands if c.mode != "torque")
@@ -140,6 +144,7 @@ class Actuators:
     def forces(self, t: float, q, v, extra=None):
         """(tau_e, g) for the step from (t, q, v); ``extra``: a Python controller's (nv,)
         torques, added before the effort clamp (the law: control/actuator_law.py)."""
+        self._ready = False
         if self.idle and extra is None:  # zero force: nothing to clamp, no implicit part
             self.tau_e, self.gain, self.flags = self._zeros, self._zeros, self._no_flags
             return self._zeros
@@ -160,14 +165,20 @@ class Actuators:
         self.tau_e, self.gain, self.flags = tau, gain, flags
         if self.saturable:  # each implicit joint's own force and gain (settle)
             self._tau0, self._gain0 = tau.copy(), gain.copy()
+            self._ready = True
         return (tau, gain) if self.has_gain else tau
+
+    def begin_step(self) -> None:
+        """A step starts: :meth:`settle` acts only once :meth:`forces` has given its
+        forces (called by the stepper before it asks its torque callback)."""
+        self._ready = False
 
     def settle(self, v, v_after, passes: int):
         """One active-set pass of the effort bound of the implicit joints at the step's
         velocity ``v_after`` (actuator_law.settle_effort; ``passes`` made so far, after
         SETTLE_FREE_PASSES of them joints are only saturated). Returns the step's new
         (tau_e, g), or None when no joint changed side (the step is settled)."""
-        if not self.saturable or self.tau_e is self._zeros:
+        if not self._ready:
             return None
         n = settle_effort(
             self._tau0, self._gain0, self.limited, self.effort,
@@ -180,7 +191,7 @@ class Actuators:
     def settled(self, v, v_after) -> bool:
         """Whether the effort bound is settled at ``v_after`` (:meth:`settle` would change
         nothing); changes nothing."""
-        if not self.saturable or self.tau_e is self._zeros:
+        if not self._ready:
             return True
         return not settle_effort(
             self._tau0, self._gain0, self.limited, self.effort,

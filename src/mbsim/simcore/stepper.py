@@ -508,6 +508,8 @@ class OSStepper:
     def _joint_forces(self, t, q, v) -> np.ndarray:
         """Applied joint forces: URDF damping and the scenario's torques (N m or N)."""
         tau = -self.model.damping * v
+        if self.effort is not None:
+            self.effort.begin_step()  # bound only the forces the callback gets from it
         if self.torque is not None:
             applied = self.torque(t, q, v)
             if isinstance(applied, tuple):  # (tau_e, g): implicit in v+ (module docstring)
