@@ -94,6 +94,7 @@ import numpy as np
 from mbsim.errors import MbsimError
 from mbsim.simcore.bilateral import ConstraintError
 from mbsim.simcore.contact import curvature_drift
+from mbsim.simcore.contact_fused import ContactFuser
 from mbsim.simcore.contact_stages import gap_allowance, split_impulses
 from mbsim.simcore.contact_stages import impacting as contact_impacting
 from mbsim.simcore.data import Data
@@ -430,6 +431,8 @@ class OSStepper:
         self._fast = FreeStepper(self)
         #: the compiled joint-limit step, which FreeStepper hands the steps it does not take
         self._limit = LimitStepper(self)
+        #: the compiled contact step (contact_fused.py), which _softened_step asks first
+        self._fused = ContactFuser(self)
 
     def configure(self, **changes) -> None:
         """Replace the options by a copy with ``changes`` (StepOptions field names), validated
@@ -646,6 +649,13 @@ class OSStepper:
         report of a softened step says the scale used and why (``recovery_scale``,
         ``softened_reason``)."""
         o = self.opt
+        if not joint and self._fused.eligible(self):
+            # the compiled contact step at full recovery; None: a collision, an LCP its first
+            # attempt does not settle, or a case it does not cover, all taken below
+            report = self._fused.step(v, c, qdd)
+            if report is not None:
+                self._soft_from = 0
+                return report
         first = None
         # the retries start at the scale the last softened step needed (a wedged robot fails
         # at every larger scale each step: each failure costs the whole fallback chain)
