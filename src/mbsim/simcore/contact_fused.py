@@ -101,7 +101,20 @@ I_DEMANDS, I_DEEPEST, I_PIVOTS, I_RESIDUAL, I_SOLVER, I_E_STAB = range(6)
 MAX_K = 7
 
 _NO_F = np.zeros(0)
-_NO_F3 = np.zeros((0, 3))
+
+
+def _f64(a) -> np.ndarray:
+    """``a`` as a contiguous float64 array (itself when it is one already)."""
+    if type(a) is np.ndarray and a.dtype == np.float64 and a.flags.c_contiguous:
+        return a
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def _i64(a) -> np.ndarray:
+    """``a`` as a contiguous int64 array (itself when it is one already)."""
+    if type(a) is np.ndarray and a.dtype == np.int64 and a.flags.c_contiguous:
+        return a
+    return np.ascontiguousarray(a, dtype=np.int64)
 
 
 def one_chunk(n: int) -> bool:
@@ -419,6 +432,34 @@ class ContactFuser:
         self.s = stepper
         self.steps = 0  # steps taken by the kernel (for profiles and tests)
         self.fallbacks = 0  # steps it handed back (collisions, LCPs it did not settle)
+        self._model = self._data = None
+
+    def _bind(self) -> None:
+        """The kernel's Model and Data arguments and the options it reads: arrays updated in
+        place, never replaced (data.py), and options fixed while the stepper holds them
+        (``OSStepper.configure`` builds a new ContactFuser); a new Model or Data is bound
+        again."""
+        s = self.s
+        m, d, o = s.model, s.data, s.opt
+        self._head = (
+            m.parent, m.vi, m.nvj, d.S, d.E, d.r, d.R_world, d.vel, d.cbias, d.U, d.Dinv, d.ups,
+            d.scratch66, d.pA, d.u, d.acc,
+        )  # fmt: skip
+        cos_a, sin_a = _edge_angles(o.nf)
+        self._angles = (np.ascontiguousarray(cos_a), np.ascontiguousarray(sin_a))
+        self._opts = (
+            float(o.dt), float(o.stabilization), float(o.max_recovery_speed),
+            o.gap_floor is not None, 0.0 if o.gap_floor is None else float(o.gap_floor),
+            bool(o.curvature_correction), o.friction_axes == "slip", float(o.impact_velocity),
+            o.lcp_selection == "least_norm", float(o.lcp_tol_rel),
+        )  # fmt: skip
+        self._core = o.curvature_point == "core"
+        self._k = o.nf + 1
+        # the largest LCP (rows) Lemke solves in one call on the Python path too
+        self._max_rows = 0
+        while one_chunk(self._max_rows + 1) and self._max_rows < 10_000:
+            self._max_rows += 1
+        self._model, self._data, self._opt = m, d, o
 
     @staticmethod
     def eligible(stepper) -> bool:
@@ -445,42 +486,27 @@ class ContactFuser:
         from mbsim.simcore.stepper import StepReport
 
         s = self.s
-        m, d, o = s.model, s.data, s.opt
+        if s.model is not self._model or s.data is not self._data or s.opt is not self._opt:
+            self._bind()
         nu = len(c.gap)
-        k = o.nf + 1
-        if not nu or not one_chunk(nu * (k + 1)):
+        k = self._k
+        if not nu or nu * (k + 1) > self._max_rows:
             return None
         mu, _eps = s._pair_params(c)
-        core = o.curvature_point == "core"
         ra, rb = getattr(c, "radius_a", None), getattr(c, "radius_b", None)
-        if not core or ra is None:
+        if not self._core or ra is None:
             ra = rb = _NO_F
-        cos_a, sin_a = _edge_angles(o.nf)
-        v = np.ascontiguousarray(v, dtype=np.float64)
-        normal = np.ascontiguousarray(c.normal, dtype=np.float64)
-        v_new = np.empty(m.nv)
+        v = _f64(v)
+        v_new = np.empty(s.model.nv)
         z = np.empty(nu * (k + 1))
         fn = np.empty(nu)
         tangent = np.empty((nu, 3))
         sliding = np.empty(nu, dtype=np.bool_)
         info = np.zeros(6)
         code = contact_step_kernel(
-            m.parent, m.vi, m.nvj, d.S, d.E, d.r, d.R_world, d.vel, d.cbias, d.U, d.Dinv, d.ups,
-            d.scratch66, d.pA, d.u, d.acc,
-            np.ascontiguousarray(c.body_a, dtype=np.int64),
-            np.ascontiguousarray(c.local_a, dtype=np.float64),
-            np.ascontiguousarray(c.body_b, dtype=np.int64),
-            np.ascontiguousarray(c.local_b, dtype=np.float64), normal,
-            np.ascontiguousarray(c.gap, dtype=np.float64),
-            np.ascontiguousarray(ra, dtype=np.float64),
-            np.ascontiguousarray(rb, dtype=np.float64),
-            np.ascontiguousarray(mu, dtype=np.float64), cos_a, sin_a, v,
-            np.ascontiguousarray(qdd, dtype=np.float64), float(o.dt), float(o.stabilization),
-            float(o.max_recovery_speed), o.gap_floor is not None,
-            0.0 if o.gap_floor is None else float(o.gap_floor), bool(o.curvature_correction),
-            o.friction_axes == "slip", float(o.impact_velocity),
-            o.lcp_selection == "least_norm", float(o.lcp_tol_rel), v_new, z, fn, tangent,
-            sliding, info,
+            *self._head, _i64(c.body_a), _f64(c.local_a), _i64(c.body_b), _f64(c.local_b),
+            _f64(c.normal), _f64(c.gap), _f64(ra), _f64(rb), _f64(mu), *self._angles, v,
+            _f64(qdd), *self._opts, v_new, z, fn, tangent, sliding, info,
         )  # fmt: skip
         if code != OK:
             self.fallbacks += 1

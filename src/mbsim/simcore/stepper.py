@@ -647,7 +647,9 @@ class OSStepper:
         step solves at full recovery again), each attempt with the full LCP time budget. A failure
         of a step that demands no separation speed, or at scale 0, is raised as it is; the
         report of a softened step says the scale used and why (``recovery_scale``,
-        ``softened_reason``)."""
+        ``softened_reason``). A step without joint rows goes first to the compiled contact
+        step (contact_fused.py, the same arithmetic as _contact_step at full recovery), which
+        hands back what it does not take."""
         o = self.opt
         if not joint and self._fused.eligible(self):
             # the compiled contact step at full recovery; None: a collision, an LCP its first
