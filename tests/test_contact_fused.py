@@ -155,3 +155,55 @@ def test_a_failing_lcp_still_fails(tmp_path):
     message, handed_back = run(True)
     assert handed_back >= 1
     assert message == run(False)[0]
+
+
+def _report_fields(rep) -> tuple:
+    """The StepReport fields the run loop and the results file read of a contact step."""
+    return (
+        rep.n_contacts, rep.lcp_size, rep.lcp_pivots, rep.lcp_residual, rep.solver,
+        rep.max_penetration, rep.normal_impulse.tolist(), rep.tangent_impulse.tolist(),
+        rep.sliding.tolist(), rep.energy_impacts, rep.energy_stabilisation,
+        rep.energy_closures, rep.recovery_scale, len(rep.impacts), rep.limit_impact,
+        rep.constraint_error, rep.redundant_rows, rep.limit_dof.tolist(),
+    )  # fmt: skip
+
+
+def _stepped(sc, steps, options, fused, monkeypatch):
+    """(q, v, report fields) of every step of ``sc`` with the stepper options ``options``."""
+    with monkeypatch.context() as mp:
+        if not fused:
+            mp.setattr(ContactFuser, "eligible", staticmethod(lambda stepper: False))
+        sim = Simulator(sc)
+        sim.stepper.configure(**options)
+        out = []
+        for _ in range(steps):
+            rep = sim.step()
+            out.append((sim.q.copy(), sim.v.copy(), _report_fields(rep)))
+        return out, sim.stepper._fused.steps
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"lcp_selection": "vertex"},
+        {"friction_axes": "world", "nf": 6},
+        {"curvature_point": "contact", "gap_floor": -1e-5},
+        {"curvature_correction": False, "stabilization": 0.5, "mu": 0.3},
+    ],
+    ids=["vertex", "world-nf6", "contact-point-gap-floor", "no-curvature"],
+)
+def test_step_options_bit_for_bit(options, monkeypatch):
+    # the options the compiled step reads besides the defaults, on the A1's sphere feet (core
+    # points of the curvature term) when pybullet_data is there, else on panda-table's mesh
+    try:
+        sc, steps = _stand("a1-stand"), 300
+    except pytest.skip.Exception:
+        sc = load_scenario("sample:panda-table.toml", overrides={"simulation.duration": 0.3})
+        steps = 300
+    a, fused = _stepped(sc, steps, options, True, monkeypatch)
+    b, _ = _stepped(sc, steps, options, False, monkeypatch)
+    assert fused >= 100
+    for i, ((qa, va, ra), (qb, vb, rb)) in enumerate(zip(a, b, strict=True)):
+        np.testing.assert_array_equal(qa, qb, err_msg=f"q at step {i}")
+        np.testing.assert_array_equal(va, vb, err_msg=f"v at step {i}")
+        assert ra == rb, f"report at step {i}"
