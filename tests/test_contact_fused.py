@@ -23,7 +23,7 @@ import pytest
 
 from mbsim.bench import pendulum_scenario
 from mbsim.io.scenario import load_scenario
-from mbsim.simcore.contact_fused import ContactFuser, _impulses, least_norm_attempt
+from mbsim.simcore.contact_fused import ContactFuser, _impulses, least_norm_attempt, pivot_caps
 from mbsim.simcore.lcp import solve_lcp
 from mbsim.simcore.stepper import SimulationError
 from mbsim.simulator import Simulator
@@ -126,7 +126,7 @@ def test_least_norm_attempt_matches_the_chain():
         M, q = _contact_like_lcp(rng, nu=1 + seed % 6)
         n = len(q)
         z, w = np.empty(n), np.empty(n)
-        ok, pivots, worst = least_norm_attempt(M, q, 1e-9, z, w)
+        ok, pivots, worst = least_norm_attempt(M, q, 1e-9, pivot_caps()[1], z, w)
         if not ok:
             continue
         accepted += 1

@@ -22,9 +22,12 @@ order, so the two agree bit for bit; tests/test_contact_fused.py compares whole 
    Upsilon and Lambda on the factorisation ABA left in Data (``delassus.upsilon_after_aba``,
    000 Eqs. 64-69), W = Q_u Lambda Q_u^T (``contact.relative_compliance``, Eq. 49);
 5. the LCP of Eq. 53 (``contact.contact_lcp``): q = D^T (v_u(v_f) + g_v n);
-6. its solve: the first attempt of ``lcp.chain.solve_lcp``, ``limit_step.solve_limit_lcp``
-   (Lemke on M + delta I polished on M's active set for the "least_norm" selection, plain
-   Lemke for "vertex"; verified by the acceptance test of lcp/problem.py);
+6. its solve: the whole first attempt of ``lcp.chain.solve_lcp`` (:func:`least_norm_attempt`
+   for the "least_norm" selection: ``chain.lemke_regularised``'s Lemke on M + delta I, the
+   least-change polish, the active-set corrections and the restricted LCP;
+   :func:`vertex_attempt` for "vertex": lexicographic Lemke), every candidate verified by the
+   acceptance test of lcp/problem.py; the Lemke paths take the Python path's pivot cap
+   (``lemke.default_max_pivots``, read by :func:`pivot_caps`);
 7. the impulses F = D beta (``ContactProblem.impulses``: numpy's einsum sums the k terms in
    two interleaved lanes, even and odd k, then adds them; checked for k <= 7, MAX_K), the
    impulse response v+ = v_f + M^-1 J^T Q_u^T F (``dynamics.impulse_response_kernel``);
@@ -54,6 +57,8 @@ Units: SI (s, m, m/s, N s, J).
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 from numba import njit
 
@@ -75,10 +80,10 @@ from mbsim.simcore.kinematics import (
     relative_velocities_kernel,
     relative_velocity_sums_kernel,
 )
-from mbsim.simcore.lcp.budget import chunk_pivots
+from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp.chain import ACTIVE_SET_FIXES, LSTSQ_RCOND
 from mbsim.simcore.lcp.islands import _component_labels
-from mbsim.simcore.lcp.lemke import default_max_pivots
+from mbsim.simcore.lcp.lemke import _SOLVED, REFACTOR_EVERY, ZERO_REL, _lemke_once
 from mbsim.simcore.lcp.lstsq import active_set_least_change
 from mbsim.simcore.lcp.problem import (
     EPS,
@@ -90,7 +95,7 @@ from mbsim.simcore.lcp.problem import (
     tolerance_kernel,
 )
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
-from mbsim.simcore.limit_step import SOLVER_NAMES, _lemke_path, solve_limit_lcp
+from mbsim.simcore.limit_step import SOLVER_NAMES
 
 #: what :func:`contact_step_kernel` returns: the step is done (OK), its LCP needs the Python
 #: chain (FALLBACK), or it is a collision, which the Python path's impact phase takes (IMPACT)
@@ -101,6 +106,8 @@ I_DEMANDS, I_DEEPEST, I_PIVOTS, I_RESIDUAL, I_SOLVER, I_E_STAB = range(6)
 MAX_K = 7
 
 _NO_F = np.zeros(0)
+#: the module (the package's ``lemke`` is the solver function of that name)
+lemke_module = importlib.import_module("mbsim.simcore.lcp.lemke")
 
 
 def _f64(a) -> np.ndarray:
@@ -120,7 +127,28 @@ def _i64(a) -> np.ndarray:
 def one_chunk(n: int) -> bool:
     """Whether Lemke on an LCP of n rows runs as one compiled call in the Python path too
     (``lemke.run_lemke``: one budget chunk ends the path, so it never polls the budget)."""
-    return chunk_pivots(n) >= default_max_pivots(n)
+    return budget.chunk_pivots(n) >= lemke_module.default_max_pivots(n)
+
+
+def pivot_caps() -> tuple[int, np.ndarray]:
+    """(the largest n with :func:`one_chunk`, the Lemke pivot cap ``lemke.default_max_pivots``
+    of every LCP size 0 .. that n): what the kernel's Lemke paths take from the Python
+    path's settings (read now, so a changed setting is followed)."""
+    n = 0
+    while n < 10_000 and one_chunk(n + 1):
+        n += 1
+    return n, np.array([lemke_module.default_max_pivots(m) for m in range(n + 1)], np.int64)
+
+
+@njit(cache=True)
+def _lemke_capped(M, q, caps, z):
+    """``lemke.run_lemke`` on a path one chunk ends (lexicographic, ZERO_REL, pivot cap
+    caps[n], refactorisation every max(REFACTOR_EVERY, n) pivots): (solved?, pivots, basic
+    z indices); z gets the snapped answer (``lemke._lemke_once``, the call run_lemke makes)."""
+    n = q.shape[0]
+    cap = caps[n]
+    code, pivots, basic = _lemke_once(M, q, cap, max(REFACTOR_EVERY, n), cap + 1, True, ZERO_REL, z)
+    return code == _SOLVED, int(pivots), basic
 
 
 @njit(cache=True, inline="always")
@@ -162,7 +190,7 @@ def _evaluate(M, q, z, tol_rel, w):
 
 
 @njit(cache=True)
-def _restricted(M, q, S0, tol_rel, z, w):
+def _restricted(M, q, S0, tol_rel, caps, z, w):
     """``chain._restricted``: the LCP restricted to the working set S0 (z = 0 outside) by
     lexicographic Lemke, S grown by the rows outside it with w < -tol, at most
     ACTIVE_SET_FIXES times. Returns (accepted, sub-problem pivots, worst residual); not
@@ -193,7 +221,7 @@ def _restricted(M, q, S0, tol_rel, z, w):
                 Ms[a, b] = M[idx[a], idx[b]]
         zs = np.empty(m)
         ws = np.empty(m)
-        solved, piv, _basic = _lemke_path(Ms, qs, zs)
+        solved, piv, _basic = _lemke_capped(Ms, qs, caps, zs)
         if not solved:
             return False, 0, np.inf
         sub_ok, _w, _t = _evaluate(Ms, qs, zs, tol_rel, ws)
@@ -217,7 +245,7 @@ def _restricted(M, q, S0, tol_rel, z, w):
 
 
 @njit(cache=True)
-def least_norm_attempt(M, q, tol_rel, z, w):
+def least_norm_attempt(M, q, tol_rel, caps, z, w):
     """The first attempt of ``chain.solve_lcp`` with the "least_norm" selection, as
     ``chain.lemke_regularised`` runs it: Lemke on M + delta I (delta = LEAST_NORM_DELTA
     ||M||_inf), the least-change polish on M's active set, the active-set corrections (rows
@@ -238,7 +266,7 @@ def least_norm_attempt(M, q, tol_rel, z, w):
     for i in range(n):
         Mr[i, i] = M[i, i] + delta
     z_reg = np.empty(n)
-    solved, pivots, S = _lemke_path(Mr, q, z_reg)
+    solved, pivots, S = _lemke_capped(Mr, q, caps, z_reg)
     if not solved:
         return False, pivots, np.inf
     S0 = S
@@ -280,8 +308,25 @@ def least_norm_attempt(M, q, tol_rel, z, w):
             if inside[i]:
                 S[count] = i
                 count += 1
-    ok, sub_pivots, worst = _restricted(M, q, S0, tol_rel, z, w)
+    ok, sub_pivots, worst = _restricted(M, q, S0, tol_rel, caps, z, w)
     return ok, pivots + sub_pivots, worst
+
+
+@njit(cache=True)
+def vertex_attempt(M, q, tol_rel, caps, z, w):
+    """The first attempt of ``chain.solve_lcp`` with the "vertex" selection: lexicographic
+    Lemke on (M, q) (``lemke.lemke``'s first path), verified on (M, q). Returns (accepted,
+    pivots, worst residual). Not accepted: islands, a path without a verified solution (the
+    Python chain follows the other paths and attempts)."""
+    n = q.shape[0]
+    label = np.empty(n, dtype=np.int64)
+    if n > 1 and _component_labels(M, label) > 1:
+        return False, 0, np.inf
+    solved, pivots, _basic = _lemke_capped(M, q, caps, z)
+    if not solved:
+        return False, pivots, np.inf
+    ok, worst, _tol = _evaluate(M, q, z, tol_rel, w)
+    return ok, pivots, worst
 
 
 @njit(cache=True)
@@ -289,7 +334,7 @@ def contact_step_kernel(
     parent, vi, nvj, S, E, r, R_world, vel, cbias, U, Dinv, ups, scratch66, pA, u, acc,
     body_a, local_a, body_b, local_b, normal, gap, radius_a, radius_b, mu, cos_a, sin_a,
     v, qdd, dt, stabilization, max_recovery_speed, use_floor, gap_floor, curvature, slip,
-    impact_velocity, least_norm, tol_rel, v_new, z, fn, tangent, sliding, info,
+    impact_velocity, least_norm, tol_rel, caps, v_new, z, fn, tangent, sliding, info,
 ):  # fmt: skip
     """One contact step from the contact set to v+ (module docstring, stages 1-8), at the
     kinematics and articulated factorisation of q that ABA at (q, v) left in the Data arrays,
@@ -362,10 +407,11 @@ def contact_step_kernel(
     # 6. the chain's first attempt
     w = np.empty(n)
     if least_norm:
-        ok, pivots, worst = least_norm_attempt(M, q, tol_rel, z, w)
+        ok, pivots, worst = least_norm_attempt(M, q, tol_rel, caps, z, w)
         solver = 1
     else:
-        ok, pivots, worst, solver = solve_limit_lcp(M, q, False, tol_rel, z, w)
+        ok, pivots, worst = vertex_attempt(M, q, tol_rel, caps, z, w)
+        solver = 0
     if not ok:
         return FALLBACK
     info[I_PIVOTS] = pivots
@@ -433,6 +479,7 @@ class ContactFuser:
         self.steps = 0  # steps taken by the kernel (for profiles and tests)
         self.fallbacks = 0  # steps it handed back (collisions, LCPs it did not settle)
         self._model = self._data = None
+        self._settings = None  # (chunk size rule, pivot cap rule) the caps were read from
 
     def _bind(self) -> None:
         """The kernel's Model and Data arguments and the options it reads: arrays updated in
@@ -455,10 +502,6 @@ class ContactFuser:
         )  # fmt: skip
         self._core = o.curvature_point == "core"
         self._k = o.nf + 1
-        # the largest LCP (rows) Lemke solves in one call on the Python path too
-        self._max_rows = 0
-        while one_chunk(self._max_rows + 1) and self._max_rows < 10_000:
-            self._max_rows += 1
         self._model, self._data, self._opt = m, d, o
 
     @staticmethod
@@ -488,6 +531,10 @@ class ContactFuser:
         s = self.s
         if s.model is not self._model or s.data is not self._data or s.opt is not self._opt:
             self._bind()
+        settings = (budget.CHUNK_FLOPS, lemke_module.default_max_pivots)
+        if settings != self._settings:
+            self._max_rows, self._caps = pivot_caps()
+            self._settings = settings
         nu = len(c.gap)
         k = self._k
         if not nu or nu * (k + 1) > self._max_rows:
@@ -506,7 +553,7 @@ class ContactFuser:
         code = contact_step_kernel(
             *self._head, _i64(c.body_a), _f64(c.local_a), _i64(c.body_b), _f64(c.local_b),
             _f64(c.normal), _f64(c.gap), _f64(ra), _f64(rb), _f64(mu), *self._angles, v,
-            _f64(qdd), *self._opts, v_new, z, fn, tangent, sliding, info,
+            _f64(qdd), *self._opts, self._caps, v_new, z, fn, tangent, sliding, info,
         )  # fmt: skip
         if code != OK:
             self.fallbacks += 1
@@ -528,4 +575,7 @@ class ContactFuser:
         return report
 
 
-__all__ = ["FALLBACK", "IMPACT", "MAX_K", "OK", "ContactFuser", "contact_step_kernel", "one_chunk"]
+__all__ = [
+    "FALLBACK", "IMPACT", "MAX_K", "OK", "ContactFuser", "contact_step_kernel",
+    "least_norm_attempt", "one_chunk", "pivot_caps", "vertex_attempt",
+]  # fmt: skip
