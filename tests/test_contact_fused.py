@@ -56,19 +56,22 @@ def _compare(sc, tmp_path, monkeypatch, min_fused: int):
 
 
 def test_panda_table_bit_for_bit(tmp_path, monkeypatch):
-    # the hand lands at ~0.15 s (one collision: the impact phase, handed back) and stays
+    # the hand lands at ~0.156 s at 2.1 m/s (a collision: the impact phase) and stays
     # pressed on the table with 3-4 contacts; about half of its LCPs need the least-norm
     # attempt's active-set corrections or the restricted LCP
     sc = load_scenario("sample:panda-table.toml", overrides={"simulation.duration": 0.4})
     a = _compare(sc, tmp_path, monkeypatch, min_fused=200)
-    assert a[3] >= 1  # the landing: a collision, taken by the Python impact phase
+    impacts = ~np.isnan(np.asarray(a[0].events["normal_velocity_before"]))
+    assert impacts.any() and a[3] == 0  # the landing's collision taken by the kernel too
 
 
 def test_pendulum_30_bit_for_bit(tmp_path, monkeypatch):
-    # the paper's 30-link pendulum (Sec. 8: dt = 0.1 ms, mu 0.5, restitution 0.7: free swing, then
-    # floor and self contacts from ~2.2 s), with collisions (handed back) among them
+    # the paper's 30-link pendulum (Sec. 8: dt = 0.1 ms, mu 0.5, restitution 0.7: free swing,
+    # then floor and self contacts from ~2.2 s), with collisions (compression, the recovered
+    # impulse and decompression) among them
     sc = pendulum_scenario(30, "os", 3.0, 1e-4)
-    _compare(sc, tmp_path, monkeypatch, min_fused=1000)
+    a = _compare(sc, tmp_path, monkeypatch, min_fused=1000)
+    assert (~np.isnan(np.asarray(a[0].events["normal_velocity_before"]))).sum() >= 5
 
 
 def _stand(scene: str):
@@ -189,8 +192,17 @@ def _stepped(sc, steps, options, fused, monkeypatch):
         {"friction_axes": "world", "nf": 6},
         {"curvature_point": "contact", "gap_floor": -1e-5},
         {"curvature_correction": False, "stabilization": 0.5, "mu": 0.3},
+        {"impact_friction": "compression", "restitution": 0.5, "impact_velocity": 1e-3},
+        {"energy_consistent_impacts": True, "restitution": 0.5, "impact_velocity": 1e-3},
     ],
-    ids=["vertex", "world-nf6", "contact-point-gap-floor", "no-curvature"],
+    ids=[
+        "vertex",
+        "world-nf6",
+        "contact-point-gap-floor",
+        "no-curvature",
+        "compression-friction",
+        "energy-consistent",
+    ],  # fmt: skip
 )
 def test_step_options_bit_for_bit(options, monkeypatch):
     # the options the compiled step reads besides the defaults, on the A1's sphere feet (core

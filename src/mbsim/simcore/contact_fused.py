@@ -11,8 +11,7 @@ order, so the two agree bit for bit; tests/test_contact_fused.py compares whole 
 
 1. the impact test (``normal_velocity``, ``contact_stages.impacting``): n . v_u at the
    step's start velocity v; a contact approaching faster than ``impact_velocity`` that would
-   close its gap within the step makes the step a collision (000 Sec. 7), which this kernel
-   does not take (below);
+   close its gap within the step makes the step a collision (000 Sec. 7);
 2. the curvature term (``contact.curvature_drift``: 1/2 dt^2 n . J-dot v at the core points)
    and the gap allowance g_v (``contact_stages.gap_allowance``; stepper docstring, "Gap
    stabilisation");
@@ -21,7 +20,13 @@ order, so the two agree bit for bit; tests/test_contact_fused.py compares whole 
 4. the nodes and their transforms (``contact.contact_nodes``, ``kinematics.node_transforms``),
    Upsilon and Lambda on the factorisation ABA left in Data (``delassus.upsilon_after_aba``,
    000 Eqs. 64-69), W = Q_u Lambda Q_u^T (``contact.relative_compliance``, Eq. 49);
-5. the LCP of Eq. 53 (``contact.contact_lcp``): q = D^T (v_u(v_f) + g_v n);
+5. with a collision, the impact phase (``stepper.impact_phase``, 000 Eqs. 54-58): the
+   compression LCP (dt = 0, no gap allowance) from v; with restitution eps the recovered
+   impulse theta = eps (n . P_c) n applied by the impulse response and the decompression LCP
+   (its sigma rows' friction budget mu n . theta with ``impact_friction = "total"``); the
+   kinetic energy before and after (``energy_impacts`` in the metric M + armature); then the
+   free motion from v_c by ABA, as ``OS.solve`` recomputes it; the step's LCP of Eq. 53
+   (``contact.contact_lcp``): q = D^T (v_u(v_f) + g_v n);
 6. its solve: the whole first attempt of ``lcp.chain.solve_lcp`` (:func:`least_norm_attempt`
    for the "least_norm" selection: ``chain.lemke_regularised``'s Lemke on M + delta I, the
    least-change polish, the active-set corrections and the restricted LCP;
@@ -36,13 +41,16 @@ order, so the two agree bit for bit; tests/test_contact_fused.py compares whole 
    report's split of the impulses (``contact_stages.split_impulses``).
 
 n . x is numpy's ``einsum("ij,ij->i")`` order, (x0 y0 + x2 y2) + x1 y1, as everywhere in the
-Python path. What the kernel does not decide is returned to the caller, which then takes the
-step by the Python path from the start (nothing the kernel wrote is kept: Data's scratch
-arrays are rewritten there): a collision (IMPACT; the impact phase, with its restitution,
-friction budget and energy-consistency option, stays in Python), and an LCP the first
-attempt does not settle (FALLBACK: islands, a Lemke path ending without a solution, a polish
-above rounding level, a rejected answer; the Python chain then goes on from its first
-attempt, which gives the same unaccepted answer, to the next ones, or raises the failure).
+Python path; the Impact records of the report are built by the wrapper from the kernel's
+numbers with the Python path's own expressions. What the kernel does not decide is returned
+to the caller, which then takes the step by the Python path from the start (nothing the
+kernel wrote is kept: Data's scratch arrays are rewritten there, and after a collision's
+second ABA the kernel runs ABA at (q, v) again so the Python path starts from the same
+Data): a collision with ``energy_consistent_impacts`` (IMPACT: its halving loop stays in
+Python), and an LCP the first attempt does not settle (FALLBACK: islands, a Lemke path
+ending without a solution, the proximal polish, a rejected answer; the Python chain then
+goes on from its first attempt, which gives the same unaccepted answer, to the next ones, or
+raises the failure).
 
 What the caller does not hand it (:meth:`ContactFuser.eligible`, and the stepper's test for
 joint rows): joint-limit or joint-friction rows in the step, bilateral rows, RK4, another
@@ -73,7 +81,7 @@ from mbsim.simcore.contact import (
 )
 from mbsim.simcore.contact_stages import _gap_allowance_kernel, _impacting_kernel, _split_kernel
 from mbsim.simcore.delassus.upsilon_body import lambda_kernel, upsilon_kernel
-from mbsim.simcore.dynamics import impulse_response_kernel
+from mbsim.simcore.dynamics import aba_kernel, impulse_response_kernel
 from mbsim.simcore.kinematics import (
     node_transforms_kernel,
     propagate_bias,
@@ -95,13 +103,17 @@ from mbsim.simcore.lcp.problem import (
     tolerance_kernel,
 )
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
-from mbsim.simcore.limit_step import SOLVER_NAMES
+from mbsim.simcore.limit_step import SOLVER_NAMES, _armature_energy, _kinetic
 
 #: what :func:`contact_step_kernel` returns: the step is done (OK), its LCP needs the Python
-#: chain (FALLBACK), or it is a collision, which the Python path's impact phase takes (IMPACT)
+#: chain (FALLBACK), or it is a collision with the energy-consistent impact option, which the
+#: Python path's impact phase takes (IMPACT)
 OK, FALLBACK, IMPACT = 0, 1, 2
 #: the ``info`` slots of :func:`contact_step_kernel`
-I_DEMANDS, I_DEEPEST, I_PIVOTS, I_RESIDUAL, I_SOLVER, I_E_STAB = range(6)
+(
+    I_DEMANDS, I_DEEPEST, I_PIVOTS, I_RESIDUAL, I_SOLVER, I_E_STAB, I_IMPACT, I_E_IMPACTS,
+    I_KE_BEFORE, I_KE_AFTER,
+) = range(10)  # fmt: skip
 #: the largest nf + 1 whose F = D beta the kernel sums in numpy einsum's order (checked)
 MAX_K = 7
 
@@ -330,19 +342,57 @@ def vertex_attempt(M, q, tol_rel, caps, z, w):
 
 
 @njit(cache=True)
+def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, z):
+    """The contact LCP of Eq. 53 (``contact.contact_lcp``; the sigma rows' q the friction
+    budget, empty for none) for row velocities vu (nu, 3), solved by the chain's first
+    attempt. Returns (accepted, pivots, worst residual, solver code); z gets [beta; sigma]."""
+    nu, _, k = D.shape
+    n = nu * (k + 1)
+    M = np.zeros((n, n))
+    q = np.zeros(n)
+    _contact_lcp_kernel(W, D, mu, vu, M, q)
+    for i in range(budget.shape[0]):
+        q[nu * k + i] = budget[i]
+    w = np.empty(n)
+    if least_norm:
+        ok, pivots, worst = least_norm_attempt(M, q, tol_rel, caps, z, w)
+        return ok, pivots, worst, 1
+    ok, pivots, worst = vertex_attempt(M, q, tol_rel, caps, z, w)
+    return ok, pivots, worst, 0
+
+
+@njit(cache=True)
+def _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib, F, v0,
+             out):  # fmt: skip
+    """out = v0 + M^-1 J^T Q_u^T F (``OS.respond``: node impulses, then the impulse response
+    on the articulated factorisation in the Data arrays)."""
+    node_f = np.zeros((node_body.shape[0], 6))
+    _node_impulses_kernel(F, ia, ib, node_f)
+    dv = np.zeros(v0.shape[0])
+    impulse_response_kernel(parent, vi, nvj, S, E, r, U, Dinv, node_body, node_X, node_f, pA, u,
+                            acc, dv)  # fmt: skip
+    for i in range(v0.shape[0]):
+        out[i] = v0[i] + dv[i]
+
+
+@njit(cache=True)
 def contact_step_kernel(
-    parent, vi, nvj, S, E, r, R_world, vel, cbias, U, Dinv, ups, scratch66, pA, u, acc,
-    body_a, local_a, body_b, local_b, normal, gap, radius_a, radius_b, mu, cos_a, sin_a,
-    v, qdd, dt, stabilization, max_recovery_speed, use_floor, gap_floor, curvature, slip,
-    impact_velocity, least_norm, tol_rel, caps, v_new, z, fn, tangent, sliding, info,
+    parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
+    R_world, p_world, vel, cbias, IA, U, Dinv, pivots_ws, pA, u, acc, scratch66, qdd_ws,
+    armature, ups, bv,
+    body_a, local_a, body_b, local_b, normal, gap, radius_a, radius_b, mu, eps, cos_a, sin_a,
+    q_pos, v, tau, qdd, dt, stabilization, max_recovery_speed, use_floor, gap_floor,
+    curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm, tol_rel, caps,
+    v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
 ):  # fmt: skip
     """One contact step from the contact set to v+ (module docstring, stages 1-8), at the
-    kinematics and articulated factorisation of q that ABA at (q, v) left in the Data arrays,
-    qdd its free acceleration. Writes v_new (v+), z (the LCP's [beta; sigma]), the report's
-    normal impulses fn, tangential impulses and sliding flags, and info: demands (a row asks
-    for a separation speed, 0/1), the deepest gap min(0, min g) (m), the LCP's pivots, worst
-    residual, solver code (limit_step.SOLVER_NAMES) and the stabilisation energy share (J).
-    Returns OK, FALLBACK or IMPACT (module docstring)."""
+    kinematics and articulated factorisation of q that ABA at (q_pos, v) under the joint
+    forces tau left in the Data arrays, qdd its free acceleration. Writes v_new (v+), v_start
+    (the velocity after the impact phase, else v), z (the step LCP's [beta; sigma]), the
+    report's normal impulses fn, tangential impulses and sliding flags, the impact test's
+    mask ``hit`` and normal velocities before (and, after a collision, after) the impact
+    phase, the impact phase's total impulses on A (N s), and info (the I_* slots). Returns
+    OK, FALLBACK or IMPACT (module docstring)."""
     nv = v.shape[0]
     nu = gap.shape[0]
     k = cos_a.shape[0] + 1
@@ -350,11 +400,10 @@ def contact_step_kernel(
     vu = np.empty((nu, 3))
     relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v, body_a, local_a, body_b,
                                local_b, vu)  # fmt: skip
-    vn = np.empty(nu)
     for i in range(nu):
-        vn[i] = _ndot(vu, i, normal, i)
-    hit = np.empty(nu, dtype=np.bool_)
-    if _impacting_kernel(vn, gap, impact_velocity, dt, hit):
+        vn_before[i] = _ndot(vu, i, normal, i)
+    colliding = _impacting_kernel(vn_before, gap, impact_velocity, dt, hit)
+    if colliding and not impacts_ok:
         return IMPACT
     # 2. the curvature term and the gap allowance
     drift = np.empty(nu if curvature else 0)
@@ -394,25 +443,98 @@ def contact_step_kernel(
     lambda_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam)
     W = np.zeros((3 * nu, 3 * nu))
     _relative_compliance_kernel(Lam, ia, ib, W)
-    # 5. the LCP of Eq. 53 at v_f, with the gap allowance on the normal rows
+    no_budget = np.empty(0)
+    info[I_IMPACT] = 0.0
+    info[I_E_IMPACTS] = 0.0
+    for i in range(nv):
+        v_start[i] = v[i]
+    # the impact phase (stepper.impact_phase, 000 Eqs. 54-58): compression from v, then with
+    # restitution the recovered impulse theta and decompression; then the free motion at v_c
+    if colliding:
+        ke_before = _kinetic(
+            parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v, bv
+        )
+        zc = np.empty(nu * (k + 1))
+        ok, _p, _w, _s = _solve_rows(W, D, mu, vu, no_budget, least_norm, tol_rel, caps, zc)
+        if not ok:
+            return FALLBACK
+        Fc = np.empty((nu, 3))
+        _impulses(D, zc, Fc)
+        v_c = np.empty(nv)
+        _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib, Fc,
+                 v, v_c)  # fmt: skip
+        for i in range(nu):
+            for c in range(3):
+                p_impact[i, c] = Fc[i, c]
+        any_eps = False
+        for i in range(nu):
+            any_eps = any_eps or eps[i] > 0.0
+        if any_eps:
+            theta = np.empty((nu, 3))
+            for i in range(nu):
+                e = eps[i] * _ndot(Fc, i, normal, i)
+                for c in range(3):
+                    theta[i, c] = e * normal[i, c]
+            v_t = np.empty(nv)
+            _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib,
+                     theta, v_c, v_t)  # fmt: skip
+            budget = np.empty(nu if friction_total else 0)
+            for i in range(budget.shape[0]):
+                budget[i] = (mu[i] * 1.0) * _ndot(theta, i, normal, i)
+            relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_t, body_a, local_a,
+                                       body_b, local_b, vu)  # fmt: skip
+            zd = np.empty(nu * (k + 1))
+            ok, _p, _w, _s = _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, zd)
+            if not ok:
+                return FALLBACK
+            Fd = np.empty((nu, 3))
+            _impulses(D, zd, Fd)
+            _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib,
+                     Fd, v_t, v_c)  # fmt: skip
+            for i in range(nu):
+                for c in range(3):
+                    p_impact[i, c] = p_impact[i, c] + (Fd[i, c] + 1.0 * theta[i, c])
+        for i in range(nu):
+            for c in range(3):
+                p_impact[i, c] = 0.0 + p_impact[i, c]  # impulse_total += impulse
+        ke_after = _kinetic(
+            parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v_c, bv
+        )
+        info[I_IMPACT] = 1.0
+        info[I_KE_BEFORE] = ke_before
+        info[I_KE_AFTER] = ke_after
+        info[I_E_IMPACTS] = (
+            ke_after - ke_before + _armature_energy(armature, v_c) - _armature_energy(armature, v)
+        )
+        relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_c, body_a, local_a,
+                                   body_b, local_b, vu)  # fmt: skip
+        for i in range(nu):
+            vn_after[i] = _ndot(vu, i, normal, i)
+        for i in range(nv):
+            v_start[i] = v_c[i]
+        # the step LCP's free motion from v_c (OS.solve with accel None: ABA again)
+        aba_kernel(
+            parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, q_pos,
+            v_start, tau, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots_ws, pA, u,
+            acc, scratch66, qdd_ws, armature,
+        )  # fmt: skip
+        for i in range(nv):
+            v_free[i] = v_start[i] + dt * qdd_ws[i]
+    # 5.-6. the step's LCP at v_f, with the gap allowance on the normal rows
     relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_free, body_a, local_a,
                                body_b, local_b, vu)  # fmt: skip
     for i in range(nu):
         for c in range(3):
             vu[i, c] = vu[i, c] + gv[i] * normal[i, c]
-    n = nu * (k + 1)
-    M = np.zeros((n, n))
-    q = np.zeros(n)
-    _contact_lcp_kernel(W, D, mu, vu, M, q)
-    # 6. the chain's first attempt
-    w = np.empty(n)
-    if least_norm:
-        ok, pivots, worst = least_norm_attempt(M, q, tol_rel, caps, z, w)
-        solver = 1
-    else:
-        ok, pivots, worst = vertex_attempt(M, q, tol_rel, caps, z, w)
-        solver = 0
+    ok, pivots, worst, solver = _solve_rows(W, D, mu, vu, no_budget, least_norm, tol_rel, caps,
+                                            z)  # fmt: skip
     if not ok:
+        if colliding:  # the Data arrays back at (q, v), as the Python path starts from them
+            aba_kernel(
+                parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, q_pos, v,
+                tau, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots_ws, pA, u, acc,
+                scratch66, qdd_ws, armature,
+            )  # fmt: skip
         return FALLBACK
     info[I_PIVOTS] = pivots
     info[I_RESIDUAL] = worst
@@ -420,18 +542,13 @@ def contact_step_kernel(
     # 7. impulses and the impulse response
     F = np.empty((nu, 3))
     _impulses(D, z, F)
-    node_f = np.zeros((nn, 6))
-    _node_impulses_kernel(F, ia, ib, node_f)
-    dv = np.zeros(nv)
-    impulse_response_kernel(parent, vi, nvj, S, E, r, U, Dinv, node_body, node_X, node_f, pA, u,
-                            acc, dv)  # fmt: skip
-    for i in range(nv):
-        v_new[i] = v_free[i] + dv[i]
-    # 8. the stabilisation share and the report's split (impulse_total = 0 + F)
+    _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib, F, v_free,
+             v_new)  # fmt: skip
+    # 8. the stabilisation share and the report's split (impulse_total += F)
     P = np.empty((nu, 3))
     for i in range(nu):
         for c in range(3):
-            P[i, c] = 0.0 + F[i, c]
+            P[i, c] = (p_impact[i, c] if colliding else 0.0) + F[i, c]
     info[I_E_STAB] = 0.0
     any_deep = False
     for i in range(nu):
@@ -489,8 +606,10 @@ class ContactFuser:
         s = self.s
         m, d, o = s.model, s.data, s.opt
         self._head = (
-            m.parent, m.vi, m.nvj, d.S, d.E, d.r, d.R_world, d.vel, d.cbias, d.U, d.Dinv, d.ups,
-            d.scratch66, d.pA, d.u, d.acc,
+            m.parent, m.jtype, m.qi, m.vi, m.nvj, d.S, m.tree_E, m.tree_r, m.axis, m.inertia,
+            m.gravity, m.mass, m.com, d.E, d.r, d.R_world, d.p_world, d.vel, d.cbias, d.IA, d.U,
+            d.Dinv, d.pivots, d.pA, d.u, d.acc, d.scratch66, d.qdd, d.armature, d.ups,
+            np.zeros((m.nb, 6)),
         )  # fmt: skip
         cos_a, sin_a = _edge_angles(o.nf)
         self._angles = (np.ascontiguousarray(cos_a), np.ascontiguousarray(sin_a))
@@ -498,6 +617,7 @@ class ContactFuser:
             float(o.dt), float(o.stabilization), float(o.max_recovery_speed),
             o.gap_floor is not None, 0.0 if o.gap_floor is None else float(o.gap_floor),
             bool(o.curvature_correction), o.friction_axes == "slip", float(o.impact_velocity),
+            not o.energy_consistent_impacts, o.impact_friction == "total",
             o.lcp_selection == "least_norm", float(o.lcp_tol_rel),
         )  # fmt: skip
         self._core = o.curvature_point == "core"
@@ -522,11 +642,11 @@ class ContactFuser:
             and stepper._dump is None
         )
 
-    def step(self, v, c, qdd):
-        """The StepReport of the contact step of contacts ``c`` from velocity v (free
-        acceleration qdd, ABA's factorisation of q in the stepper's Data), or None when the
-        Python path must take it (module docstring)."""
-        from mbsim.simcore.stepper import StepReport
+    def step(self, q, v, tau, c, qdd):
+        """The StepReport of the contact step of contacts ``c`` from (q, v) under the joint
+        forces tau (free acceleration qdd, ABA's factorisation of q in the stepper's Data),
+        or None when the Python path must take it (module docstring)."""
+        from mbsim.simcore.stepper import Impact, StepReport
 
         s = self.s
         if s.model is not self._model or s.data is not self._data or s.opt is not self._opt:
@@ -539,21 +659,24 @@ class ContactFuser:
         k = self._k
         if not nu or nu * (k + 1) > self._max_rows:
             return None
-        mu, _eps = s._pair_params(c)
+        mu, eps = s._pair_params(c)
         ra, rb = getattr(c, "radius_a", None), getattr(c, "radius_b", None)
         if not self._core or ra is None:
             ra = rb = _NO_F
         v = _f64(v)
-        v_new = np.empty(s.model.nv)
+        nv = s.model.nv
+        v_new, v_start = np.empty(nv), np.empty(nv)
         z = np.empty(nu * (k + 1))
-        fn = np.empty(nu)
-        tangent = np.empty((nu, 3))
-        sliding = np.empty(nu, dtype=np.bool_)
-        info = np.zeros(6)
+        fn, vn_before, vn_after = np.empty(nu), np.empty(nu), np.empty(nu)
+        tangent, p_impact = np.empty((nu, 3)), np.empty((nu, 3))
+        sliding, hit = np.empty(nu, dtype=np.bool_), np.empty(nu, dtype=np.bool_)
+        info = np.zeros(10)
+        normal = _f64(c.normal)
         code = contact_step_kernel(
             *self._head, _i64(c.body_a), _f64(c.local_a), _i64(c.body_b), _f64(c.local_b),
-            _f64(c.normal), _f64(c.gap), _f64(ra), _f64(rb), _f64(mu), *self._angles, v,
-            _f64(qdd), *self._opts, self._caps, v_new, z, fn, tangent, sliding, info,
+            normal, _f64(c.gap), _f64(ra), _f64(rb), _f64(mu), _f64(eps), *self._angles,
+            _f64(q), v, _f64(tau), _f64(qdd), *self._opts, self._caps, v_new, v_start, z, fn,
+            tangent, sliding, hit, vn_before, vn_after, p_impact, info,
         )  # fmt: skip
         if code != OK:
             self.fallbacks += 1
@@ -562,8 +685,27 @@ class ContactFuser:
         s._contacts = c  # as the Python path leaves it (the rows of a failure message)
         report = StepReport(contacts=c, n_contacts=nu)
         report.max_penetration = float(max(0.0, -info[I_DEEPEST]))
+        if info[I_IMPACT]:
+            # stepper._contact_step's records, from the same numbers by the same expressions
+            report.energy_impacts = float(info[I_E_IMPACTS])
+            ke_before, ke_after = float(info[I_KE_BEFORE]), float(info[I_KE_AFTER])
+            for i in np.flatnonzero(hit):
+                n_imp = float(p_impact[i] @ c.normal[i])
+                report.impacts.append(
+                    Impact(
+                        int(i),
+                        n_imp,
+                        p_impact[i] - n_imp * c.normal[i],
+                        float(vn_before[i]),
+                        float(vn_after[i]),
+                        ke_before,
+                        ke_after,
+                    )  # fmt: skip
+                )
+            report.v_start = v_start
+        else:
+            report.v_start = v
         report.v_new = v_new
-        report.v_start = v
         report.energy_stabilisation = float(info[I_E_STAB])
         report.normal_impulse = fn
         report.tangent_impulse = tangent

@@ -654,7 +654,7 @@ class OSStepper:
         if not joint and self._fused.eligible(self):
             # the compiled contact step at full recovery; None: a collision, an LCP its first
             # attempt does not settle, or a case it does not cover, all taken below
-            report = self._fused.step(v, c, qdd)
+            report = self._fused.step(q, v, tau, c, qdd)
             if report is not None:
                 self._soft_from = 0
                 return report
