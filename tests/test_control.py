@@ -34,8 +34,17 @@ WHEEL = f"""<?xml version="1.0"?>
 """
 
 
-def wheel_scenario(tmp_path, control: str, duration=0.2, dt=1e-3, extra="") -> Simulator:
-    (tmp_path / "wheel.urdf").write_text(WHEEL)
+def wheel_scenario(
+    tmp_path, control: str, duration=0.2, dt=1e-3, extra="", izz=I_AXIS, upper=None
+) -> Simulator:
+    """The wheel under ``control``; ``izz`` its inertia about the axis (kg m^2), ``upper``:
+    a revolute joint with the stops [-1, upper] rad instead of a continuous one."""
+    urdf = WHEEL.replace(f'izz="{I_AXIS}"', f'izz="{izz}"')
+    if upper is not None:
+        urdf = urdf.replace('type="continuous"', 'type="revolute"').replace(
+            "<limit ", f'<limit lower="-1.0" upper="{upper}" '
+        )
+    (tmp_path / "wheel.urdf").write_text(urdf)
     text = textwrap.dedent(f"""
         [simulation]
         duration = {duration}
@@ -134,6 +143,73 @@ def test_saturation_is_recorded_and_exported(tmp_path):
     rows = list(csv.DictReader(out.open()))
     assert float(rows[1]["tau[spin]"]) == pytest.approx(EFFORT)
     assert int(rows[1]["tau_limit[spin]"]) == 1
+
+
+def test_light_joint_at_its_effort_settles_without_chatter(tmp_path):
+    """A light joint (I = 0.01 kg m^2) under stiff position gains (kp 1e4, kd 100) towards
+    q* = 0.5 rad, effort 2 N m. Each Euler step solves I (v+ - v) = dt f(v+), f the implicit
+    PD force kp (q* - q - dt v+) - kd v+ clamped to [-e, e]: the right side falls strictly
+    with v+, so the root is unique, and written out (the reference below) it is the unclamped
+    v_u = (I v + dt kp (q* - q)) / (I + dt kd + dt^2 kp) when |f(v_u)| <= e, else
+    v + dt sign(f(v_u)) e / I. Deciding the bound on the force at v instead (kd |v| >> e near
+    the target) flipped the force between +e and -e step after step (the bug)."""
+    control = '{ mode = "position", target = 0.5, kp = 1e4, kd = 100.0 }'
+    sim = wheel_scenario(tmp_path, control, duration=1.0, izz=0.01)
+    inertia, e, kp, kd, target, dt = 0.01, EFFORT, 1e4, 100.0, 0.5, sim.options.dt
+    q = v = 0.0
+    forces = []
+    for _ in range(1000):
+        r = sim.step()
+        v_u = (inertia * v + dt * kp * (target - q)) / (inertia + dt * kd + dt * dt * kp)
+        f = kp * (target - q - dt * v_u) - kd * v_u
+        clamped = abs(f) > e
+        v = v + dt * np.sign(f) * e / inertia if clamped else v_u
+        q += dt * v
+        assert sim.v[0] == pytest.approx(v, abs=1e-9)
+        assert sim.q[0] == pytest.approx(q, abs=1e-10)
+        assert r.tau[0] == pytest.approx(np.sign(f) * e if clamped else f, abs=1e-8)
+        assert r.tau_limit[0] == (int(np.sign(f)) if clamped else 0)
+        forces.append(r.tau[0])
+    forces = np.array(forces)
+    saturated = np.abs(forces) >= e * (1 - 1e-12)
+    flips = saturated[1:] & saturated[:-1] & (np.sign(forces[1:]) != np.sign(forces[:-1]))
+    assert saturated.sum() > 50 and not flips.any()
+    assert sim.q[0] == pytest.approx(target, abs=1e-6) and abs(forces[-1]) < 1e-6
+
+
+@pytest.mark.parametrize("loop", [False, True])
+def test_stop_does_not_push_an_implicit_force_past_its_effort(tmp_path, loop):
+    """Velocity control (v* = 1 rad/s, kd 100, effort 2 N m) drives the wheel into its stop
+    at 0.3 rad. At the stop the implicit force kd (v* - v+) would be ~100 N m, 50x the effort
+    (recorded unflagged before): the joint saturates instead, and once it rests on the stop,
+    the force is +e and the stop holds it with the torque e (impulse e dt, closed form). Step
+    by step and in the compiled loop alike."""
+    control = '{ mode = "velocity", target = 1.0, kd = 100.0 }'
+    sim = wheel_scenario(tmp_path, control, duration=1.0, upper=0.3)
+    dt, e = sim.options.dt, EFFORT
+    if loop:
+        sim.run_to_file("stop")
+        from mbsim.io.results import load_results
+
+        res = load_results(tmp_path / "out.h5")
+        tau, flags, q = res.tau[1:, 0], res.tau_limit[1:, 0], res.q[1:, 0]
+    else:
+        rows, held = [], 0
+        for _ in range(1000):
+            v_before = sim.v[0]
+            r = sim.step()
+            rows.append((r.tau[0], r.tau_limit[0], sim.q[0]))
+            if sim.q[0] > 0.29 and abs(v_before) < 1e-12 and abs(sim.v[0]) < 1e-12:
+                impulse = r.report.limit_impulse  # at rest on the stop: it holds e
+                assert len(impulse) == 1 and impulse[0] == pytest.approx(e * dt, rel=1e-9)
+                held += 1
+        assert held > 100
+        tau, flags, q = (np.array(x) for x in zip(*rows, strict=True))
+    assert np.all(np.abs(tau) <= e * (1 + 1e-12))
+    resting = q > 0.3 - 1e-6
+    assert resting.sum() > 100
+    np.testing.assert_array_equal(flags[resting], 1)
+    np.testing.assert_allclose(tau[resting], e, rtol=1e-12)
 
 
 # ------------------------------------------------------------------ velocity control
@@ -609,9 +685,22 @@ def _reference_law(cmds, constant, q, v, t, dt, implicit, effort, tau_g, extra):
     if extra is not None:
         tau = tau + extra
     flags = np.zeros(len(tau), dtype=np.int8)
-    for k in range(len(tau)):
-        if np.isfinite(effort[k]) and effort[k] > 0 and abs(tau[k]) > effort[k]:
+    for k in range(len(tau)):  # explicit forces only: the implicit ones wait for v_free
+        bounded = np.isfinite(effort[k]) and effort[k] > 0
+        if bounded and gain[k] == 0.0 and abs(tau[k]) > effort[k]:
             flags[k] = 1 if tau[k] > 0 else -1
+            tau[k] = flags[k] * effort[k]
+    return tau, gain, flags
+
+
+def _reference_saturation(tau, gain, flags, effort, v, v_free):
+    """The effort bound of the implicit forces at the free motion, written out: the force
+    over the step tau - g (v_free - v) of a joint with g > 0 outside the bound saturates."""
+    tau, gain, flags = tau.copy(), gain.copy(), flags.copy()
+    for k in range(len(tau)):
+        f = tau[k] - gain[k] * (v_free[k] - v[k])
+        if gain[k] > 0 and np.isfinite(effort[k]) and effort[k] > 0 and abs(f) > effort[k]:
+            flags[k] = 1 if f > 0 else -1
             tau[k], gain[k] = flags[k] * effort[k], 0.0
     return tau, gain, flags
 
@@ -650,6 +739,14 @@ def test_compiled_actuator_law_matches_the_reference(implicit):
         )
         np.testing.assert_array_equal(tau, r_tau)
         np.testing.assert_array_equal(gain, r_gain)
+        np.testing.assert_array_equal(act.flags, r_flags)
+        v_free = v + rng.normal(size=m.nv) * 0.05
+        r_tau, r_gain, r_flags = _reference_saturation(r_tau, r_gain, r_flags, m.effort, v, v_free)
+        flags_before = act.flags.copy()
+        out = act.settle(v, v_free, 0)
+        assert (out is None) == np.array_equal(r_flags, flags_before)  # None: nothing new
+        np.testing.assert_array_equal(act.tau_e, r_tau)
+        np.testing.assert_array_equal(act.gain, r_gain)
         np.testing.assert_array_equal(act.flags, r_flags)
         saturated += int(np.any(r_flags))
     assert saturated > 3, "the stiff joint must hit its effort limit at some samples"

@@ -380,6 +380,38 @@ def test_loop_tracks_trajectories_bit_for_bit(tmp_path, monkeypatch):
     _assert_same_runs(a, b)
 
 
+def test_coupled_wrist_joints_settle_at_their_effort_bit_for_bit(tmp_path, monkeypatch):
+    """Panda joints 6 and 7 under stiff position gains (kp 1e4, kd 100) towards 1 rad, URDF
+    effort 12 N m each; joint 7 is light and coupled to joint 6, which is saturated most of
+    the run, and the other joints fall onto their stops. Every step's force must solve the
+    implicit step with the bound, tau_k = clamp(kp (q*_k - q_k - dt v+_k) - kd v+_k, -e, e)
+    at the step's own v+: the defining equation, which has one solution
+    (control/actuator_law.py). Deciding the bound once per step made joint 7's force flip
+    between +e and -e every step; jumping from bound to bound made the settling cycle. Loop
+    and step by step bit for bit."""
+    import dataclasses
+
+    gains = '{ mode = "position", kp = 1e4, kd = 100.0, target = 1.0 }'
+    sc = _controlled_panda(tmp_path, f"panda_joint6 = {gains}\npanda_joint7 = {gains}")
+    sc = dataclasses.replace(sc, output=dataclasses.replace(sc.output, record_every=1))
+    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
+    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    assert a[2] > 100 and b[2] == 0, "the run must take steps in the loop"
+    _assert_same_runs(a, b)
+    res, dt, e = a[0], 1e-3, 12.0
+    for k in (5, 6):
+        q, v, tau, flags = res.q[:-1, k], res.v[1:, k], res.tau[1:, k], res.tau_limit[1:, k]
+        implicit = 1e4 * (1.0 - q - dt * v) - 100.0 * v
+        np.testing.assert_allclose(tau, np.clip(implicit, -e, e), rtol=0, atol=1e-7)
+        at_bound = np.abs(implicit) > e * (1 + 1e-9)
+        np.testing.assert_array_equal(flags[at_bound], np.sign(implicit[at_bound]))
+        np.testing.assert_array_equal(flags[np.abs(implicit) < e * (1 - 1e-9)], 0)
+    wrist = res.tau[1:, 6]
+    saturated = np.abs(wrist) >= e * (1 - 1e-12)
+    assert saturated.sum() > 10 and np.abs(res.tau[1:, 5]).max() == e
+    assert not (saturated[1:] & saturated[:-1] & (wrist[1:] * wrist[:-1] < 0)).any()
+
+
 def test_loop_saturates_at_the_effort_limit_bit_for_bit(tmp_path, monkeypatch, capsys):
     # a stiff PD far from its target: the shoulder's force is clamped at the URDF effort
     # (87 N m) for part of the run, with its tau_limit flags and the summary's count

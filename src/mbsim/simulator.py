@@ -202,6 +202,7 @@ class Simulator:
             torque=self._torque,
             bilateral=self.bilateral,
             joint_limits=self.joint_limits,
+            effort=self.actuators if self.actuators.saturable else None,
         )
         self._limits_active: set = set()  # (v index, side) of the limits engaged last step
         vlim = m.velocity_limit

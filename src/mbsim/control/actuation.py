@@ -27,10 +27,18 @@ diverges once dt sqrt(kp / m) or dt kd / m exceeds ~2, as kp 300 on light iiwa l
 
 Effort limits: the joint's total actuator force (every mode, the Python controller's torque
 and the constant ``torque`` entries together) is clamped to [-effort, effort] when the URDF
-effort is finite and > 0. A joint whose force at the start of the step, tau_e, is outside the
-bound is saturated for the step: its force is the bound, with no implicit part (g = 0), and its
-``tau_limit`` flag is +1 or -1. An unsaturated implicit joint applies tau_e - g (v+ - v),
-which may leave the bound by g |v+ - v| within the step (recorded as it is, in /trajectory/tau).
+effort is finite and > 0 (control/actuator_law.py has the rule and its proof of a unique
+answer). A joint without implicit part is saturated when tau_e is outside the bound. An
+implicit joint's force over the step, clamp(tau_e - g (v+ - v), -effort, effort), depends on
+v+, and so on every other joint's force: the stepper finds the step's one solution by an
+active-set iteration, :meth:`Actuators.settle` after each solve (first of the free motion,
+simcore/stepper.py ``OSStepper._free_motion``; then, when contact or limit impulses act, of
+the constrained step, ``OSStepper._general_step``), saturating or releasing joints until none
+changes side. A saturated joint's force is the bound, with no implicit part (g = 0), and its
+``tau_limit`` flag is +1 or -1; an unsaturated one applies tau_e - g (v+ - v), inside the
+bound. Deciding on tau_e alone made a light joint chatter: tau_e includes kd |v|, far above
+the force the implicit step really applies, and the explicit bound then reversed the joint's
+velocity within a step, every step.
 """
 
 from __future__ import annotations
@@ -39,7 +47,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsim.control.actuator_law import MODE_CODES, actuator_forces_kernel
+from mbsim.control.actuator_law import (
+    CHECK,
+    FULL,
+    GROW,
+    MODE_CODES,
+    SETTLE_FREE_PASSES,
+    actuator_forces_kernel,
+    settle_effort,
+)
 from mbsim.control.signals import SignalFn
 from mbsim.simcore.dynamics import rnea
 
@@ -91,6 +107,10 @@ class Actuators:
         e = np.asarray(model.effort, dtype=float)
         self.limited = np.isfinite(e) & (e > 0.0)
         self.effort = np.where(self.limited, e, np.inf)
+        #: whether a joint with an implicit part has an effort bound (:meth:`settle`)
+        self.saturable = self.has_gain and bool(
+            any(self.limited[c.vi] for c in self.commands if c.mode != "torque")
+        )
         nv = model.nv
         self.tau_e = np.zeros(nv)
         self.gain = np.zeros(nv)
@@ -138,7 +158,36 @@ class Actuators:
             self.implicit, self.limited, self.effort, tau, gain, flags,
         )  # fmt: skip
         self.tau_e, self.gain, self.flags = tau, gain, flags
+        if self.saturable:  # each implicit joint's own force and gain (settle)
+            self._tau0, self._gain0 = tau.copy(), gain.copy()
         return (tau, gain) if self.has_gain else tau
+
+    def settle(self, v, v_after, passes: int):
+        """One active-set pass of the effort bound of the implicit joints at the step's
+        velocity ``v_after`` (actuator_law.settle_effort; ``passes`` made so far, after
+        SETTLE_FREE_PASSES of them joints are only saturated). Returns the step's new
+        (tau_e, g), or None when no joint changed side (the step is settled)."""
+        if not self.saturable or self.tau_e is self._zeros:
+            return None
+        n = settle_effort(
+            self._tau0, self._gain0, self.limited, self.effort,
+            np.ascontiguousarray(v, dtype=np.float64),
+            np.ascontiguousarray(v_after, dtype=np.float64), self.tau_e, self.gain, self.flags,
+            FULL if passes < SETTLE_FREE_PASSES else GROW,
+        )  # fmt: skip
+        return (self.tau_e, self.gain) if n else None
+
+    def settled(self, v, v_after) -> bool:
+        """Whether the effort bound is settled at ``v_after`` (:meth:`settle` would change
+        nothing); changes nothing."""
+        if not self.saturable or self.tau_e is self._zeros:
+            return True
+        return not settle_effort(
+            self._tau0, self._gain0, self.limited, self.effort,
+            np.ascontiguousarray(v, dtype=np.float64),
+            np.ascontiguousarray(v_after, dtype=np.float64), self.tau_e, self.gain, self.flags,
+            CHECK,
+        )  # fmt: skip
 
     def signals_at(self, t: float):
         """Each command's signals at time t (s): (u, q* or v*, dq*/dt, u_ff), (ncmd,) each;

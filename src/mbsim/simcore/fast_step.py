@@ -178,10 +178,17 @@ class FreeStepper:
         tau = s._joint_forces(t, q, v)  # the general path's own rule (damping, controls)
         q_new = np.empty(m.nq)
         v_new = np.empty(m.nv)
-        bad = free_step_kernel(
-            *self._model_args, q, v, np.ascontiguousarray(tau, dtype=np.float64), dt,
-            float(o.max_speed), *self._data_args, q_new, v_new,
-        )  # fmt: skip
+        passes = 0
+        while True:  # solved again while the effort bound changes a side (_free_motion)
+            bad = free_step_kernel(
+                *self._model_args, q, v, np.ascontiguousarray(tau, dtype=np.float64), dt,
+                float(o.max_speed), *self._data_args, q_new, v_new,
+            )  # fmt: skip
+            bounded = None if bad else s._saturated(v, v_new, passes)
+            if bounded is None:
+                break
+            passes += 1
+            tau = bounded
         if bad:  # diverging: the general path redoes the step and raises its error
             return general(q, v, t, tau)
         if lim is not None and limit_rows_needed(*lim, q, v, v_new, dt):

@@ -28,6 +28,10 @@ limit_step.LimitStepper.step for the steps it hands on):
    (control/actuator_law.py), with the implicit PD's diagonal dt g added to the armature;
    the signals are evaluated for the whole call in Python beforehand
    (``Actuators.signals_over``, element for element what the step's own evaluation gives).
+   The effort bound of the implicit forces is settled at the free motion of step 4 by the
+   same active-set passes as ``OSStepper._free_motion`` (actuator_law.settle_effort); a
+   limit step whose impulses move an implicit force across its effort stops the loop
+   (Python's general path takes that step).
    The loop does not run with a Python controller or ``step(tau)``: those are Python calls
    every step;
 4. the articulated-body factorisation, bias and accelerations of q (ABA, dynamics.py: the
@@ -70,7 +74,14 @@ from mbsim.collision.broadphase import AabbBroadphase, aabb_candidates
 from mbsim.collision.prefilter import above_halfspace, spheres_apart
 from mbsim.collision.scene import shape_poses
 from mbsim.collision.table import BODY
-from mbsim.control.actuator_law import actuator_forces_kernel
+from mbsim.control.actuator_law import (
+    CHECK,
+    FULL,
+    GROW,
+    SETTLE_FREE_PASSES,
+    actuator_forces_kernel,
+    settle_effort,
+)
 from mbsim.simcore.dynamics import (
     aba_accel_kernel,
     aba_bias_kernel,
@@ -159,7 +170,8 @@ def free_run_kernel(
     q_new, v_new,
     act_on, constant, cmd_qi, cmd_vi, mode, kp, kd, gravity_comp, sig_u, sig_ref, sig_dref,
     sig_ff, grav_any, aS, aE, ar, aRw, apw, avel, acbias, aacc, aforce, atau, zv, dt_pd,
-    implicit, has_gain, limited, effort, base_armature, act_tau, act_gain, act_flags, applied,
+    implicit, has_gain, saturable, act_tau0, act_gain0, limited, effort, base_armature, act_tau,
+    act_gain, act_flags, applied,
     last_flags, rec_tau, rec_flags, saturated, ls_on, wpA, wu, wacc, zero6, bv, ls_lower,
     ls_upper, ls_eps, ls_qi, ls_vi, ls_margin, stabilization, max_recovery_speed,
     impact_velocity, tol_rel, least_norm, active, n_active, ls_dof, ls_side, ls_imp, ls_info,
@@ -223,6 +235,10 @@ def free_run_kernel(
                 sig_ref[step], sig_dref[step], sig_ff[step], atau, zv, False, q, v, dt_pd,
                 implicit, limited, effort, act_tau, act_gain, act_flags,
             )  # fmt: skip
+            if saturable:  # each implicit joint's own force and gain (settle_effort)
+                for i in range(nv):
+                    act_tau0[i] = act_tau[i]
+                    act_gain0[i] = act_gain[i]
             if has_gain:  # OSStepper._joint_forces: the implicit PD's diagonal
                 for i in range(nv):
                     armature[i] = base_armature[i] + dt * act_gain[i]
@@ -232,7 +248,9 @@ def free_run_kernel(
             for i in range(nv):
                 tau[i] = -damping[i] * v[i] + 0.0
         at_stop = near
-        if not near:
+        settle = act_on and saturable
+        passes = 0
+        while not near or settle:  # solved again while the effort bound changes a side
             articulated_kernel(
                 parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature
             )
@@ -240,6 +258,16 @@ def free_run_kernel(
             aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd)
             for i in range(nv):
                 v_new[i] = v[i] + dt * qdd[i]
+            if not settle or not settle_effort(
+                act_tau0, act_gain0, limited, effort, v, v_new, act_tau, act_gain, act_flags,
+                FULL if passes < SETTLE_FREE_PASSES else GROW,
+            ):  # fmt: skip
+                break
+            passes += 1
+            for i in range(nv):  # OSStepper._saturated: the new force and diagonal
+                armature[i] = base_armature[i] + dt * act_gain[i]
+                tau[i] = -damping[i] * v[i] + act_tau[i]
+        if not near:
             integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
             for i in range(nq):
                 if not np.isfinite(q_new[i]):
@@ -267,6 +295,11 @@ def free_run_kernel(
             )  # fmt: skip
             if code == FALLBACK or code == LIMIT_BAD:
                 return step, LIMIT, nrec
+            if code == OK and settle and settle_effort(
+                act_tau0, act_gain0, limited, effort, v, v_new, act_tau, act_gain, act_flags,
+                CHECK,
+            ):  # fmt: skip
+                return step, LIMIT, nrec  # a stop's impulse moved a force across its effort
             if code == OK and not (
                 ls_info[I_E_IMPACTS] <= GAIN_TOL_ABS and ls_info[I_E_STAB] <= GAIN_TOL_ABS
             ):
@@ -431,7 +464,8 @@ class FreeLoop:
         self._act_data = (
             bool(a.gravity), ad.S, ad.E, ad.r, ad.R_world, ad.p_world, ad.vel, ad.cbias, ad.acc,
             ad.force, ad.tau, np.zeros(nv), a.dt if a.implicit else 0.0, a.implicit,
-            a.has_gain, a.limited, a.effort, st._armature, np.zeros(nv), np.zeros(nv),
+            a.has_gain, a.saturable, np.zeros(nv), np.zeros(nv), a.limited, a.effort,
+            st._armature, np.zeros(nv), np.zeros(nv),
             np.zeros(nv, dtype=np.int8), np.zeros(nv), np.zeros(nv, dtype=np.int8),
         )  # fmt: skip
         self._applied, self._last_flags = self._act_data[-2], self._act_data[-1]

@@ -44,6 +44,11 @@ row, are exact either way):
 8. Euler: q+ = q (+) dt v+ (``integrate_kernel``); a non-finite state or |v+| > max_speed
    is returned as BAD, and the caller's Python path raises the usual error.
 
+The effort bound of the implicit actuator forces (control/actuation.py) is the caller's:
+``tau`` and ``armature`` come with the joints saturated at the free motion already
+(``OSStepper._free_motion``), and a step whose limit impulses take an implicit joint's force
+tau_e - g (v+ - v) across its effort is taken by the general path.
+
 What it does not do (the caller's eligibility, :meth:`LimitStepper.eligible`): contacts,
 bilateral rows, joint friction, RK4, other formulations than OS, the "pgs" solver, the
 energy-consistent impact option, LCP dumps, the softened retries of a failed step and the
@@ -474,6 +479,8 @@ class LimitStepper:
             if s._fast._last_had_contact or not limit_rows_needed(*self._near, q, v, v, dt):
                 return general(q, v, t)  # a contact step (or its follow-up): not ours
             tau = s._joint_forces(t, q, v)
+            if s.effort is not None:  # the effort bound at the free motion (stepper.py)
+                tau = s._free_motion(q, v, tau)[0]
             if s.collision is not None:  # FreeStepper has not looked for contacts yet
                 forward_kinematics_kernel(
                     m.parent, m.jtype, m.qi, m.vi, m.nvj, d.S, m.tree_E, m.tree_r, m.axis, q,
@@ -494,6 +501,10 @@ class LimitStepper:
         )  # fmt: skip
         if code == FALLBACK or code == BAD:
             return general(q, v, t, tau)  # the Python chain decides, or raises the error
+        if code == OK and s.effort is not None and not s.effort.settled(v, v_new):
+            # a stop's impulse moved an implicit joint's force across its effort: the
+            # general path takes the step (stepper._general_step), from the same forces
+            return general(q, v, t, tau)
         s.step_index += 1
         self.steps += 1
         report = StepReport()

@@ -44,7 +44,13 @@ implicit damping): stable for any d and dt, where the explicit force diverges on
 dt eig(M^-1 D) > 2. With rk4 damping stays an explicit force of the stages. The ``torque``
 callback may return (tau_e, g) instead of tau: a joint force tau_e - g (v+ - v) taken at v+
 (implicit PD, mbsim/control/actuation.py), folded in the same way: dt g is added to the
-diagonal for the step (Euler only).
+diagonal for the step (Euler only). The ``effort`` object (``control.Actuators``) bounds
+that force by the joint's effort, clamp(tau_e - g (v+ - v), -e, e), a step with one solution
+(control/actuator_law.py) found by active-set passes: after each free-motion solve
+(``_free_motion``) ``effort.settle`` saturates (force +-e, g = 0) or releases the joints
+whose side changed and the free motion is solved again; after a constrained step, the same
+at its v+ (the impulses pass through the implicit force), and the step is taken again
+(``_general_step``), until no joint changes side.
 
 Softened recovery. The recovery terms above (penetration and joint-limit recovery, the
 closure rows' stabilisation -k e / dt) ask rows to open at a speed. Two such demands can
@@ -373,9 +379,12 @@ class OSStepper:
 
     def __init__(
         self, model, collision, options: StepOptions, torque=None, bilateral=None,
-        joint_limits=None,
+        joint_limits=None, effort=None,
     ):  # fmt: skip
         self.model = model
+        #: the effort bound of the implicit joint forces (module docstring):
+        #: control.Actuators (``settle``, ``settled``), or None
+        self.effort = effort
         #: joint limits and joint friction (simcore/joint_rows.JointLimits), or None
         self.joint_limits = joint_limits if joint_limits else None
         self.data = Data(model)
@@ -511,6 +520,30 @@ class OSStepper:
             tau = tau + applied
         return tau
 
+    def _saturated(self, v, v_after, passes: int):
+        """The step's joint forces again (as _joint_forces builds them) after an active-set
+        pass of the effort bound at ``v_after`` (``passes`` made so far) changed a joint's
+        side, with the diagonal updated; None when none changed (module docstring)."""
+        if self.effort is None or self.rk4:
+            return None
+        out = self.effort.settle(v, v_after, passes)
+        if out is None:
+            return None
+        applied, gain = out
+        self.data.armature[:] = self._armature + self.opt.dt * gain
+        return -self.model.damping * v + applied
+
+    def _free_motion(self, q, v, tau):
+        """(tau, qdd): the free acceleration qdd = (M + diag(armature))^-1 (tau - C), solved
+        again while the effort bound changes a joint's side at v + dt qdd."""
+        qdd = self.dynamics.accel(self.data, q, v, tau)
+        passes = 0
+        while (bounded := self._saturated(v, v + self.opt.dt * qdd, passes)) is not None:
+            passes += 1
+            tau = bounded
+            qdd = self.dynamics.accel(self.data, q, v, tau)
+        return tau, qdd
+
     def _rk4(self, q, v_start, tau_c, t, k1a):
         """Advance with classical RK4 holding the step's constraint impulses as constant joint
         forces ``tau_c`` (001 Sec. 4.1, F_c = I_c / dt): the Euler step's
@@ -590,7 +623,7 @@ class OSStepper:
         dt = o.dt
         if tau is None:
             tau = self._joint_forces(t, q, v)
-        qdd = self.dynamics.accel(d, q, v, tau)
+        tau, qdd = self._free_motion(q, v, tau)
         report = StepReport()
         c = self.collision.detect(d.R_world, d.p_world) if self.collision is not None else None
         nu = 0 if c is None else len(c.gap)
@@ -604,6 +637,16 @@ class OSStepper:
             if c is None:
                 c = _no_contacts()
             report = self._softened_step(q, v, tau, c, t, qdd, v_new, joint)
+            passes = 0
+            while (bounded := self._saturated(v, report.v_new, passes)) is not None:
+                # the step's impulses moved an implicit joint's force across its effort
+                # (module docstring): its side changes and the step is taken again
+                passes += 1
+                tau = bounded
+                qdd = self.dynamics.accel(d, q, v, tau)
+                v_new = v + dt * qdd
+                joint = self._joint_rows(q, v, v_new, 1.0)
+                report = self._softened_step(q, v, tau, c, t, qdd, v_new, joint)
             v_new = report.v_new
             v_start = report.v_start
         q_new, v_new = self._integrate(
