@@ -85,6 +85,8 @@ class FreeStepper:
         self.s = stepper
         m = stepper.model
         self._last_had_contact = False
+        #: the stepper's parts :meth:`eligible` last answered for, and its answer
+        self._eligible_for, self._eligible = None, False
         self._data = self._model = None
         self._bind(m, stepper.data)
         self._jl = stepper.joint_limits
@@ -131,7 +133,14 @@ class FreeStepper:
         here. Applied forces (damping, controls, implicit PD gains) go through the stepper's
         own ``_joint_forces``, as in the general path."""
         jl = stepper.joint_limits
-        return (
+        # asked up to three times a step: the answer is kept while the stepper's parts are
+        # the same objects (a JointLimits is not changed in place once the stepper has it)
+        key = (stepper.rk4, stepper.dynamics, stepper.bilateral, stepper.formulation, jl)
+        fast = getattr(stepper, "_fast", None)
+        if fast is not None and fast._eligible_for is not None:
+            if all(a is b for a, b in zip(key, fast._eligible_for, strict=True)):
+                return fast._eligible
+        ok = (
             not stepper.rk4
             and stepper.dynamics.name == "aba"
             and stepper.bilateral is None
@@ -139,6 +148,9 @@ class FreeStepper:
             and (jl is None or not bool(np.any(jl.friction > 0)))
             and (jl is None or not jl.spherical)  # spherical limits: general path only
         )
+        if fast is not None:
+            fast._eligible_for, fast._eligible = key, ok
+        return ok
 
     def step(self, q, v, t, general):
         """(q+, v+, StepReport) of one step: the fast path when the step has no contact and no
