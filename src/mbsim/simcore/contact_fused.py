@@ -47,7 +47,9 @@ to the caller, which then takes the step by the Python path from the start (noth
 kernel wrote is kept: Data's scratch arrays are rewritten there, and after a collision's
 second ABA the kernel runs ABA at (q, v) again so the Python path starts from the same
 Data): a collision with ``energy_consistent_impacts`` (IMPACT: its halving loop stays in
-Python), and an LCP the first attempt does not settle (FALLBACK: islands, a Lemke path
+Python), contacts on trees that nothing joins (FALLBACK before any work: the LCP splits into
+islands, which the chain solves block by block), and an LCP the first attempt does not
+settle (FALLBACK: islands, a Lemke path
 ending without a solution, the proximal polish, a rejected answer; the Python chain then
 goes on from its first attempt, which gives the same unaccepted answer, to the next ones, or
 raises the failure).
@@ -342,6 +344,42 @@ def vertex_attempt(M, q, tol_rel, caps, z, w):
 
 
 @njit(cache=True)
+def _trees_apart(parent, body_a, body_b):
+    """Whether the contacts fall into groups on separate trees (no moving body and no contact
+    joins them): Lambda is exactly zero across trees, so the LCP's M is then block diagonal
+    and the chain solves it island by island (lcp/islands.py), which this kernel does not."""
+    nb = parent.shape[0]
+    link = np.arange(nb)  # union-find over the tree roots
+    first = -1
+    for i in range(body_a.shape[0]):
+        ra = body_a[i]
+        while ra >= 0 and parent[ra] >= 0:
+            ra = parent[ra]
+        rb = body_b[i]
+        while rb >= 0 and parent[rb] >= 0:
+            rb = parent[rb]
+        if ra >= 0 and rb >= 0:
+            while link[ra] != ra:
+                ra = link[ra]
+            while link[rb] != rb:
+                rb = link[rb]
+            link[max(ra, rb)] = min(ra, rb)
+    for i in range(body_a.shape[0]):
+        r = body_a[i] if body_a[i] >= 0 else body_b[i]
+        if r < 0:
+            continue  # no moving side: no row of M (none is detected so)
+        while parent[r] >= 0:
+            r = parent[r]
+        while link[r] != r:
+            r = link[r]
+        if first < 0:
+            first = r
+        elif r != first:
+            return True
+    return False
+
+
+@njit(cache=True)
 def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, z):
     """The contact LCP of Eq. 53 (``contact.contact_lcp``; the sigma rows' q the friction
     budget, empty for none) for row velocities vu (nu, 3), solved by the chain's first
@@ -396,6 +434,8 @@ def contact_step_kernel(
     nv = v.shape[0]
     nu = gap.shape[0]
     k = cos_a.shape[0] + 1
+    if _trees_apart(parent, body_a, body_b):
+        return FALLBACK  # islands: before any work
     # 1. the impact test at v
     vu = np.empty((nu, 3))
     relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v, body_a, local_a, body_b,
