@@ -119,13 +119,35 @@ def test_existing_output_is_refused_without_force(tmp_path):
         (["sample:pendulum-3", "--formulation", "xyz"], "xyz"),
         (["sample:pendulum-3", "--dt", "-1"], "-1"),
         (["sample:pendulum-3", "--set", "robot.nope.q0.joint_1=1"], "nope"),
+        (["sample:pendulum-3", "--set", "robot.pendulum-3.pd.joint_1={kp=1,target=x}"],
+         "{kp=1,target=x} is not a TOML value"),
     ],
-)
+)  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, fragment):
     proc = run("run", *args, "--out", tmp_path / "x.h5", cwd=tmp_path, check_rc=2)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0] and "Traceback" not in proc.stderr
     assert not (tmp_path / "x.h5").exists()
+
+
+@pytest.mark.parametrize(
+    "text", ["{mode=torque,torque=1}", "[0, 1", '"abc', "{ t = [0, 1], q = [0, 1]"]
+)
+def test_a_set_value_meant_as_toml_but_not_toml_is_named(text):
+    from mbsim.cli.run import _overrides
+    from mbsim.errors import MbsimError
+
+    item = f"robot.r.control.j={text}"
+    with pytest.raises(MbsimError) as info:
+        _overrides([item])
+    assert str(info.value) == (
+        f"--set {item!r}: {text} is not a TOML value (tables {{ .. }} and lists [ .. ] are read "
+        'as TOML, so their words need quotes: { mode = "torque", torque = 1.0 })'
+    )
+    # a bare word stays a string, a valid TOML value is read as TOML
+    assert _overrides(["a.b=lemke", "a.c={ x = 1 }", 'a.d="all"']) == {
+        "a.b": "lemke", "a.c": {"x": 1}, "a.d": "all",
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize(

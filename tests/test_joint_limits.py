@@ -91,6 +91,51 @@ def test_pendulum_released_above_its_limit_stops_there_and_rests(form):
     assert abs(v[0]) <= 1e-9
 
 
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("start", [0.8, -0.8])
+def test_joint_started_past_its_stop_returns_to_it_and_stays(form, start):
+    """No gravity, no damping, at rest 0.3 rad past a stop of [-0.5, 0.5]: the recovery
+    brings it back to the stop and leaves it there (closed form: nothing moves a joint at
+    rest inside its range), at most max_recovery_speed on the way and never past the bound
+    into the range by more than what RECOVERY_END_SPEED leaves (1.5e-6 rad/s, joint_rows.py
+    "Recovery"). Before the cap the joint kept the recovery speed and crossed to the other
+    stop."""
+    _, st = stepper(chain_urdf(-0.5, 0.5), form, gravity=(0, 0, 0))
+    bound = np.sign(start) * 0.5
+    q, v, t = np.array([start]), np.zeros(1), 0.0
+    qs, vs = [], []
+    for _ in range(1000):  # 0.3 rad at 0.5 rad/s: back after 0.6 s
+        q, v, _ = st.step(q, v, t)
+        t += 1e-3
+        qs.append(q[0])
+        vs.append(v[0])
+    inside = np.sign(start) * (bound - np.array(qs))  # >= 0 inside the range
+    assert np.max(np.abs(vs)) <= 0.5 + 1e-12
+    assert inside.max() <= 1.5e-6 * 1.0 + 1e-12, "no further into the range than the end speed"
+    assert np.all(np.abs(inside[-300:]) <= 1e-6) and abs(v[0]) <= 1.5e-6
+
+
+def test_position_targets_outside_the_limits_are_noted(tmp_path):
+    """A pd or position-control target past a joint's limits is named before the run (the
+    stop, not the target, decides where the joint ends); targets inside give no note."""
+    urdf = tmp_path / "chain.urdf"
+    urdf.write_text(chain_urdf(-0.5, 0.5, n=2))
+    scene = tmp_path / "s.toml"
+    control = '{ mode = "position", kp = 10.0, target = { t = [0.0, 1.0], q = [-0.9, 0.2] } }'
+    scene.write_text(
+        f'[robot.c]\nurdf = "chain.urdf"\npd = {{ j0 = {{ target = 0.7, kp = 10.0 }} }}\n'
+        f"[robot.c.control]\nj1 = {control}\n"
+    )
+    notes = [n for n in Simulator(load_scenario(scene)).lint if "position targets" in n]
+    assert notes == [
+        f"'c' ({urdf}) has position targets outside the joint limits: 'j0' to 0.7 rad, above "
+        "its upper limit 0.5 rad; 'j1' to -0.9 rad, below its lower limit -0.5 rad; the stop "
+        "holds such a joint at its limit while the PD presses it there (up to the effort limit)"
+    ]
+    scene.write_text(scene.read_text().replace("0.7", "0.3").replace("-0.9", "-0.4"))
+    assert not [n for n in Simulator(load_scenario(scene)).lint if "position targets" in n]
+
+
 def test_limit_restitution_gives_e_squared_in_height():
     """With e = 0.5 the rebound rises to e^2 = 0.25 of the drop height (closed form)."""
     e, dt = 0.5, 1e-4

@@ -125,6 +125,22 @@ def test_pendulum_started_past_its_stop_bit_for_bit(monkeypatch):
     assert_same(a, b)
 
 
+def test_started_past_its_stop_without_gravity_bit_for_bit(monkeypatch):
+    # at rest 0.3 rad past its upper stop, nothing else acting: pushed back at
+    # max_recovery_speed, then the stop's cap row (joint_rows.py "Recovery", in the lower
+    # stop's slot) pulls the speed down with the violation, so it stays at the stop
+    def build():
+        return make_stepper(pendulum_urdf(-0.5, 0.5), gravity=(0, 0, 0))
+
+    a = stepper_run(build, [0.8], [0.0], 800, True, monkeypatch)
+    b = stepper_run(build, [0.8], [0.0], 800, False, monkeypatch)
+    capped = [r for r in a[2] if r[0] == [0, 0] and r[2][0] > 0.0]
+    assert len(capped) > 5, "the cap row must pull in some steps"
+    assert a[3] == rows_steps(a) > 600
+    assert_same(a, b)
+    assert 0.5 - 1e-6 <= a[0][-1, 0] <= 0.5 and abs(a[1][-1, 0]) <= 1.5e-6
+
+
 @pytest.mark.parametrize(("eps", "selection"), [(0.0, "least_norm"), (0.3, "least_norm"),
                                                 (0.3, "vertex")])  # fmt: skip
 def test_chain_on_several_stops_bit_for_bit(eps, selection, monkeypatch):
@@ -272,6 +288,28 @@ def test_loop_with_limit_steps_agrees_with_the_general_path(eps, tmp_path, monke
     assert {"limit_begin", "limit_end"} <= set(a[1].events)
     assert np.any(a[0].diagnostics["lcp_size"] > 0), "recorded limit steps have an LCP row"
     _assert_same_runs(a, b)
+
+
+def test_panda_started_past_a_stop_loop_agrees_with_the_general_path(tmp_path, monkeypatch):
+    # no gravity, the Panda's neutral pose: joint4 at 0 rad starts 0.07 rad above its upper
+    # limit -0.0698 rad; the recovery and then its cap row (joint_rows.py "Recovery") bring it
+    # back, in the compiled loop as in the general path, and it stays at the stop
+    from test_fast_step import _assert_same_runs
+
+    sc = load_scenario_text(
+        "[simulation]\nduration = 0.4\ndt = 1e-3\ngravity = [0.0, 0.0, 0.0]\n"
+        f'[robot.panda]\nurdf = "{sample_path("panda")}"\n'
+        '[contact]\nself_collision = false\n[output]\npath = "/dev/null"\n'
+    )
+    a, b = _compiled_and_general(sc, tmp_path, monkeypatch)
+    assert a[2].limit_steps > 300 and b[2].steps == 0
+    _assert_same_runs(a, b)
+    k = a[0].v_names.index("panda_joint4")
+    upper = -0.0698132  # the Panda URDF's panda_joint4 upper limit, rad
+    # near the stop: the recovery's reaction set the other joints moving (mm/s), which carries
+    # joint4 by ~1e-5 rad over the run; without the cap it would leave at 0.5 rad/s
+    np.testing.assert_allclose(a[0].q[-1, k], upper, atol=1e-4)
+    assert abs(a[0].v[-1, k]) <= 1e-3
 
 
 def test_pd_driven_into_its_stops_loop_agrees_with_the_general_path(tmp_path, monkeypatch):

@@ -582,6 +582,13 @@ def test_flag_errors(scene: Path, tmp_path: Path):
     with pytest.raises(ScenarioError) as exc:
         scenario_from_urdf(SAMPLES / "pendulum-3.urdf", dt=-1.0)
     one_line_error(exc, "command line", "simulation.dt", "greater than 0")
+    # an override of a URDF run (no file: everything is the command line) is "command line:
+    # KEY: why", like its other errors
+    with pytest.raises(ScenarioError) as exc:
+        scenario_from_urdf(SAMPLES / "pendulum-3.urdf", {"robot.arm.control.joint_1.kp": 1.0})
+    assert str(exc.value) == (
+        "command line: robot.arm.control.joint_1.kp: there is no robot 'arm' (have: pendulum-3)."
+    )
     with pytest.raises(ScenarioError) as exc:
         load_scenario(scene, flags={"colour": "red"})
     one_line_error(exc, "unknown flag 'colour'")

@@ -112,6 +112,31 @@ def test_spin_about_the_joint_axis_stops_at_the_twist_span():
     assert swing_twist(q)[0][2] > 1.0
 
 
+@pytest.mark.parametrize(("angle", "start"), [(0, 0.5), (1, -0.7), (2, 0.6), (2, -0.6)])
+def test_a_joint_started_past_a_span_returns_to_it_and_stays(angle, start):
+    """No gravity, at rest 0.2 rad past the span of one angle (swing x 0.3, swing y 0.5,
+    twist 0.4 rad): the recovery brings the angle back to the span and leaves it there
+    (closed form: nothing moves a body at rest), at most max_recovery_speed on the way, the
+    other angles 0 (1e-9 rad), 1.5e-6 rad/s left (joint_rows.py "Recovery"). Before the cap
+    the joint kept the recovery speed and turned on to the opposite stop."""
+    text = ROD.format(l=0.4, m=2.0, rpy="0 0 0", limit=LIMIT.format(sx=0.3, sy=0.5, tw=0.4,
+                                                                     effort=100))  # fmt: skip
+    model = build_model([parse_urdf_string(text, source="rod.urdf")], gravity=(0, 0, 0))
+    span = (0.3, 0.5, 0.4)[angle]
+    q = _quat(np.eye(3)[angle] * start)
+    st = OSStepper(model, None, StepOptions(dt=1e-3), joint_limits=JointLimits.from_model(model))
+    v, worst = np.zeros(3), 0.0
+    for k in range(900):  # 0.2 rad at 0.5 rad/s: back after 0.4 s
+        q, v, _ = st.step(q, v, k * 1e-3)
+        worst = max(worst, float(np.linalg.norm(v)))
+        angles, _ = swing_twist(q)
+        assert np.sign(start) * angles[angle] >= span - 1e-6, "no further into the span"
+    assert worst <= 0.5 + 1e-9
+    np.testing.assert_allclose(np.sign(start) * angles[angle], span, atol=1e-6)
+    np.testing.assert_allclose(np.delete(angles, angle), 0.0, atol=1e-9)
+    assert np.linalg.norm(v) <= 1.5e-6
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_angle_rates_are_the_derivatives_of_the_angles(seed):
     rng = np.random.default_rng(seed)

@@ -195,6 +195,7 @@ class Simulator:
 
         files = {t: r.urdf for t, r in self._robot_trees()}
         start_notes += start_pose.limit_notes(m, files, self.joint_limits, self.q)
+        start_notes += start_pose.target_notes(m, files, self.joint_limits, self._targets())
         self.stepper = OSStepper(
             m,
             self.scene if self.scene.allowed.any() else None,
@@ -320,6 +321,18 @@ class Simulator:
                 vi = self._index(tree, r, name, "v")
                 commands.append(JointCommand.from_control(qi, vi, c))
         return tau, commands
+
+    def _targets(self) -> list[tuple]:
+        """(tree, joint, v index, Signal) of every position target (``pd`` and ``position``
+        controls), for the start notes."""
+        from mbsim.io.scenario import Signal
+
+        out = []
+        for tree, r in self._robot_trees():
+            signals = {j: Signal(g.target) for j, g in r.pd.items()}
+            signals.update({j: c.target for j, c in r.control.items() if c.mode == "position"})
+            out += [(tree, j, self._index(tree, r, j, "v"), s) for j, s in signals.items()]
+        return out
 
     def _joint_limits(self) -> JointLimits:
         """Joint limits and friction of the model: ``simulation.joint_limits`` and

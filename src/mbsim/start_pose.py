@@ -206,6 +206,40 @@ def limit_notes(model, files, limits, q) -> list[str]:
     return notes
 
 
+def target_notes(model, files, limits, targets) -> list[str]:
+    """One sentence per tree whose position targets (``targets``: (tree, joint, v index,
+    scenario Signal) of its ``position`` controls and ``pd`` entries) reach outside the
+    joint's enforced position limits (``limits``: simcore.joint_rows.JointLimits), naming the
+    file, each such joint and its farthest target sample past the limit (rad or m). Such a
+    target is kept (PyBullet and MuJoCo keep it too): the stop holds the joint at the limit
+    while the PD presses it there, up to the effort limit."""
+    from mbsim.simcore.joints import PRISMATIC
+
+    past: dict[int, list[str]] = {}
+    for tree, joint, k, signal in targets:
+        ys = np.asarray(signal.y if signal.t else (signal.value,), dtype=float)
+        lo, hi = limits.lower[k], limits.upper[k]
+        body = int(np.searchsorted(model.vi, k, side="right") - 1)
+        unit = "m" if model.jtype[body] == PRISMATIC else "rad"
+        for y, side, bound in (
+            (ys.min(), "below its lower", lo),
+            (ys.max(), "above its upper", hi),
+        ):
+            if (y < bound) if side.startswith("below") else (y > bound):
+                past.setdefault(tree, []).append(
+                    f"'{joint}' to {y:.4g} {unit}, {side} limit {bound:.4g} {unit}"
+                )
+    notes = []
+    for tree, joints in past.items():
+        where = f" ({files[tree]})" if tree in files else ""
+        notes.append(
+            f"'{model.tree_names[tree]}'{where} has position targets outside the joint limits: "
+            f"{'; '.join(joints)}; the stop holds such a joint at its limit while the PD presses "
+            "it there (up to the effort limit)"
+        )
+    return notes
+
+
 def srdf_beside(sc) -> tuple[object, list[str]]:
     """The scenario with ``robot.srdf`` set for each robot that has none while ``NAME.srdf``
     lies beside its URDF (module docstring), and a note per file picked up. Nothing changes

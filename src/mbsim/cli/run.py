@@ -40,7 +40,10 @@ def run(
     friction_directions: int = typer.Option(None, help="Edges of the friction polyhedron."),
     base: str = typer.Option(None, "--base", help="fixed | floating (single robot)."),
     set_: list[str] = typer.Option(
-        None, "--set", help="Override a scenario key: --set contact.mu=0.3 (repeatable)."
+        None,
+        "--set",
+        help="Override a scenario key: --set contact.mu=0.3 (repeatable; VALUE is read as TOML: "
+        '0.5, true, [0, 1], { mode = "torque", torque = 1.0 }; a bare word is text).',
     ),
     out: Path = typer.Option(None, "--out", "-o", help="Results file (default: NAME.h5)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing results file."),
@@ -149,7 +152,16 @@ def _overrides(items: list[str]) -> dict:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise MbsimError(f"--set {item!r} must look like KEY=VALUE, e.g. contact.mu=0.3")
-        out[key.strip()] = parse_value(value.strip())
+        value = value.strip()
+        parsed = parse_value(value)
+        if parsed == value and value[:1] in ("{", "[", '"', "'"):  # parse_value kept the text
+            # meant as a TOML table, list or string, but not one: kept as text, it would be
+            # refused later as a string, which hides the real mistake (an unquoted word)
+            raise MbsimError(
+                f"--set {item!r}: {value} is not a TOML value (tables {{ .. }} and lists [ .. ] "
+                'are read as TOML, so their words need quotes: { mode = "torque", torque = 1.0 })'
+            )
+        out[key.strip()] = parsed
     return out
 
 

@@ -21,6 +21,25 @@ gap this step but not pass it), max(k g, -v_max dt)/dt when past the limit (k =
 an impulsive phase (dt = 0). Restitution eps at a stop acts as for contacts (stepper.
 impact_phase): the compression impulse lambda_c is followed by eps lambda_c.
 
+Recovery. Past a stop (g < 0: a start outside the range, an RK4 step, a softened step) the
+row pushes the joint back at s v+ >= r = min(k |g| / dt, v_max). That row is one-sided: it
+cannot take back the speed it gave, so on its own the joint would keep r once inside and
+coast on (to the opposite stop, with nothing else acting). So while the stop is passed by
+more than RECOVERY_END_SPEED dt, the row of the other side of the same DoF (or angle) is
+replaced by the stop's cap row, of side -s, gap +inf (no impact rule, no energy share):
+
+    -s v+ + c |g| / dt >= 0,   c = (1 + k) / 2 (0.6 by default; k for k > 1),
+
+so r <= s v+ <= c |g| / dt: the joint never crosses the bound from outside within a step,
+and its speed falls with the violation (|g| shrinks by the factor 1 - c a step while the cap
+pulls), to below c / (1 - c) RECOVERY_END_SPEED (1.5e-6 rad/s by default) when the cap row
+goes. The cap replaces the other stop's row only when that row would be looser: past the
+lower stop, upper - q > |g| > c |g|. This is the position-level Baumgarte correction (as
+PyBullet's ERP and MuJoCo's reference acceleration) made so the speed it lends ends with the
+violation, which neither of them does (both leave the joint moving). An impulse of a cap row
+is reported as a limit row of side -s (limit_begin / limit_end events with that normal,
+the direction it acts).
+
 Coulomb joint friction (URDF ``<dynamics friction>`` F > 0, N m or N) on DoF k is a
 box-constrained impulse |p| <= F dt, complementary with the joint speed. In LCP form it is the
 two-direction friction pyramid of a contact with a fixed bound instead of mu p_n:
@@ -57,6 +76,11 @@ from numba import njit
 #: the gap is below this plus the travel of the step, like the contact margin for shapes.
 #: Rows of separated limits cost a few LCP unknowns but never act early (the -g/dt rule).
 LIMIT_MARGIN = 0.01
+#: Recovery end speed (rad/s or m/s; module docstring, "Recovery"): a stop passed by more than
+#: this times dt gets a cap row on its recovery, so a joint pushed back from past its stop is
+#: left with at most about this speed once inside (1.5 times it with k = 0.2); below it (a
+#: joint resting on its stop, whose gap is at rounding level) the stop's row is one-sided only.
+RECOVERY_END_SPEED = 1e-6
 
 
 @njit(cache=True, inline="always")
@@ -80,18 +104,48 @@ def limit_allowance(g, dt, stabilization, max_recovery_speed):
 
 
 @njit(cache=True)
+def recovery_cap(g, dt, stabilization):
+    """The allowance of the cap row of a stop passed by -g > RECOVERY_END_SPEED dt (g < 0,
+    rad or m; module docstring, "Recovery"): c |g| / dt with c = (1 + k) / 2 (rad/s or m/s),
+    so the recovery closes at most the fraction c < 1 of the violation per step (the joint
+    never crosses the bound from outside) and the speed it is left with falls with the
+    violation; c >= k (the push row's k |g| / dt, capped) for k <= 1 (k > 1: c = k), so the
+    two rows always agree."""
+    return max(0.5 * (1.0 + stabilization), stabilization) * -g / dt
+
+
+@njit(cache=True, inline="always")
+def _recovering(g, dt):
+    """Whether a stop with gap g (rad or m) is passed by more than RECOVERY_END_SPEED dt, so
+    that its recovery is capped (module docstring, "Recovery"); never in an impulsive phase."""
+    return dt > 0.0 and g < -RECOVERY_END_SPEED * dt
+
+
+@njit(cache=True)
 def _near_limits(
     lower, upper, q_of_v, v, v_free, dt, margin, stabilization, max_recovery_speed, dof, side,
     gap, allowance,
 ):  # fmt: skip
     """The near limits of :meth:`JointLimits.rows` into dof, side, gap and allowance (g_v,
     module docstring; 0 for dt = 0): the lower limits first, then the upper ones, each by
-    increasing DoF; returns their number."""
+    increasing DoF; returns their number. The row of side s of a DoF whose opposite stop is
+    passed by more than RECOVERY_END_SPEED dt is that stop's cap row instead (gap +inf, the
+    allowance :func:`recovery_cap`): at most two rows a DoF."""
     n = 0
     for s in range(2):
         sign = 1.0 if s == 0 else -1.0
         bound = lower if s == 0 else upper
+        other = upper if s == 0 else lower
         for k in range(bound.shape[0]):
+            # the opposite stop, of side -sign: g = -sign (q - bound)
+            g_other = -sign * (q_of_v[k] - other[k])
+            if np.isfinite(other[k]) and _recovering(g_other, dt):
+                dof[n] = k
+                side[n] = sign
+                gap[n] = np.inf
+                allowance[n] = recovery_cap(g_other, dt, stabilization)
+                n += 1
+                continue
             if not np.isfinite(bound[k]):
                 continue
             g, reach = _stop_reach(sign, q_of_v[k], bound[k], v[k], v_free[k], dt)

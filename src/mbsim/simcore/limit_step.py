@@ -16,7 +16,8 @@ row, are exact either way):
 1. free motion (``OSStepper._general_step``): qdd = (M + diag(armature))^-1 (tau - C) by ABA
    (``aba_kernel``, 004 Eq. 0.31), v_f = v + dt qdd;
 2. the limit rows (``JointLimits.rows``, the compiled ``_near_limits``): DoF k, side s, gap
-   g and allowance g_v of every stop with g + dt min(0, s v_k, s v_f,k) < margin;
+   g and allowance g_v of every stop with g + dt min(0, s v_k, s v_f,k) < margin, and the cap
+   row of a stop passed (joint_rows.py, "Recovery") in the other side's place;
 3. the joint Delassus matrix (``OS.prepare`` -> ``joint_row_delassus``): W = (M +
    diag(armature))^-1 G^T column by column, the two ABA sweeps with zero velocity and
    gravity and the row s e_k as joint force on the factorisation of step 1

@@ -53,7 +53,8 @@ each the identity row at R = 1. For angle a with span s the gap to the upper sid
 (side -1, row -grad a) and to the lower side a + s (side +1, row +grad a); a side is near,
 and gets the row s grad(a) . v+ + g_v >= 0, by the rule of the 1-DoF stops (joint_rows.py:
 gap plus the step's travel at the faster of v and v_free below ``margin``, rad) with the same
-allowance g_v (g/dt when separated, the capped Baumgarte recovery when past the span).
+allowance g_v (g/dt when separated, the capped Baumgarte recovery when past the span) and
+the same cap row on that recovery in the other side's place (joint_rows.py, "Recovery").
 The row's v index in reports is the joint's first v index plus 0, 1, 2 (swing x, swing y,
 twist: the body axis each row turns about at R = 1).
 """
@@ -64,7 +65,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsim.simcore.joint_rows import _stop_reach, limit_allowance
+from mbsim.simcore.joint_rows import _recovering, _stop_reach, limit_allowance, recovery_cap
 
 #: names of the three angles, in row order (report and message vocabulary)
 ANGLES = ("swing_x", "swing_y", "twist")
@@ -117,17 +118,24 @@ def near_rows(limits, eps, q, v, v_free, dt, margin, stabilization, max_recovery
         for i in range(3):
             rate, rate_f = grad[i] @ w, grad[i] @ wf
             for s in (1.0, -1.0):
-                # the stop at -span (s = +1) or +span (s = -1): g = s (angle - bound)
-                g, reach = _stop_reach(s, angles[i], -s * lim.spans[i], rate, rate_f, dt)
-                if reach < margin:
-                    row = np.zeros(nv)
-                    row[lim.vi : lim.vi + 3] = s * grad[i]
-                    dof.append(lim.vi + i)
-                    side.append(s)
-                    gap.append(g)
-                    allow.append(limit_allowance(g, dt, stabilization, max_recovery_speed))
-                    e_out.append(e)
-                    rows.append(row)
+                # the stop at -span (s = +1) or +span (s = -1): g = s (angle - bound); the
+                # opposite one passed by more than RECOVERY_END_SPEED dt puts its cap row here
+                g_other = lim.spans[i] - s * angles[i]
+                if _recovering(g_other, dt):
+                    g, a = np.inf, recovery_cap(g_other, dt, stabilization)
+                else:
+                    g, reach = _stop_reach(s, angles[i], -s * lim.spans[i], rate, rate_f, dt)
+                    if reach >= margin:
+                        continue
+                    a = limit_allowance(g, dt, stabilization, max_recovery_speed)
+                row = np.zeros(nv)
+                row[lim.vi : lim.vi + 3] = s * grad[i]
+                dof.append(lim.vi + i)
+                side.append(s)
+                gap.append(g)
+                allow.append(a)
+                e_out.append(e)
+                rows.append(row)
     n = len(dof)
     return (
         np.array(dof, dtype=np.int64), np.array(side, dtype=float), np.array(gap, dtype=float),

@@ -67,6 +67,7 @@ def _ctx_for(scenario: Scenario) -> _Ctx:
     base = scenario.source.parent if scenario.source is not None else Path.cwd()
     ctx = _Ctx(label, scenario._text, base, everything_overridden=() in scenario._overridden)
     ctx.overridden = {p for p in scenario._overridden if p}
+    ctx.override_values = dict(scenario._override_values)
     return ctx
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -32,6 +33,8 @@ class _Ctx:
         self.text = text
         self.base_dir = base_dir
         self.overridden: set[tuple] = set()
+        #: the value each override set (path -> value), for messages
+        self.override_values: dict[tuple, object] = {}
         self.everything_overridden = everything_overridden
 
     def is_overridden(self, path: tuple) -> bool:
@@ -47,8 +50,54 @@ class _Ctx:
             where = f"{self.label}:" if self.everything_overridden else f"{self.label}: override"
             return ScenarioError(f"{where} {key}{shown}: {why}.")
         line = _locate(self.text, path) if self.text else None
+        beside = self._beside(path)
+        if beside:
+            # a key of the file made invalid by an override next to it (a changed mode, a
+            # signal's t against its samples): the override is the source, the line the
+            # place, unless the element is the overrides' own (neither it nor, for a key
+            # next to an override, its table is in the file)
+            spath = tuple(str(p) for p in path)
+            inside = any(o[: len(spath)] == spath for o in self.overridden)
+            in_file = self._in_file(spath) or (not inside and self._in_file(spath[:-1]))
+            at = f" (line {line})" if line and in_file else ""
+            return ScenarioError(f"{self.label}: {beside}: {key}{shown}{at}: {why}.")
         where = f"{self.label}, line {line}" if line else self.label
         return ScenarioError(f"{where}: {key}{shown}: {why}.")
+
+    def _in_file(self, path: tuple) -> bool:
+        """Whether the file's text holds the key ``path`` (True when it cannot be read)."""
+        if not hasattr(self, "_raw"):
+            try:
+                self._raw = tomllib.loads(self.text)
+            except tomllib.TOMLDecodeError:
+                self._raw = None
+        node = self._raw
+        if node is None:
+            return True
+        for part in path:
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return False
+        return True
+
+    def _beside(self, path: tuple) -> str:
+        """The overrides of keys next to ``path`` (in the same table) or inside it, as
+        ``override KEY = VALUE`` phrases joined by ", "; "" for none."""
+        path = tuple(str(p) for p in path)
+        near = [
+            o for o in sorted(self.overridden)
+            if (len(o) == len(path) and o[:-1] == path[:-1]) or o[: len(path)] == path
+        ]  # fmt: skip
+        out = []
+        for o in near:
+            shown = (
+                f" = {format_value(self.override_values[o])}" if o in self.override_values else ""
+            )
+            out.append(f"override {_fmt_path(o)}{shown}")
+        return ", ".join(out)
 
     def base_for(self, path: tuple) -> Path:
         """Folder a relative path at ``path`` is relative to."""

@@ -137,10 +137,11 @@ def _apply_overrides(ctx: _Ctx, raw: dict, overrides: Mapping[str, object]) -> d
         path = _coordinate_path(raw, path)
         spath = tuple(str(p) for p in path)
         ctx.overridden.add(spath)
+        ctx.override_values[spath] = value
         shown = _fmt_path(spath)
 
         def bad(why: str, shown: str = shown) -> ScenarioError:
-            where = ctx.label if ctx.everything_overridden else f"{ctx.label}: override"
+            where = f"{ctx.label}:" if ctx.everything_overridden else f"{ctx.label}: override"
             return ScenarioError(f"{where} {shown}: {why}.")
 
         if path[0] in ("robot", "environment") and len(path) >= 3:

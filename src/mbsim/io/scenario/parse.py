@@ -358,6 +358,7 @@ def _resolve(ctx: _Ctx, raw: dict, source: Path | None) -> Scenario:
         source=source,
         _text=ctx.text,
         _overridden=frozenset(ctx.overridden) if not ctx.everything_overridden else frozenset({()}),
+        _override_values=tuple(ctx.override_values.items()),
     )
 
 
@@ -508,6 +509,11 @@ def _signal(ctx: _Ctx, path: tuple, value: object, sample_key: str) -> Signal:
     """A number, ``{ t = [..], <sample_key> = [..], interpolation, ends }`` or
     ``{ csv = "file.csv", column = "name", interpolation, ends }``."""
     if not isinstance(value, dict):
+        if isinstance(value, (str, list, bool)):  # not a number, and not a table either
+            raise ctx.error(
+                path, f"must be a number or a signal table ({{ t = [..], {sample_key} = [..] }} "
+                'or { csv = "file.csv" })', value,
+            )  # fmt: skip
         return Signal(value=_float(ctx, path, value))
     what = f"t, {sample_key}" if "csv" not in value else "csv, column"
     _check_keys(ctx, path, value, ("t", sample_key, "csv", "column", "interpolation", "ends"))

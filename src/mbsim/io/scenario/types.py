@@ -267,10 +267,10 @@ class Contact:
     impact (options.IMPACT_FRICTION), ``curvature_point`` where a smooth contact's gap
     prediction is taken (options.CURVATURE_POINTS), ``manifold`` the scope of the contact
     manifold reduction (options.CONTACT_MANIFOLDS), ``max_recovery_speed`` (m/s) the fastest
-    a penetration is pushed out. ``ignore_initial_overlaps``: link pairs of one robot that
-    already overlap at the initial state are not checked (:mod:`mbsim.start_pose`). Link
-    references
-    are ``tree/link`` (bare ``link`` before :func:`validate_against_model` canonicalises them).
+    a penetration is pushed out (and a joint past its stop, read as rad/s or m/s).
+    ``ignore_initial_overlaps``: link pairs of one robot that already overlap at the initial
+    state are not checked (:mod:`mbsim.start_pose`). Link references are ``tree/link``
+    (bare ``link`` before :func:`validate_against_model` canonicalises them).
     """
 
     floor: bool = False
@@ -337,6 +337,7 @@ class Scenario:
     # Kept for error messages after loading (line lookup); not part of the scenario's value.
     _text: str = field(default="", repr=False, compare=False)
     _overridden: frozenset = field(default=frozenset(), repr=False, compare=False)
+    _override_values: tuple = field(default=(), repr=False, compare=False)
 
     def robot(self, name: str) -> Robot:
         """The robot called ``name`` (KeyError if none)."""
