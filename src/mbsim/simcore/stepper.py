@@ -100,6 +100,7 @@ import numpy as np
 from mbsim.errors import MbsimError
 from mbsim.simcore.bilateral import ConstraintError
 from mbsim.simcore.contact import curvature_drift
+from mbsim.simcore.contact_fused import ContactFuser
 from mbsim.simcore.contact_stages import gap_allowance, split_impulses
 from mbsim.simcore.contact_stages import impacting as contact_impacting
 from mbsim.simcore.data import Data
@@ -439,6 +440,8 @@ class OSStepper:
         self._fast = FreeStepper(self)
         #: the compiled joint-limit step, which FreeStepper hands the steps it does not take
         self._limit = LimitStepper(self)
+        #: the compiled contact step (contact_fused.py), which _softened_step asks first
+        self._fused = ContactFuser(self)
 
     def configure(self, **changes) -> None:
         """Replace the options by a copy with ``changes`` (StepOptions field names), validated
@@ -689,8 +692,17 @@ class OSStepper:
         step solves at full recovery again), each attempt with the full LCP time budget. A failure
         of a step that demands no separation speed, or at scale 0, is raised as it is; the
         report of a softened step says the scale used and why (``recovery_scale``,
-        ``softened_reason``)."""
+        ``softened_reason``). A step without joint rows goes first to the compiled contact
+        step (contact_fused.py, the same arithmetic as _contact_step at full recovery), which
+        hands back what it does not take."""
         o = self.opt
+        if not joint and self._fused.eligible(self):
+            # the compiled contact step at full recovery; None: a collision, an LCP its first
+            # attempt does not settle, or a case it does not cover, all taken below
+            report = self._fused.step(q, v, tau, c, qdd)
+            if report is not None:
+                self._soft_from = 0
+                return report
         first = None
         # the retries start at the scale the last softened step needed (a wedged robot fails
         # at every larger scale each step: each failure costs the whole fallback chain)

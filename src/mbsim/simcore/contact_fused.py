@@ -1,0 +1,763 @@
+"""The compiled contact step: from the step's contact set to v+ in one numba call (issue 15).
+
+A contact step of the OS stepper (stepper.py, ``OSStepper._contact_step``) runs some forty
+Python functions between small kernels: the curvature term, the gap allowance, the slip
+reference, ContactProblem.build, ``OS.prepare`` (Lambda by Upsilon, W), the impact test, the
+LCP assembly, the fallback chain's first attempt (islands, Lemke on M + delta I, the polish,
+the verification), the impulse response, the energy shares and the report's impulse split.
+:func:`contact_step_kernel` does the same arithmetic in one call. Its stages, each the
+Python path's function it mirrors (the same kernels, or the same operations in the same
+order, so the two agree bit for bit; tests/test_contact_fused.py compares whole runs):
+
+1. the impact test (``normal_velocity``, ``contact_stages.impacting``): n . v_u at the
+   step's start velocity v; a contact approaching faster than ``impact_velocity`` that would
+   close its gap within the step makes the step a collision (000 Sec. 7);
+2. the curvature term (``contact.curvature_drift``: 1/2 dt^2 n . J-dot v at the core points)
+   and the gap allowance g_v (``contact_stages.gap_allowance``; stepper docstring, "Gap
+   stabilisation");
+3. the slip reference (``relative_velocities`` at v_f = v + dt qdd) and the friction
+   matrices D (``contact.friction_matrix``, Eq. 7);
+4. the nodes and their transforms (``contact.contact_nodes``, ``kinematics.node_transforms``),
+   Upsilon and Lambda on the factorisation ABA left in Data (``delassus.upsilon_after_aba``,
+   000 Eqs. 64-69), W = Q_u Lambda Q_u^T (``contact.relative_compliance``, Eq. 49);
+5. with a collision, the impact phase (``stepper.impact_phase``, 000 Eqs. 54-58): the
+   compression LCP (dt = 0, no gap allowance) from v; with restitution eps the recovered
+   impulse theta = eps (n . P_c) n applied by the impulse response and the decompression LCP
+   (its sigma rows' friction budget mu n . theta with ``impact_friction = "total"``); the
+   kinetic energy before and after (``energy_impacts`` in the metric M + armature); then the
+   free motion from v_c by ABA, as ``OS.solve`` recomputes it; the step's LCP of Eq. 53
+   (``contact.contact_lcp``): q = D^T (v_u(v_f) + g_v n);
+6. its solve: the whole first attempt of ``lcp.chain.solve_lcp`` (:func:`least_norm_attempt`
+   for the "least_norm" selection: ``chain.lemke_regularised``'s Lemke on M + delta I, the
+   least-change polish, the active-set corrections and the restricted LCP;
+   :func:`vertex_attempt` for "vertex": lexicographic Lemke), every candidate verified by the
+   acceptance test of lcp/problem.py; the Lemke paths take the Python path's pivot cap
+   (``lemke.default_max_pivots``, read by :func:`pivot_caps`);
+7. the impulses F = D beta (``ContactProblem.impulses``: numpy's einsum sums the k terms in
+   two interleaved lanes, even and odd k, then adds them; checked for k <= 7, MAX_K), the
+   impulse response v+ = v_f + M^-1 J^T Q_u^T F (``dynamics.impulse_response_kernel``);
+8. the stabilisation share of the kinetic energy (``energy_sources.step_shares``: the normal
+   rows of penetrating contacts, fn (n . u_f + n . u+) / 2, BLAS dot as there) and the
+   report's split of the impulses (``contact_stages.split_impulses``).
+
+n . x is numpy's ``einsum("ij,ij->i")`` order, (x0 y0 + x2 y2) + x1 y1, as everywhere in the
+Python path; the Impact records of the report are built by the wrapper from the kernel's
+numbers with the Python path's own expressions. What the kernel does not decide is returned
+to the caller, which then takes the step by the Python path from the start (nothing the
+kernel wrote is kept: Data's scratch arrays are rewritten there, and after a collision's
+second ABA the kernel runs ABA at (q, v) again so the Python path starts from the same
+Data): a collision with ``energy_consistent_impacts`` (IMPACT: its halving loop stays in
+Python), contacts on trees that nothing joins (FALLBACK before any work: the LCP splits into
+islands, which the chain solves block by block), and an LCP the first attempt does not
+settle (FALLBACK: islands, a Lemke path
+ending without a solution, the proximal polish, a rejected answer; the Python chain then
+goes on from its first attempt, which gives the same unaccepted answer, to the next ones, or
+raises the failure).
+
+What the caller does not hand it (:meth:`ContactFuser.eligible`, and the stepper's test for
+joint rows): joint-limit or joint-friction rows in the step, bilateral rows, RK4, another
+formulation than OS, another Delassus algorithm than Upsilon, the CRBA dynamics, the "pgs"
+solver, nf > 6, LCP dumps, and LCPs that Lemke would solve in several budget chunks (more
+than ~57 rows: :func:`one_chunk`; the Python path polls the step's time budget between them).
+Softened retries of a failed step stay in Python: the kernel takes a step only at full
+recovery, and when it accepts one, so would the Python path's first attempt.
+
+Units: SI (s, m, m/s, N s, J).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+from numba import njit
+
+from mbsim.simcore.contact import (
+    _contact_lcp_kernel,
+    _contact_nodes_kernel,
+    _curvature_kernel,
+    _edge_angles,
+    _friction_kernel,
+    _node_impulses_kernel,
+    _relative_compliance_kernel,
+)
+from mbsim.simcore.contact_stages import _gap_allowance_kernel, _impacting_kernel, _split_kernel
+from mbsim.simcore.delassus.upsilon_body import lambda_kernel, upsilon_kernel
+from mbsim.simcore.dynamics import aba_kernel, impulse_response_kernel
+from mbsim.simcore.kinematics import (
+    node_transforms_kernel,
+    propagate_bias,
+    relative_velocities_kernel,
+    relative_velocity_sums_kernel,
+)
+from mbsim.simcore.lcp import budget
+from mbsim.simcore.lcp.chain import ACTIVE_SET_FIXES, LSTSQ_RCOND
+from mbsim.simcore.lcp.islands import _component_labels
+from mbsim.simcore.lcp.lemke import _SOLVED, REFACTOR_EVERY, ZERO_REL, _lemke_once
+from mbsim.simcore.lcp.lstsq import active_set_least_change
+from mbsim.simcore.lcp.problem import (
+    EPS,
+    GROWTH,
+    ROUND,
+    _inf_norm,
+    _snap_kernel,
+    _verify_kernel,
+    tolerance_kernel,
+)
+from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
+from mbsim.simcore.limit_step import SOLVER_NAMES, _armature_energy, _kinetic
+
+#: what :func:`contact_step_kernel` returns: the step is done (OK), its LCP needs the Python
+#: chain (FALLBACK), or it is a collision with the energy-consistent impact option, which the
+#: Python path's impact phase takes (IMPACT)
+OK, FALLBACK, IMPACT = 0, 1, 2
+#: the ``info`` slots of :func:`contact_step_kernel`
+(
+    I_DEMANDS, I_DEEPEST, I_PIVOTS, I_RESIDUAL, I_SOLVER, I_E_STAB, I_IMPACT, I_E_IMPACTS,
+    I_KE_BEFORE, I_KE_AFTER,
+) = range(10)  # fmt: skip
+#: the largest nf + 1 whose F = D beta the kernel sums in numpy einsum's order (checked)
+MAX_K = 7
+
+_NO_F = np.zeros(0)
+#: the module (the package's ``lemke`` is the solver function of that name)
+lemke_module = importlib.import_module("mbsim.simcore.lcp.lemke")
+
+
+def _f64(a) -> np.ndarray:
+    """``a`` as a contiguous float64 array (itself when it is one already)."""
+    if type(a) is np.ndarray and a.dtype == np.float64 and a.flags.c_contiguous:
+        return a
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def _i64(a) -> np.ndarray:
+    """``a`` as a contiguous int64 array (itself when it is one already)."""
+    if type(a) is np.ndarray and a.dtype == np.int64 and a.flags.c_contiguous:
+        return a
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def one_chunk(n: int) -> bool:
+    """Whether Lemke on an LCP of n rows runs as one compiled call in the Python path too
+    (``lemke.run_lemke``: one budget chunk ends the path, so it never polls the budget)."""
+    return budget.chunk_pivots(n) >= lemke_module.default_max_pivots(n)
+
+
+def pivot_caps() -> tuple[int, np.ndarray]:
+    """(the largest n with :func:`one_chunk`, the Lemke pivot cap ``lemke.default_max_pivots``
+    of every LCP size 0 .. that n): what the kernel's Lemke paths take from the Python
+    path's settings (read now, so a changed setting is followed)."""
+    n = 0
+    while n < 10_000 and one_chunk(n + 1):
+        n += 1
+    return n, np.array([lemke_module.default_max_pivots(m) for m in range(n + 1)], np.int64)
+
+
+@njit(cache=True)
+def _lemke_capped(M, q, caps, z):
+    """``lemke.run_lemke`` on a path one chunk ends (lexicographic, ZERO_REL, pivot cap
+    caps[n], refactorisation every max(REFACTOR_EVERY, n) pivots): (solved?, pivots, basic
+    z indices); z gets the snapped answer (``lemke._lemke_once``, the call run_lemke makes)."""
+    n = q.shape[0]
+    cap = caps[n]
+    code, pivots, basic = _lemke_once(M, q, cap, max(REFACTOR_EVERY, n), cap + 1, True, ZERO_REL, z)
+    return code == _SOLVED, int(pivots), basic
+
+
+@njit(cache=True, inline="always")
+def _ndot(x, i, y, j):
+    """x[i] . y[j] of two (n, 3) arrays in numpy einsum's order: (x0 y0 + x2 y2) + x1 y1."""
+    return (x[i, 0] * y[j, 0] + x[i, 2] * y[j, 2]) + x[i, 1] * y[j, 1]
+
+
+@njit(cache=True)
+def _impulses(D, z, F):
+    """F[i] = D[i] beta_i (``ContactProblem.impulses``' einsum "ijk,ik->ij"): the k products
+    summed in two lanes, even k and odd k, each in order, then added, as numpy does."""
+    nu, _, k = D.shape
+    for i in range(nu):
+        for r in range(3):
+            even = D[i, r, 0] * z[k * i]
+            odd = D[i, r, 1] * z[k * i + 1]
+            for a in range(2, k, 2):
+                even += D[i, r, a] * z[k * i + a]
+            for a in range(3, k, 2):
+                odd += D[i, r, a] * z[k * i + a]
+            F[i, r] = even + odd
+
+
+@njit(cache=True)
+def _evaluate(M, q, z, tol_rel, w):
+    """(ok, worst residual, tol) of ``problem.evaluate`` with status solved and
+    ``LcpResult.ok`` for the candidate z; w = M z + q."""
+    n = q.shape[0]
+    res, sv, _eq, mnorm, qn, zn, mv = _verify_kernel(M, q, z, 0, w)
+    if np.isfinite(qn) and np.isfinite(zn) and np.isfinite(mnorm):
+        tol = tolerance_kernel(tol_rel, n, mnorm, qn, zn)
+    else:
+        tol = 0.0
+    worst = max(res, sv, 0.0)
+    if zn != 0.0 and not ROUND * n * EPS * mv <= tol_rel * (GROWTH + 1.0) * qn:
+        return False, worst, tol  # unverifiable (problem.verifiable)
+    return bool(np.isfinite(res) and worst <= tol), worst, tol
+
+
+@njit(cache=True)
+def _restricted(M, q, S0, tol_rel, caps, z, w):
+    """``chain._restricted``: the LCP restricted to the working set S0 (z = 0 outside) by
+    lexicographic Lemke, S grown by the rows outside it with w < -tol, at most
+    ACTIVE_SET_FIXES times. Returns (accepted, sub-problem pivots, worst residual); not
+    accepted also where the Python chain might still find an answer (a sub-problem that the
+    lexicographic path does not solve and verify: ``lemke.lemke`` then tries other paths)."""
+    n = q.shape[0]
+    inside = np.zeros(n, dtype=np.bool_)
+    for a in range(S0.shape[0]):
+        inside[S0[a]] = True
+    for _ in range(ACTIVE_SET_FIXES + 1):
+        m = 0
+        for i in range(n):
+            if inside[i]:
+                m += 1
+        if m == 0:
+            return False, 0, np.inf
+        idx = np.empty(m, dtype=np.int64)
+        m = 0
+        for i in range(n):
+            if inside[i]:
+                idx[m] = i
+                m += 1
+        Ms = np.empty((m, m))
+        qs = np.empty(m)
+        for a in range(m):
+            qs[a] = q[idx[a]]
+            for b in range(m):
+                Ms[a, b] = M[idx[a], idx[b]]
+        zs = np.empty(m)
+        ws = np.empty(m)
+        solved, piv, _basic = _lemke_capped(Ms, qs, caps, zs)
+        if not solved:
+            return False, 0, np.inf
+        sub_ok, _w, _t = _evaluate(Ms, qs, zs, tol_rel, ws)
+        if not sub_ok:
+            return False, 0, np.inf
+        for i in range(n):
+            z[i] = 0.0
+        for a in range(m):
+            z[idx[a]] = zs[a]
+        ok, worst, tol = _evaluate(M, q, z, tol_rel, w)
+        if ok:
+            return True, piv, worst
+        grow = False
+        for i in range(n):
+            if not inside[i] and w[i] < -tol:
+                inside[i] = True
+                grow = True
+        if not grow:
+            return False, 0, np.inf
+    return False, 0, np.inf
+
+
+@njit(cache=True)
+def least_norm_attempt(M, q, tol_rel, caps, z, w):
+    """The first attempt of ``chain.solve_lcp`` with the "least_norm" selection, as
+    ``chain.lemke_regularised`` runs it: Lemke on M + delta I (delta = LEAST_NORM_DELTA
+    ||M||_inf), the least-change polish on M's active set, the active-set corrections (rows
+    the polish leaves on the wrong side swapped, at most ACTIVE_SET_FIXES times), then the
+    restricted LCP (``_restricted``); every candidate verified on (M, q). Returns (accepted,
+    pivots, worst residual); z and w = M z + q hold the accepted answer. Not accepted where
+    the Python chain would go on in a way not compiled here (islands, a regularised path
+    without a solution, the proximal polish) or would fail: the caller hands the step back."""
+    n = q.shape[0]
+    label = np.empty(n, dtype=np.int64)
+    if n > 1 and _component_labels(M, label) > 1:
+        return False, 0, np.inf  # islands: solved block by block there
+    mscale = _inf_norm(M)
+    if not (mscale > 0.0 and np.isfinite(mscale)):
+        mscale = 1.0
+    delta = LEAST_NORM_DELTA * mscale
+    Mr = M.copy()
+    for i in range(n):
+        Mr[i, i] = M[i, i] + delta
+    z_reg = np.empty(n)
+    solved, pivots, S = _lemke_capped(Mr, q, caps, z_reg)
+    if not solved:
+        return False, pivots, np.inf
+    S0 = S
+    inside = np.zeros(n, dtype=np.bool_)
+    for _ in range(ACTIVE_SET_FIXES + 1):
+        # chain._polish: the least-change candidate, at rounding level only
+        for i in range(n):
+            z[i] = 0.0
+        if S.shape[0]:
+            c = np.empty(S.shape[0])
+            ok, err, bound = active_set_least_change(M, q, z_reg, S, LSTSQ_RCOND, c)
+            if not (ok and err <= bound):
+                return False, pivots, np.inf  # the proximal iterations: Python's
+            for a in range(S.shape[0]):
+                z[S[a]] = c[a]
+            _snap_kernel(z)
+        ok, worst, tol = _evaluate(M, q, z, tol_rel, w)
+        if ok:
+            return True, pivots, worst
+        # swap the rows on the wrong side and polish again
+        for i in range(n):
+            inside[i] = False
+        for a in range(S.shape[0]):
+            inside[S[a]] = True
+        flips = 0
+        for i in range(n):
+            if (inside[i] and z[i] < -tol) or (not inside[i] and w[i] < -tol):
+                inside[i] = not inside[i]
+                flips += 1
+        if flips == 0:
+            break
+        count = 0
+        for i in range(n):
+            if inside[i]:
+                count += 1
+        S = np.empty(count, dtype=np.int64)
+        count = 0
+        for i in range(n):
+            if inside[i]:
+                S[count] = i
+                count += 1
+    ok, sub_pivots, worst = _restricted(M, q, S0, tol_rel, caps, z, w)
+    return ok, pivots + sub_pivots, worst
+
+
+@njit(cache=True)
+def vertex_attempt(M, q, tol_rel, caps, z, w):
+    """The first attempt of ``chain.solve_lcp`` with the "vertex" selection: lexicographic
+    Lemke on (M, q) (``lemke.lemke``'s first path), verified on (M, q). Returns (accepted,
+    pivots, worst residual). Not accepted: islands, a path without a verified solution (the
+    Python chain follows the other paths and attempts)."""
+    n = q.shape[0]
+    label = np.empty(n, dtype=np.int64)
+    if n > 1 and _component_labels(M, label) > 1:
+        return False, 0, np.inf
+    solved, pivots, _basic = _lemke_capped(M, q, caps, z)
+    if not solved:
+        return False, pivots, np.inf
+    ok, worst, _tol = _evaluate(M, q, z, tol_rel, w)
+    return ok, pivots, worst
+
+
+@njit(cache=True)
+def _trees_apart(parent, body_a, body_b):
+    """Whether the contacts fall into groups on separate trees (no moving body and no contact
+    joins them): Lambda is exactly zero across trees, so the LCP's M is then block diagonal
+    and the chain solves it island by island (lcp/islands.py), which this kernel does not."""
+    nb = parent.shape[0]
+    link = np.arange(nb)  # union-find over the tree roots
+    first = -1
+    for i in range(body_a.shape[0]):
+        ra = body_a[i]
+        while ra >= 0 and parent[ra] >= 0:
+            ra = parent[ra]
+        rb = body_b[i]
+        while rb >= 0 and parent[rb] >= 0:
+            rb = parent[rb]
+        if ra >= 0 and rb >= 0:
+            while link[ra] != ra:
+                ra = link[ra]
+            while link[rb] != rb:
+                rb = link[rb]
+            link[max(ra, rb)] = min(ra, rb)
+    for i in range(body_a.shape[0]):
+        r = body_a[i] if body_a[i] >= 0 else body_b[i]
+        if r < 0:
+            continue  # no moving side: no row of M (none is detected so)
+        while parent[r] >= 0:
+            r = parent[r]
+        while link[r] != r:
+            r = link[r]
+        if first < 0:
+            first = r
+        elif r != first:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, z):
+    """The contact LCP of Eq. 53 (``contact.contact_lcp``; the sigma rows' q the friction
+    budget, empty for none) for row velocities vu (nu, 3), solved by the chain's first
+    attempt. Returns (accepted, pivots, worst residual, solver code); z gets [beta; sigma]."""
+    nu, _, k = D.shape
+    n = nu * (k + 1)
+    M = np.zeros((n, n))
+    q = np.zeros(n)
+    _contact_lcp_kernel(W, D, mu, vu, M, q)
+    for i in range(budget.shape[0]):
+        q[nu * k + i] = budget[i]
+    w = np.empty(n)
+    if least_norm:
+        ok, pivots, worst = least_norm_attempt(M, q, tol_rel, caps, z, w)
+        return ok, pivots, worst, 1
+    ok, pivots, worst = vertex_attempt(M, q, tol_rel, caps, z, w)
+    return ok, pivots, worst, 0
+
+
+@njit(cache=True)
+def _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib, F, v0,
+             out):  # fmt: skip
+    """out = v0 + M^-1 J^T Q_u^T F (``OS.respond``: node impulses, then the impulse response
+    on the articulated factorisation in the Data arrays)."""
+    node_f = np.zeros((node_body.shape[0], 6))
+    _node_impulses_kernel(F, ia, ib, node_f)
+    dv = np.zeros(v0.shape[0])
+    impulse_response_kernel(parent, vi, nvj, S, E, r, U, Dinv, node_body, node_X, node_f, pA, u,
+                            acc, dv)  # fmt: skip
+    for i in range(v0.shape[0]):
+        out[i] = v0[i] + dv[i]
+
+
+@njit(cache=True)
+def contact_step_kernel(
+    parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
+    R_world, p_world, vel, cbias, IA, U, Dinv, pivots_ws, pA, u, acc, scratch66, qdd_ws,
+    armature, ups, bv,
+    body_a, local_a, body_b, local_b, normal, gap, radius_a, radius_b, mu, eps, cos_a, sin_a,
+    q_pos, v, tau, qdd, dt, stabilization, max_recovery_speed, use_floor, gap_floor,
+    curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm, tol_rel, caps,
+    v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
+):  # fmt: skip
+    """One contact step from the contact set to v+ (module docstring, stages 1-8), at the
+    kinematics and articulated factorisation of q that ABA at (q_pos, v) under the joint
+    forces tau left in the Data arrays, qdd its free acceleration. Writes v_new (v+), v_start
+    (the velocity after the impact phase, else v), z (the step LCP's [beta; sigma]), the
+    report's normal impulses fn, tangential impulses and sliding flags, the impact test's
+    mask ``hit`` and normal velocities before (and, after a collision, after) the impact
+    phase, the impact phase's total impulses on A (N s), and info (the I_* slots). Returns
+    OK, FALLBACK or IMPACT (module docstring)."""
+    nv = v.shape[0]
+    nu = gap.shape[0]
+    k = cos_a.shape[0] + 1
+    if _trees_apart(parent, body_a, body_b):
+        return FALLBACK  # islands: before any work
+    # 1. the impact test at v
+    vu = np.empty((nu, 3))
+    relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v, body_a, local_a, body_b,
+                               local_b, vu)  # fmt: skip
+    for i in range(nu):
+        vn_before[i] = _ndot(vu, i, normal, i)
+    colliding = _impacting_kernel(vn_before, gap, impact_velocity, dt, hit)
+    if colliding and not impacts_ok:
+        return IMPACT
+    # 2. the curvature term and the gap allowance
+    drift = np.empty(nu if curvature else 0)
+    if curvature:
+        chat = np.empty((parent.shape[0], 6))
+        propagate_bias(parent, E, r, cbias, chat)
+        _curvature_kernel(R_world, vel, chat, body_a, local_a, body_b, local_b, normal,
+                          radius_a, radius_b, 0.5 * dt * dt, drift)  # fmt: skip
+    gv = np.empty(nu)
+    demands, deepest = _gap_allowance_kernel(
+        gap, drift, stabilization, -max_recovery_speed * dt, use_floor, gap_floor, 1.0, dt, gv
+    )
+    info[I_DEMANDS] = 1.0 if demands else 0.0
+    info[I_DEEPEST] = deepest
+    # 3. the slip reference and D
+    v_free = np.empty(nv)
+    for i in range(nv):
+        v_free[i] = v[i] + dt * qdd[i]
+    ref = np.empty((nu if slip else 0, 3))
+    if slip:
+        relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_free, body_a, local_a,
+                                   body_b, local_b, ref)  # fmt: skip
+    D = np.empty((nu, 3, k))
+    _friction_kernel(normal, cos_a, sin_a, ref, D)
+    # 4. nodes, Lambda, W
+    nb_all = np.empty(2 * nu, dtype=np.int64)
+    np_all = np.empty((2 * nu, 3))
+    ia = np.empty(nu, dtype=np.int64)
+    ib = np.empty(nu, dtype=np.int64)
+    nn = _contact_nodes_kernel(body_a, body_b, local_a, local_b, nb_all, np_all, ia, ib)
+    node_body = nb_all[:nn].copy()
+    node_point = np_all[:nn].copy()
+    node_X = np.empty((nn, 6, 6))
+    node_transforms_kernel(node_body, node_point, R_world, node_X)
+    upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch66)
+    Lam = np.empty((6 * nn, 6 * nn))
+    lambda_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam)
+    W = np.zeros((3 * nu, 3 * nu))
+    _relative_compliance_kernel(Lam, ia, ib, W)
+    no_budget = np.empty(0)
+    info[I_IMPACT] = 0.0
+    info[I_E_IMPACTS] = 0.0
+    for i in range(nv):
+        v_start[i] = v[i]
+    # the impact phase (stepper.impact_phase, 000 Eqs. 54-58): compression from v, then with
+    # restitution the recovered impulse theta and decompression; then the free motion at v_c
+    if colliding:
+        ke_before = _kinetic(
+            parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v, bv
+        )
+        zc = np.empty(nu * (k + 1))
+        ok, _p, _w, _s = _solve_rows(W, D, mu, vu, no_budget, least_norm, tol_rel, caps, zc)
+        if not ok:
+            return FALLBACK
+        Fc = np.empty((nu, 3))
+        _impulses(D, zc, Fc)
+        v_c = np.empty(nv)
+        _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib, Fc,
+                 v, v_c)  # fmt: skip
+        for i in range(nu):
+            for c in range(3):
+                p_impact[i, c] = Fc[i, c]
+        any_eps = False
+        for i in range(nu):
+            any_eps = any_eps or eps[i] > 0.0
+        if any_eps:
+            theta = np.empty((nu, 3))
+            for i in range(nu):
+                e = eps[i] * _ndot(Fc, i, normal, i)
+                for c in range(3):
+                    theta[i, c] = e * normal[i, c]
+            v_t = np.empty(nv)
+            _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib,
+                     theta, v_c, v_t)  # fmt: skip
+            budget = np.empty(nu if friction_total else 0)
+            for i in range(budget.shape[0]):
+                budget[i] = (mu[i] * 1.0) * _ndot(theta, i, normal, i)
+            relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_t, body_a, local_a,
+                                       body_b, local_b, vu)  # fmt: skip
+            zd = np.empty(nu * (k + 1))
+            ok, _p, _w, _s = _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, zd)
+            if not ok:
+                return FALLBACK
+            Fd = np.empty((nu, 3))
+            _impulses(D, zd, Fd)
+            _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib,
+                     Fd, v_t, v_c)  # fmt: skip
+            for i in range(nu):
+                for c in range(3):
+                    p_impact[i, c] = p_impact[i, c] + (Fd[i, c] + 1.0 * theta[i, c])
+        for i in range(nu):
+            for c in range(3):
+                p_impact[i, c] = 0.0 + p_impact[i, c]  # impulse_total += impulse
+        ke_after = _kinetic(
+            parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v_c, bv
+        )
+        info[I_IMPACT] = 1.0
+        info[I_KE_BEFORE] = ke_before
+        info[I_KE_AFTER] = ke_after
+        info[I_E_IMPACTS] = (
+            ke_after - ke_before + _armature_energy(armature, v_c) - _armature_energy(armature, v)
+        )
+        relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_c, body_a, local_a,
+                                   body_b, local_b, vu)  # fmt: skip
+        for i in range(nu):
+            vn_after[i] = _ndot(vu, i, normal, i)
+        for i in range(nv):
+            v_start[i] = v_c[i]
+        # the step LCP's free motion from v_c (OS.solve with accel None: ABA again)
+        aba_kernel(
+            parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, q_pos,
+            v_start, tau, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots_ws, pA, u,
+            acc, scratch66, qdd_ws, armature,
+        )  # fmt: skip
+        for i in range(nv):
+            v_free[i] = v_start[i] + dt * qdd_ws[i]
+    # 5.-6. the step's LCP at v_f, with the gap allowance on the normal rows
+    relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_free, body_a, local_a,
+                               body_b, local_b, vu)  # fmt: skip
+    for i in range(nu):
+        for c in range(3):
+            vu[i, c] = vu[i, c] + gv[i] * normal[i, c]
+    ok, pivots, worst, solver = _solve_rows(W, D, mu, vu, no_budget, least_norm, tol_rel, caps,
+                                            z)  # fmt: skip
+    if not ok:
+        if colliding:  # the Data arrays back at (q, v), as the Python path starts from them
+            aba_kernel(
+                parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, q_pos, v,
+                tau, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots_ws, pA, u, acc,
+                scratch66, qdd_ws, armature,
+            )  # fmt: skip
+        return FALLBACK
+    info[I_PIVOTS] = pivots
+    info[I_RESIDUAL] = worst
+    info[I_SOLVER] = solver
+    # 7. impulses and the impulse response
+    F = np.empty((nu, 3))
+    _impulses(D, z, F)
+    _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib, F, v_free,
+             v_new)  # fmt: skip
+    # 8. the stabilisation share and the report's split (impulse_total += F)
+    P = np.empty((nu, 3))
+    for i in range(nu):
+        for c in range(3):
+            P[i, c] = (p_impact[i, c] if colliding else 0.0) + F[i, c]
+    info[I_E_STAB] = 0.0
+    any_deep = False
+    for i in range(nu):
+        any_deep = any_deep or gap[i] < 0.0
+    if any_deep:
+        rec = np.empty(nu, dtype=np.int64)
+        nr = 0
+        for i in range(nu):
+            if gap[i] < 0.0 and _ndot(F, i, normal, i) > 0.0:
+                rec[nr] = i
+                nr += 1
+        if nr:
+            ba = np.empty(nr, dtype=np.int64)
+            bb = np.empty(nr, dtype=np.int64)
+            la = np.empty((nr, 3))
+            lb = np.empty((nr, 3))
+            nr3 = np.empty((nr, 3))
+            fr = np.empty(nr)
+            for a in range(nr):
+                i = rec[a]
+                ba[a], bb[a] = body_a[i], body_b[i]
+                for c in range(3):
+                    la[a, c], lb[a, c], nr3[a, c] = local_a[i, c], local_b[i, c], normal[i, c]
+                fr[a] = _ndot(F, i, normal, i)
+            us = np.empty((nr, 3))
+            relative_velocity_sums_kernel(parent, vi, nvj, S, E, r, R_world, v_free, v_new, ba,
+                                          la, bb, lb, us)  # fmt: skip
+            un = np.empty(nr)
+            for a in range(nr):
+                un[a] = _ndot(us, a, nr3, a)
+            info[I_E_STAB] = 0.0 + 0.5 * np.dot(fr, un)
+    for i in range(nu):
+        fn[i] = _ndot(P, i, normal, i)
+    _split_kernel(P, normal, z[nu * k :], fn, tangent, sliding)
+    return OK
+
+
+class ContactFuser:
+    """The compiled contact step of one :class:`~mbsim.simcore.stepper.OSStepper` (module
+    docstring): ``OSStepper._softened_step`` asks :meth:`step` first and takes the Python
+    path when it answers None."""
+
+    def __init__(self, stepper):
+        self.s = stepper
+        self.steps = 0  # steps taken by the kernel (for profiles and tests)
+        self.fallbacks = 0  # steps it handed back (collisions, LCPs it did not settle)
+        self._model = self._data = None
+        self._settings = None  # (chunk size rule, pivot cap rule) the caps were read from
+
+    def _bind(self) -> None:
+        """The kernel's Model and Data arguments and the options it reads: arrays updated in
+        place, never replaced (data.py), and options fixed while the stepper holds them
+        (``OSStepper.configure`` builds a new ContactFuser); a new Model or Data is bound
+        again."""
+        s = self.s
+        m, d, o = s.model, s.data, s.opt
+        self._head = (
+            m.parent, m.jtype, m.qi, m.vi, m.nvj, d.S, m.tree_E, m.tree_r, m.axis, m.inertia,
+            m.gravity, m.mass, m.com, d.E, d.r, d.R_world, d.p_world, d.vel, d.cbias, d.IA, d.U,
+            d.Dinv, d.pivots, d.pA, d.u, d.acc, d.scratch66, d.qdd, d.armature, d.ups,
+            np.zeros((m.nb, 6)),
+        )  # fmt: skip
+        cos_a, sin_a = _edge_angles(o.nf)
+        self._angles = (np.ascontiguousarray(cos_a), np.ascontiguousarray(sin_a))
+        self._opts = (
+            float(o.dt), float(o.stabilization), float(o.max_recovery_speed),
+            o.gap_floor is not None, 0.0 if o.gap_floor is None else float(o.gap_floor),
+            bool(o.curvature_correction), o.friction_axes == "slip", float(o.impact_velocity),
+            not o.energy_consistent_impacts, o.impact_friction == "total",
+            o.lcp_selection == "least_norm", float(o.lcp_tol_rel),
+        )  # fmt: skip
+        self._core = o.curvature_point == "core"
+        self._k = o.nf + 1
+        self._model, self._data, self._opt = m, d, o
+
+    @staticmethod
+    def eligible(stepper) -> bool:
+        """Whether the kernel may take the stepper's contact steps at all (module docstring):
+        Euler, ABA, no bilateral rows, OS with Upsilon, Lemke, nf + 1 <= MAX_K, no LCP
+        dumps. The step's joint rows are the caller's test (a step with any goes to Python)."""
+        o = stepper.opt
+        f = stepper.formulation
+        return (
+            not stepper.rk4
+            and stepper.dynamics.name == "aba"
+            and stepper.bilateral is None
+            and f.name == "os"
+            and getattr(f, "delassus", None) == "upsilon"
+            and o.solver == "lemke"
+            and o.nf + 1 <= MAX_K
+            and stepper._dump is None
+        )
+
+    def step(self, q, v, tau, c, qdd):
+        """The StepReport of the contact step of contacts ``c`` from (q, v) under the joint
+        forces tau (free acceleration qdd, ABA's factorisation of q in the stepper's Data),
+        or None when the Python path must take it (module docstring)."""
+        from mbsim.simcore.stepper import Impact, StepReport
+
+        s = self.s
+        if s.model is not self._model or s.data is not self._data or s.opt is not self._opt:
+            self._bind()
+        settings = (budget.CHUNK_FLOPS, lemke_module.default_max_pivots)
+        if settings != self._settings:
+            self._max_rows, self._caps = pivot_caps()
+            self._settings = settings
+        nu = len(c.gap)
+        k = self._k
+        if not nu or nu * (k + 1) > self._max_rows:
+            return None
+        mu, eps = s._pair_params(c)
+        ra, rb = getattr(c, "radius_a", None), getattr(c, "radius_b", None)
+        if not self._core or ra is None:
+            ra = rb = _NO_F
+        v = _f64(v)
+        nv = s.model.nv
+        v_new, v_start = np.empty(nv), np.empty(nv)
+        z = np.empty(nu * (k + 1))
+        fn, vn_before, vn_after = np.empty(nu), np.empty(nu), np.empty(nu)
+        tangent, p_impact = np.empty((nu, 3)), np.empty((nu, 3))
+        sliding, hit = np.empty(nu, dtype=np.bool_), np.empty(nu, dtype=np.bool_)
+        info = np.zeros(10)
+        normal = _f64(c.normal)
+        code = contact_step_kernel(
+            *self._head, _i64(c.body_a), _f64(c.local_a), _i64(c.body_b), _f64(c.local_b),
+            normal, _f64(c.gap), _f64(ra), _f64(rb), _f64(mu), _f64(eps), *self._angles,
+            _f64(q), v, _f64(tau), _f64(qdd), *self._opts, self._caps, v_new, v_start, z, fn,
+            tangent, sliding, hit, vn_before, vn_after, p_impact, info,
+        )  # fmt: skip
+        if code != OK:
+            self.fallbacks += 1
+            return None
+        self.steps += 1
+        s._contacts = c  # as the Python path leaves it (the rows of a failure message)
+        report = StepReport(contacts=c, n_contacts=nu)
+        report.max_penetration = float(max(0.0, -info[I_DEEPEST]))
+        if info[I_IMPACT]:
+            # stepper._contact_step's records, from the same numbers by the same expressions
+            report.energy_impacts = float(info[I_E_IMPACTS])
+            ke_before, ke_after = float(info[I_KE_BEFORE]), float(info[I_KE_AFTER])
+            for i in np.flatnonzero(hit):
+                n_imp = float(p_impact[i] @ c.normal[i])
+                report.impacts.append(
+                    Impact(
+                        int(i),
+                        n_imp,
+                        p_impact[i] - n_imp * c.normal[i],
+                        float(vn_before[i]),
+                        float(vn_after[i]),
+                        ke_before,
+                        ke_after,
+                    )  # fmt: skip
+                )
+            report.v_start = v_start
+        else:
+            report.v_start = v
+        report.v_new = v_new
+        report.energy_stabilisation = float(info[I_E_STAB])
+        report.normal_impulse = fn
+        report.tangent_impulse = tangent
+        report.sliding = sliding
+        report.lcp_size = int(z.shape[0])
+        report.lcp_pivots = int(info[I_PIVOTS])
+        report.lcp_residual = float(info[I_RESIDUAL])
+        report.solver = SOLVER_NAMES[int(info[I_SOLVER])]
+        return report
+
+
+__all__ = [
+    "FALLBACK", "IMPACT", "MAX_K", "OK", "ContactFuser", "contact_step_kernel",
+    "least_norm_attempt", "one_chunk", "pivot_caps", "vertex_attempt",
+]  # fmt: skip
