@@ -7,7 +7,9 @@ compiled step claims the same floating-point operations in the same order, so wh
 must agree bit for bit: every recorded q, v, energy, contact row (impulses, sliding flags),
 event, diagnostic (LCP size, pivots, residual, solver, penetration, energy shares) and the
 summary. The reference runs are forced off the compiled step (``ContactFuser.eligible``
-False), as tests/test_limit_step.py forces off the limit step.
+False), as tests/test_limit_step.py forces off the limit step, and both runs solve their LCPs
+cold (``lcp.warm.ENABLED`` False): the compiled step runs the chain's first attempt from
+Lemke, and a warm-started answer agrees with it only to the acceptance tolerance.
 
 Then the pieces whose order is numpy's (einsum's sums), and the LCP attempt against
 ``chain.solve_lcp`` on random contact-like LCPs, and a failing LCP that must still fail.
@@ -30,6 +32,14 @@ from mbsim.simulator import Simulator
 from test_fast_step import _assert_same_runs, _with_output
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(autouse=True)
+def _cold_lcps(monkeypatch):
+    """Every LCP of these tests from Lemke (module docstring)."""
+    from mbsim.simcore.lcp import warm
+
+    monkeypatch.setattr(warm, "ENABLED", False)
 
 
 def _file_run(sc, path, fused, monkeypatch):
