@@ -676,7 +676,7 @@ class OSStepper:
     def _joint_rows(self, q, v, v_free, scale: float):
         """The step's joint-limit and friction rows (None without any), every limit's
         recovery speed (past a stop) multiplied by ``scale`` (see _softened_step)."""
-        if self.joint_limits is None:
+        if self.joint_limits is None or self._fast.no_joint_rows(q, v, v_free):
             return None
         o = self.opt
         return self.joint_limits.rows(
