@@ -130,6 +130,9 @@ class Actuators:
         #: specialisation for read-only arrays and another for writable ones, and the loop
         #: passes writable ones
         self._zero_in = np.zeros(nv)
+        #: the signals of the constant commands (signals_at; filled at its first call), and
+        #: the indices of the commands whose signals vary with time
+        self._constant_signals, self._varying = None, []
         cmds = self.commands
         #: the commands as the law's flat arrays (control/actuator_law.py)
         self._law = (
@@ -203,9 +206,24 @@ class Actuators:
     def signals_at(self, t: float):
         """Each command's signals at time t (s): (u, q* or v*, dq*/dt, u_ff), (ncmd,) each;
         the entries a command's mode does not use are 0."""
-        n = len(self.commands)
+        if self._constant_signals is None:
+            self._constant_signals = self._signals_of(range(len(self.commands)), 0.0)
+            self._varying = [
+                j for j, c in enumerate(self.commands)
+                if any(f is not None and len(f.t) for f in (c.torque, c.target, c.feedforward))
+            ]  # fmt: skip
+        u, ref, dref, ff = (a.copy() for a in self._constant_signals)
+        if self._varying:
+            varying = self._signals_of(self._varying, t)
+            for out, new in zip((u, ref, dref, ff), varying, strict=True):
+                out[self._varying] = new
+        return u, ref, dref, ff
+
+    def _signals_of(self, which, t: float):
+        """:meth:`signals_at` of the commands ``which`` (indices), in that order."""
+        n = len(which)
         u, ref, dref, ff = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
-        for j, c in enumerate(self.commands):
+        for j, c in enumerate(self.commands[i] for i in which):
             if c.mode == "torque":
                 u[j] = c.torque(t)[0]
             else:
