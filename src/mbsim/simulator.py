@@ -25,7 +25,12 @@ from mbsim.control import Actuators, JointCommand
 from mbsim.errors import MbsimError
 from mbsim.io.scenario import build_scenario_model, load_scenario
 from mbsim.names import link_ref
-from mbsim.simcore.bilateral import Bilateral, ConstraintError, closures_from_scenario
+from mbsim.simcore.bilateral import (
+    MAX_START_ERROR,
+    Bilateral,
+    ConstraintError,
+    closures_from_scenario,
+)
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.energy_sources import EnergyGains
@@ -187,7 +192,19 @@ class Simulator:
         self._controller = None  # run(controller=f): f(t, q, v, sim) -> tau, every step
         self.q, self.v = self._initial_state()
         try:
-            self.bilateral = Bilateral(m, closures_from_scenario(m, sc.closures), q0=self.q)
+            self.bilateral = Bilateral(
+                m,
+                closures_from_scenario(m, sc.closures),
+                q0=self.q,
+                max_recovery_speed=sc.contact.max_recovery_speed,
+            )
+            for closure, error, unit in self.bilateral.start_errors(self.q):
+                raise MbsimError(
+                    f"{sc.source or 'the scenario'}: {closure.name} starts {error:.3g} {unit} "
+                    f"apart at the initial q0 (at most {MAX_START_ERROR:g} {unit} is "
+                    "accepted): set q0 or the closure points so that the mechanism starts "
+                    "assembled."
+                )
         except ConstraintError as exc:
             raise MbsimError(f"{sc.source or 'the scenario'}: {exc}") from None
         self.joint_limits = self._joint_limits()

@@ -77,15 +77,30 @@ def plot(
     figure_cls = _matplotlib()
     check_output(output, force, inputs=[results])
     r = load_results(results)
+    panels = select_panels(r, joint, body, quantity, energy, tracking, tau)
+    fig = figure_cls(figsize=(width / dpi, height / dpi), dpi=dpi, layout="constrained")
+    draw(fig, r, panels, events)
+    write_atomic(output, lambda fh: fig.savefig(fh, format=fmt, dpi=dpi))
+    typer.echo(str(output))
+
+
+def select_panels(
+    r: Results,
+    joint: list[str],
+    body: list[str],
+    quantity: list[str],
+    energy: bool,
+    tracking: bool,
+    tau: bool,
+) -> list[tuple[str, str, list[tuple[str, np.ndarray]]]]:
+    """The panels of the command line's selection (``--joint`` selects the forces under
+    ``--tau``, else the positions); every joint series labelled ``tree/joint``."""
     panels = build_panels(r, [] if tau else joint, body, quantity, energy, tau or tracking)
     if tau:
         panels.append(tau_panel(r, joint))
     if tracking:
         panels.append(tracking_panel(r))
-    fig = figure_cls(figsize=(width / dpi, height / dpi), dpi=dpi, layout="constrained")
-    draw(fig, r, panels, events)
-    write_atomic(output, lambda fh: fig.savefig(fh, format=fmt, dpi=dpi))
-    typer.echo(str(output))
+    return panels
 
 
 def _matplotlib():
@@ -104,14 +119,36 @@ def _matplotlib():
 # --------------------------------------------------------------------------- data
 
 
-def _q_trees(r: Results) -> list[int]:
-    """Tree index of every q coordinate (free joints have 7 coordinates, spherical 4, others
-    1: mbsim.simcore.joints.JOINT_SIZES)."""
+def _coordinate_trees(r: Results, kind: str = "q") -> list[int]:
+    """Tree index of every q (``kind="q"``) or v coordinate (free joints have 7 q and 6 v
+    coordinates, spherical 4 and 3, others 1: mbsim.simcore.joints.JOINT_SIZES)."""
+    names = r.q_names if kind == "q" else r.v_names
+    col = 0 if kind == "q" else 1
     out: list[int] = []
     for b, jtype in enumerate(r.joint_types):
-        nq = JOINT_SIZES[JOINT_CODE[jtype]][0] if jtype in JOINT_CODE else 1
-        out += [int(r.body_trees[b])] * nq
-    return out if len(out) == len(r.q_names) else [0] * len(r.q_names)
+        n = JOINT_SIZES[JOINT_CODE[jtype]][col] if jtype in JOINT_CODE else 1
+        out += [int(r.body_trees[b])] * n
+    return out if len(out) == len(names) else [0] * len(names)
+
+
+def _q_trees(r: Results) -> list[int]:
+    """Tree index of every q coordinate."""
+    return _coordinate_trees(r, "q")
+
+
+def coordinate_labels(r: Results, kind: str = "q") -> list[str]:
+    """``tree/name`` of every q or v column: the file's ``/model/q_names`` (``v_names``)
+    qualified by ``/model/tree_names``, the scenario's vocabulary (``tree/joint``, as
+    ``max_velocity_joint`` and the scenario's own keys). Bare names for a file without tree
+    names (written before they were recorded)."""
+    names = r.q_names if kind == "q" else r.v_names
+    if not r.tree_names:
+        return list(names)
+    trees = _coordinate_trees(r, kind)
+    return [
+        f"{r.tree_names[t]}/{n}" if t < len(r.tree_names) else n
+        for t, n in zip(trees, names, strict=True)
+    ]
 
 
 def _split(name: str, r: Results) -> tuple[int | None, str]:
@@ -122,25 +159,29 @@ def _split(name: str, r: Results) -> tuple[int | None, str]:
     return None, name
 
 
-def joint_columns(r: Results, name: str) -> list[int]:
-    """q columns of a joint (all coordinates of a free joint) or of one q coordinate."""
+def joint_columns(r: Results, name: str, kind: str = "q") -> list[int]:
+    """q (or v, ``kind="v"``) columns of a joint (all coordinates of a free joint) or of one
+    coordinate, named ``tree/joint`` or by a bare name that only one tree has (MbsimError
+    otherwise, listing the ``tree/joint`` names it matches)."""
+    names = r.q_names if kind == "q" else r.v_names
     tree, bare = _split(name, r)
-    trees = _q_trees(r)
+    trees = _coordinate_trees(r, kind)
     hits = [
         k
-        for k, q in enumerate(r.q_names)
+        for k, q in enumerate(names)
         if (q == bare or q.startswith(bare + ".")) and (tree is None or trees[k] == tree)
     ]
+    labels = coordinate_labels(r, kind)
     if not hits:
         raise MbsimError(
-            f"{r.path}: --joint {name!r}: no such joint (q names: {', '.join(r.q_names[:20])}"
-            f"{', ...' if len(r.q_names) > 20 else ''})."
+            f"{r.path}: --joint {name!r}: no such joint (joints: {', '.join(labels[:20])}"
+            f"{', ...' if len(labels) > 20 else ''})."
         )
     if tree is None and len({trees[k] for k in hits}) > 1:
-        owners = sorted({r.tree_names[trees[k]] for k in hits})
+        matches = list(dict.fromkeys(f"{r.tree_names[trees[k]]}/{bare}" for k in hits))
         raise MbsimError(
-            f"{r.path}: --joint {name!r} is ambiguous ({', '.join(owners)} all have it); "
-            f"write TREE/{name}."
+            f"{r.path}: --joint {name!r} is ambiguous: it names {', '.join(matches)}; "
+            "give one of these tree/joint names."
         )
     return hits
 
@@ -159,7 +200,11 @@ def body_index(r: Results, name: str) -> int:
             f"{', ...' if len(r.body_names) > 20 else ''})."
         )
     if len(hits) > 1:
-        raise MbsimError(f"{r.path}: --body {name!r} is ambiguous; write TREE/{name}.")
+        matches = [_link_label(r, bare, b) for b in hits]
+        raise MbsimError(
+            f"{r.path}: --body {name!r} is ambiguous: it names {', '.join(matches)}; "
+            "give one of these tree/link names."
+        )
     return hits[0]
 
 
@@ -210,18 +255,14 @@ def body_series(r: Results, b: int, quantity: str, offset=None) -> np.ndarray:
 
 
 def tau_panel(r: Results, joints: list[str]):
-    """The actuator forces (/trajectory/tau, N m or N) of ``joints`` (all when empty)."""
+    """The actuator forces (/trajectory/tau, N m or N) of ``joints`` (all when empty),
+    labelled ``tree/joint`` (:func:`coordinate_labels`)."""
     if r.tau is None:
         raise MbsimError(f"{r.path}: records no actuator forces (written by an older mbsim).")
-    cols = []
-    for name in joints:
-        bare = name.rpartition("/")[2]
-        hits = [k for k, n in enumerate(r.v_names) if n == bare or n.startswith(bare + ".")]
-        if not hits:
-            raise MbsimError(f"{r.path}: --joint {name!r}: no such joint.")
-        cols += hits
-    cols = cols or list(range(len(r.v_names)))
-    return ("actuator forces", "tau [N m or N]", [(r.v_names[k], r.tau[:, k]) for k in cols])
+    cols = [k for name in joints for k in joint_columns(r, name, "v")]
+    cols = list(dict.fromkeys(cols)) or list(range(len(r.v_names)))
+    labels = coordinate_labels(r, "v")
+    return ("actuator forces", "tau [N m or N]", [(labels[k], r.tau[:, k]) for k in cols])
 
 
 def tracking_panel(r: Results):
@@ -231,6 +272,7 @@ def tracking_panel(r: Results):
     from mbsim.io.scenario import Signal, load_scenario_text
 
     sc = load_scenario_text(r.scenario_toml, source=r.path)
+    labels = coordinate_labels(r, "q")
     series = []
     for robot in sc.robots:
         targets = {j: Signal(g.target) for j, g in robot.pd.items()}
@@ -239,10 +281,18 @@ def tracking_panel(r: Results):
             (k,) = joint_columns(r, f"{robot.name}/{j}")
             f = SignalFn(signal)
             ref = np.array([f(t)[0] for t in r.time])
-            series.append((f"{robot.name}/{j}", ref - r.q[:, k]))
+            series.append((labels[k], ref - r.q[:, k]))
     if not series:
         raise MbsimError(f"{r.path}: --tracking: no joint of this run is under position control.")
     return ("tracking error", "q* - q [rad or m]", series)
+
+
+def _link_label(r: Results, name: str, b: int) -> str:
+    """``tree/link`` of the body or merged link ``name`` on body ``b`` (bare without tree
+    names in the file)."""
+    bare = _split(name, r)[1]
+    t = int(r.body_trees[b])
+    return f"{r.tree_names[t]}/{bare}" if t < len(r.tree_names) else bare
 
 
 def _body_or_link(r: Results, name: str) -> tuple[int, np.ndarray | None]:
@@ -264,14 +314,13 @@ def build_panels(
     """(title, y label, [(label, series)]) per panel, validating every selection; ``extra``:
     other panels (--tau, --tracking) were asked for, so no default selection."""
     if not joints and not bodies and not energy and not extra:
-        joints = list(dict.fromkeys(q.split(".")[0] for q in r.q_names))
+        joints = list(dict.fromkeys(n.split(".")[0] for n in coordinate_labels(r, "q")))
         energy = True
     panels = []
     if joints:
-        series = []
-        for name in joints:
-            for k in joint_columns(r, name):
-                series.append((r.q_names[k], r.q[:, k]))
+        labels = coordinate_labels(r, "q")
+        cols = [k for name in joints for k in joint_columns(r, name)]
+        series = [(labels[k], r.q[:, k]) for k in dict.fromkeys(cols)]
         panels.append(("joint positions", "q [rad or m]", series))
     if quantities and not bodies:
         raise MbsimError("--quantity needs a --body to apply to.")
@@ -296,7 +345,10 @@ def build_panels(
         where = {name: _body_or_link(r, name) for name in bodies}
         for q in QUANTITIES:
             series = [
-                (f"{name} {q}", body_series(r, where[name][0], q, where[name][1]))
+                (
+                    f"{_link_label(r, name, where[name][0])} {q}",
+                    body_series(r, where[name][0], q, where[name][1]),
+                )
                 for name, qq in zip(bodies, quantities, strict=True)
                 if qq == q
             ]
@@ -347,4 +399,13 @@ def draw(fig, r: Results, panels, events: bool) -> None:
     fig.suptitle(f"{os.path.basename(r.path)}{status}")
 
 
-__all__ = ["plot", "build_panels", "joint_columns", "body_index", "body_series", "draw"]
+__all__ = [
+    "plot",
+    "build_panels",
+    "coordinate_labels",
+    "select_panels",
+    "joint_columns",
+    "body_index",
+    "body_series",
+    "draw",
+]

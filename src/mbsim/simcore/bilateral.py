@@ -23,6 +23,25 @@ time step is U-bar_r = -k e_r / dt with k = ``stabilization`` (0.2 by default: t
 by a factor 0.8 per step, about 20 steps to 1%, without the overshoot of k = 1); in the
 impulsive phases of an impact (dt = 0) the target is 0. The largest |e| is reported per step.
 
+The correction speed is capped, as the penetration and joint-stop recovery are
+(``max_recovery_speed``, v_max, 0.5 by default): the target of each group of rows (a ball's
+3 rows; a weld's 3 rotation rows and its 3 translation rows; a distance or mimic row) is
+
+    U-bar_g = -(k e_g / dt) min(1, v_max dt / (k |e_g|)),
+
+so |U-bar_g| <= v_max (m/s for points, rad/s for rotations and revolute mimics). Without it a
+closure started 1 m apart asks for k / dt = 200 m/s at dt = 1e-3 s, which no multibody run
+survives. A large error therefore closes at v_max (|e_g| falls by v_max dt per step), then
+decays by (1 - k) per step once k |e_g| / dt < v_max.
+
+A closure is an assembly condition, not a spring: it must start assembled to within
+``MAX_START_ERROR`` (0.05 m for points, 0.05 rad for a weld's rotation; the same 5 cm as the
+penetration bound of contacts). :meth:`Bilateral.start_errors` measures it and the simulator
+refuses a scenario whose closure starts further apart (an unreachable closure point, a typo
+in a point, a q0 of another assembly branch): pulling a mechanism together from far apart
+drives it through stretched, singular configurations where the rows ask for unbounded joint
+speeds. Mimic rows are joint-space rows, always reachable: they are not checked.
+
 Redundant rows (a planar four-bar closed by a ball joint: the out-of-plane row is implied by
 the others) make the equality block singular. :func:`independent_rows` keeps a maximal
 independent subset by column-pivoted QR of G_b^T with the relative tolerance
@@ -45,7 +64,13 @@ from mbsim.simcore.kinematics import forward_kinematics
 REDUNDANCY_TOL = 1e-9
 #: Fraction of a position error removed per step (see module docstring).
 DEFAULT_STABILIZATION = 0.2
+#: Fastest correction of a closure's error, m/s or rad/s (scenario contact.max_recovery_speed).
+DEFAULT_MAX_RECOVERY_SPEED = 0.5
 CLOSURE_ROWS = {"ball": 3, "weld": 6, "distance": 1}
+#: Largest error (m or rad, the norm of a row group) a closure may start with (docstring).
+MAX_START_ERROR = 0.05
+#: Row groups of each closure type whose correction speed is capped as one vector.
+CLOSURE_GROUPS = {"ball": (3,), "weld": (3, 3), "distance": (1,)}
 
 
 class ConstraintError(MbsimError):
@@ -110,12 +135,26 @@ class Bilateral:
 
     ``closures``: ClosureSpecs; mimics come from ``model.mimics``. ``q0``: the initial
     configuration (weld closures hold the relative orientation they have there).
+    ``max_recovery_speed``: the cap of the correction speed of each row group (m/s or rad/s,
+    module docstring).
     """
 
-    def __init__(self, model, closures=(), q0=None, stabilization=DEFAULT_STABILIZATION):
+    def __init__(
+        self,
+        model,
+        closures=(),
+        q0=None,
+        stabilization=DEFAULT_STABILIZATION,
+        max_recovery_speed=DEFAULT_MAX_RECOVERY_SPEED,
+    ):
         self.model = model
         self.closures = tuple(closures)
         self.stabilization = float(stabilization)
+        self.max_recovery_speed = float(max_recovery_speed)
+        if not self.max_recovery_speed > 0.0:
+            raise ConstraintError(
+                f"max_recovery_speed {max_recovery_speed!r} must be > 0 (m/s or rad/s)"
+            )
         self._mimic = []
         v_of_q = {int(model.qi[i]): int(model.vi[i]) for i in range(model.nb) if model.nqj[i] == 1}
         for mm in model.mimics:
@@ -134,6 +173,11 @@ class Bilateral:
             if c.body_a < 0 and c.body_b < 0:
                 raise ConstraintError(f"{c.name}: both sides are fixed to the world")
         self.n_rows = sum(CLOSURE_ROWS[c.kind] for c in self.closures) + len(self._mimic)
+        #: the rows whose correction speed is capped together (module docstring): group
+        #: number of every row
+        sizes = [n for c in self.closures for n in CLOSURE_GROUPS[c.kind]]
+        sizes += [1] * len(self._mimic)
+        self.row_group = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
         self._R0 = {}
         if any(c.kind == "weld" for c in self.closures):
             from mbsim.simcore.data import Data
@@ -210,11 +254,43 @@ class Bilateral:
             np.concatenate(errors) if errors else np.zeros(0),
         )
 
+    def start_errors(self, q) -> list[tuple[ClosureSpec, float, str]]:
+        """(closure, error, unit) of every closure whose largest row-group error norm at
+        configuration ``q`` exceeds ``MAX_START_ERROR`` (m, or rad for a weld's rotation)."""
+        from mbsim.simcore.data import Data
+
+        data = Data(self.model)
+        forward_kinematics(self.model, data, q)
+        error = self.rows(data, q).error
+        norms = np.sqrt(np.bincount(self.row_group, weights=error * error))
+        out, g = [], 0
+        for c in self.closures:
+            n = len(CLOSURE_GROUPS[c.kind])
+            # a weld's groups: rotation (rad) then translation (m)
+            units = ("rad", "m") if c.kind == "weld" else ("m",)
+            bad = [
+                (float(norms[g + k]), units[k]) for k in range(n) if norms[g + k] > MAX_START_ERROR
+            ]
+            if bad:
+                out.append((c, *bad[0]))
+            g += n
+        return out
+
     def target(self, error: np.ndarray, dt: float) -> np.ndarray:
-        """U-bar: -k e / dt in a time step, 0 in an impulsive phase (dt = 0)."""
+        """U-bar of all rows (``error``: every row's, as from :meth:`rows`): -k e / dt in a
+        time step, each row group's vector scaled down to the norm ``max_recovery_speed``
+        when it is faster (module docstring); 0 in an impulsive phase (dt = 0)."""
+        error = np.asarray(error, dtype=float)
         if dt == 0.0:
             return np.zeros_like(error)
-        return -self.stabilization * error / dt
+        target = -self.stabilization * error / dt
+        group = self.row_group if len(error) == len(self.row_group) else np.arange(len(error))
+        speed = np.sqrt(
+            np.bincount(group, weights=target * target, minlength=group.max(initial=-1) + 1)
+        )
+        cap = self.max_recovery_speed
+        scale = np.where(speed > cap, cap / np.where(speed > 0.0, speed, 1.0), 1.0)
+        return target * scale[group]
 
 
 def independent_rows(Gb: np.ndarray, tol: float = REDUNDANCY_TOL) -> np.ndarray:
@@ -260,6 +336,7 @@ def closures_from_scenario(model, closures) -> list[ClosureSpec]:
 
 
 __all__ = [
+    "MAX_START_ERROR",
     "Bilateral",
     "BilateralRows",
     "ClosureSpec",

@@ -236,7 +236,8 @@ class ContactProblem:
         self.bilateral = bilateral
         self.Qb = Q[keep]
         self.Gm = rows.G[keep]
-        self.ub = bilateral.target(rows.error[keep], dt)
+        # the target of every row first: a group's speed cap sees all its rows
+        self.ub = bilateral.target(rows.error, dt)[keep]
         self.bilateral_error = float(np.max(np.abs(rows.error), initial=0.0))
         self.n_redundant = rows.n - len(keep)
 
