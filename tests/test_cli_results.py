@@ -133,14 +133,14 @@ def test_export_csv_trajectory_parses_back_exactly(monkeypatch, capsys, ball_fil
     assert rows[0] == [
         "time",
         "step",
-        "q[z]",
-        "v[z]",
+        "q[ball/z]",  # tree/joint and tree/link (io/results/labels.py)
+        "v[ball/z]",
         "energy[kinetic]",
         "energy[potential]",
         "energy[total]",
-    ] + [f"body_pose[ball.{c}]" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")] + [
-        "tau[z]",
-        "tau_limit[z]",
+    ] + [f"body_pose[ball/ball.{c}]" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")] + [
+        "tau[ball/z]",
+        "tau_limit[ball/z]",
     ]
     data = np.array(rows[1:], dtype=float)
     assert data.shape == (N, 16)

@@ -141,8 +141,8 @@ def test_saturation_is_recorded_and_exported(tmp_path):
     done = CliRunner().invoke(app, args)
     assert done.exit_code == 0, done.output
     rows = list(csv.DictReader(out.open()))
-    assert float(rows[1]["tau[spin]"]) == pytest.approx(EFFORT)
-    assert int(rows[1]["tau_limit[spin]"]) == 1
+    assert float(rows[1]["tau[wheel/spin]"]) == pytest.approx(EFFORT)
+    assert int(rows[1]["tau_limit[wheel/spin]"]) == 1
 
 
 def test_light_joint_at_its_effort_settles_without_chatter(tmp_path):

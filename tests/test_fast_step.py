@@ -429,10 +429,11 @@ def test_loop_saturates_at_the_effort_limit_bit_for_bit(tmp_path, monkeypatch, c
     assert code == 0
     assert f"clamped at its URDF effort: {a[1].saturated_steps} " in out
     assert "(actuators did work: not a drift)" in out and "; change " in out
+    from mbsim.io.results.labels import coordinate_labels
     from mbsim.io.results.long import long_table
 
     t = long_table(a[0])  # the long export carries the actuator force and its flags
-    for k, name in enumerate(a[0].v_names):
+    for k, name in enumerate(coordinate_labels(a[0], "v")):
         mine = (t["item"] == name) & (t["kind"] == "joint")
         np.testing.assert_array_equal(t["value"][mine & (t["quantity"] == "force")], a[0].tau[:, k])
         flags = t["value"][mine & (t["quantity"] == "force_limit")]

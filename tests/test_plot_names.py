@@ -136,3 +136,32 @@ def test_body_legends_are_tree_link_and_a_shared_body_name_is_refused(
     code, _, err = cli(monkeypatch, capsys, "plot", two, "-b", "link2", "-o", tmp_path / "g.png")
     assert code == 2
     assert "--body 'link2' is ambiguous" in err and "left/link2, right/link2" in err
+
+
+def test_export_names_two_robots_columns_apart(monkeypatch, capsys, two, tmp_path):
+    """The CSV and the long table name joints and bodies tree/joint and tree/link, as the
+    legends do: two robots' joint_1 are two columns, each holding its own robot's data (the
+    constant torques of the scenario), where bare names gave duplicate headers."""
+    import csv
+
+    out = tmp_path / "two.csv"
+    code, _, err = cli(monkeypatch, capsys, "export", two, "-o", out, "--format", "csv")
+    assert code == 0, err
+    with open(out, newline="") as fh:
+        rows = list(csv.reader(fh))
+    header = rows[0]
+    assert len(set(header)) == len(header)
+    for name in ALL:
+        assert f"q[{name}]" in header and f"tau[{name}]" in header
+    data = np.array(rows[1:], dtype=float)
+    assert np.all(data[1:, header.index("tau[left/joint_2]")] == 0.5)
+    assert np.all(data[1:, header.index("tau[right/joint_3]")] == -0.25)
+    assert np.all(data[1:, header.index("tau[right/joint_2]")] == 0.0)
+    long = tmp_path / "long.csv"
+    code, _, err = cli(
+        monkeypatch, capsys, "export", two, "-o", long, "--format", "csv", "--what", "long"
+    )
+    assert code == 0, err
+    with open(long, newline="") as fh:
+        items = {row["item"] for row in csv.DictReader(fh)}
+    assert set(ALL) <= items and {"left/link1", "right/link1"} <= items

@@ -85,6 +85,8 @@ def test_contacts_export_with_forces_that_hold_the_box(box_run):
 
 
 def test_long_format_export_and_to_pandas(box_run):
+    from mbsim.io.results.labels import body_labels
+
     folder, _ = box_run
     r = load_results(folder / "r.h5")
     run("export", "r.h5", "-f", "csv", "-w", "long", "-o", "l.csv", check_rc=0, cwd=folder)
@@ -93,7 +95,9 @@ def test_long_format_export_and_to_pandas(box_run):
     assert list(rows[0]) == ["time", "step", "kind", "item", "quantity", "value"]
     n = len(r.time)
     assert len(rows) == n * (len(r.q_names) + len(r.v_names) + 7 * len(r.body_names) + 3)
-    z = [float(x["value"]) for x in rows if x["item"] == "box" and x["quantity"] == "z"]
+    box = body_labels(r)[0]  # tree/link
+    assert box.endswith("/box")
+    z = [float(x["value"]) for x in rows if x["item"] == box and x["quantity"] == "z"]
     np.testing.assert_array_equal(z, r.body_pose[:, 0, 2])
     try:
         import pandas  # noqa: F401

@@ -22,6 +22,7 @@ import typer
 
 from mbsim.errors import MbsimError
 from mbsim.io.results import Results, check_output_path, load_results
+from mbsim.io.results.labels import body_labels, coordinate_labels
 
 FORMATS = ("csv", "npz")
 WHATS = ("trajectory", "long", "events", "contacts", "diagnostics")
@@ -126,23 +127,24 @@ def table(r: Results, what: str) -> tuple[list[str], list[list]]:
         for key, values in long_table(r).items():
             add(key, values)
         return names, cols
-    if what == "trajectory":
+    if what == "trajectory":  # columns named tree/joint, tree/link (io/results/labels.py)
+        q_names, v_names = coordinate_labels(r, "q"), coordinate_labels(r, "v")
         add("time", r.time)
         add("step", r.step)
-        for k, n in enumerate(r.q_names):
+        for k, n in enumerate(q_names):
             add(f"q[{n}]", r.q[:, k])
-        for k, n in enumerate(r.v_names):
+        for k, n in enumerate(v_names):
             add(f"v[{n}]", r.v[:, k])
         for k, n in enumerate(("kinetic", "potential", "total")):
             add(f"energy[{n}]", r.energy[:, k])
         if r.body_pose is not None:
-            for b, body in enumerate(r.body_names):
+            for b, body in enumerate(body_labels(r)):
                 for k, c in enumerate(("x", "y", "z", "qw", "qx", "qy", "qz")):
                     add(f"body_pose[{body}.{c}]", r.body_pose[:, b, k])
         if r.tau is not None:  # last: files from before tau was recorded keep their columns
-            for k, n in enumerate(r.v_names):
+            for k, n in enumerate(v_names):
                 add(f"tau[{n}]", r.tau[:, k])
-            for k, n in enumerate(r.v_names):
+            for k, n in enumerate(v_names):
                 add(f"tau_limit[{n}]", r.tau_limit[:, k])
         return names, cols
     data = _require(r, what)

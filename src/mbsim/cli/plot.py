@@ -17,7 +17,7 @@ import typer
 from mbsim.cli.export import check_output, write_atomic
 from mbsim.errors import MbsimError
 from mbsim.io.results import Results, load_results
-from mbsim.simcore.joints import JOINT_CODE, JOINT_SIZES
+from mbsim.io.results.labels import body_label, coordinate_labels, coordinate_trees
 
 QUANTITIES = ("height", "speed")
 FORMATS = ("png", "pdf", "svg")
@@ -119,36 +119,9 @@ def _matplotlib():
 # --------------------------------------------------------------------------- data
 
 
-def _coordinate_trees(r: Results, kind: str = "q") -> list[int]:
-    """Tree index of every q (``kind="q"``) or v coordinate (free joints have 7 q and 6 v
-    coordinates, spherical 4 and 3, others 1: mbsim.simcore.joints.JOINT_SIZES)."""
-    names = r.q_names if kind == "q" else r.v_names
-    col = 0 if kind == "q" else 1
-    out: list[int] = []
-    for b, jtype in enumerate(r.joint_types):
-        n = JOINT_SIZES[JOINT_CODE[jtype]][col] if jtype in JOINT_CODE else 1
-        out += [int(r.body_trees[b])] * n
-    return out if len(out) == len(names) else [0] * len(names)
-
-
 def _q_trees(r: Results) -> list[int]:
     """Tree index of every q coordinate."""
-    return _coordinate_trees(r, "q")
-
-
-def coordinate_labels(r: Results, kind: str = "q") -> list[str]:
-    """``tree/name`` of every q or v column: the file's ``/model/q_names`` (``v_names``)
-    qualified by ``/model/tree_names``, the scenario's vocabulary (``tree/joint``, as
-    ``max_velocity_joint`` and the scenario's own keys). Bare names for a file without tree
-    names (written before they were recorded)."""
-    names = r.q_names if kind == "q" else r.v_names
-    if not r.tree_names:
-        return list(names)
-    trees = _coordinate_trees(r, kind)
-    return [
-        f"{r.tree_names[t]}/{n}" if t < len(r.tree_names) else n
-        for t, n in zip(trees, names, strict=True)
-    ]
+    return coordinate_trees(r, "q")
 
 
 def _split(name: str, r: Results) -> tuple[int | None, str]:
@@ -165,7 +138,7 @@ def joint_columns(r: Results, name: str, kind: str = "q") -> list[int]:
     otherwise, listing the ``tree/joint`` names it matches)."""
     names = r.q_names if kind == "q" else r.v_names
     tree, bare = _split(name, r)
-    trees = _coordinate_trees(r, kind)
+    trees = coordinate_trees(r, kind)
     hits = [
         k
         for k, q in enumerate(names)
@@ -290,9 +263,7 @@ def tracking_panel(r: Results):
 def _link_label(r: Results, name: str, b: int) -> str:
     """``tree/link`` of the body or merged link ``name`` on body ``b`` (bare without tree
     names in the file)."""
-    bare = _split(name, r)[1]
-    t = int(r.body_trees[b])
-    return f"{r.tree_names[t]}/{bare}" if t < len(r.tree_names) else bare
+    return body_label(r, b, _split(name, r)[1])
 
 
 def _body_or_link(r: Results, name: str) -> tuple[int, np.ndarray | None]:

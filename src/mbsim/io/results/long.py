@@ -2,8 +2,9 @@
 time, item and quantity) and the contacts with their forces.
 
 Long format, columns ``time`` (s), ``step``, ``kind`` (``joint``, ``body`` or ``energy``),
-``item`` (a q/v coordinate name such as ``joint_1`` or ``root_joint.z``, a body name, or
-``total``/``kinetic``/``potential``), ``quantity`` and ``value``:
+``item`` (a q/v coordinate ``tree/joint`` such as ``arm/joint_1`` or ``quadruped/root_joint.z``,
+a body ``tree/link``, or ``total``/``kinetic``/``potential``; bare URDF names for a file
+without tree names, io/results/labels.py), ``quantity`` and ``value``:
 
 * joints: ``position`` (q, rad or m; free and spherical joints' quaternion parts are
   dimensionless) and ``velocity`` (v, rad/s or m/s); when actuators acted (a recorded tau
@@ -23,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from mbsim.errors import MbsimError
+from mbsim.io.results.labels import body_labels, coordinate_labels
 
 _POSE = ("x", "y", "z", "qw", "qx", "qy", "qz")
 _ENERGY = ("kinetic", "potential", "total")
@@ -32,19 +34,20 @@ def long_table(r) -> dict[str, np.ndarray]:
     """The trajectory of :class:`~mbsim.io.results.Results` ``r`` in long format (module
     docstring), as equal-length columns; rows ordered by item, then time."""
     n = len(r.time)
-    parts = []  # (kind, item, quantity, values)
-    for k, name in enumerate(r.q_names):
+    parts = []  # (kind, item, quantity, values); items tree/joint, tree/link (labels.py)
+    q_names, v_names = coordinate_labels(r, "q"), coordinate_labels(r, "v")
+    for k, name in enumerate(q_names):
         parts.append(("joint", name, "position", r.q[:, k]))
-    for k, name in enumerate(r.v_names):
+    for k, name in enumerate(v_names):
         parts.append(("joint", name, "velocity", r.v[:, k]))
     if r.tau is not None and np.any(r.tau != 0):
-        for k, name in enumerate(r.v_names):
+        for k, name in enumerate(v_names):
             parts.append(("joint", name, "force", r.tau[:, k]))
         flags = r.tau_limit if r.tau_limit is not None else np.zeros_like(r.tau)
-        for k, name in enumerate(r.v_names):
+        for k, name in enumerate(v_names):
             parts.append(("joint", name, "force_limit", flags[:, k].astype(float)))
     if r.body_pose is not None:
-        for b, body in enumerate(r.body_names):
+        for b, body in enumerate(body_labels(r)):
             for k, c in enumerate(_POSE):
                 parts.append(("body", body, c, r.body_pose[:, b, k]))
     for k, name in enumerate(_ENERGY):
