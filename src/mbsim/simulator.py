@@ -29,7 +29,8 @@ from mbsim.simcore.bilateral import Bilateral, ConstraintError, closures_from_sc
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.energy_sources import EnergyGains
-from mbsim.simcore.free_loop import EVENT as LOOP_EVENT
+from mbsim.simcore.free_loop import GAIN as LOOP_GAIN
+from mbsim.simcore.free_loop import LIMITS as LOOP_LIMITS
 from mbsim.simcore.free_loop import FreeLoop
 from mbsim.simcore.joint_rows import JointLimits
 from mbsim.simcore.joints import SPHERICAL
@@ -483,11 +484,17 @@ class Simulator:
         of the row, simcore/spherical_limits.py), at the state after the step."""
         if not len(report.limit_dof) and not self._limits_active:  # no limit then or now
             return []
-        now = {}
-        for dof, side, p in zip(
+        return self._limit_transitions(
             report.limit_dof.tolist(), report.limit_side.tolist(),
-            report.limit_impulse.tolist(), strict=True,
-        ):  # fmt: skip
+            report.limit_impulse.tolist(), self.q,
+        )  # fmt: skip
+
+    def _limit_transitions(self, dofs, sides, impulses, q) -> list[tuple]:
+        """:meth:`limit_events_of` for the step whose limit rows are (``dofs``, ``sides``,
+        ``impulses``) (lists in row order) and that ended at configuration ``q``; updates the
+        limits acting."""
+        now = {}
+        for dof, side, p in zip(dofs, sides, impulses, strict=True):
             if p > LIMIT_IMPULSE_MIN:
                 now[(dof, side)] = p
         was = self._limits_active
@@ -497,7 +504,7 @@ class Simulator:
         if not rows:
             return []
         m, d = self.model, self.data
-        forward_kinematics(m, d, self.q)
+        forward_kinematics(m, d, q)
         out = []
         for kind, dof, side, p in rows:
             body = int(np.searchsorted(m.vi, dof, side="right") - 1)
@@ -697,6 +704,7 @@ class Simulator:
                     # _record counts the ended contacts of every step, none here: the key
                     # exists after any step
                     summary.events["contact_end"] = summary.events.get("contact_end", 0)
+                    self._loop_events(loop.events, writer, summary)
                     steps, qs, vs, es, ps, taus, flags, lcp = loop.records
                     if len(steps):
                         writer.append_free_steps(
@@ -714,8 +722,8 @@ class Simulator:
                     continue
                 # the next step needs the step-by-step path; near a contact or a stop the
                 # loop cannot take the following ones likely too: try the loop again after a
-                # few steps (after a limit event, at once: the loop takes limit steps)
-                wait = 0 if loop.why == LOOP_EVENT else FREE_LOOP_WAIT
+                # few steps
+                wait = FREE_LOOP_WAIT
             done += 1
             try:
                 # the LCP solvers poll the flag too: a signal stops even a long step
@@ -752,6 +760,30 @@ class Simulator:
                 if now - last_progress > 0.05:
                     progress(self.step_index, n_steps, self.t, report.n_contacts)
                     last_progress = now
+
+    def _loop_events(self, events, writer, summary) -> None:
+        """The events and summary entries of the compiled loop's event rows
+        (``FreeLoop.events``, simcore/free_loop.py), each as the step-by-step run loop makes
+        them for its step: the energy gains (``EnergyGains.add_step``, the kinetic energy at
+        the step's end as :meth:`energy` computes it) and the limit_begin / limit_end events
+        (:meth:`limit_events_of`), counted and written at the step's time."""
+        dt = self.options.dt
+        for step, kind, dofs, sides, imps, e_impacts, e_stab, q, v in events:
+            t = step * dt
+            if kind & LOOP_GAIN:
+                gains = _Shares(e_impacts, e_stab)
+                summary.energy_sources.add_step(gains, t, lambda q=q, v=v: self._kinetic(q, v))
+            if kind & LOOP_LIMITS:
+                rows = self._limit_transitions(dofs, sides, imps, q)
+                for row in rows:
+                    summary.events[row[0]] = summary.events.get(row[0], 0) + 1
+                if writer is not None:
+                    self._write_limit_events(writer, rows, t, step)
+
+    def _kinetic(self, q, v) -> float:
+        """The kinetic energy (J) at (q, v), as :meth:`energy` computes it for the state."""
+        forward_kinematics(self.model, self.data, q, v)
+        return float(energy(self.model, self.data)[0])
 
     def _velocity_ratio(self, summary) -> None:
         """Track the largest |v_k| / velocity limit (URDF ``<limit velocity>``): velocity
@@ -831,13 +863,15 @@ class Simulator:
             solver=report.solver or "none",
         )
 
-    def _write_limit_events(self, writer, rows) -> None:
-        """limit_begin / limit_end rows (:meth:`limit_events_of`): normal_impulse the limit
-        impulse of the step (N m s or N s; 0 at limit_end), no tangent impulse, velocities
-        NaN."""
+    def _write_limit_events(self, writer, rows, t=None, step=None) -> None:
+        """limit_begin / limit_end rows (:meth:`limit_events_of`) of the step ``step`` that
+        ended at ``t`` (s; the current one when None): normal_impulse the limit impulse of
+        the step (N m s or N s; 0 at limit_end), no tangent impulse, velocities NaN."""
+        t = self.t if t is None else t
+        step = self.step_index if step is None else step
         for kind, _dof, _side, p, body, parent, point, normal in rows:
             writer.append_events(
-                time=self.t, step=self.step_index, kind=kind, body_a=body, body_b=parent,
+                time=t, step=step, kind=kind, body_a=body, body_b=parent,
                 point=point, normal=normal, normal_impulse=p, tangent_impulse=np.zeros(3),
                 normal_velocity_before=np.nan, normal_velocity_after=np.nan,
             )  # fmt: skip
@@ -865,6 +899,16 @@ class Simulator:
                 normal=old.normal[i], normal_impulse=0.0, tangent_impulse=np.zeros(3),
                 normal_velocity_before=np.nan, normal_velocity_after=np.nan,
             )  # fmt: skip
+
+
+@dataclass
+class _Shares:
+    """The energy shares (J) of a step the compiled loop took (``EnergyGains.add_step`` reads
+    a StepReport's): a joint-limit step has no closure rows."""
+
+    energy_impacts: float
+    energy_stabilisation: float
+    energy_closures: float = 0.0
 
 
 #: A limit row's impulse (N m s or N s) above which the limit acts (limit_begin/limit_end):

@@ -40,12 +40,16 @@ limit_step.LimitStepper.step for the steps it hands on):
 5b. a limit step: the step is taken again from (q, v, tau) by
    :func:`~mbsim.simcore.limit_step.limit_step_kernel`, the function the step-by-step path
    calls, and kept only when nothing of it reaches the run loop's Python: the kernel decided
-   it (no FALLBACK to the Python LCP chain, no bad state), the limits acting after it
-   (impulse > ``LIMIT_IMPULSE_MIN``) are those acting before it (no limit_begin or limit_end
-   event; a free step needs none acting), and neither its impact nor its recovery energy
-   share exceeds ``GAIN_TOL_ABS`` (energy_sources.py: the summary counts no gain). Else
-   stop (EVENT): Python takes that step. A recorded limit step records its LCP diagnostics
-   (size, pivots, residual, solver) too;
+   it (no FALLBACK to the Python LCP chain, no bad state); else stop: Python takes that
+   step. A recorded limit step records its LCP diagnostics (size, pivots, residual, solver)
+   too;
+5c. an event row, when the limits acting after the step (impulse > ``LIMIT_IMPULSE_MIN``)
+   are not those acting before it (limit_begin / limit_end events; a free step has none
+   acting: LIMITS) or an impact or recovery energy share of the limit step exceeds
+   ``GAIN_TOL_ABS`` (energy_sources.py: a gain the summary may count; GAIN): the step index,
+   the limits acting after it (v index, side, impulse, in row order), the two shares and q+,
+   v+. The run loop turns the rows, after the call, into the events and summary entries the
+   step-by-step path makes (:meth:`Simulator._loop_events`), so the loop need not stop;
 6. the largest |v_k| / velocity limit so far (the run summary's ``max_velocity_ratio``, the
    rule of ``Simulator._velocity_ratio``);
 7. at a recorded step (index a multiple of ``record_every``), the row the run loop writes:
@@ -102,9 +106,11 @@ from mbsim.simcore.limit_step import (
     limit_step_kernel,
 )
 
-#: why :func:`free_run_kernel` stopped before its step budget (its second result); EVENT: at
-#: a limit step the loop could take but whose event or energy gain the run loop must see
-DONE, LIMIT, CONTACT, BAD, EVENT = 0, 1, 2, 3, 4
+#: why :func:`free_run_kernel` stopped before its step budget (its second result)
+DONE, LIMIT, CONTACT, BAD = 0, 1, 2, 3
+#: the bits of an event row's kind (module docstring, step 5c): the limits acting changed
+#: (limit_begin / limit_end events), a source's energy share exceeds GAIN_TOL_ABS
+LIMITS, GAIN = 1, 2
 
 
 @njit(cache=True)
@@ -148,6 +154,25 @@ def _same_limits(solved, info, dof, side, imp, active, n_active, limit_min):
 
 
 @njit(cache=True)
+def _acting(solved, info, dof, side, imp, limit_min, active, e_dof, e_side, e_imp):
+    """The limits acting after a limit step (impulse > ``limit_min``, in row order; none when
+    ``solved`` is False): written to ``active`` (:func:`_same_limits`' marks) and to the
+    event row e_dof, e_side, e_imp (Simulator.limit_events_of takes them in that order).
+    Returns how many."""
+    active[:] = 0
+    n = 0
+    if solved:
+        for i in range(int(info[I_ROWS])):
+            if imp[i] > limit_min:
+                active[2 * dof[i] + (0 if side[i] > 0 else 1)] = 1
+                e_dof[n] = dof[i]
+                e_side[n] = side[i]
+                e_imp[n] = imp[i]
+                n += 1
+    return n
+
+
+@njit(cache=True)
 def free_run_kernel(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, damping,
     E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
@@ -163,11 +188,12 @@ def free_run_kernel(
     last_flags, rec_tau, rec_flags, saturated, ls_on, wpA, wu, wacc, zero6, bv, ls_lower,
     ls_upper, ls_eps, ls_qi, ls_vi, ls_margin, stabilization, max_recovery_speed,
     impact_velocity, tol_rel, least_norm, active, n_active, ls_dof, ls_side, ls_imp, ls_info,
-    ls_vstart, ls_stats, limit_min, rec_lcp, rec_solver,
+    ls_vstart, ls_stats, limit_min, rec_lcp, rec_solver, ev_step, ev_kind, ev_n, ev_dof,
+    ev_side, ev_imp, ev_gain, ev_q, ev_v,
 ):  # fmt: skip
     """Up to ``n_max`` free or joint-limit steps from (q, v), updated in place (module
-    docstring). Returns (steps taken, why it stopped: DONE, LIMIT, CONTACT, BAD or EVENT, rows
-    recorded). Limit steps (``ls_on`` True; None: no limit step, and numba prunes the
+    docstring). Returns (steps taken, why it stopped: DONE, LIMIT, CONTACT or BAD, rows
+    recorded, event rows). Limit steps (``ls_on`` True; None: no limit step, and numba prunes the
     limit-step call from that compilation, so a model without enforced limits never compiles
     it: a first run's compile time; the ``ls_*`` and option arguments are those of
     limit_step.limit_step_kernel): ``active``/``n_active`` the limits acting at the start
@@ -183,6 +209,7 @@ def free_run_kernel(
     ``body_poses`` compute them, with the kinematics in the recording Data arrays rS ...
     rcbias, dynamics.energy_kernel and kinematics.body_poses_kernel)."""
     nrec = 0
+    nev = 0
     nv = v.shape[0]
     nq = q.shape[0]
     a0 = np.zeros(6)
@@ -193,7 +220,7 @@ def free_run_kernel(
             lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v, dt
         )
         if near and ls_on is None:
-            return step, LIMIT, nrec
+            return step, LIMIT, nrec, nev
         forward_kinematics_kernel(
             parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world,
             vel, cbias,
@@ -205,7 +232,7 @@ def free_run_kernel(
                 pw, bp_lo, bp_hi, bp_out,
             )  # fmt: skip
             if _may_touch(pairs, allowed, si, sf, bc, ground, reach):
-                return step, CONTACT, nrec
+                return step, CONTACT, nrec, nev
         if act_on:
             # the actuators of step k0 + step at t = (k0 + step) dt (control/actuator_law.py);
             # the gravity torque as Actuators.forces computes it, in the actuators' own Data
@@ -243,20 +270,21 @@ def free_run_kernel(
             integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
             for i in range(nq):
                 if not np.isfinite(q_new[i]):
-                    return step, BAD, nrec
+                    return step, BAD, nrec, nev
             for i in range(nv):
                 if not np.isfinite(v_new[i]) or abs(v_new[i]) > max_speed:
-                    return step, BAD, nrec
+                    return step, BAD, nrec, nev
             if lim_on and limit_rows_needed(
                 lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
             ):
                 if ls_on is None:
-                    return step, LIMIT, nrec
+                    return step, LIMIT, nrec, nev
                 at_stop = True
         code = -1
+        kind = 0
         if at_stop:  # step 5b: the compiled joint-limit step (module docstring)
             if ls_on is None:  # numba prunes the call below: nothing of it is compiled
-                return step, LIMIT, nrec
+                return step, LIMIT, nrec, nev
             code = limit_step_kernel(
                 parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass,
                 com, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc,
@@ -266,17 +294,34 @@ def free_run_kernel(
                 ls_vstart, ls_dof, ls_side, ls_imp, ls_info,
             )  # fmt: skip
             if code == FALLBACK or code == LIMIT_BAD:
-                return step, LIMIT, nrec
+                return step, LIMIT, nrec, nev
             if code == OK and not (
                 ls_info[I_E_IMPACTS] <= GAIN_TOL_ABS and ls_info[I_E_STAB] <= GAIN_TOL_ABS
             ):
-                return step, EVENT, nrec  # an energy gain the run summary counts
+                kind |= GAIN  # an energy gain the run summary counts
             if not _same_limits(
                 code == OK, ls_info, ls_dof, ls_side, ls_imp, active, n_active, limit_min
             ):
-                return step, EVENT, nrec  # a limit_begin or limit_end event
+                kind |= LIMITS  # a limit_begin or limit_end event
         elif n_active:
-            return step, EVENT, nrec  # a free step ends the limits still acting: limit_end
+            kind |= LIMITS  # a free step ends the limits still acting: limit_end
+        if kind:  # step 5c: the event row (module docstring)
+            ev_step[nev] = k0 + step + 1
+            ev_kind[nev] = kind
+            ev_n[nev] = 0
+            if kind & LIMITS:
+                n_active = _acting(
+                    code == OK, ls_info, ls_dof, ls_side, ls_imp, limit_min, active,
+                    ev_dof[nev], ev_side[nev], ev_imp[nev],
+                )  # fmt: skip
+                ev_n[nev] = n_active
+            ev_gain[nev, 0] = ls_info[I_E_IMPACTS] if code == OK else 0.0
+            ev_gain[nev, 1] = ls_info[I_E_STAB] if code == OK else 0.0
+            for i in range(nq):
+                ev_q[nev, i] = q_new[i]
+            for i in range(nv):
+                ev_v[nev, i] = v_new[i]
+            nev += 1
         if code >= 0:
             ls_stats[0] += 1.0
         if code == OK:
@@ -329,7 +374,7 @@ def free_run_kernel(
                 rec_lcp[nrec, 2] = 0.0
                 rec_solver[nrec] = 0
             nrec += 1
-    return n_max, DONE, nrec
+    return n_max, DONE, nrec, nev
 
 
 class FreeLoop:
@@ -342,6 +387,10 @@ class FreeLoop:
         self._stepper = self._data = self._scene = None
         self._jl = self._rec_data = None
         self.records = None
+        #: the event rows of the last advance (step 5c of the module docstring): (step, kind
+        #: bits LIMITS | GAIN, v indices, sides, impulses of the limits acting after it,
+        #: energy_impacts, energy_stabilisation, q+, v+) of each, in step order
+        self.events: list = []
         self.steps = 0  # steps taken in the loop (for profiles and tests)
         self.limit_steps = 0  # of which joint-limit steps (limit_step.py)
         self.why = DONE  # why the last advance stopped (free_run_kernel's codes)
@@ -437,6 +486,7 @@ class FreeLoop:
         self._applied, self._last_flags = self._act_data[-2], self._act_data[-1]
         self._saturated = np.zeros(1, dtype=np.int64)
         self._rec_buffers(1)
+        self._ev_buffers(1)
         self._stepper, self._data, self._scene, self._jl = st, d, c, jl
         self._actuators = a
         self._rec_data = r
@@ -470,8 +520,9 @@ class FreeLoop:
         a multiple of ``every`` (0: none) are recorded: :attr:`records` then holds (step, q,
         v, energy, body poses or None, applied actuator force, effort flags) of each, as
         arrays, and the LCP diagnostics of the recorded rows when a limit step was taken
-        (None otherwise; ResultsWriter.append_free_steps' ``lcp``). :attr:`why` says why the
-        call stopped (free_run_kernel's codes)."""
+        (None otherwise; ResultsWriter.append_free_steps' ``lcp``); :attr:`events` the event
+        rows of the steps taken, for the run loop (Simulator._loop_events). :attr:`why` says
+        why the call stopped (free_run_kernel's codes)."""
         s = self.sim
         st = s.stepper
         if (
@@ -484,6 +535,8 @@ class FreeLoop:
         rows = n_max // every + 1 if every > 0 else 0
         if self._rec_q.shape[0] < rows:
             self._rec_buffers(rows)
+        if self._ev_step.shape[0] < n_max:
+            self._ev_buffers(n_max)
         q = np.array(s.q, dtype=np.float64)
         v = np.array(s.v, dtype=np.float64)
         self._best[0] = summary.max_velocity_ratio
@@ -505,7 +558,7 @@ class FreeLoop:
             active[2 * dof + (0 if side > 0 else 1)] = 1
         stats = self._ls_stats
         stats[:] = 0.0
-        n, why, nrec = free_run_kernel(
+        n, why, nrec, nev = free_run_kernel(
             *self._model_args, *self._data_args, *self._lim_args, *self._coll_args, *self._vl,
             self._best, self._dof, int(every), k0, *self._rec_args, bool(poses),
             self._rec_step, self._rec_q, self._rec_v, self._rec_e, self._rec_pose, q, v,
@@ -515,9 +568,16 @@ class FreeLoop:
             float(o.stabilization), float(o.max_recovery_speed), float(o.impact_velocity),
             float(o.lcp_tol_rel), o.lcp_selection == "least_norm", active,
             len(s._limits_active), *self._ls_out, stats, LIMIT_IMPULSE_MIN, self._rec_lcp,
-            self._rec_solver,
+            self._rec_solver, *self._ev,
         )  # fmt: skip
         self.why = int(why)
+        e = self._ev
+        self.events = [
+            (int(e[0][i]), int(e[1][i]), e[3][i, : e[2][i]].tolist(), e[4][i, : e[2][i]].tolist(),
+             e[5][i, : e[2][i]].tolist(), float(e[6][i, 0]), float(e[6][i, 1]), e[7][i].copy(),
+             e[8][i].copy())
+            for i in range(nev)
+        ]  # fmt: skip
         lcp = None
         if stats[0] and nrec:
             lcp = {
@@ -559,6 +619,17 @@ class FreeLoop:
         """``free_run_kernel``'s ``ls_on``: True when the compiled limit step may take the
         stepper's steps and the model has limits to enforce, else None (module docstring)."""
         return True if self._lim_args[0] and LimitStepper.eligible(stepper) else None
+
+    def _ev_buffers(self, rows: int) -> None:
+        m = self.sim.model
+        nv2 = 2 * m.nv
+        self._ev = (
+            np.zeros(rows, dtype=np.int64), np.zeros(rows, dtype=np.int64),
+            np.zeros(rows, dtype=np.int64), np.zeros((rows, nv2), dtype=np.int64),
+            np.zeros((rows, nv2)), np.zeros((rows, nv2)), np.zeros((rows, 2)),
+            np.zeros((rows, m.nq)), np.zeros((rows, m.nv)),
+        )  # fmt: skip
+        self._ev_step = self._ev[0]
 
     def _rec_buffers(self, rows: int) -> None:
         m = self.sim.model
