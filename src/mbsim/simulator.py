@@ -768,17 +768,21 @@ class Simulator:
         the step's end as :meth:`energy` computes it) and the limit_begin / limit_end events
         (:meth:`limit_events_of`), counted and written at the step's time."""
         dt = self.options.dt
+        rows, times, steps = [], [], []
         for step, kind, dofs, sides, imps, e_impacts, e_stab, q, v in events:
             t = step * dt
             if kind & LOOP_GAIN:
                 gains = _Shares(e_impacts, e_stab)
                 summary.energy_sources.add_step(gains, t, lambda q=q, v=v: self._kinetic(q, v))
             if kind & LOOP_LIMITS:
-                rows = self._limit_transitions(dofs, sides, imps, q)
-                for row in rows:
+                new = self._limit_transitions(dofs, sides, imps, q)
+                for row in new:
                     summary.events[row[0]] = summary.events.get(row[0], 0) + 1
-                if writer is not None:
-                    self._write_limit_events(writer, rows, t, step)
+                rows += new
+                times += [t] * len(new)
+                steps += [step] * len(new)
+        if writer is not None:  # the rows of every step in one call
+            self._write_limit_events(writer, rows, times, steps)
 
     def _kinetic(self, q, v) -> float:
         """The kinetic energy (J) at (q, v), as :meth:`energy` computes it for the state."""
@@ -865,16 +869,18 @@ class Simulator:
 
     def _write_limit_events(self, writer, rows, t=None, step=None) -> None:
         """limit_begin / limit_end rows (:meth:`limit_events_of`) of the step ``step`` that
-        ended at ``t`` (s; the current one when None): normal_impulse the limit impulse of
-        the step (N m s or N s; 0 at limit_end), no tangent impulse, velocities NaN."""
-        t = self.t if t is None else t
-        step = self.step_index if step is None else step
-        for kind, _dof, _side, p, body, parent, point, normal in rows:
-            writer.append_events(
-                time=t, step=step, kind=kind, body_a=body, body_b=parent,
-                point=point, normal=normal, normal_impulse=p, tangent_impulse=np.zeros(3),
-                normal_velocity_before=np.nan, normal_velocity_after=np.nan,
-            )  # fmt: skip
+        ended at ``t`` (s; the current one when None; or one of each a row, arrays), in one
+        call: normal_impulse the limit impulse of the step (N m s or N s; 0 at limit_end), no
+        tangent impulse, velocities NaN."""
+        if not rows:
+            return
+        kind, _dof, _side, p, body, parent, point, normal = zip(*rows, strict=True)
+        writer.append_events(
+            time=self.t if t is None else t, step=self.step_index if step is None else step,
+            kind=list(kind), body_a=body, body_b=parent, point=np.array(point),
+            normal=np.array(normal), normal_impulse=p, tangent_impulse=np.zeros(3),
+            normal_velocity_before=np.nan, normal_velocity_after=np.nan,
+        )  # fmt: skip
 
     def _write_events(self, writer, report, rows, ended):
         c = report.contacts
