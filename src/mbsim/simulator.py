@@ -29,6 +29,7 @@ from mbsim.simcore.bilateral import Bilateral, ConstraintError, closures_from_sc
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.energy_sources import EnergyGains
+from mbsim.simcore.free_loop import DIVERGED as LOOP_DIVERGED
 from mbsim.simcore.free_loop import GAIN as LOOP_GAIN
 from mbsim.simcore.free_loop import LIMITS as LOOP_LIMITS
 from mbsim.simcore.free_loop import FreeLoop
@@ -49,6 +50,12 @@ ENERGY_BLOWUP = 100.0
 #: Steps the run loop takes step by step after the compiled loop of free steps could not take
 #: one (a contact or a stop near): it is tried again after them. Only speed depends on it.
 FREE_LOOP_WAIT = 8
+#: The most steps one call of the compiled loop takes (simcore/free_loop.py): the run loop
+#: asks for ENERGY_CHECK_EVERY steps after a call that stopped early (a contact or a stop may
+#: come again soon) and twice as many after each call that took them all, up to this. The
+#: run loop polls ``should_stop`` and reports progress between calls. Only speed (and how
+#: soon a stop request is seen) depends on it.
+FREE_LOOP_CHUNK = 1600
 
 
 def dof_index(model, tree: int, name: str, names: tuple[str, ...], first) -> int:
@@ -635,7 +642,7 @@ class Simulator:
         ``should_stop()`` is polled between steps and ends the run early with status
         ``interrupted`` (a signal handler sets it, so no step or write is cut in half); free
         steps taken by the compiled loop (simcore/free_loop.py) are polled between its calls,
-        at most ``ENERGY_CHECK_EVERY`` steps apart.
+        at most ``FREE_LOOP_CHUNK`` steps apart.
         ``summary``: filled in place as the run goes (so it still counts what happened when
         the run raises). Raises SimulationError on divergence/LCP failure (the caller records
         the status)."""
@@ -683,6 +690,8 @@ class Simulator:
         loop = self._free_loop
         poses = bool(sc.output.body_poses)
         wait = 0  # steps before the compiled loop is tried again (after it could not start)
+        budget = ENERGY_CHECK_EVERY  # steps the next call of the compiled loop may take
+        bound = self._energy_bound(e0)
         done = 0
         while done < n_steps:
             if should_stop is not None and should_stop():
@@ -692,12 +701,15 @@ class Simulator:
             if wait:
                 wait -= 1
             elif loop.ready():
-                # free steps in one compiled call (simcore/free_loop.py), recording as it goes,
-                # up to the next energy check (the run loop's one per-step duty left)
-                k = self.step_index
-                chunk = min(n_steps - done, ENERGY_CHECK_EVERY - k % ENERGY_CHECK_EVERY)
+                # free steps in one compiled call (simcore/free_loop.py), recording and
+                # checking the energy as it goes
+                chunk = min(n_steps - done, budget)
                 t0 = _time.perf_counter()
-                n = loop.advance(chunk, summary, every if writer is not None else 0, poses)
+                n = loop.advance(
+                    chunk, summary, every if writer is not None else 0, poses,
+                    ENERGY_CHECK_EVERY, bound,
+                )  # fmt: skip
+                budget = min(2 * budget, FREE_LOOP_CHUNK) if n == chunk else ENERGY_CHECK_EVERY
                 if n:
                     done += n
                     summary.steps += n
@@ -712,7 +724,7 @@ class Simulator:
                             step_seconds=(_time.perf_counter() - t0) / n, tau=taus,
                             tau_limit=flags, lcp=lcp,
                         )  # fmt: skip
-                    if self.step_index % ENERGY_CHECK_EVERY == 0:
+                    if loop.why == LOOP_DIVERGED:  # the loop checked: the error is raised here
                         self._check_energy(e0)
                     if progress is not None:
                         now = _time.perf_counter()
@@ -808,12 +820,18 @@ class Simulator:
         tree = self.model.tree_names[self.model.tree_of[body]]
         summary.max_velocity_joint = f"{tree}/{self.model.v_names[dof]}"
 
+    @staticmethod
+    def _energy_bound(e0: float) -> float:
+        """The largest total energy (J) :meth:`_check_energy` accepts in a run started at
+        ``e0``."""
+        return e0 + ENERGY_BLOWUP * (abs(e0) + 1.0)
+
     def _check_energy(self, e0: float) -> None:
         """Divergence by energy: total energy above E0 + ENERGY_BLOWUP (|E0| + 1 J) stops the
         run. Joint torques can add energy legitimately, so the bound is generous; a numerical
         blow-up grows exponentially and crosses it within a few steps anyway."""
         e = float(self.energy()[2])
-        if not e <= e0 + ENERGY_BLOWUP * (abs(e0) + 1.0):
+        if not e <= self._energy_bound(e0):
             raise SimulationError(
                 f"the total energy grew from {e0:.6g} J to {e:.6g} J by step {self.step_index}, "
                 f"t = {self.t:.6g} s: the simulation diverged"

@@ -59,10 +59,15 @@ limit_step.LimitStepper.step for the steps it hands on):
    flags (``Actuators.applied``). The run loop hands the rows to the writer in one batch
    (``ResultsWriter.append_free_steps``).
 
-The run loop calls it up to the next energy check (``ENERGY_CHECK_EVERY`` steps), the one
-per-step duty of the run loop that stays in Python; a run with a Python controller never
-starts in the loop (:meth:`FreeLoop.eligible`). The loop keeps the summary's worst LCP
-residual of its limit steps. Units: SI (s, rad or m, rad/s or m/s).
+8. at a step whose index is a multiple of ``ENERGY_CHECK_EVERY``, the run loop's energy
+   check (``Simulator._check_energy``: the total energy, computed as ``Simulator.energy``
+   computes it, against the bound of the run's initial energy): the loop stops after a step
+   that fails it (DIVERGED), and the run loop raises the error.
+
+The run loop calls it for up to ``FREE_LOOP_CHUNK`` steps (fewer after a call that stopped
+early, simulator.py); a run with a Python controller never starts in the loop
+(:meth:`FreeLoop.eligible`). The loop keeps the summary's worst LCP residual of its limit
+steps. Units: SI (s, rad or m, rad/s or m/s, J).
 """
 
 from __future__ import annotations
@@ -95,19 +100,22 @@ from mbsim.simcore.limit_step import (
 )
 from mbsim.simcore.limit_step import (
     FALLBACK,
+    FREE_MOTION_DONE,
     I_E_IMPACTS,
     I_E_STAB,
     I_PIVOTS,
     I_RESIDUAL,
     I_ROWS,
     I_SOLVER,
+    KINEMATICS_DONE,
     OK,
     LimitStepper,
-    limit_step_kernel,
+    limit_step_from,
 )
 
-#: why :func:`free_run_kernel` stopped before its step budget (its second result)
-DONE, LIMIT, CONTACT, BAD = 0, 1, 2, 3
+#: why :func:`free_run_kernel` stopped before its step budget (its second result); DIVERGED:
+#: after a step whose energy check failed (module docstring, step 8)
+DONE, LIMIT, CONTACT, BAD, DIVERGED = 0, 1, 2, 3, 4
 #: the bits of an event row's kind (module docstring, step 5c): the limits acting changed
 #: (limit_begin / limit_end events), a source's energy share exceeds GAIN_TOL_ABS
 LIMITS, GAIN = 1, 2
@@ -189,7 +197,7 @@ def free_run_kernel(
     ls_upper, ls_eps, ls_qi, ls_vi, ls_margin, stabilization, max_recovery_speed,
     impact_velocity, tol_rel, least_norm, active, n_active, ls_dof, ls_side, ls_imp, ls_info,
     ls_vstart, ls_stats, limit_min, rec_lcp, rec_solver, ev_step, ev_kind, ev_n, ev_dof,
-    ev_side, ev_imp, ev_gain, ev_q, ev_v,
+    ev_side, ev_imp, ev_gain, ev_q, ev_v, check_every, e_bound, e_now,
 ):  # fmt: skip
     """Up to ``n_max`` free or joint-limit steps from (q, v), updated in place (module
     docstring). Returns (steps taken, why it stopped: DONE, LIMIT, CONTACT or BAD, rows
@@ -285,13 +293,16 @@ def free_run_kernel(
         if at_stop:  # step 5b: the compiled joint-limit step (module docstring)
             if ls_on is None:  # numba prunes the call below: nothing of it is compiled
                 return step, LIMIT, nrec, nev
-            code = limit_step_kernel(
+            # the kinematics of (q, v) are in the Data (step 2), and the free motion too
+            # unless a stop was near at v already (step 4 skipped): not computed again
+            done = KINEMATICS_DONE if near else FREE_MOTION_DONE
+            code = limit_step_from(
                 parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass,
                 com, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc,
                 scratch, qdd, armature, wpA, wu, wacc, zero6, bv, ls_lower, ls_upper, ls_eps,
                 ls_qi, ls_vi, ls_margin, dt, stabilization, max_recovery_speed,
                 impact_velocity, tol_rel, least_norm, max_speed, q, v, tau, q_new, v_new,
-                ls_vstart, ls_dof, ls_side, ls_imp, ls_info,
+                ls_vstart, ls_dof, ls_side, ls_imp, ls_info, done,
             )  # fmt: skip
             if code == FALLBACK or code == LIMIT_BAD:
                 return step, LIMIT, nrec, nev
@@ -374,6 +385,16 @@ def free_run_kernel(
                 rec_lcp[nrec, 2] = 0.0
                 rec_solver[nrec] = 0
             nrec += 1
+        if check_every > 0 and (k0 + step + 1) % check_every == 0:
+            # step 8: the run loop's energy check (Simulator._check_energy), its energy as
+            # Simulator.energy computes it
+            forward_kinematics_kernel(
+                parent, jtype, qi, vi, nvj, rS, tree_E, tree_r, axis, q, v, rE, rr, rRw, rpw,
+                rvel, rcbias,
+            )  # fmt: skip
+            energy_kernel(inertia, mass, com, gravity, rRw, rpw, rvel, e_now)
+            if not e_now[2] <= e_bound:
+                return step + 1, DIVERGED, nrec, nev
     return n_max, DONE, nrec, nev
 
 
@@ -511,8 +532,17 @@ class FreeLoop:
         )  # fmt: skip
         self._active = np.zeros(2 * nv, dtype=np.int8)
         self._ls_stats = np.zeros(3)
+        self._e_now = np.zeros(3)
 
-    def advance(self, n_max: int, summary, every: int = 0, poses: bool = False) -> int:
+    def advance(
+        self,
+        n_max: int,
+        summary,
+        every: int = 0,
+        poses: bool = False,
+        check_every: int = 0,
+        e_bound: float = np.inf,
+    ) -> int:
         """Take up to ``n_max`` free or limit steps in the loop from the simulator's state; returns
         how many it took (0: the next step needs the step-by-step path). Updates the state
         (q, v, t, step counters, the applied forces of the last step: zero) and the summary's
@@ -521,8 +551,10 @@ class FreeLoop:
         v, energy, body poses or None, applied actuator force, effort flags) of each, as
         arrays, and the LCP diagnostics of the recorded rows when a limit step was taken
         (None otherwise; ResultsWriter.append_free_steps' ``lcp``); :attr:`events` the event
-        rows of the steps taken, for the run loop (Simulator._loop_events). :attr:`why` says
-        why the call stopped (free_run_kernel's codes)."""
+        rows of the steps taken, for the run loop (Simulator._loop_events). At every step whose
+        index is a multiple of ``check_every`` (0: none) the total energy is checked against
+        ``e_bound`` (J; Simulator._check_energy's bound): the call stops after a step above it
+        (DIVERGED). :attr:`why` says why the call stopped (free_run_kernel's codes)."""
         s = self.sim
         st = s.stepper
         if (
@@ -568,7 +600,7 @@ class FreeLoop:
             float(o.stabilization), float(o.max_recovery_speed), float(o.impact_velocity),
             float(o.lcp_tol_rel), o.lcp_selection == "least_norm", active,
             len(s._limits_active), *self._ls_out, stats, LIMIT_IMPULSE_MIN, self._rec_lcp,
-            self._rec_solver, *self._ev,
+            self._rec_solver, *self._ev, int(check_every), float(e_bound), self._e_now,
         )  # fmt: skip
         self.why = int(why)
         e = self._ev
