@@ -162,22 +162,39 @@ def _same_limits(solved, info, dof, side, imp, active, n_active, limit_min):
 
 
 @njit(cache=True)
-def _acting(solved, info, dof, side, imp, limit_min, active, e_dof, e_side, e_imp):
-    """The limits acting after a limit step (impulse > ``limit_min``, in row order; none when
-    ``solved`` is False): written to ``active`` (:func:`_same_limits`' marks) and to the
-    event row e_dof, e_side, e_imp (Simulator.limit_events_of takes them in that order).
-    Returns how many."""
-    active[:] = 0
-    n = 0
-    if solved:
-        for i in range(int(info[I_ROWS])):
-            if imp[i] > limit_min:
-                active[2 * dof[i] + (0 if side[i] > 0 else 1)] = 1
-                e_dof[n] = dof[i]
-                e_side[n] = side[i]
-                e_imp[n] = imp[i]
-                n += 1
-    return n
+def _event_row(
+    row, step, kind, solved, info, dof, side, imp, limit_min, active, n_active, q_new, v_new,
+    ev_step, ev_kind, ev_n, ev_dof, ev_side, ev_imp, ev_gain, ev_q, ev_v,
+):  # fmt: skip
+    """Row ``row`` of the event rows (module docstring, step 5c) for step ``step``, of
+    ``kind`` (LIMITS | GAIN), q+ and v+; with LIMITS the limits acting after it (impulse >
+    ``limit_min``, in row order; none when the limit step had no row, ``solved`` False),
+    which also replace ``active`` (:func:`_same_limits`' marks). Returns how many limits act
+    (``n_active`` when unchanged). A function of its own: written out in free_run_kernel
+    this costs a first run more compile time."""
+    ev_step[row] = step
+    ev_kind[row] = kind
+    ev_n[row] = 0
+    if kind & LIMITS:
+        for i in range(active.shape[0]):
+            active[i] = 0
+        n_active = 0
+        if solved:
+            for i in range(int(info[I_ROWS])):
+                if imp[i] > limit_min:
+                    active[2 * dof[i] + (0 if side[i] > 0 else 1)] = 1
+                    ev_dof[row, n_active] = dof[i]
+                    ev_side[row, n_active] = side[i]
+                    ev_imp[row, n_active] = imp[i]
+                    n_active += 1
+        ev_n[row] = n_active
+    ev_gain[row, 0] = info[I_E_IMPACTS] if solved else 0.0
+    ev_gain[row, 1] = info[I_E_STAB] if solved else 0.0
+    for i in range(q_new.shape[0]):
+        ev_q[row, i] = q_new[i]
+    for i in range(v_new.shape[0]):
+        ev_v[row, i] = v_new[i]
+    return n_active
 
 
 @njit(cache=True)
@@ -317,21 +334,11 @@ def free_run_kernel(
         elif n_active:
             kind |= LIMITS  # a free step ends the limits still acting: limit_end
         if kind:  # step 5c: the event row (module docstring)
-            ev_step[nev] = k0 + step + 1
-            ev_kind[nev] = kind
-            ev_n[nev] = 0
-            if kind & LIMITS:
-                n_active = _acting(
-                    code == OK, ls_info, ls_dof, ls_side, ls_imp, limit_min, active,
-                    ev_dof[nev], ev_side[nev], ev_imp[nev],
-                )  # fmt: skip
-                ev_n[nev] = n_active
-            ev_gain[nev, 0] = ls_info[I_E_IMPACTS] if code == OK else 0.0
-            ev_gain[nev, 1] = ls_info[I_E_STAB] if code == OK else 0.0
-            for i in range(nq):
-                ev_q[nev, i] = q_new[i]
-            for i in range(nv):
-                ev_v[nev, i] = v_new[i]
+            n_active = _event_row(
+                nev, k0 + step + 1, kind, code == OK, ls_info, ls_dof, ls_side, ls_imp,
+                limit_min, active, n_active, q_new, v_new, ev_step, ev_kind, ev_n, ev_dof,
+                ev_side, ev_imp, ev_gain, ev_q, ev_v,
+            )  # fmt: skip
             nev += 1
         if code >= 0:
             ls_stats[0] += 1.0
@@ -359,12 +366,19 @@ def free_run_kernel(
             if best > vl_best[0]:
                 vl_best[0] = best
                 vl_dof[0] = vl_dofs[at]
-        if every > 0 and (k0 + step + 1) % every == 0:
+        record = every > 0 and (k0 + step + 1) % every == 0
+        check = check_every > 0 and (k0 + step + 1) % check_every == 0
+        if record or check:
+            # the energy as Simulator.energy computes it, for the row and the energy check
+            # (step 8); one call site of each kernel: a first run's compile time
             forward_kinematics_kernel(
                 parent, jtype, qi, vi, nvj, rS, tree_E, tree_r, axis, q, v, rE, rr, rRw, rpw,
                 rvel, rcbias,
             )  # fmt: skip
-            energy_kernel(inertia, mass, com, gravity, rRw, rpw, rvel, rec_e[nrec])
+            energy_kernel(inertia, mass, com, gravity, rRw, rpw, rvel, e_now)
+        if record:
+            for i in range(3):
+                rec_e[nrec, i] = e_now[i]
             if poses:
                 body_poses_kernel(rRw, rpw, rec_pose[nrec])
             rec_step[nrec] = k0 + step + 1
@@ -385,16 +399,8 @@ def free_run_kernel(
                 rec_lcp[nrec, 2] = 0.0
                 rec_solver[nrec] = 0
             nrec += 1
-        if check_every > 0 and (k0 + step + 1) % check_every == 0:
-            # step 8: the run loop's energy check (Simulator._check_energy), its energy as
-            # Simulator.energy computes it
-            forward_kinematics_kernel(
-                parent, jtype, qi, vi, nvj, rS, tree_E, tree_r, axis, q, v, rE, rr, rRw, rpw,
-                rvel, rcbias,
-            )  # fmt: skip
-            energy_kernel(inertia, mass, com, gravity, rRw, rpw, rvel, e_now)
-            if not e_now[2] <= e_bound:
-                return step + 1, DIVERGED, nrec, nev
+        if check and not e_now[2] <= e_bound:  # step 8: Simulator._check_energy fails
+            return step + 1, DIVERGED, nrec, nev
     return n_max, DONE, nrec, nev
 
 
