@@ -234,7 +234,7 @@ def free_run_kernel(
     ``body_poses`` compute them, with the kinematics in the recording Data arrays rS ...
     rcbias, dynamics.energy_kernel and kinematics.body_poses_kernel)."""
     nrec = 0
-    nev = 0
+    nev = np.int64(0)  # not a literal: one compile of _event_row
     nv = v.shape[0]
     nq = q.shape[0]
     a0 = np.zeros(6)

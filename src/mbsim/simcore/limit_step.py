@@ -256,7 +256,8 @@ def limit_step_kernel(
         E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd,
         armature, wpA, wu, wacc, zero6, bv, lower, upper, restitution, q_of_v_qi, q_of_v_vi,
         margin, dt, stabilization, max_recovery_speed, impact_velocity, tol_rel, least_norm,
-        max_speed, q, v, tau, q_new, v_new, v_start, dof, side, impulse, info, NOTHING_DONE,
+        max_speed, q, v, tau, q_new, v_new, v_start, dof, side, impulse, info,
+        np.int64(NOTHING_DONE),  # not a literal: the compiled loop's compilation serves
     )  # fmt: skip
 
 
