@@ -331,15 +331,21 @@ def free_run_kernel(
                 code == OK, ls_info, ls_dof, ls_side, ls_imp, active, n_active, limit_min
             ):
                 kind |= LIMITS  # a limit_begin or limit_end event
-        elif n_active:
-            kind |= LIMITS  # a free step ends the limits still acting: limit_end
-        if kind:  # step 5c: the event row (module docstring)
-            n_active = _event_row(
-                nev, k0 + step + 1, kind, code == OK, ls_info, ls_dof, ls_side, ls_imp,
-                limit_min, active, n_active, q_new, v_new, ev_step, ev_kind, ev_n, ev_dof,
-                ev_side, ev_imp, ev_gain, ev_q, ev_v,
-            )  # fmt: skip
-            nev += 1
+        elif n_active:  # a free step ends the limits still acting: limit_end
+            if ls_on is None:  # no event row then (below): Python takes the step
+                return step, LIMIT, nrec, nev
+            kind |= LIMITS
+        # step 5c: the event row (module docstring); numba prunes it with ls_on None: no
+        # limit acts then (FreeLoop.ready), so none can end, and none can begin without a
+        # limit step
+        if ls_on is not None:
+            if kind:
+                n_active = _event_row(
+                    nev, k0 + step + 1, kind, code == OK, ls_info, ls_dof, ls_side, ls_imp,
+                    limit_min, active, n_active, q_new, v_new, ev_step, ev_kind, ev_n, ev_dof,
+                    ev_side, ev_imp, ev_gain, ev_q, ev_v,
+                )  # fmt: skip
+                nev += 1
         if code >= 0:
             ls_stats[0] += 1.0
         if code == OK:
