@@ -292,6 +292,44 @@ def test_loop_damped_floating_panda_bit_for_bit(tmp_path, monkeypatch):
     _assert_same_runs(a, b)
 
 
+def test_loop_energy_blow_up_fails_at_the_same_step(tmp_path, monkeypatch):
+    # a constant 1e3 N m torque on pendulum-3's last link pumps energy without bound: the
+    # run loop's energy check (every ENERGY_CHECK_EVERY steps) fails the run; the compiled
+    # loop checks it itself (free_loop.py, step 8) and the run must fail at the same step,
+    # with the same message and the same rows, as step by step
+    from mbsim.io.results.reader import load_results
+    from mbsim.simcore.free_loop import FreeLoop
+
+    text = f"""[simulation]
+duration = 5.0
+dt = 1e-3
+[robot.pendulum]
+urdf = "{sample_path("pendulum-3")}"
+base = "fixed"
+q0 = {{ joint_1 = 0.7853981633974483 }}
+[robot.pendulum.torque]
+joint_3 = 1e3
+[contact]
+floor = false
+self_collision = false
+"""
+    sc = load_scenario_text(text, source="<pendulum pumped>")
+    runs = []
+    for loop in (True, False):
+        path = tmp_path / f"{loop}.h5"
+        with monkeypatch.context() as mp:
+            if not loop:
+                mp.setattr(FreeLoop, "eligible", staticmethod(lambda sim: False))
+            sim = Simulator(_with_output(sc, path))
+            summary = sim.run(out=path)
+        assert summary.status == "failed" and "diverged" in summary.message
+        runs.append((load_results(path), summary, sim._free_loop.steps))
+    assert runs[0][2] > 100 and runs[1][2] == 0, "the loop must take the steps up to it"
+    # past the loop's first two calls (100 and 200 steps): the check fails inside a call
+    assert 300 < runs[0][1].steps < 5000
+    _assert_same_runs(runs[0], runs[1])
+
+
 def test_loop_stops_at_a_raised_ground_plane_bit_for_bit(tmp_path, monkeypatch):
     # two ground half-spaces: the floor and a <plane> 0.25 m above it (collision/scene.py,
     # ground_halfspaces). A box falls 0.3 m onto the raised one: the loop must hand the step

@@ -180,9 +180,10 @@ def _panda_on_its_stops(restitution: float):
     return panda_on_its_stops(1.5, 'path = "/dev/null"', restitution)
 
 
-def _compiled_and_general(sc, tmp_path, monkeypatch) -> list:
+def _compiled_and_general(sc, tmp_path, monkeypatch, prepare=None) -> list:
     """(results, summary, FreeLoop) of ``sc`` run to a file with the compiled loop and limit
-    step, then with neither (every step through the general path)."""
+    step, then with neither (every step through the general path); ``prepare(sim)`` is
+    called on each Simulator before its run."""
     import dataclasses
 
     from mbsim.io.results.reader import load_results
@@ -197,6 +198,8 @@ def _compiled_and_general(sc, tmp_path, monkeypatch) -> list:
                 mp.setattr(FreeLoop, "eligible", staticmethod(lambda sim: False))
                 mp.setattr(LimitStepper, "eligible", staticmethod(lambda stepper: False))
             sim = Simulator(dataclasses.replace(sc, output=out, source=None))
+            if prepare is not None:
+                prepare(sim)
             summary = sim.run(out=path)
         assert summary.status == "complete", summary.message
         runs.append((load_results(path), summary, sim._free_loop))
@@ -342,6 +345,41 @@ record_every = 5
     assert a[2].limit_steps > 200, "the PD-held limit steps must run in the compiled loop"
     assert np.any(a[0].diagnostics["lcp_size"] > 0)
     assert np.any(a[0].tau != 0), "the actuators act"
+    _assert_same_runs(a, b)
+
+
+def test_recovery_from_past_a_stop_loop_agrees_with_the_general_path(tmp_path, monkeypatch):
+    # joint4 started 0.17 rad past its upper stop (-0.0698 rad; set on the Simulator, as a
+    # scenario's q0 may not be): the stop's recovery pushes it back over hundreds of steps,
+    # each a stabilisation energy gain the summary counts (energy_sources.py), with
+    # limit_begin / limit_end events on the way; the compiled loop takes those steps and
+    # hands their gains and events to the run loop (free_loop.py, step 5c)
+    from test_fast_step import _assert_same_runs
+
+    text = f"""[simulation]
+duration = 0.5
+dt = 1e-3
+[robot.panda]
+urdf = "{sample_path("panda")}"
+base = "fixed"
+q0 = {{ panda_joint2 = 0.5, panda_joint4 = -0.1, panda_joint6 = 0.2, panda_joint7 = -0.785 }}
+[contact]
+floor = false
+self_collision = false
+[output]
+path = "/dev/null"
+record_every = 5
+"""
+
+    def past_the_stop(sim):
+        sim.q = sim.q.copy()
+        sim.q[sim.q_index["panda/panda_joint4"]] = 0.1
+
+    sc = load_scenario_text(text, source="<panda past its stop>")
+    a, b = _compiled_and_general(sc, tmp_path, monkeypatch, past_the_stop)
+    assert a[2].limit_steps > 300, "the recovering limit steps must run in the compiled loop"
+    assert a[1].energy_sources.sources["stabilisation"].steps > 100, "recovery gains energy"
+    assert {"limit_begin", "limit_end"} <= set(a[1].events)
     _assert_same_runs(a, b)
 
 

@@ -34,7 +34,9 @@ from mbsim.simcore.bilateral import (
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.energy_sources import EnergyGains
-from mbsim.simcore.free_loop import EVENT as LOOP_EVENT
+from mbsim.simcore.free_loop import DIVERGED as LOOP_DIVERGED
+from mbsim.simcore.free_loop import GAIN as LOOP_GAIN
+from mbsim.simcore.free_loop import LIMITS as LOOP_LIMITS
 from mbsim.simcore.free_loop import FreeLoop
 from mbsim.simcore.joint_rows import JointLimits
 from mbsim.simcore.joints import SPHERICAL
@@ -53,6 +55,12 @@ ENERGY_BLOWUP = 100.0
 #: Steps the run loop takes step by step after the compiled loop of free steps could not take
 #: one (a contact or a stop near): it is tried again after them. Only speed depends on it.
 FREE_LOOP_WAIT = 8
+#: The most steps one call of the compiled loop takes (simcore/free_loop.py): the run loop
+#: asks for ENERGY_CHECK_EVERY steps after a call that stopped early (a contact or a stop may
+#: come again soon) and twice as many after each call that took them all, up to this. The
+#: run loop polls ``should_stop`` and reports progress between calls. Only speed (and how
+#: soon a stop request is seen) depends on it.
+FREE_LOOP_CHUNK = 1600
 
 
 def dof_index(model, tree: int, name: str, names: tuple[str, ...], first) -> int:
@@ -514,11 +522,17 @@ class Simulator:
         of the row, simcore/spherical_limits.py), at the state after the step."""
         if not len(report.limit_dof) and not self._limits_active:  # no limit then or now
             return []
-        now = {}
-        for dof, side, p in zip(
+        return self._limit_transitions(
             report.limit_dof.tolist(), report.limit_side.tolist(),
-            report.limit_impulse.tolist(), strict=True,
-        ):  # fmt: skip
+            report.limit_impulse.tolist(), self.q,
+        )  # fmt: skip
+
+    def _limit_transitions(self, dofs, sides, impulses, q) -> list[tuple]:
+        """:meth:`limit_events_of` for the step whose limit rows are (``dofs``, ``sides``,
+        ``impulses``) (lists in row order) and that ended at configuration ``q``; updates the
+        limits acting."""
+        now = {}
+        for dof, side, p in zip(dofs, sides, impulses, strict=True):
             if p > LIMIT_IMPULSE_MIN:
                 now[(dof, side)] = p
         was = self._limits_active
@@ -528,7 +542,7 @@ class Simulator:
         if not rows:
             return []
         m, d = self.model, self.data
-        forward_kinematics(m, d, self.q)
+        forward_kinematics(m, d, q)
         out = []
         for kind, dof, side, p in rows:
             body = int(np.searchsorted(m.vi, dof, side="right") - 1)
@@ -659,7 +673,7 @@ class Simulator:
         ``should_stop()`` is polled between steps and ends the run early with status
         ``interrupted`` (a signal handler sets it, so no step or write is cut in half); free
         steps taken by the compiled loop (simcore/free_loop.py) are polled between its calls,
-        at most ``ENERGY_CHECK_EVERY`` steps apart.
+        at most ``FREE_LOOP_CHUNK`` steps apart.
         ``summary``: filled in place as the run goes (so it still counts what happened when
         the run raises). Raises SimulationError on divergence/LCP failure (the caller records
         the status)."""
@@ -707,6 +721,8 @@ class Simulator:
         loop = self._free_loop
         poses = bool(sc.output.body_poses)
         wait = 0  # steps before the compiled loop is tried again (after it could not start)
+        budget = ENERGY_CHECK_EVERY  # steps the next call of the compiled loop may take
+        bound = self._energy_bound(e0)
         done = 0
         while done < n_steps:
             if should_stop is not None and should_stop():
@@ -716,18 +732,22 @@ class Simulator:
             if wait:
                 wait -= 1
             elif loop.ready():
-                # free steps in one compiled call (simcore/free_loop.py), recording as it goes,
-                # up to the next energy check (the run loop's one per-step duty left)
-                k = self.step_index
-                chunk = min(n_steps - done, ENERGY_CHECK_EVERY - k % ENERGY_CHECK_EVERY)
+                # free steps in one compiled call (simcore/free_loop.py), recording and
+                # checking the energy as it goes
+                chunk = min(n_steps - done, budget)
                 t0 = _time.perf_counter()
-                n = loop.advance(chunk, summary, every if writer is not None else 0, poses)
+                n = loop.advance(
+                    chunk, summary, every if writer is not None else 0, poses,
+                    ENERGY_CHECK_EVERY, bound,
+                )  # fmt: skip
+                budget = min(2 * budget, FREE_LOOP_CHUNK) if n == chunk else ENERGY_CHECK_EVERY
                 if n:
                     done += n
                     summary.steps += n
                     # _record counts the ended contacts of every step, none here: the key
                     # exists after any step
                     summary.events["contact_end"] = summary.events.get("contact_end", 0)
+                    self._loop_events(loop.events, writer, summary)
                     steps, qs, vs, es, ps, taus, flags, lcp = loop.records
                     if len(steps):
                         writer.append_free_steps(
@@ -735,7 +755,7 @@ class Simulator:
                             step_seconds=(_time.perf_counter() - t0) / n, tau=taus,
                             tau_limit=flags, lcp=lcp,
                         )  # fmt: skip
-                    if self.step_index % ENERGY_CHECK_EVERY == 0:
+                    if loop.why == LOOP_DIVERGED:  # the loop checked: the error is raised here
                         self._check_energy(e0)
                     if progress is not None:
                         now = _time.perf_counter()
@@ -745,8 +765,8 @@ class Simulator:
                     continue
                 # the next step needs the step-by-step path; near a contact or a stop the
                 # loop cannot take the following ones likely too: try the loop again after a
-                # few steps (after a limit event, at once: the loop takes limit steps)
-                wait = 0 if loop.why == LOOP_EVENT else FREE_LOOP_WAIT
+                # few steps
+                wait = FREE_LOOP_WAIT
             done += 1
             try:
                 # the LCP solvers poll the flag too: a signal stops even a long step
@@ -784,6 +804,34 @@ class Simulator:
                     progress(self.step_index, n_steps, self.t, report.n_contacts)
                     last_progress = now
 
+    def _loop_events(self, events, writer, summary) -> None:
+        """The events and summary entries of the compiled loop's event rows
+        (``FreeLoop.events``, simcore/free_loop.py), each as the step-by-step run loop makes
+        them for its step: the energy gains (``EnergyGains.add_step``, the kinetic energy at
+        the step's end as :meth:`energy` computes it) and the limit_begin / limit_end events
+        (:meth:`limit_events_of`), counted and written at the step's time."""
+        dt = self.options.dt
+        rows, times, steps = [], [], []
+        for step, kind, dofs, sides, imps, e_impacts, e_stab, q, v in events:
+            t = step * dt
+            if kind & LOOP_GAIN:
+                gains = _Shares(e_impacts, e_stab)
+                summary.energy_sources.add_step(gains, t, lambda q=q, v=v: self._kinetic(q, v))
+            if kind & LOOP_LIMITS:
+                new = self._limit_transitions(dofs, sides, imps, q)
+                for row in new:
+                    summary.events[row[0]] = summary.events.get(row[0], 0) + 1
+                rows += new
+                times += [t] * len(new)
+                steps += [step] * len(new)
+        if writer is not None:  # the rows of every step in one call
+            self._write_limit_events(writer, rows, times, steps)
+
+    def _kinetic(self, q, v) -> float:
+        """The kinetic energy (J) at (q, v), as :meth:`energy` computes it for the state."""
+        forward_kinematics(self.model, self.data, q, v)
+        return float(energy(self.model, self.data)[0])
+
     def _velocity_ratio(self, summary) -> None:
         """Track the largest |v_k| / velocity limit (URDF ``<limit velocity>``): velocity
         limits are reported, not enforced (as in MuJoCo, PyBullet and Drake). The compiled
@@ -803,12 +851,18 @@ class Simulator:
         tree = self.model.tree_names[self.model.tree_of[body]]
         summary.max_velocity_joint = f"{tree}/{self.model.v_names[dof]}"
 
+    @staticmethod
+    def _energy_bound(e0: float) -> float:
+        """The largest total energy (J) :meth:`_check_energy` accepts in a run started at
+        ``e0``."""
+        return e0 + ENERGY_BLOWUP * (abs(e0) + 1.0)
+
     def _check_energy(self, e0: float) -> None:
         """Divergence by energy: total energy above E0 + ENERGY_BLOWUP (|E0| + 1 J) stops the
         run. Joint torques can add energy legitimately, so the bound is generous; a numerical
         blow-up grows exponentially and crosses it within a few steps anyway."""
         e = float(self.energy()[2])
-        if not e <= e0 + ENERGY_BLOWUP * (abs(e0) + 1.0):
+        if not e <= self._energy_bound(e0):
             raise SimulationError(
                 f"the total energy grew from {e0:.6g} J to {e:.6g} J by step {self.step_index}, "
                 f"t = {self.t:.6g} s: the simulation diverged"
@@ -862,16 +916,20 @@ class Simulator:
             solver=report.solver or "none",
         )
 
-    def _write_limit_events(self, writer, rows) -> None:
-        """limit_begin / limit_end rows (:meth:`limit_events_of`): normal_impulse the limit
-        impulse of the step (N m s or N s; 0 at limit_end), no tangent impulse, velocities
-        NaN."""
-        for kind, _dof, _side, p, body, parent, point, normal in rows:
-            writer.append_events(
-                time=self.t, step=self.step_index, kind=kind, body_a=body, body_b=parent,
-                point=point, normal=normal, normal_impulse=p, tangent_impulse=np.zeros(3),
-                normal_velocity_before=np.nan, normal_velocity_after=np.nan,
-            )  # fmt: skip
+    def _write_limit_events(self, writer, rows, t=None, step=None) -> None:
+        """limit_begin / limit_end rows (:meth:`limit_events_of`) of the step ``step`` that
+        ended at ``t`` (s; the current one when None; or one of each a row, arrays), in one
+        call: normal_impulse the limit impulse of the step (N m s or N s; 0 at limit_end), no
+        tangent impulse, velocities NaN."""
+        if not rows:
+            return
+        kind, _dof, _side, p, body, parent, point, normal = zip(*rows, strict=True)
+        writer.append_events(
+            time=self.t if t is None else t, step=self.step_index if step is None else step,
+            kind=list(kind), body_a=body, body_b=parent, point=np.array(point),
+            normal=np.array(normal), normal_impulse=p, tangent_impulse=np.zeros(3),
+            normal_velocity_before=np.nan, normal_velocity_after=np.nan,
+        )  # fmt: skip
 
     def _write_events(self, writer, report, rows, ended):
         c = report.contacts
@@ -896,6 +954,16 @@ class Simulator:
                 normal=old.normal[i], normal_impulse=0.0, tangent_impulse=np.zeros(3),
                 normal_velocity_before=np.nan, normal_velocity_after=np.nan,
             )  # fmt: skip
+
+
+@dataclass
+class _Shares:
+    """The energy shares (J) of a step the compiled loop took (``EnergyGains.add_step`` reads
+    a StepReport's): a joint-limit step has no closure rows."""
+
+    energy_impacts: float
+    energy_stabilisation: float
+    energy_closures: float = 0.0
 
 
 #: A limit row's impulse (N m s or N s) above which the limit acts (limit_begin/limit_end):

@@ -44,12 +44,16 @@ limit_step.LimitStepper.step for the steps it hands on):
 5b. a limit step: the step is taken again from (q, v, tau) by
    :func:`~mbsim.simcore.limit_step.limit_step_kernel`, the function the step-by-step path
    calls, and kept only when nothing of it reaches the run loop's Python: the kernel decided
-   it (no FALLBACK to the Python LCP chain, no bad state), the limits acting after it
-   (impulse > ``LIMIT_IMPULSE_MIN``) are those acting before it (no limit_begin or limit_end
-   event; a free step needs none acting), and neither its impact nor its recovery energy
-   share exceeds ``GAIN_TOL_ABS`` (energy_sources.py: the summary counts no gain). Else
-   stop (EVENT): Python takes that step. A recorded limit step records its LCP diagnostics
-   (size, pivots, residual, solver) too;
+   it (no FALLBACK to the Python LCP chain, no bad state); else stop: Python takes that
+   step. A recorded limit step records its LCP diagnostics (size, pivots, residual, solver)
+   too;
+5c. an event row, when the limits acting after the step (impulse > ``LIMIT_IMPULSE_MIN``)
+   are not those acting before it (limit_begin / limit_end events; a free step has none
+   acting: LIMITS) or an impact or recovery energy share of the limit step exceeds
+   ``GAIN_TOL_ABS`` (energy_sources.py: a gain the summary may count; GAIN): the step index,
+   the limits acting after it (v index, side, impulse, in row order), the two shares and q+,
+   v+. The run loop turns the rows, after the call, into the events and summary entries the
+   step-by-step path makes (:meth:`Simulator._loop_events`), so the loop need not stop;
 6. the largest |v_k| / velocity limit so far (the run summary's ``max_velocity_ratio``, the
    rule of ``Simulator._velocity_ratio``);
 7. at a recorded step (index a multiple of ``record_every``), the row the run loop writes:
@@ -59,10 +63,15 @@ limit_step.LimitStepper.step for the steps it hands on):
    flags (``Actuators.applied``). The run loop hands the rows to the writer in one batch
    (``ResultsWriter.append_free_steps``).
 
-The run loop calls it up to the next energy check (``ENERGY_CHECK_EVERY`` steps), the one
-per-step duty of the run loop that stays in Python; a run with a Python controller never
-starts in the loop (:meth:`FreeLoop.eligible`). The loop keeps the summary's worst LCP
-residual of its limit steps. Units: SI (s, rad or m, rad/s or m/s).
+8. at a step whose index is a multiple of ``ENERGY_CHECK_EVERY``, the run loop's energy
+   check (``Simulator._check_energy``: the total energy, computed as ``Simulator.energy``
+   computes it, against the bound of the run's initial energy): the loop stops after a step
+   that fails it (DIVERGED), and the run loop raises the error.
+
+The run loop calls it for up to ``FREE_LOOP_CHUNK`` steps (fewer after a call that stopped
+early, simulator.py); a run with a Python controller never starts in the loop
+(:meth:`FreeLoop.eligible`). The loop keeps the summary's worst LCP residual of its limit
+steps. Units: SI (s, rad or m, rad/s or m/s, J).
 """
 
 from __future__ import annotations
@@ -102,20 +111,25 @@ from mbsim.simcore.limit_step import (
 )
 from mbsim.simcore.limit_step import (
     FALLBACK,
+    FREE_MOTION_DONE,
     I_E_IMPACTS,
     I_E_STAB,
     I_PIVOTS,
     I_RESIDUAL,
     I_ROWS,
     I_SOLVER,
+    KINEMATICS_DONE,
     OK,
     LimitStepper,
-    limit_step_kernel,
+    limit_step_from,
 )
 
-#: why :func:`free_run_kernel` stopped before its step budget (its second result); EVENT: at
-#: a limit step the loop could take but whose event or energy gain the run loop must see
-DONE, LIMIT, CONTACT, BAD, EVENT = 0, 1, 2, 3, 4
+#: why :func:`free_run_kernel` stopped before its step budget (its second result); DIVERGED:
+#: after a step whose energy check failed (module docstring, step 8)
+DONE, LIMIT, CONTACT, BAD, DIVERGED = 0, 1, 2, 3, 4
+#: the bits of an event row's kind (module docstring, step 5c): the limits acting changed
+#: (limit_begin / limit_end events), a source's energy share exceeds GAIN_TOL_ABS
+LIMITS, GAIN = 1, 2
 
 
 @njit(cache=True)
@@ -159,6 +173,42 @@ def _same_limits(solved, info, dof, side, imp, active, n_active, limit_min):
 
 
 @njit(cache=True)
+def _event_row(
+    row, step, kind, solved, info, dof, side, imp, limit_min, active, n_active, q_new, v_new,
+    ev_step, ev_kind, ev_n, ev_dof, ev_side, ev_imp, ev_gain, ev_q, ev_v,
+):  # fmt: skip
+    """Row ``row`` of the event rows (module docstring, step 5c) for step ``step``, of
+    ``kind`` (LIMITS | GAIN), q+ and v+; with LIMITS the limits acting after it (impulse >
+    ``limit_min``, in row order; none when the limit step had no row, ``solved`` False),
+    which also replace ``active`` (:func:`_same_limits`' marks). Returns how many limits act
+    (``n_active`` when unchanged). A function of its own: written out in free_run_kernel
+    this costs a first run more compile time."""
+    ev_step[row] = step
+    ev_kind[row] = kind
+    ev_n[row] = 0
+    if kind & LIMITS:
+        for i in range(active.shape[0]):
+            active[i] = 0
+        n_active = 0
+        if solved:
+            for i in range(int(info[I_ROWS])):
+                if imp[i] > limit_min:
+                    active[2 * dof[i] + (0 if side[i] > 0 else 1)] = 1
+                    ev_dof[row, n_active] = dof[i]
+                    ev_side[row, n_active] = side[i]
+                    ev_imp[row, n_active] = imp[i]
+                    n_active += 1
+        ev_n[row] = n_active
+    ev_gain[row, 0] = info[I_E_IMPACTS] if solved else 0.0
+    ev_gain[row, 1] = info[I_E_STAB] if solved else 0.0
+    for i in range(q_new.shape[0]):
+        ev_q[row, i] = q_new[i]
+    for i in range(v_new.shape[0]):
+        ev_v[row, i] = v_new[i]
+    return n_active
+
+
+@njit(cache=True)
 def free_run_kernel(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, damping,
     E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
@@ -175,11 +225,12 @@ def free_run_kernel(
     last_flags, rec_tau, rec_flags, saturated, ls_on, wpA, wu, wacc, zero6, bv, ls_lower,
     ls_upper, ls_eps, ls_qi, ls_vi, ls_margin, stabilization, max_recovery_speed,
     impact_velocity, tol_rel, least_norm, active, n_active, ls_dof, ls_side, ls_imp, ls_info,
-    ls_vstart, ls_stats, limit_min, rec_lcp, rec_solver,
+    ls_vstart, ls_stats, limit_min, rec_lcp, rec_solver, ev_step, ev_kind, ev_n, ev_dof,
+    ev_side, ev_imp, ev_gain, ev_q, ev_v, check_every, e_bound, e_now,
 ):  # fmt: skip
     """Up to ``n_max`` free or joint-limit steps from (q, v), updated in place (module
-    docstring). Returns (steps taken, why it stopped: DONE, LIMIT, CONTACT, BAD or EVENT, rows
-    recorded). Limit steps (``ls_on`` True; None: no limit step, and numba prunes the
+    docstring). Returns (steps taken, why it stopped: DONE, LIMIT, CONTACT or BAD, rows
+    recorded, event rows). Limit steps (``ls_on`` True; None: no limit step, and numba prunes the
     limit-step call from that compilation, so a model without enforced limits never compiles
     it: a first run's compile time; the ``ls_*`` and option arguments are those of
     limit_step.limit_step_kernel): ``active``/``n_active`` the limits acting at the start
@@ -195,6 +246,7 @@ def free_run_kernel(
     ``body_poses`` compute them, with the kinematics in the recording Data arrays rS ...
     rcbias, dynamics.energy_kernel and kinematics.body_poses_kernel)."""
     nrec = 0
+    nev = np.int64(0)  # not a literal: one compile of _event_row
     nv = v.shape[0]
     nq = q.shape[0]
     a0 = np.zeros(6)
@@ -205,7 +257,7 @@ def free_run_kernel(
             lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v, dt
         )
         if near and ls_on is None:
-            return step, LIMIT, nrec
+            return step, LIMIT, nrec, nev
         forward_kinematics_kernel(
             parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world,
             vel, cbias,
@@ -217,7 +269,7 @@ def free_run_kernel(
                 pw, bp_lo, bp_hi, bp_out,
             )  # fmt: skip
             if _may_touch(pairs, allowed, si, sf, bc, ground, reach):
-                return step, CONTACT, nrec
+                return step, CONTACT, nrec, nev
         if act_on:
             # the actuators of step k0 + step at t = (k0 + step) dt (control/actuator_law.py);
             # the gravity torque as Actuators.forces computes it, in the actuators' own Data
@@ -271,45 +323,62 @@ def free_run_kernel(
             integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
             for i in range(nq):
                 if not np.isfinite(q_new[i]):
-                    return step, BAD, nrec
+                    return step, BAD, nrec, nev
             for i in range(nv):
                 if not np.isfinite(v_new[i]) or abs(v_new[i]) > max_speed:
-                    return step, BAD, nrec
+                    return step, BAD, nrec, nev
             if lim_on and limit_rows_needed(
                 lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
             ):
                 if ls_on is None:
-                    return step, LIMIT, nrec
+                    return step, LIMIT, nrec, nev
                 at_stop = True
         code = -1
+        kind = 0
         if at_stop:  # step 5b: the compiled joint-limit step (module docstring)
             if ls_on is None:  # numba prunes the call below: nothing of it is compiled
-                return step, LIMIT, nrec
-            code = limit_step_kernel(
+                return step, LIMIT, nrec, nev
+            # the kinematics of (q, v) are in the Data (step 2), and the free motion too
+            # unless a stop was near at v already (step 4 skipped): not computed again
+            done = KINEMATICS_DONE if near else FREE_MOTION_DONE
+            code = limit_step_from(
                 parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass,
                 com, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc,
                 scratch, qdd, armature, wpA, wu, wacc, zero6, bv, ls_lower, ls_upper, ls_eps,
                 ls_qi, ls_vi, ls_margin, dt, stabilization, max_recovery_speed,
                 impact_velocity, tol_rel, least_norm, max_speed, q, v, tau, q_new, v_new,
-                ls_vstart, ls_dof, ls_side, ls_imp, ls_info,
+                ls_vstart, ls_dof, ls_side, ls_imp, ls_info, done,
             )  # fmt: skip
             if code == FALLBACK or code == LIMIT_BAD:
-                return step, LIMIT, nrec
+                return step, LIMIT, nrec, nev
             if code == OK and settle and settle_effort(
                 act_tau0, act_gain0, limited, effort, v, v_new, act_tau, act_gain, act_flags,
                 CHECK,
             ):  # fmt: skip
-                return step, LIMIT, nrec  # a stop's impulse moved a force across its effort
+                return step, LIMIT, nrec, nev  # a stop's impulse moved a force across its effort
             if code == OK and not (
                 ls_info[I_E_IMPACTS] <= GAIN_TOL_ABS and ls_info[I_E_STAB] <= GAIN_TOL_ABS
             ):
-                return step, EVENT, nrec  # an energy gain the run summary counts
+                kind |= GAIN  # an energy gain the run summary counts
             if not _same_limits(
                 code == OK, ls_info, ls_dof, ls_side, ls_imp, active, n_active, limit_min
             ):
-                return step, EVENT, nrec  # a limit_begin or limit_end event
-        elif n_active:
-            return step, EVENT, nrec  # a free step ends the limits still acting: limit_end
+                kind |= LIMITS  # a limit_begin or limit_end event
+        elif n_active:  # a free step ends the limits still acting: limit_end
+            if ls_on is None:  # no event row then (below): Python takes the step
+                return step, LIMIT, nrec, nev
+            kind |= LIMITS
+        # step 5c: the event row (module docstring); numba prunes it with ls_on None: no
+        # limit acts then (FreeLoop.ready), so none can end, and none can begin without a
+        # limit step
+        if ls_on is not None:
+            if kind:
+                n_active = _event_row(
+                    nev, k0 + step + 1, kind, code == OK, ls_info, ls_dof, ls_side, ls_imp,
+                    limit_min, active, n_active, q_new, v_new, ev_step, ev_kind, ev_n, ev_dof,
+                    ev_side, ev_imp, ev_gain, ev_q, ev_v,
+                )  # fmt: skip
+                nev += 1
         if code >= 0:
             ls_stats[0] += 1.0
         if code == OK:
@@ -336,12 +405,19 @@ def free_run_kernel(
             if best > vl_best[0]:
                 vl_best[0] = best
                 vl_dof[0] = vl_dofs[at]
-        if every > 0 and (k0 + step + 1) % every == 0:
+        record = every > 0 and (k0 + step + 1) % every == 0
+        check = check_every > 0 and (k0 + step + 1) % check_every == 0
+        if record or check:
+            # the energy as Simulator.energy computes it, for the row and the energy check
+            # (step 8); one call site of each kernel: a first run's compile time
             forward_kinematics_kernel(
                 parent, jtype, qi, vi, nvj, rS, tree_E, tree_r, axis, q, v, rE, rr, rRw, rpw,
                 rvel, rcbias,
             )  # fmt: skip
-            energy_kernel(inertia, mass, com, gravity, rRw, rpw, rvel, rec_e[nrec])
+            energy_kernel(inertia, mass, com, gravity, rRw, rpw, rvel, e_now)
+        if record:
+            for i in range(3):
+                rec_e[nrec, i] = e_now[i]
             if poses:
                 body_poses_kernel(rRw, rpw, rec_pose[nrec])
             rec_step[nrec] = k0 + step + 1
@@ -362,7 +438,9 @@ def free_run_kernel(
                 rec_lcp[nrec, 2] = 0.0
                 rec_solver[nrec] = 0
             nrec += 1
-    return n_max, DONE, nrec
+        if check and not e_now[2] <= e_bound:  # step 8: Simulator._check_energy fails
+            return step + 1, DIVERGED, nrec, nev
+    return n_max, DONE, nrec, nev
 
 
 class FreeLoop:
@@ -375,6 +453,10 @@ class FreeLoop:
         self._stepper = self._data = self._scene = None
         self._jl = self._rec_data = None
         self.records = None
+        #: the event rows of the last advance (step 5c of the module docstring): (step, kind
+        #: bits LIMITS | GAIN, v indices, sides, impulses of the limits acting after it,
+        #: energy_impacts, energy_stabilisation, q+, v+) of each, in step order
+        self.events: list = []
         self.steps = 0  # steps taken in the loop (for profiles and tests)
         self.limit_steps = 0  # of which joint-limit steps (limit_step.py)
         self.why = DONE  # why the last advance stopped (free_run_kernel's codes)
@@ -471,6 +553,7 @@ class FreeLoop:
         self._applied, self._last_flags = self._act_data[-2], self._act_data[-1]
         self._saturated = np.zeros(1, dtype=np.int64)
         self._rec_buffers(1)
+        self._ev_buffers(1)
         self._stepper, self._data, self._scene, self._jl = st, d, c, jl
         self._actuators = a
         self._rec_data = r
@@ -495,8 +578,17 @@ class FreeLoop:
         )  # fmt: skip
         self._active = np.zeros(2 * nv, dtype=np.int8)
         self._ls_stats = np.zeros(3)
+        self._e_now = np.zeros(3)
 
-    def advance(self, n_max: int, summary, every: int = 0, poses: bool = False) -> int:
+    def advance(
+        self,
+        n_max: int,
+        summary,
+        every: int = 0,
+        poses: bool = False,
+        check_every: int = 0,
+        e_bound: float = np.inf,
+    ) -> int:
         """Take up to ``n_max`` free or limit steps in the loop from the simulator's state; returns
         how many it took (0: the next step needs the step-by-step path). Updates the state
         (q, v, t, step counters, the applied forces of the last step: zero) and the summary's
@@ -504,8 +596,11 @@ class FreeLoop:
         a multiple of ``every`` (0: none) are recorded: :attr:`records` then holds (step, q,
         v, energy, body poses or None, applied actuator force, effort flags) of each, as
         arrays, and the LCP diagnostics of the recorded rows when a limit step was taken
-        (None otherwise; ResultsWriter.append_free_steps' ``lcp``). :attr:`why` says why the
-        call stopped (free_run_kernel's codes)."""
+        (None otherwise; ResultsWriter.append_free_steps' ``lcp``); :attr:`events` the event
+        rows of the steps taken, for the run loop (Simulator._loop_events). At every step whose
+        index is a multiple of ``check_every`` (0: none) the total energy is checked against
+        ``e_bound`` (J; Simulator._check_energy's bound): the call stops after a step above it
+        (DIVERGED). :attr:`why` says why the call stopped (free_run_kernel's codes)."""
         s = self.sim
         st = s.stepper
         if (
@@ -518,6 +613,8 @@ class FreeLoop:
         rows = n_max // every + 1 if every > 0 else 0
         if self._rec_q.shape[0] < rows:
             self._rec_buffers(rows)
+        if self._ev_step.shape[0] < n_max:
+            self._ev_buffers(n_max)
         q = np.array(s.q, dtype=np.float64)
         v = np.array(s.v, dtype=np.float64)
         self._best[0] = summary.max_velocity_ratio
@@ -539,7 +636,7 @@ class FreeLoop:
             active[2 * dof + (0 if side > 0 else 1)] = 1
         stats = self._ls_stats
         stats[:] = 0.0
-        n, why, nrec = free_run_kernel(
+        n, why, nrec, nev = free_run_kernel(
             *self._model_args, *self._data_args, *self._lim_args, *self._coll_args, *self._vl,
             self._best, self._dof, int(every), k0, *self._rec_args, bool(poses),
             self._rec_step, self._rec_q, self._rec_v, self._rec_e, self._rec_pose, q, v,
@@ -549,9 +646,16 @@ class FreeLoop:
             float(o.stabilization), float(o.max_recovery_speed), float(o.impact_velocity),
             float(o.lcp_tol_rel), o.lcp_selection == "least_norm", active,
             len(s._limits_active), *self._ls_out, stats, LIMIT_IMPULSE_MIN, self._rec_lcp,
-            self._rec_solver,
+            self._rec_solver, *self._ev, int(check_every), float(e_bound), self._e_now,
         )  # fmt: skip
         self.why = int(why)
+        e = self._ev
+        self.events = [
+            (int(e[0][i]), int(e[1][i]), e[3][i, : e[2][i]].tolist(), e[4][i, : e[2][i]].tolist(),
+             e[5][i, : e[2][i]].tolist(), float(e[6][i, 0]), float(e[6][i, 1]), e[7][i].copy(),
+             e[8][i].copy())
+            for i in range(nev)
+        ]  # fmt: skip
         lcp = None
         if stats[0] and nrec:
             lcp = {
@@ -593,6 +697,17 @@ class FreeLoop:
         """``free_run_kernel``'s ``ls_on``: True when the compiled limit step may take the
         stepper's steps and the model has limits to enforce, else None (module docstring)."""
         return True if self._lim_args[0] and LimitStepper.eligible(stepper) else None
+
+    def _ev_buffers(self, rows: int) -> None:
+        m = self.sim.model
+        nv2 = 2 * m.nv
+        self._ev = (
+            np.zeros(rows, dtype=np.int64), np.zeros(rows, dtype=np.int64),
+            np.zeros(rows, dtype=np.int64), np.zeros((rows, nv2), dtype=np.int64),
+            np.zeros((rows, nv2)), np.zeros((rows, nv2)), np.zeros((rows, 2)),
+            np.zeros((rows, m.nq)), np.zeros((rows, m.nv)),
+        )  # fmt: skip
+        self._ev_step = self._ev[0]
 
     def _rec_buffers(self, rows: int) -> None:
         m = self.sim.model

@@ -65,7 +65,13 @@ from dataclasses import fields
 import numpy as np
 from numba import njit
 
-from mbsim.simcore.dynamics import aba_accel_kernel, aba_bias_kernel, aba_kernel, energy_kernel
+from mbsim.simcore.dynamics import (
+    aba_accel_kernel,
+    aba_bias_kernel,
+    aba_kernel,
+    articulated_kernel,
+    energy_kernel,
+)
 from mbsim.simcore.joint_rows import JointLimits, _near_limits, limit_rows_needed
 from mbsim.simcore.kinematics import (
     body_velocities_kernel,
@@ -230,6 +236,13 @@ def _row_lcp(dof, side, vel, shift, q):
         q[i] = (side[i] * vel[dof[i]] + shift[i]) + 0.0
 
 
+#: what the caller of :func:`limit_step_from` already computed in the step's Data from (q, v,
+#: tau, armature): nothing, the kinematics (``forward_kinematics_kernel``), or the whole free
+#: motion (kinematics, ``articulated_kernel``, ``aba_bias_kernel``, ``aba_accel_kernel``:
+#: qdd), as ``aba_kernel`` computes them
+NOTHING_DONE, KINEMATICS_DONE, FREE_MOTION_DONE = 0, 1, 2
+
+
 @njit(cache=True)
 def limit_step_kernel(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com,
@@ -243,13 +256,45 @@ def limit_step_kernel(
     dof, side and total impulse (first info[I_ROWS] entries), and info: row count, impact
     (0/1), energy_impacts and energy_stabilisation (J), the step LCP's pivots, worst residual
     and solver code. Returns OK, FREE (no row: a free step, q_new and v_new written), FALLBACK
-    or BAD (module docstring)."""
-    nv = v.shape[0]
-    # 1. free motion
-    aba_kernel(
-        parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, q, v, tau, E, r,
-        R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
+    or BAD (module docstring). :func:`limit_step_from` with nothing computed yet."""
+    return limit_step_from(
+        parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com,
+        E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd,
+        armature, wpA, wu, wacc, zero6, bv, lower, upper, restitution, q_of_v_qi, q_of_v_vi,
+        margin, dt, stabilization, max_recovery_speed, impact_velocity, tol_rel, least_norm,
+        max_speed, q, v, tau, q_new, v_new, v_start, dof, side, impulse, info,
+        np.int64(NOTHING_DONE),  # not a literal: the compiled loop's compilation serves
     )  # fmt: skip
+
+
+@njit(cache=True)
+def limit_step_from(
+    parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com,
+    E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
+    wpA, wu, wacc, zero6, bv, lower, upper, restitution, q_of_v_qi, q_of_v_vi, margin,
+    dt, stabilization, max_recovery_speed, impact_velocity, tol_rel, least_norm, max_speed,
+    q, v, tau, q_new, v_new, v_start, dof, side, impulse, info, done,
+):  # fmt: skip
+    """:func:`limit_step_kernel`, with the part of step 1 the caller already computed in
+    the Data arrays from the same (q, v, tau, armature) skipped (``done``: NOTHING_DONE,
+    KINEMATICS_DONE or FREE_MOTION_DONE; the compiled loop of free steps has them,
+    free_loop.py): the same operations on the same numbers, so the same bits."""
+    nv = v.shape[0]
+    # 1. free motion (aba_kernel, or the part of it not done yet)
+    if done == NOTHING_DONE:
+        forward_kinematics_kernel(
+            parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world,
+            vel, cbias,
+        )  # fmt: skip
+    if done != FREE_MOTION_DONE:
+        articulated_kernel(
+            parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature
+        )
+        aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, tau, pA, u)
+        g0 = np.zeros(6)
+        for k in range(3):
+            g0[3 + k] = -gravity[k]
+        aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, g0, acc, qdd)
     v_free = np.empty(nv)
     for i in range(nv):
         v_free[i] = v[i] + dt * qdd[i]
