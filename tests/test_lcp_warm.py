@@ -139,10 +139,15 @@ def _bench_peers():
 
 
 def warm_against_cold(scene: str, steps: int, monkeypatch, tmp_path):
-    """Run ``steps`` steps of a bench_peers scene; every contact LCP the OS formulation solves
-    is also solved cold. Returns (largest |z_warm - z_cold| / max(1, |z_cold|), blocks tried,
-    blocks accepted, LCPs solved, largest independent violation / the problem's scale)."""
+    """Run ``steps`` steps of a bench_peers scene by the Python contact step; every contact
+    LCP the OS formulation solves is also solved cold. Returns (largest |z_warm - z_cold| /
+    max(1, |z_cold|), blocks tried, blocks accepted, LCPs solved, largest independent
+    violation / the problem's scale)."""
+    from mbsim.simcore.contact_fused import ContactFuser
+
     bp = _bench_peers()
+    # the Python contact step: the compiled one (contact_fused.py) solves cold, no chain call
+    monkeypatch.setattr(ContactFuser, "eligible", staticmethod(lambda stepper: False))
     sim = Simulator(bp.scene_scenario(scene, 10.0, str(tmp_path / "run.h5")))
     real = minimal.solve_lcp
     out = {"diff": 0.0, "count": 0, "viol": 0.0}
