@@ -287,7 +287,7 @@ def free_run_kernel(
                 sig_ref[step], sig_dref[step], sig_ff[step], atau, zv, False, q, v, dt_pd,
                 implicit, limited, effort, act_tau, act_gain, act_flags,
             )  # fmt: skip
-            if saturable:  # each implicit joint's own force and gain (settle_effort)
+            if saturable is not None:  # each implicit joint's own force and gain
                 for i in range(nv):
                     act_tau0[i] = act_tau[i]
                     act_gain0[i] = act_gain[i]
@@ -300,7 +300,9 @@ def free_run_kernel(
             for i in range(nv):
                 tau[i] = -damping[i] * v[i] + 0.0
         at_stop = near
-        settle = act_on and saturable
+        # saturable None: no effort bound to settle, and numba prunes the settle_effort calls
+        # from that compilation (a first run's compile time), as ls_on's limit step
+        settle = act_on and saturable is not None
         passes = 0
         while not near or settle:  # solved again while the effort bound changes a side
             articulated_kernel(
@@ -310,7 +312,11 @@ def free_run_kernel(
             aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd)
             for i in range(nv):
                 v_new[i] = v[i] + dt * qdd[i]
-            if not settle or not settle_effort(
+            if not settle:
+                break
+            if saturable is None:  # pruned: nothing below is compiled without a bound
+                break
+            if not settle_effort(
                 act_tau0, act_gain0, limited, effort, v, v_new, act_tau, act_gain, act_flags,
                 FULL if passes < SETTLE_FREE_PASSES else GROW,
             ):  # fmt: skip
@@ -351,11 +357,15 @@ def free_run_kernel(
             )  # fmt: skip
             if code == FALLBACK or code == LIMIT_BAD:
                 return step, LIMIT, nrec, nev
-            if code == OK and settle and settle_effort(
-                act_tau0, act_gain0, limited, effort, v, v_new, act_tau, act_gain, act_flags,
-                CHECK,
-            ):  # fmt: skip
-                return step, LIMIT, nrec, nev  # a stop's impulse moved a force across its effort
+            if saturable is not None:  # pruned without an effort bound (above)
+                if (
+                    code == OK and settle
+                    and settle_effort(
+                        act_tau0, act_gain0, limited, effort, v, v_new, act_tau, act_gain,
+                        act_flags, CHECK,
+                    )
+                ):  # fmt: skip
+                    return step, LIMIT, nrec, nev  # an impulse moved a force across its effort
             if code == OK and not (
                 ls_info[I_E_IMPACTS] <= GAIN_TOL_ABS and ls_info[I_E_STAB] <= GAIN_TOL_ABS
             ):
@@ -546,7 +556,8 @@ class FreeLoop:
         self._act_data = (
             bool(a.gravity), ad.S, ad.E, ad.r, ad.R_world, ad.p_world, ad.vel, ad.cbias, ad.acc,
             ad.force, ad.tau, np.zeros(nv), a.dt if a.implicit else 0.0, a.implicit,
-            a.has_gain, a.saturable, np.zeros(nv), np.zeros(nv), a.limited, a.effort,
+            a.has_gain, True if a.saturable else None, np.zeros(nv), np.zeros(nv), a.limited,
+            a.effort,
             st._armature, np.zeros(nv), np.zeros(nv),
             np.zeros(nv, dtype=np.int8), np.zeros(nv), np.zeros(nv, dtype=np.int8),
         )  # fmt: skip
