@@ -99,13 +99,11 @@ from mbsim.simcore.lcp.problem import (
     EPS,
     GROWTH,
     ROUND,
-    _inf_norm,
     _snap_kernel,
     _verify_kernel,
     tolerance_kernel,
 )
-from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
-from mbsim.simcore.limit_step import SOLVER_NAMES, _armature_energy, _kinetic
+from mbsim.simcore.limit_step import SOLVER_NAMES, _armature_energy, _kinetic, regularised
 
 #: what :func:`contact_step_kernel` returns: the step is done (OK), its LCP needs the Python
 #: chain (FALLBACK), or it is a collision with the energy-consistent impact option, which the
@@ -215,18 +213,10 @@ def _restricted(M, q, S0, tol_rel, caps, z, w):
     for a in range(S0.shape[0]):
         inside[S0[a]] = True
     for _ in range(ACTIVE_SET_FIXES + 1):
-        m = 0
-        for i in range(n):
-            if inside[i]:
-                m += 1
+        idx = np.flatnonzero(inside)
+        m = idx.shape[0]
         if m == 0:
             return False, 0, np.inf
-        idx = np.empty(m, dtype=np.int64)
-        m = 0
-        for i in range(n):
-            if inside[i]:
-                idx[m] = i
-                m += 1
         Ms = np.empty((m, m))
         qs = np.empty(m)
         for a in range(m):
@@ -272,13 +262,7 @@ def least_norm_attempt(M, q, tol_rel, caps, z, w):
     label = np.empty(n, dtype=np.int64)
     if n > 1 and _component_labels(M, label) > 1:
         return False, 0, np.inf  # islands: solved block by block there
-    mscale = _inf_norm(M)
-    if not (mscale > 0.0 and np.isfinite(mscale)):
-        mscale = 1.0
-    delta = LEAST_NORM_DELTA * mscale
-    Mr = M.copy()
-    for i in range(n):
-        Mr[i, i] = M[i, i] + delta
+    Mr = regularised(M)
     z_reg = np.empty(n)
     solved, pivots, S = _lemke_capped(Mr, q, caps, z_reg)
     if not solved:
@@ -312,16 +296,7 @@ def least_norm_attempt(M, q, tol_rel, caps, z, w):
                 flips += 1
         if flips == 0:
             break
-        count = 0
-        for i in range(n):
-            if inside[i]:
-                count += 1
-        S = np.empty(count, dtype=np.int64)
-        count = 0
-        for i in range(n):
-            if inside[i]:
-                S[count] = i
-                count += 1
+        S = np.flatnonzero(inside)
     ok, sub_pivots, worst = _restricted(M, q, S0, tol_rel, caps, z, w)
     return ok, pivots + sub_pivots, worst
 

@@ -93,6 +93,21 @@ from mbsim.simcore.lcp.problem import (
 )
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
 
+
+@njit(cache=True)
+def regularised(M):
+    """M + delta I, delta = LEAST_NORM_DELTA ||M||_inf (||M||_inf taken as 1 when it is 0 or
+    not finite): the matrix ``chain.lemke_regularised`` runs Lemke on (lcp/selection.py)."""
+    mscale = _inf_norm(M)
+    if not (mscale > 0.0 and np.isfinite(mscale)):
+        mscale = 1.0
+    delta = LEAST_NORM_DELTA * mscale
+    Mr = M.copy()
+    for i in range(M.shape[0]):
+        Mr[i, i] = M[i, i] + delta
+    return Mr
+
+
 #: what :func:`limit_step_kernel` returns: the step is done (OK), needs the Python path
 #: (FALLBACK: an LCP this kernel does not decide, module docstring step 6), has no limit row
 #: after all (FREE: done, as the general path's unconstrained step), or a bad state (BAD)
@@ -180,13 +195,7 @@ def solve_limit_lcp(M, q, least_norm, tol_rel, z, w):
             return False, pivots, np.inf, 0
         ok, worst = _verified(M, q, z, w, tol_rel)
         return ok, pivots, worst, 0
-    mscale = _inf_norm(M)
-    if not (mscale > 0.0 and np.isfinite(mscale)):
-        mscale = 1.0
-    delta = LEAST_NORM_DELTA * mscale
-    Mr = M.copy()
-    for i in range(n):
-        Mr[i, i] = M[i, i] + delta
+    Mr = regularised(M)
     z_reg = np.empty(n)
     solved, pivots, S = _lemke_path(Mr, q, z_reg)
     if not solved:

@@ -630,18 +630,10 @@ def _basic_z(basis):
     """Sorted indices j of the basic z_j (variables n .. 2n-1 of ``basis``)."""
     n = basis.shape[0]
     mark = np.zeros(n, dtype=np.bool_)
-    count = 0
     for i in range(n):
         if n <= basis[i] < 2 * n:
             mark[basis[i] - n] = True
-            count += 1
-    out = np.empty(count, dtype=np.int64)
-    k = 0
-    for j in range(n):
-        if mark[j]:
-            out[k] = j
-            k += 1
-    return out
+    return np.flatnonzero(mark)
 
 
 def as_problem(M, q) -> tuple[np.ndarray, np.ndarray]:

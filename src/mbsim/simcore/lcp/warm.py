@@ -282,16 +282,7 @@ def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
         for i in range(n):
             if flip[i]:
                 inside[i] = not inside[i]
-        k = 0
-        for i in range(n):
-            if inside[i]:
-                k += 1
-        cur = np.empty(k, dtype=np.int64)
-        k = 0
-        for i in range(n):
-            if inside[i]:
-                cur[k] = i
-                k += 1
+        cur = np.flatnonzero(inside)
     else:
         return code, 0, rounds
     if least_norm:
@@ -347,14 +338,5 @@ def _polish(M, q, z, S, rcond, tol_rel, fixes):
         for i in range(n):
             if (inside[i] and z[i] < -tol) or (not inside[i] and w[i] < -tol):
                 inside[i] = not inside[i]
-        k = 0
-        for i in range(n):
-            if inside[i]:
-                k += 1
-        S = np.empty(k, dtype=np.int64)
-        k = 0
-        for i in range(n):
-            if inside[i]:
-                S[k] = i
-                k += 1
+        S = np.flatnonzero(inside)
     return np.full(1, -1, dtype=np.int64)
