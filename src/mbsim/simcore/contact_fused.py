@@ -704,19 +704,10 @@ class ContactFuser:
             # stepper._contact_step's records, from the same numbers by the same expressions
             report.energy_impacts = float(info[I_E_IMPACTS])
             ke_before, ke_after = float(info[I_KE_BEFORE]), float(info[I_KE_AFTER])
-            for i in np.flatnonzero(hit):
-                n_imp = float(p_impact[i] @ c.normal[i])
-                report.impacts.append(
-                    Impact(
-                        int(i),
-                        n_imp,
-                        p_impact[i] - n_imp * c.normal[i],
-                        float(vn_before[i]),
-                        float(vn_after[i]),
-                        ke_before,
-                        ke_after,
-                    )  # fmt: skip
-                )
+            report.impacts += Impact.records(
+                np.flatnonzero(hit), p_impact, c.normal, vn_before, vn_after, ke_before,
+                ke_after,
+            )  # fmt: skip
             report.v_start = v_start
         else:
             report.v_start = v

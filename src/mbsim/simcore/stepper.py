@@ -290,6 +290,27 @@ class Impact:
     energy_before: float
     energy_after: float
 
+    @classmethod
+    def records(cls, hit, impulse, normal, vn_before, vn_after, ke_before, ke_after) -> list:
+        """The Impact of each contact index in ``hit``: its impulse (nu, 3; N s) split into
+        the normal part along ``normal`` (nu, 3) and the rest, its normal velocity before
+        and after (nu,; m/s), and the kinetic energy before and after the collision (J)."""
+        out = []
+        for i in hit:
+            n_imp = float(impulse[i] @ normal[i])
+            out.append(
+                cls(
+                    int(i),
+                    n_imp,
+                    impulse[i] - n_imp * normal[i],
+                    float(vn_before[i]),
+                    float(vn_after[i]),
+                    ke_before,
+                    ke_after,
+                )  # fmt: skip
+            )
+        return out
+
 
 def _no_contacts():
     """An empty contact set (for formulations that solve their LCP every step)."""
@@ -817,19 +838,11 @@ class OSStepper:
                 - armature_energy(d.armature, v)
             )  # fmt: skip
             vn_after = normal_velocity(problem, v_c)
-            for i in np.flatnonzero(impacting):
-                n_imp = float(impulse_total[i] @ c.normal[i])
-                report.impacts.append(
-                    Impact(
-                        int(i),
-                        n_imp,
-                        impulse_total[i] - n_imp * c.normal[i],
-                        float(vn_minus[i]),
-                        float(vn_after[i]),
-                        ke_before,
-                        ke_after,
-                    )  # fmt: skip
-                )
+            if impacting.any():  # contacts collided (vn_minus exists only then)
+                report.impacts += Impact.records(
+                    np.flatnonzero(impacting), impulse_total, c.normal, vn_minus, vn_after,
+                    ke_before, ke_after,
+                )  # fmt: skip
             v = v_c
         if self._trapezoid_rows and nu:
             # RK4 with the held force moves the contact point by dt n . (v_s + v+)/2 (the
