@@ -96,14 +96,15 @@ from mbsim.simcore.lcp.islands import _component_labels
 from mbsim.simcore.lcp.lemke import _SOLVED, REFACTOR_EVERY, ZERO_REL, _lemke_once
 from mbsim.simcore.lcp.lstsq import active_set_least_change
 from mbsim.simcore.lcp.problem import (
-    EPS,
-    GROWTH,
-    ROUND,
     _snap_kernel,
-    _verify_kernel,
-    tolerance_kernel,
 )
-from mbsim.simcore.limit_step import SOLVER_NAMES, _armature_energy, _kinetic, regularised
+from mbsim.simcore.limit_step import (
+    SOLVER_NAMES,
+    _armature_energy,
+    _kinetic,
+    evaluate_candidate,
+    regularised,
+)
 
 #: what :func:`contact_step_kernel` returns: the step is done (OK), its LCP needs the Python
 #: chain (FALLBACK), or it is a collision with the energy-consistent impact option, which the
@@ -186,22 +187,6 @@ def _impulses(D, z, F):
 
 
 @njit(cache=True)
-def _evaluate(M, q, z, tol_rel, w):
-    """(ok, worst residual, tol) of ``problem.evaluate`` with status solved and
-    ``LcpResult.ok`` for the candidate z; w = M z + q."""
-    n = q.shape[0]
-    res, sv, _eq, mnorm, qn, zn, mv = _verify_kernel(M, q, z, 0, w)
-    if np.isfinite(qn) and np.isfinite(zn) and np.isfinite(mnorm):
-        tol = tolerance_kernel(tol_rel, n, mnorm, qn, zn)
-    else:
-        tol = 0.0
-    worst = max(res, sv, 0.0)
-    if zn != 0.0 and not ROUND * n * EPS * mv <= tol_rel * (GROWTH + 1.0) * qn:
-        return False, worst, tol  # unverifiable (problem.verifiable)
-    return bool(np.isfinite(res) and worst <= tol), worst, tol
-
-
-@njit(cache=True)
 def _restricted(M, q, S0, tol_rel, caps, z, w):
     """``chain._restricted``: the LCP restricted to the working set S0 (z = 0 outside) by
     lexicographic Lemke, S grown by the rows outside it with w < -tol, at most
@@ -228,14 +213,14 @@ def _restricted(M, q, S0, tol_rel, caps, z, w):
         solved, piv, _basic = _lemke_capped(Ms, qs, caps, zs)
         if not solved:
             return False, 0, np.inf
-        sub_ok, _w, _t = _evaluate(Ms, qs, zs, tol_rel, ws)
+        sub_ok, _w, _t = evaluate_candidate(Ms, qs, zs, tol_rel, ws)
         if not sub_ok:
             return False, 0, np.inf
         for i in range(n):
             z[i] = 0.0
         for a in range(m):
             z[idx[a]] = zs[a]
-        ok, worst, tol = _evaluate(M, q, z, tol_rel, w)
+        ok, worst, tol = evaluate_candidate(M, q, z, tol_rel, w)
         if ok:
             return True, piv, worst
         grow = False
@@ -281,7 +266,7 @@ def least_norm_attempt(M, q, tol_rel, caps, z, w):
             for a in range(S.shape[0]):
                 z[S[a]] = c[a]
             _snap_kernel(z)
-        ok, worst, tol = _evaluate(M, q, z, tol_rel, w)
+        ok, worst, tol = evaluate_candidate(M, q, z, tol_rel, w)
         if ok:
             return True, pivots, worst
         # swap the rows on the wrong side and polish again
@@ -314,7 +299,7 @@ def vertex_attempt(M, q, tol_rel, caps, z, w):
     solved, pivots, _basic = _lemke_capped(M, q, caps, z)
     if not solved:
         return False, pivots, np.inf
-    ok, worst, _tol = _evaluate(M, q, z, tol_rel, w)
+    ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
     return ok, pivots, worst
 
 

@@ -151,19 +151,21 @@ def _np_sum(a, n):
 
 
 @njit(cache=True)
-def _verified(M, q, z, w, tol_rel):
-    """(ok, worst residual) of ``problem.evaluate`` + ``LcpResult.ok`` for a candidate z the
-    solver calls solved: w = M z + q, verifiable, max(residual, sign violation) <= tol."""
+def evaluate_candidate(M, q, z, tol_rel, w):
+    """(ok, worst residual, tol) of ``problem.evaluate`` with status solved and
+    ``LcpResult.ok`` for a candidate z the solver calls solved; w = M z + q. An unverifiable
+    candidate (``problem.verifiable``) is not ok. The limit and contact kernels' acceptance
+    test."""
     n = q.shape[0]
     res, sv, _eq, mnorm, qn, zn, mv = _verify_kernel(M, q, z, 0, w)
     if np.isfinite(qn) and np.isfinite(zn) and np.isfinite(mnorm):
         tol = tolerance_kernel(tol_rel, n, mnorm, qn, zn)
     else:
         tol = 0.0
-    if zn != 0.0 and not ROUND * n * EPS * mv <= tol_rel * (GROWTH + 1.0) * qn:
-        return False, np.inf  # unverifiable (problem.verifiable)
     worst = max(res, sv, 0.0)
-    return bool(np.isfinite(res) and worst <= tol), worst
+    if zn != 0.0 and not ROUND * n * EPS * mv <= tol_rel * (GROWTH + 1.0) * qn:
+        return False, worst, tol  # unverifiable (problem.verifiable)
+    return bool(np.isfinite(res) and worst <= tol), worst, tol
 
 
 @njit(cache=True)
@@ -193,7 +195,7 @@ def solve_limit_lcp(M, q, least_norm, tol_rel, z, w):
         solved, pivots, _ = _lemke_path(M, q, z)
         if not solved:
             return False, pivots, np.inf, 0
-        ok, worst = _verified(M, q, z, w, tol_rel)
+        ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
         return ok, pivots, worst, 0
     Mr = regularised(M)
     z_reg = np.empty(n)
@@ -210,7 +212,7 @@ def solve_limit_lcp(M, q, least_norm, tol_rel, z, w):
         for a in range(S.shape[0]):
             z[S[a]] = c[a]
         _snap_kernel(z)
-    ok, worst = _verified(M, q, z, w, tol_rel)
+    ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
     return ok, pivots, worst, 1
 
 
