@@ -101,6 +101,33 @@ def test_quadruped_standing_bit_for_bit(scene, tmp_path, monkeypatch):
     _compare(_stand(scene), tmp_path, monkeypatch, min_fused=400)
 
 
+@pytest.mark.parametrize("scene", ["panda-table", "a1-stand"])
+def test_warm_started_runs_bit_for_bit(scene, tmp_path, monkeypatch):
+    # with the warm start on (lcp/warm.py, the default) in both runs: the compiled step tries
+    # the store's remembered set first as chain._solve_warm does, and leaves the store as the
+    # Python path would, so the runs still agree bit for bit, and most steps of a resting
+    # contact take their answer from the guess (no pivot)
+    from mbsim.simcore.lcp import warm
+
+    monkeypatch.setattr(warm, "ENABLED", True)
+    if scene == "panda-table":
+        sc = load_scenario("sample:panda-table.toml", overrides={"simulation.duration": 0.4})
+    else:
+        sc = _stand(scene)
+    stores = []
+    real_init = Simulator.__init__
+
+    def keep_store(self, *a, **kw):
+        real_init(self, *a, **kw)
+        stores.append(self.stepper.formulation.warm)
+
+    monkeypatch.setattr(Simulator, "__init__", keep_store)
+    _compare(sc, tmp_path, monkeypatch, min_fused=150)
+    fused, python = stores
+    assert (fused.tried, fused.accepted) == (python.tried, python.accepted)
+    assert fused.accepted > 100, (fused.tried, fused.accepted)
+
+
 @pytest.mark.parametrize("k", [3, 5, 7])
 def test_impulses_in_einsum_order(k):
     # F = D beta as ContactProblem.impulses computes it (np.einsum "ijk,ik->ij")
