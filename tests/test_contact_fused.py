@@ -29,7 +29,9 @@ from mbsim.simcore.contact_fused import ContactFuser, _impulses, least_norm_atte
 from mbsim.simcore.lcp import solve_lcp
 from mbsim.simcore.stepper import SimulationError
 from mbsim.simulator import Simulator
-from test_fast_step import _assert_same_runs, _with_output
+from whole_runs import assert_same_runs as _assert_same_runs
+from whole_runs import file_run
+from whole_runs import with_output as _with_output
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -44,16 +46,10 @@ def _cold_lcps(monkeypatch):
 
 def _file_run(sc, path, fused, monkeypatch):
     """(results, summary, compiled contact steps, handed back) of a whole run to ``path``."""
-    from mbsim.io.results.reader import load_results
-
-    with monkeypatch.context() as mp:
-        if not fused:
-            mp.setattr(ContactFuser, "eligible", staticmethod(lambda stepper: False))
-        sim = Simulator(sc)
-        summary = sim.run(out=path)
-    assert summary.status == "complete", summary.message
+    off = [] if fused else [(ContactFuser, "eligible", staticmethod(lambda stepper: False))]
+    res, summary, sim = file_run(sc, path, monkeypatch, off)
     f = sim.stepper._fused
-    return load_results(path), summary, f.steps, f.fallbacks
+    return res, summary, f.steps, f.fallbacks
 
 
 def _compare(sc, tmp_path, monkeypatch, min_fused: int):

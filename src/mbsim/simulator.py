@@ -45,7 +45,13 @@ from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
 from mbsim.simcore.lcp.budget import SolveInterrupted
 from mbsim.simcore.lcp.budget import limits as lcp_limits
-from mbsim.simcore.stepper import OSStepper, SimulationError, StepOptions, check_rk4_friction
+from mbsim.simcore.stepper import (
+    Impact,
+    OSStepper,
+    SimulationError,
+    StepOptions,
+    check_rk4_friction,
+)
 from mbsim.step_result import ContactPoint, Event, StepResult
 
 __all__ = ["ContactPoint", "Event", "RunSummary", "Simulator", "StepResult", "dof_index"]
@@ -830,18 +836,23 @@ class Simulator:
                 times += [t] * len(new)
                 steps += [step] * len(new)
         if contacts is not None:
-            for kind in contacts[0][:, 1].tolist():
-                name = CONTACT_EVENT_NAMES[kind]
+            ci, cf = contacts
+            kind = [CONTACT_EVENT_NAMES[k] for k in ci[:, 1].tolist()]
+            p, tangent = cf[:, 6].copy(), cf[:, 7:10].copy()
+            for r, name in enumerate(kind):
                 summary.events[name] = summary.events.get(name, 0) + 1
+                if name == "impact":  # Impact.records' split of the collision's impulse
+                    (imp,) = Impact.records([r], cf[:, 7:10], cf[:, 3:6], cf[:, 10], cf[:, 11],
+                                            float(cf[r, 12]), float(cf[r, 13]))  # fmt: skip
+                    p[r], tangent[r] = imp.normal_impulse, imp.tangent_impulse
+                    summary.energy_gains += imp.energy_after > imp.energy_before
         if writer is None:
             return
         if contacts is None:  # the rows of every step in one call
             self._write_limit_events(writer, rows, times, steps)
             return
-        ci, cf = contacts
-        kind = [CONTACT_EVENT_NAMES[k] for k in ci[:, 1].tolist()]
         body_a, body_b, point, normal = ci[:, 2], ci[:, 3], cf[:, 0:3], cf[:, 3:6]
-        p, tangent, at = cf[:, 6], cf[:, 7:10], ci[:, 0]
+        vb, va, eb, ea, at = cf[:, 10], cf[:, 11], cf[:, 12], cf[:, 13], ci[:, 0]
         if rows:  # limit rows of other steps: all in step order (never two kinds in a step)
             lk, _dof, _side, lp, lb, lpar, lpt, ln = zip(*rows, strict=True)
             kind = list(lk) + kind
@@ -851,15 +862,20 @@ class Simulator:
             normal = np.concatenate([np.array(ln), normal])
             p = np.concatenate([np.array(lp, np.float64), p])
             tangent = np.concatenate([np.zeros((len(rows), 3)), tangent])
+            nan = np.full(len(rows), np.nan)
+            vb, va = np.concatenate([nan, vb]), np.concatenate([nan, va])
+            eb, ea = np.concatenate([nan, eb]), np.concatenate([nan, ea])
             at = np.concatenate([np.array(steps, np.int64), at])
             order = np.argsort(at, kind="stable")
             kind = [kind[i] for i in order]
             body_a, body_b, point = body_a[order], body_b[order], point[order]
             normal, p, tangent, at = normal[order], p[order], tangent[order], at[order]
+            vb, va, eb, ea = vb[order], va[order], eb[order], ea[order]
         writer.append_events(
             time=at * dt, step=at, kind=kind, body_a=body_a, body_b=body_b, point=point,
             normal=normal, normal_impulse=p, tangent_impulse=tangent,
-            normal_velocity_before=np.nan, normal_velocity_after=np.nan,
+            normal_velocity_before=vb, normal_velocity_after=va, energy_before=eb,
+            energy_after=ea,
         )  # fmt: skip
 
     def _write_loop_contacts(self, writer, ci, cf) -> None:

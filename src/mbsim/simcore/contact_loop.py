@@ -46,8 +46,8 @@ from mbsim.simcore.contact_fused import (
 )
 
 #: the contact event kinds of the loop's rows (Simulator.events_of's names: EVENT_NAMES)
-BEGIN, END, STICK, SLIP = 0, 1, 2, 3
-EVENT_NAMES = ("contact_begin", "contact_end", "stick", "slip")
+BEGIN, END, STICK, SLIP, IMPACT_ROW = 0, 1, 2, 3, 4
+EVENT_NAMES = ("contact_begin", "contact_end", "stick", "slip", "impact")
 #: the most contacts of one step the loop takes (more: Python takes the step); the size of
 #: the arrays of the contacts acting
 MAX_CONTACTS = 256
@@ -84,12 +84,13 @@ def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info):
     """``contact_step_kernel`` on the step's contacts as ``ContactFuser.step`` calls it
     (module docstring, 2). ``ch``: :meth:`ContactStage.build`'s kernel tuple. Returns (the
     kernel's code, or -1 for an LCP of more rows than one chunk; z; fn; tangent; sliding);
-    v_new gets v+, info the kernel's info slots."""
+    hit; vn_before; vn_after; p_impact: the kernel's collision outputs); v_new gets v+, info
+    the kernel's info slots."""
     (
         parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
         R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch66, qdd_ws,
         armature, ups, bv, cos_a, sin_a, dt, stabilization, max_recovery_speed, use_floor,
-        gap_floor, curvature, slip, impact_velocity, _impacts_ok, friction_total, least_norm,
+        gap_floor, curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm,
         tol_rel, caps, max_rows, core, mu_table, eps_table,
     ) = ch  # fmt: skip
     nu = gap.shape[0]
@@ -98,8 +99,12 @@ def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info):
     fn = np.empty(nu)
     tangent = np.empty((nu, 3))
     sliding = np.empty(nu, dtype=np.bool_)
+    hit = np.zeros(nu, dtype=np.bool_)
+    vn_before = np.empty(nu)
+    vn_after = np.empty(nu)
+    p_impact = np.empty((nu, 3))
     if nu * (k + 1) > max_rows:
-        return -1, z, fn, tangent, sliding
+        return -1, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact
     mu = np.empty(nu)
     eps = np.empty(nu)
     for i in range(nu):
@@ -110,10 +115,6 @@ def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info):
         rb = np.empty(0)
     nv = v.shape[0]
     v_start = np.empty(nv)
-    hit = np.empty(nu, dtype=np.bool_)
-    vn_before = np.empty(nu)
-    vn_after = np.empty(nu)
-    p_impact = np.empty((nu, 3))
     for i in range(info.shape[0]):
         info[i] = 0.0
     code = contact_step_kernel(
@@ -121,11 +122,11 @@ def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info):
         R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch66, qdd_ws,
         armature, ups, bv, ints[0], vecs[2], ints[1], vecs[3], vecs[4], gap, ra, rb, mu, eps,
         cos_a, sin_a, q, v, tau, qdd, dt, stabilization, max_recovery_speed, use_floor,
-        gap_floor, curvature, slip, impact_velocity, False, friction_total, least_norm,
+        gap_floor, curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm,
         tol_rel, caps, v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after,
         p_impact, info,
     )  # fmt: skip
-    return code, z, fn, tangent, sliding
+    return code, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact
 
 
 @njit(cache=True)
@@ -139,17 +140,21 @@ def _find(pairs, feats, n, p, f):
 
 @njit(cache=True)
 def record_events(
-    step, nc, ints, vecs, fn, tangent, sliding, act_pf, act_is, n_act, last_i, last_v, ev_i,
-    ev_f, ne,
+    step, nc, ints, vecs, fn, tangent, sliding, impact, hit, p_impact, vn_before, vn_after,
+    ke_before, ke_after, act_pf, act_is, n_act, last_i, last_v, ev_i, ev_f, ne,
 ):  # fmt: skip
     """The contact event rows of step ``step`` (module docstring, 3), written from row ``ne``
-    of ``ev_i`` (rows, 4: step, kind, body_a, body_b) and ``ev_f`` (rows, 10: mid point,
-    normal, normal impulse, tangent impulse). ``act_pf`` (C, 2): (pair_id, feature_key) of
-    the ``n_act`` contacts acting before the step, ``act_is`` (C, 2) their index among the
-    last step's contacts and sliding flag; ``last_i`` (6, C) and ``last_v`` (5, C, 3) the
-    last step's contacts, as contact_set returns them. On return the acting
-    contacts and the last step's contacts are the step's (all arrays updated in place).
-    Returns (rows now, contacts acting)."""
+    of ``ev_i`` (rows, 4: step, kind, body_a, body_b) and ``ev_f`` (rows, 14: mid point,
+    normal, normal impulse, tangent impulse, then NaN but for an impact: its normal velocity
+    before and after and the kinetic energy before and after the collision). An impact row
+    (the step was a collision, ``impact``: the contacts in ``hit``) holds the contact's
+    impulse of the impact phase ``p_impact`` in the tangent impulse's place: the run loop
+    splits it as ``Impact.records`` does (stepper.py), after the contacts' rows and before
+    the ended ones, as ``Simulator.events_of`` orders them. ``act_pf`` (C, 2): (pair_id,
+    feature_key) of the ``n_act`` contacts acting before the step, ``act_is`` (C, 2) their
+    index among the last step's contacts and sliding flag; ``last_i`` (6, C) and ``last_v``
+    (5, C, 3) the last step's contacts, as contact_set returns them. On return the acting
+    contacts are the step's (updated in place). Returns (rows now, contacts acting)."""
     cap = act_pf.shape[0]
     new_pf = np.empty((cap, 2), dtype=np.int64)
     new_is = np.empty((cap, 2), dtype=np.int64)
@@ -181,6 +186,26 @@ def record_events(
                 ev_f[ne, 3 + c] = vecs[4, i, c]
                 ev_f[ne, 7 + c] = tangent[i, c]
             ev_f[ne, 6] = fn[i]
+            for c in range(10, 14):
+                ev_f[ne, c] = np.nan
+            ne += 1
+    if impact:
+        for i in range(nc):
+            if not hit[i]:
+                continue
+            ev_i[ne, 0] = step
+            ev_i[ne, 1] = IMPACT_ROW
+            ev_i[ne, 2] = ints[0, i]
+            ev_i[ne, 3] = ints[1, i]
+            for c in range(3):
+                ev_f[ne, c] = 0.5 * (vecs[0, i, c] + vecs[1, i, c])
+                ev_f[ne, 3 + c] = vecs[4, i, c]
+                ev_f[ne, 7 + c] = p_impact[i, c]
+            ev_f[ne, 6] = np.nan
+            ev_f[ne, 10] = vn_before[i]
+            ev_f[ne, 11] = vn_after[i]
+            ev_f[ne, 12] = ke_before
+            ev_f[ne, 13] = ke_after
             ne += 1
     for a in range(n_act):
         if _find(new_pf[:, 0], new_pf[:, 1], n_new, act_pf[a, 0], act_pf[a, 1]) >= 0:
@@ -195,6 +220,8 @@ def record_events(
             ev_f[ne, 3 + c] = last_v[4, i, c]
             ev_f[ne, 7 + c] = 0.0
         ev_f[ne, 6] = 0.0
+        for c in range(10, 14):
+            ev_f[ne, c] = np.nan
         ne += 1
     for j in range(n_new):
         act_pf[j, 0] = new_pf[j, 0]
@@ -327,11 +354,11 @@ class ContactStage:
                 self.last_v[a, :n_last] = getattr(c, name)
             for a, name in enumerate(("gap", "radius_a", "radius_b")):
                 self.last_f[a, :n_last] = getattr(c, name)
-        # each step adds at most 2 MAX_CONTACTS event rows and MAX_CONTACTS contact rows;
+        # each step adds at most 3 MAX_CONTACTS event rows and MAX_CONTACTS contact rows;
         # the kernel stops (BUFFERS) before a step they might not hold
-        ev_rows = max(4 * MAX_CONTACTS, min(n_max * 8, 1 << 15))
+        ev_rows = max(6 * MAX_CONTACTS, min(n_max * 8, 1 << 15))
         if self._ev is None or self._ev[0].shape[0] < ev_rows:
-            self._ev = (np.zeros((ev_rows, 4), np.int64), np.zeros((ev_rows, 10)))
+            self._ev = (np.zeros((ev_rows, 4), np.int64), np.zeros((ev_rows, 14)))
         rc_rows = max(2 * MAX_CONTACTS, min((rows + 1) * 8, 1 << 14))
         if self._rc is None or self._rc[0].shape[0] < rc_rows:
             self._rc = (np.zeros((rc_rows, 3), np.int64), np.zeros((rc_rows, 11)))

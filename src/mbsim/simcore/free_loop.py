@@ -94,6 +94,9 @@ from mbsim.control.actuator_law import (
 from mbsim.simcore.contact_fused import I_DEEPEST as C_DEEPEST
 from mbsim.simcore.contact_fused import I_E_IMPACTS as C_E_IMPACTS
 from mbsim.simcore.contact_fused import I_E_STAB as C_E_STAB
+from mbsim.simcore.contact_fused import I_IMPACT as C_IMPACT
+from mbsim.simcore.contact_fused import I_KE_AFTER as C_KE_AFTER
+from mbsim.simcore.contact_fused import I_KE_BEFORE as C_KE_BEFORE
 from mbsim.simcore.contact_fused import I_PIVOTS as C_PIVOTS
 from mbsim.simcore.contact_fused import I_RESIDUAL as C_RESIDUAL
 from mbsim.simcore.contact_fused import I_SOLVER as C_SOLVER
@@ -302,10 +305,10 @@ def free_run_kernel(
             had = cst[1] > 0  # the last step had contacts: Python's general path's step
             if (touch or had) and (near or n_active):
                 return step, CONTACT, nrec, nev  # joint rows or limit events with contacts
-            if cst[2] + 2 * MAX_CONTACTS > ev_ci.shape[0] or cst[3] + MAX_CONTACTS > rc_i.shape[0]:
+            if cst[2] + 3 * MAX_CONTACTS > ev_ci.shape[0] or cst[3] + MAX_CONTACTS > rc_i.shape[0]:
                 return step, BUFFERS, nrec, nev
             c_ints, c_vecs, c_gap, c_fn, c_tan, c_sl = e_ints, e_vecs, e_f, e_f, e_f3, e_b
-            c_ra, c_rb = e_f, e_f
+            c_ra, c_rb, c_hit, c_vb, c_va, c_pi = e_f, e_f, e_b, e_f, e_f, e_f3
         if act_on:
             # the actuators of step k0 + step at t = (k0 + step) dt (control/actuator_law.py);
             # the gravity torque as Actuators.forces computes it, in the actuators' own Data
@@ -374,7 +377,7 @@ def free_run_kernel(
                         lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
                     ):
                         return step, CONTACT, nrec, nev  # joint rows with the contacts
-                    ccode, c_z, c_fn, c_tan, c_sl = fused_step(
+                    ccode, c_z, c_fn, c_tan, c_sl, c_hit, c_vb, c_va, c_pi = fused_step(
                         cl[1], c_ints, c_vecs, c_gap, c_ra, c_rb, q, v, tau, qdd, v_new, cinfo
                     )
                     if ccode != 0:
@@ -493,8 +496,10 @@ def free_run_kernel(
                     cstats[1] = cinfo[C_RESIDUAL]
             if nc > 0 or had:  # the contact events of the step (Simulator.events_of)
                 cst[2], cst[0] = record_events(
-                    k0 + step + 1, nc, c_ints, c_vecs, c_fn, c_tan, c_sl, act_pf, act_is,
-                    cst[0], last_i, last_v, ev_ci, ev_cf, cst[2],
+                    k0 + step + 1, nc, c_ints, c_vecs, c_fn, c_tan, c_sl,
+                    nc > 0 and cinfo[C_IMPACT] != 0.0, c_hit, c_pi, c_vb, c_va,
+                    cinfo[C_KE_BEFORE], cinfo[C_KE_AFTER], act_pf, act_is, cst[0], last_i,
+                    last_v, ev_ci, ev_cf, cst[2],
                 )  # fmt: skip
                 keep_last(nc, c_ints, c_vecs, c_gap, c_ra, c_rb, last_i, last_v, last_f)
                 cst[1] = nc
