@@ -1,4 +1,4 @@
-"""A compiled loop of free steps: up to K steps of the run loop in one numba call.
+"""A compiled loop of steps: up to K free, joint-limit or contact steps of the run loop in one call.
 
 The run loop (:meth:`mbsim.Simulator.run`) takes one step at a time through Python: the
 stepper, the compiled free step (fast_step.py), collision detection, the run loop's own
@@ -21,7 +21,9 @@ limit_step.LimitStepper.step for the steps it hands on):
    shape whose bounding sphere comes within the margin of a ground half-space. These are the
    narrowphase's own first rejections (collision/narrowphase.py), so a step the loop takes
    is one in which detection finds no contact; a step it stops at may still find none, and
-   then Python takes it as a free step;
+   then Python takes it as a free step. With the contact stage (``cl``, contact_loop.py) it
+   does not stop there: the step's free motion (steps 3-4) is followed by the detection and,
+   with contacts, the compiled contact step (step 4b), so contact steps too run in the loop;
 3. tau = -D v + tau_a, as ``OSStepper._joint_forces`` computes it: tau_a the scenario's
    actuators (position, velocity and torque modes on their signals, gravity compensation,
    constant forces, the URDF effort clamp) by the same compiled law as the step-by-step path
@@ -39,7 +41,16 @@ limit_step.LimitStepper.step for the steps it hands on):
    same arguments), v+ = v + dt qdd, q+ = q (+) dt v+ (``integrate_kernel``): the operations
    of ``free_step_kernel``, in its order, so the loop agrees bit for bit with the step-by-step
    path (tests/test_fast_step.py compares whole runs);
-5. a non-finite state or |v+| > max_speed: stop (Python's path raises the error); a limit
+4b. with the contact stage and a pair that may touch: the step's contacts
+   (``contact_loop.contact_set``; a pair it cannot take: stop) and, with any, the compiled
+   contact step (``contact_loop.fused_step``: ``contact_step_kernel`` as ContactFuser.step
+   calls it; a step it does not decide, joint rows or acting limits with the contacts, or an
+   impulse that moves an implicit force across its effort: stop), v+ its answer; the contact
+   events (``contact_loop.record_events``, Simulator.events_of's rule, also for the first
+   step without contact after one) and, recorded, its contact rows and diagnostics; an energy
+   share above ``GAIN_TOL_ABS`` leaves a GAIN event row (step 5c);
+5. a non-finite state, |v+| > max_speed or (a contact step) a penetration above
+   ``max_penetration``: stop (Python's path raises the error); a limit
    the step would reach (``limit_rows_needed(q, v, v+)``): a limit step (5b) or stop;
 5b. a limit step: the step is taken again from (q, v, tau) by
    :func:`~mbsim.simcore.limit_step.limit_step_kernel`, the function the step-by-step path
