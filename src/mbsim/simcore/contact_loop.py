@@ -13,15 +13,16 @@ that step itself, compiled, as the step-by-step path would take it through
    takes that step. A scene with per-pair margins never runs here (:meth:`ContactStage.build`);
 2. :func:`fused_step`: ``contact_step_kernel`` with the inputs ``ContactFuser.step`` gives
    it (the pair table's mu and restitution of each contact, the core radii when the
-   curvature term takes them, the fuser's options and Lemke pivot caps). A collision (the
-   impact test of stage 1: ``impacts_ok`` False makes the kernel return IMPACT before any
-   work), an LCP the first attempt does not settle, islands or an LCP of more than one
+   curvature term takes them, the fuser's options and Lemke pivot caps), collisions and
+   their impact phase included. A collision with the energy-consistent impact option
+   (IMPACT), an LCP the first attempt does not settle, islands or an LCP of more than one
    budget chunk (FALLBACK) stop the loop before the step: Python takes it;
 3. :func:`contact_events`: the contact events ``Simulator.events_of`` derives, by the same
    identity rule ((pair_id, feature_key); a key seen twice in one step keeps its first
    place and its last index and sliding flag, as the dict there does): contact_begin,
-   stick / slip of a persisting contact, and contact_end (in the order of the contacts
-   acting before the step) of the contacts acting before it and not after. Each row holds
+   stick / slip of a persisting contact, the impacts of a collision, and contact_end (in
+   the order of the contacts acting before the step) of the contacts acting before it and
+   not after. Each row holds
    what ``Simulator._write_events`` writes: the bodies, the mid point of the two contact
    points, the normal and the step's normal and tangent impulses (zero at contact_end).
 
@@ -38,12 +39,7 @@ from numba import njit
 from mbsim.collision.manifold import BODY_PAIR
 from mbsim.collision.narrowphase import finish, narrowphase
 from mbsim.collision.scene import Contacts, _smooth_radii_kernel
-from mbsim.simcore.contact_fused import (
-    I_DEEPEST,
-    MAX_K,
-    ContactFuser,
-    contact_step_kernel,
-)
+from mbsim.simcore.contact_fused import ContactFuser, contact_step_kernel
 
 #: the contact event kinds of the loop's rows (Simulator.events_of's names: EVENT_NAMES)
 BEGIN, END, STICK, SLIP, IMPACT_ROW = 0, 1, 2, 3, 4
@@ -310,7 +306,6 @@ class ContactStage:
             o.curvature_point == "core", np.ascontiguousarray(mu, np.float64),
             np.ascontiguousarray(eps, np.float64),
         )  # fmt: skip
-        assert o.nf + 1 <= MAX_K
         C = MAX_CONTACTS
         self.act_pf = np.zeros((C, 2), np.int64)
         self.act_is = np.zeros((C, 2), np.int64)
@@ -408,4 +403,7 @@ class ContactStage:
         return csteps, events, rows
 
 
-__all__ = ["ContactStage", "I_DEEPEST", "contact_set", "fused_step", "record_events"]
+__all__ = [
+    "ContactStage", "EVENT_NAMES", "MAX_CONTACTS", "contact_set", "fused_step", "keep_last",
+    "record_contacts", "record_events",
+]  # fmt: skip
