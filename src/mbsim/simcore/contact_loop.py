@@ -39,7 +39,14 @@ from numba import njit
 from mbsim.collision.manifold import BODY_PAIR
 from mbsim.collision.narrowphase import finish, narrowphase
 from mbsim.collision.scene import Contacts, _smooth_radii_kernel
-from mbsim.simcore.contact_fused import ContactFuser, contact_step_kernel
+from mbsim.simcore.contact_fused import (
+    W_ACCEPTED,
+    W_LEN,
+    W_TRIED,
+    ContactFuser,
+    contact_step_kernel,
+)
+from mbsim.simcore.lcp import warm as warm_start
 
 #: the contact event kinds of the loop's rows (Simulator.events_of's names: EVENT_NAMES)
 BEGIN, END, STICK, SLIP, IMPACT_ROW = 0, 1, 2, 3, 4
@@ -76,12 +83,14 @@ def contact_set(pairs, Rw, pw, bc, R_world, p_world, cd):
 
 
 @njit(cache=True)
-def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info):
+def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info, warm, wsets, wlens):
     """``contact_step_kernel`` on the step's contacts as ``ContactFuser.step`` calls it
-    (module docstring, 2). ``ch``: :meth:`ContactStage.build`'s kernel tuple. Returns (the
-    kernel's code, or -1 for an LCP of more rows than one chunk; z; fn; tangent; sliding);
-    hit; vn_before; vn_after; p_impact: the kernel's collision outputs); v_new gets v+, info
-    the kernel's info slots."""
+    (module docstring, 2). ``ch``: :meth:`ContactStage.build`'s kernel tuple; ``warm``:
+    whether the warm start is on, ``wsets``/``wlens`` the loop's copy of its store
+    (:func:`remember`). Returns (the kernel's code, or -1 for an LCP of more rows than one
+    chunk; z; fn; tangent; sliding; hit; vn_before; vn_after; p_impact: the kernel's
+    collision outputs; wset, wstate: its warm-start set and state); v_new gets v+, info the
+    kernel's info slots."""
     (
         parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
         R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch66, qdd_ws,
@@ -99,8 +108,16 @@ def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info):
     vn_before = np.empty(nu)
     vn_after = np.empty(nu)
     p_impact = np.empty((nu, 3))
-    if nu * (k + 1) > max_rows:
-        return -1, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact
+    n = nu * (k + 1)
+    wset = np.empty(n, dtype=np.int64)
+    wstate = np.zeros(3, dtype=np.int64)
+    wstate[W_LEN] = -1
+    if n > max_rows:
+        return -1, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, wset, wstate
+    if warm and wlens[n] >= 0:  # the store's guess under (n, None), as ContactFuser.step
+        for a in range(wlens[n]):
+            wset[a] = wsets[n, a]
+        wstate[W_LEN] = wlens[n]
     mu = np.empty(nu)
     eps = np.empty(nu)
     for i in range(nu):
@@ -119,10 +136,43 @@ def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info):
         armature, ups, bv, ints[0], vecs[2], ints[1], vecs[3], vecs[4], gap, ra, rb, mu, eps,
         cos_a, sin_a, q, v, tau, qdd, dt, stabilization, max_recovery_speed, use_floor,
         gap_floor, curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm,
-        tol_rel, caps, v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after,
-        p_impact, info,
+        tol_rel, caps, warm, wset, wstate, v_new, v_start, z, fn, tangent, sliding, hit,
+        vn_before, vn_after, p_impact, info,
     )  # fmt: skip
-    return code, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact
+    return code, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, wset, wstate
+
+
+@njit(cache=True)
+def remember(n, wset, wstate, wsets, wlens, worder, wmeta, max_blocks):
+    """``WarmStart.remember((n, None), z, wset[:wstate[W_LEN]])`` and the counters
+    ContactFuser.step adds (``tried``, ``accepted``) on the loop's copy of the store:
+    ``wsets[n, :wlens[n]]`` the set under (n, None) (``wlens[n]`` -1: none), ``worder[:L]``
+    the store's keys in its order (n >= 0 for (n, None), a negative code for a key the loop
+    does not touch), ``wmeta`` [L, tried, accepted]; the key goes last, the first is dropped
+    when ``max_blocks`` are held (lcp/warm.py)."""
+    wmeta[1] += wstate[W_TRIED]
+    wmeta[2] += wstate[W_ACCEPTED]
+    count = wmeta[0]
+    j = -1
+    for a in range(count):
+        if worder[a] == n:
+            j = a
+    if j >= 0:  # popped, re-inserted last
+        for a in range(j, count - 1):
+            worder[a] = worder[a + 1]
+        count -= 1
+    if count >= max_blocks:
+        if worder[0] >= 0:
+            wlens[worder[0]] = -1
+        for a in range(count - 1):
+            worder[a] = worder[a + 1]
+        count -= 1
+    worder[count] = n
+    wmeta[0] = count + 1
+    m = wstate[W_LEN]
+    for a in range(m):
+        wsets[n, a] = wset[a]
+    wlens[n] = m
 
 
 @njit(cache=True)
@@ -313,6 +363,9 @@ class ContactStage:
         self.last_v = np.zeros((5, C, 3))
         self.last_f = np.zeros((3, C))
         self.info = np.zeros(10)
+        self.max_rows = int(max_rows)
+        self.wsets = np.zeros((self.max_rows + 1, self.max_rows + 1), np.int64)
+        self.wlens = np.full(self.max_rows + 1, -1, np.int64)
         self.gain = np.zeros(7)  # the limit step's info slots of a gain row (free_loop.py)
         self.key = (st, m, d, o, c)
         self._ev = self._rc = self._cd = None
@@ -360,12 +413,33 @@ class ContactStage:
         if self._cd is None or self._cd.shape[0] < max(rows, 1):
             self._cd = np.zeros((max(rows, 1), 2))
         self.cst = np.array([n_act, n_last, 0, 0, 0], np.int64)
+        # the warm start's store (ContactFuser.step's guess and remember), copied in: the
+        # sets under (n, None) the loop's LCPs may use, the other keys by place only
+        store = getattr(sim.stepper.formulation, "warm", None)
+        warm = store is not None and warm_start.ENABLED
+        self._store = store if warm else None
+        self.wlens[:] = -1
+        self._others = []
+        order = []
+        for key, S in store.sets.items() if warm else ():
+            n = key[0] if type(key) is tuple and len(key) == 2 and key[1] is None else -1
+            if isinstance(n, int | np.integer) and 0 <= n <= self.max_rows and S.size <= n:
+                self.wsets[n, : S.size] = S
+                self.wlens[n] = S.size
+                order.append(int(n))
+            else:
+                self._others.append((key, S))
+                order.append(-len(self._others))
+        self.worder = np.zeros(len(order) + warm_start.MAX_BLOCKS + 1, np.int64)
+        self.worder[: len(order)] = order
+        self.wmeta = np.array([len(order), 0, 0], np.int64)
         self.stats = np.array([summary.max_penetration, summary.worst_lcp_residual])
         o = sim.stepper.opt
         return (
             self.detect, self.kernel, self.act_pf, self.act_is, self.last_i, self.last_v,
             self.last_f, self.info, self.cst, *self._ev, *self._rc, self._cd, self.stats,
-            self.gain, float(o.max_penetration), *self._empty,
+            self.gain, float(o.max_penetration), *self._empty, warm, self.wsets, self.wlens,
+            self.worder, self.wmeta, int(warm_start.MAX_BLOCKS),
         )  # fmt: skip
 
     def results(self, sim, n: int, summary) -> tuple:
@@ -396,6 +470,19 @@ class ContactStage:
             for j in range(n_act)
         }  # fmt: skip
         st._fast._last_had_contact = n_last > 0
+        store = self._store
+        if store is not None and csteps:
+            # the store as the steps' remember calls leave it, in its order (lcp/warm.py)
+            sets = {}
+            for code in self.worder[: self.wmeta[0]].tolist():
+                if code >= 0:
+                    sets[(code, None)] = self.wsets[code, : self.wlens[code]].copy()
+                else:
+                    key, S = self._others[-code - 1]
+                    sets[key] = S
+            store.sets = sets
+            store.tried += int(self.wmeta[1])
+            store.accepted += int(self.wmeta[2])
         summary.max_penetration = float(self.stats[0])
         summary.worst_lcp_residual = max(summary.worst_lcp_residual, float(self.stats[1]))
         events = (self._ev[0][:ne].copy(), self._ev[1][:ne].copy()) if ne else None

@@ -119,6 +119,7 @@ from mbsim.simcore.contact_loop import (
     keep_last,
     record_contacts,
     record_events,
+    remember,
 )
 from mbsim.simcore.dynamics import (
     aba_accel_kernel,
@@ -284,7 +285,8 @@ def free_run_kernel(
     if cl is not None:  # the contact stage (contact_loop.ContactStage.arrays)
         (
             _cd, _ch, act_pf, act_is, last_i, last_v, last_f, cinfo, cst, ev_ci, ev_cf, rc_i,
-            rc_f, rec_cd, cstats, gi, max_pen, e_ints, e_vecs, e_f, e_f3, e_b,
+            rc_f, rec_cd, cstats, gi, max_pen, e_ints, e_vecs, e_f, e_f3, e_b, warm, wsets,
+            wlens, worder, wmeta, max_blocks,
         ) = cl  # fmt: skip
     nv = v.shape[0]
     nq = q.shape[0]
@@ -388,9 +390,13 @@ def free_run_kernel(
                         lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
                     ):
                         return step, CONTACT, nrec, nev  # joint rows with the contacts
-                    ccode, c_z, c_fn, c_tan, c_sl, c_hit, c_vb, c_va, c_pi = fused_step(
-                        cl[1], c_ints, c_vecs, c_gap, c_ra, c_rb, q, v, tau, qdd, v_new, cinfo
-                    )
+                    (
+                        ccode, c_z, c_fn, c_tan, c_sl, c_hit, c_vb, c_va, c_pi, c_wset,
+                        c_wstate,
+                    ) = fused_step(
+                        cl[1], c_ints, c_vecs, c_gap, c_ra, c_rb, q, v, tau, qdd, v_new, cinfo,
+                        warm, wsets, wlens,
+                    )  # fmt: skip
                     if ccode != 0:
                         return step, CONTACT, nrec, nev  # Python's contact step decides
                     if saturable is not None:
@@ -501,6 +507,10 @@ def free_run_kernel(
         if cl is not None:
             if nc > 0:
                 cst[4] += 1  # contact steps taken
+                if warm:  # the warm start's store, as ContactFuser.step updates it
+                    remember(
+                        c_z.shape[0], c_wset, c_wstate, wsets, wlens, worder, wmeta, max_blocks
+                    )
                 if pen > cstats[0]:
                     cstats[0] = pen
                 if cinfo[C_RESIDUAL] > cstats[1]:
