@@ -18,6 +18,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mbsim.bench import pendulum_scenario
@@ -104,3 +105,25 @@ def test_contact_steps_off_stops_the_loop_at_contact(tmp_path, monkeypatch):
     off = file_run(sc, tmp_path / "off.h5", monkeypatch, [(free_loop, "CONTACT_STEPS", False)])
     assert on[2]._free_loop.contact_steps == 50 and off[2]._free_loop.contact_steps == 0
     assert_same_runs(on, off)
+
+
+def test_warm_started_run_bit_for_bit(tmp_path, monkeypatch):
+    # with the warm start on (lcp/warm.py, the default) in both runs: the loop guesses and
+    # remembers the store's active sets as ContactFuser.step does (contact_loop.remember), so
+    # the runs agree bit for bit and leave the same store (sets, their order, counters); the
+    # step-by-step run here keeps the compiled contact step (the loop stops at contacts)
+    from mbsim.simcore.lcp import warm
+
+    monkeypatch.setattr(warm, "ENABLED", True)
+    sc = load_scenario("sample:panda-table.toml", overrides={"simulation.duration": 0.35})
+    sc = _recorded(sc, 3)
+    loop = file_run(sc, tmp_path / "loop.h5", monkeypatch)
+    off = [(free_loop, "CONTACT_STEPS", False)]
+    step = file_run(sc, tmp_path / "step.h5", monkeypatch, off)
+    assert loop[2]._free_loop.contact_steps >= 150 and step[2]._free_loop.contact_steps == 0
+    assert_same_runs(loop, step)
+    a, b = (r[2].stepper.formulation.warm for r in (loop, step))
+    assert (a.tried, a.accepted) == (b.tried, b.accepted) and a.accepted > 100
+    assert list(a.sets) == list(b.sets)
+    for key in a.sets:
+        np.testing.assert_array_equal(a.sets[key], b.sets[key])
