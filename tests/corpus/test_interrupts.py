@@ -3,14 +3,16 @@
 SIGINT is sent to the real executable at several delays after start (during the imports,
 where trimesh swallows KeyboardInterrupt; while the model is built; once the time loop runs)
 and as a burst of four during the imports. The file the run was to write must be absent or
-say ``interrupted``. A Ctrl-C sent while numba holds its compiler lock (creating its LLVM JIT,
-loading a kernel from its cache or compiling one) must not be raised there: a KeyboardInterrupt
-between llvmlite's native calls and its own bookkeeping can leave LLVM objects with two owners
-and end the process with SIGSEGV at exit (cli/sigint.py).
+say ``interrupted``. A Ctrl-C must not be raised inside an import (trimesh swallows it around
+``from manifold3d import ...``, and the half-imported extension crashed the process with
+SIGSEGV), nor while numba holds its compiler lock (creating its LLVM JIT, loading a kernel from
+its cache or compiling one: the interrupt landed in a Python callback LLVM makes while emitting
+code, and llvmlite's bookkeeping follows its native calls): cli/sigint.py.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -116,12 +118,37 @@ if _probe_path:
 """
 
 
+#: A sitecustomize that sends SIGINT to its own process right after the C extension named by
+#: ``MBSIM_TEST_SIGINT_AT_EXTENSION`` is created (its init done, its import not yet), once
+#: ``mbsim run`` runs. With Python's own raising handler the interrupt cut trimesh's
+#: ``from manifold3d import ...`` (in ``except BaseException``), and dropping the half-imported
+#: nanobind module ended the process with SIGSEGV: the crash seen under load.
+EXTENSION_PROBE = """
+import os
+import signal
+import sys
+from importlib.machinery import ExtensionFileLoader
+
+_extension = os.environ.get("MBSIM_TEST_SIGINT_AT_EXTENSION")
+if _extension:
+    _create = ExtensionFileLoader.create_module
+
+    def _create_then_interrupt(self, spec):
+        module = _create(self, spec)
+        if spec.name == _extension and "mbsim.cli.run" in sys.modules:
+            os.kill(os.getpid(), signal.SIGINT)
+        return module
+
+    ExtensionFileLoader.create_module = _create_then_interrupt
+"""
+
+
 def _start(out: Path, probe_at: str = "", env_extra: dict | None = None) -> subprocess.Popen:
     """Start ``mbsim run`` and return once its SIGINT handler is installed (SITE_MARKER).
     ``probe_at``: send SIGINT inside these numba compiler-lock acquisitions (PROBE)."""
     site_dir = out.parent / "site"
     site_dir.mkdir(exist_ok=True)
-    (site_dir / "sitecustomize.py").write_text(SITE_MARKER + PROBE)
+    (site_dir / "sitecustomize.py").write_text(SITE_MARKER + PROBE + EXTENSION_PROBE)
     marker = out.parent / "site-done"
     path = [str(SRC), str(site_dir), os.environ.get("PYTHONPATH", "")]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), MBSIM_TEST_SITE_MARKER=str(marker))
@@ -208,6 +235,17 @@ def _rows(path: Path) -> int:
 def _probe(out: Path) -> list[str]:
     path = out.parent / "probe.txt"
     return path.read_text().splitlines() if path.exists() else []
+
+
+@pytest.mark.parametrize("extension", ["manifold3d", "fcl.fcl", "h5py.h5"])
+def test_ctrl_c_as_an_extension_module_is_imported(tmp_path, extension):
+    # manifold3d: trimesh's optional boolean engine, imported when the URDF reader loads
+    if importlib.util.find_spec(extension.partition(".")[0]) is None:
+        pytest.skip(f"{extension} is not installed")
+    out = tmp_path / "o.h5"
+    proc = _start(out, env_extra={"MBSIM_TEST_SIGINT_AT_EXTENSION": extension})
+    _check_early(proc, out)
+    assert not out.exists()
 
 
 # The outermost compiler-lock acquisitions of a pendulum run, in order: 1 creates numba's CPU

@@ -3,13 +3,14 @@
 Python's own SIGINT handler raises KeyboardInterrupt between any two bytecodes. Some moments
 cannot take it:
 
-* an import: a C extension's initialisation left half done (numpy, scipy, h5py, llvmlite),
-  and trimesh swallows the interrupt around its optional imports (``except BaseException``)
-  and carries on with what it got;
-* a numba compile or cache load: llvmlite hands an LLVM module to the JIT engine and only then
-  records that the engine owns it (``ExecutionEngine.add_module``); an interrupt between the
-  two leaves a module with two owners, each of which frees it when the process exits: a
-  native crash (SIGSEGV) instead of exit 130;
+* an import: a C extension's initialisation left half done, and trimesh swallows the
+  interrupt around its optional imports (``except BaseException``) and carries on. Seen: a
+  Ctrl-C as trimesh imports manifold3d (while the URDF reader loads) kills the process with
+  SIGSEGV once the half-imported nanobind module is dropped;
+* a numba compile or cache load: the interrupt lands in code that follows llvmlite's native
+  calls (``ExecutionEngine.add_module`` hands a module to the JIT, then records that the
+  engine owns it) or in the Python callbacks LLVM makes while emitting code (seen: ctypes
+  prints a traceback of ``_raw_object_cache_notify`` and drops the interrupt);
 * h5py's bookkeeping around an HDF5 call.
 
 So the handler (installed by cli/main.py before any heavy import) raises at once only while
@@ -22,15 +23,14 @@ process at once (exit 130, ``mbsim: interrupted``, no clean-up: nothing has been
 and a cold compile can take a minute). Once a run has started, ``mbsim run`` replaces this
 handler by its own, which only asks the simulator to stop after the current step.
 
-This module imports nothing heavy: cli/main.py imports it first.
+cli/main.py imports this module first, so it imports only os (loaded at start-up) and
+signal: a Ctrl-C before :func:`install` has no handler to catch it (Python's own raises).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import threading
-from contextlib import contextmanager
 
 #: ``seen``: a Ctrl-C arrived and was not handled yet; ``armed``: main() will catch a
 #: KeyboardInterrupt; ``deferred``: depth of the deferred blocks and compiles under way.
@@ -75,17 +75,17 @@ def check_interrupt() -> None:
         raise KeyboardInterrupt
 
 
-@contextmanager
-def deferred():
+class deferred:  # noqa: N801 (used as a function: ``with deferred():``)
     """Within the block a Ctrl-C is only remembered; leaving the outermost block normally
     raises it (an exception already on its way is left to main's final check)."""
-    state["deferred"] += 1
-    try:
-        yield
-    finally:
+
+    def __enter__(self) -> None:
+        state["deferred"] += 1
+
+    def __exit__(self, exc_type, exc, tb) -> None:
         state["deferred"] -= 1
-    if not state["deferred"]:
-        check_interrupt()
+        if exc_type is None and not state["deferred"]:
+            check_interrupt()
 
 
 def defer_during_compiles() -> None:
@@ -94,6 +94,8 @@ def defer_during_compiles() -> None:
     numba (~1 s)."""
     if _listening:
         return
+    import threading
+
     from numba.core import event
 
     class _Defer(event.Listener):
