@@ -3,15 +3,21 @@
 SIGINT is sent to the real executable at several delays after start (during the imports,
 where trimesh swallows KeyboardInterrupt; while the model is built; once the time loop runs)
 and as a burst of four during the imports. The file the run was to write must be absent or
-say ``interrupted``.
+say ``interrupted``. A Ctrl-C must not be raised inside an import (trimesh swallows it around
+``from manifold3d import ...``, and the half-imported extension crashed the process with
+SIGSEGV), nor while numba holds its compiler lock (creating its LLVM JIT, loading a kernel from
+its cache or compiling one: the interrupt landed in a Python callback LLVM makes while emitting
+code, and llvmlite's bookkeeping follows its native calls): cli/sigint.py.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -47,14 +53,109 @@ if _path:
 """
 
 
-def _start(out: Path) -> subprocess.Popen:
-    """Start ``mbsim run`` and return once its SIGINT handler is installed (SITE_MARKER)."""
+#: A sitecustomize that sends SIGINT to its own process while numba holds its compiler lock:
+#: at the start of the ``MBSIM_TEST_PROBE_AT``-th outermost acquisition (a comma-separated list
+#: of counts: one SIGINT each), and records in ``MBSIM_TEST_PROBE`` whether that compile ran to
+#: its end ("completed") or was cut by the interrupt (no such line, or "raised inside").
+PROBE = """
+import importlib.util
+import os
+import signal
+import sys
+
+_probe_path = os.environ.get("MBSIM_TEST_PROBE")
+_probe_at = [int(n) for n in os.environ.get("MBSIM_TEST_PROBE_AT", "").split(",") if n]
+
+
+def _note(line):
+    with open(_probe_path, "a") as f:
+        f.write(line + "\\n")
+
+
+def _patch(module):
+    cls = module._CompilerLock
+    acquire, leave = cls.acquire, cls.__exit__
+    st = {"depth": 0, "count": 0, "probing": False}
+
+    def probed_acquire(self):
+        acquire(self)
+        st["depth"] += 1
+        if st["depth"] == 1:
+            st["count"] += 1
+            if st["count"] in _probe_at:
+                st["probing"] = True
+                _note(f"sent {st['count']}")
+                os.kill(os.getpid(), signal.SIGINT)
+
+    def probed_exit(self, exc_type, *rest):
+        st["depth"] -= 1
+        if st["depth"] == 0 and st["probing"]:
+            st["probing"] = False
+            _note("completed" if exc_type is None else f"raised inside: {exc_type.__name__}")
+        return leave(self, exc_type, *rest)
+
+    cls.acquire, cls.__exit__ = probed_acquire, probed_exit
+
+
+class _PatchOnImport:
+    def find_spec(self, name, path, target=None):
+        if name != "numba.core.compiler_lock":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _patch(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+if _probe_path:
+    sys.meta_path.insert(0, _PatchOnImport())
+"""
+
+
+#: A sitecustomize that sends SIGINT to its own process right after the C extension named by
+#: ``MBSIM_TEST_SIGINT_AT_EXTENSION`` is created (its init done, its import not yet), once
+#: ``mbsim run`` runs. With Python's own raising handler the interrupt cut trimesh's
+#: ``from manifold3d import ...`` (in ``except BaseException``), and dropping the half-imported
+#: nanobind module ended the process with SIGSEGV: the crash seen under load.
+EXTENSION_PROBE = """
+import os
+import signal
+import sys
+from importlib.machinery import ExtensionFileLoader
+
+_extension = os.environ.get("MBSIM_TEST_SIGINT_AT_EXTENSION")
+if _extension:
+    _create = ExtensionFileLoader.create_module
+
+    def _create_then_interrupt(self, spec):
+        module = _create(self, spec)
+        if spec.name == _extension and "mbsim.cli.run" in sys.modules:
+            os.kill(os.getpid(), signal.SIGINT)
+        return module
+
+    ExtensionFileLoader.create_module = _create_then_interrupt
+"""
+
+
+def _start(out: Path, probe_at: str = "", env_extra: dict | None = None) -> subprocess.Popen:
+    """Start ``mbsim run`` and return once its SIGINT handler is installed (SITE_MARKER).
+    ``probe_at``: send SIGINT inside these numba compiler-lock acquisitions (PROBE)."""
     site_dir = out.parent / "site"
     site_dir.mkdir(exist_ok=True)
-    (site_dir / "sitecustomize.py").write_text(SITE_MARKER)
+    (site_dir / "sitecustomize.py").write_text(SITE_MARKER + PROBE + EXTENSION_PROBE)
     marker = out.parent / "site-done"
     path = [str(SRC), str(site_dir), os.environ.get("PYTHONPATH", "")]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), MBSIM_TEST_SITE_MARKER=str(marker))
+    if probe_at:
+        probe = out.parent / "probe.txt"
+        env.update(MBSIM_TEST_PROBE=str(probe), MBSIM_TEST_PROBE_AT=probe_at)
+    env.update(env_extra or {})
     proc = subprocess.Popen(
         [str(MBSIM), "run", str(SCENARIO), "--duration", "60", "--out", str(out), "--quiet"],
         stdout=subprocess.PIPE,
@@ -129,3 +230,96 @@ def _rows(path: Path) -> int:
             return len(h5["trajectory/time"])
     except Exception:  # not created yet, or mid-flush
         return 0
+
+
+def _probe(out: Path) -> list[str]:
+    path = out.parent / "probe.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+@pytest.mark.parametrize("extension", ["manifold3d", "fcl.fcl", "h5py.h5"])
+def test_ctrl_c_as_an_extension_module_is_imported(tmp_path, extension):
+    # manifold3d: trimesh's optional boolean engine, imported when the URDF reader loads
+    if importlib.util.find_spec(extension.partition(".")[0]) is None:
+        pytest.skip(f"{extension} is not installed")
+    out = tmp_path / "o.h5"
+    proc = _start(out, env_extra={"MBSIM_TEST_SIGINT_AT_EXTENSION": extension})
+    _check_early(proc, out)
+    assert not out.exists()
+
+
+# The outermost compiler-lock acquisitions of a pendulum run, in order: 1 creates numba's CPU
+# target (its LLVM JIT engine) while mbsim.collision.broadphase is imported; from 2 on, while
+# the simulator is built, each loads a kernel from numba's cache (or compiles it, cache cold).
+@pytest.mark.parametrize("nth", [1, 2, 3, 4])
+def test_ctrl_c_inside_a_numba_compile_waits_for_its_end(tmp_path, nth):
+    out = tmp_path / "o.h5"
+    proc = _start(out, probe_at=str(nth))
+    _check_early(proc, out)
+    assert _probe(out) == [f"sent {nth}", "completed"], _probe(out)
+    assert not out.exists()
+
+
+def test_second_ctrl_c_inside_a_compile_ends_at_once(tmp_path):
+    # the first is remembered until the end of the build; the second cannot wait for it
+    out = tmp_path / "o.h5"
+    proc = _start(out, probe_at="2,3")
+    _check_early(proc, out)
+    assert _probe(out) == ["sent 2", "completed", "sent 3"], _probe(out)
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_inside_a_cold_numba_compile(tmp_path):
+    # an empty numba cache: acquisition 2 compiles the first kernel (tens of seconds, then the
+    # rest of the build compiles before the interrupt is raised)
+    out = tmp_path / "o.h5"
+    cache = {"NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    proc = _start(out, probe_at="2", env_extra=cache)
+    _check_early(proc, out)
+    assert _probe(out) == ["sent 2", "completed"], _probe(out)
+    assert not out.exists()
+
+
+#: numba compiling outside a deferred block (mbsim bench compiles while main's handler raises):
+#: cli/sigint.defer_during_compiles holds the Ctrl-C until the compile is done.
+COMPILE_SCRIPT = textwrap.dedent(
+    """
+    import os, signal
+    from mbsim.cli import sigint
+    from numba import njit
+    from numba.core import event
+
+    sigint.install()
+    sigint.state["armed"] = True
+    sigint.defer_during_compiles()
+
+    class Kill(event.Listener):  # SIGINT in the middle of the compile
+        def on_start(self, ev):
+            os.kill(os.getpid(), signal.SIGINT)
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", Kill())
+
+    @njit
+    def twice(x):
+        return 2 * x
+
+    try:
+        twice(1)
+        print("no interrupt")
+    except KeyboardInterrupt:
+        print("interrupted after", len(twice.overloads), "compiled overload(s)")
+    """
+)
+
+
+def test_ctrl_c_during_a_compile_outside_a_deferred_block_is_raised_after_it():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run(
+        [sys.executable, "-c", COMPILE_SCRIPT], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "interrupted after 1 compiled overload(s)", done.stdout

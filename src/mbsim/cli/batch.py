@@ -17,7 +17,7 @@ from pathlib import Path
 import typer
 
 from mbsim.cli import mesh_paths
-from mbsim.cli.main import check_interrupt
+from mbsim.cli.main import check_interrupt, deferred_interrupt
 from mbsim.errors import MbsimError
 
 
@@ -60,8 +60,10 @@ def batch(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Run every combination of a sweep file's parameters; one results file per run."""
-    from mbsim.batch import DaskBackend, LocalBackend, load_sweep, plan_sweep, run_sweep
-    from mbsim.batch.backends import WorkersGone
+    # a Ctrl-C during the imports is raised once they are done, not inside (cli/sigint.py)
+    with deferred_interrupt():
+        from mbsim.batch import DaskBackend, LocalBackend, load_sweep, plan_sweep, run_sweep
+        from mbsim.batch.backends import WorkersGone
 
     if jobs is not None and scheduler is not None:
         raise MbsimError("give either --jobs (local workers) or --scheduler (Dask), not both.")
@@ -104,8 +106,8 @@ def batch(
             err=True,
         )
 
-    # a Ctrl-C that a library swallowed during the lazy imports above is still an interrupt:
-    # raise it now, before this handler replaces main's and the run starts
+    # a Ctrl-C remembered so far (before main armed its handler) ends the command now,
+    # before this handler replaces main's and the sweep starts
     check_interrupt()
     previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -16,31 +16,11 @@ from __future__ import annotations
 import signal
 import sys
 
-# Installed before any heavy import. trimesh wraps its optional imports in
-# ``except BaseException``, so a KeyboardInterrupt raised there is swallowed and the run would
-# carry on: the handler remembers the interrupt, and check_interrupt() re-raises it once the
-# imports are done. It raises only while main() is there to catch it ("armed"; during this
-# module's own imports it only remembers), and only for the first Ctrl-C: repeats while we
-# unwind must not start a second traceback inside the first one's handling.
-_interrupt = {"seen": False, "armed": False}
+# First, before any heavy import: the SIGINT handler that defers a Ctrl-C away from imports,
+# numba compiles and HDF5 calls (see cli/sigint.py for why it must).
+from mbsim.cli import sigint
 
-
-def _on_sigint(signum, frame):
-    if _interrupt["seen"]:
-        return
-    _interrupt["seen"] = True
-    if _interrupt["armed"]:
-        raise KeyboardInterrupt
-
-
-def _install_sigint() -> None:
-    try:
-        signal.signal(signal.SIGINT, _on_sigint)
-    except ValueError:  # not the main thread (an embedding application): leave it alone
-        pass
-
-
-_install_sigint()
+sigint.install()
 
 import importlib  # noqa: E402
 
@@ -85,10 +65,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def check_interrupt() -> None:
-    """Re-raise a Ctrl-C that a library swallowed while we were importing it."""
-    if _interrupt["seen"]:
-        raise KeyboardInterrupt
+#: re-exported for the commands (run, batch): raise a Ctrl-C remembered while deferred
+check_interrupt = sigint.check_interrupt
+deferred_interrupt = sigint.deferred
 
 
 #: Commands that compile numba kernels in this process on a cold cache (batch compiles in its
@@ -125,12 +104,15 @@ def announce_compiling(stream=None) -> None:
 
 def _load(name: str) -> Command:
     target, help_text = COMMANDS[name]
-    # not for --help either: registering the notice imports numba (~1 s)
-    if name in _COMPILES and not {"--quiet", "-q", "--json", "--help"} & set(sys.argv[2:]):
-        announce_compiling()
     module_name, _, attr = target.partition(":")
-    obj = getattr(importlib.import_module(module_name), attr)
-    check_interrupt()
+    # a Ctrl-C during the imports is raised once they are done (sigint.deferred)
+    with sigint.deferred():
+        # not for --help: registering the listeners imports numba (~1 s)
+        if name in _COMPILES and "--help" not in sys.argv[2:]:
+            sigint.defer_during_compiles()
+            if not {"--quiet", "-q", "--json"} & set(sys.argv[2:]):
+                announce_compiling()
+        obj = getattr(importlib.import_module(module_name), attr)
     if isinstance(obj, typer.Typer):
         cmd = typer.main.get_group(obj)
         cmd.help = help_text
@@ -226,14 +208,14 @@ def main() -> None:
     line ``mbsim: interrupted``; everything else that is not an MbsimError is a bug and keeps
     its traceback.
     """
-    _install_sigint()
+    sigint.install()
     try:
         try:
-            _interrupt["armed"] = True
+            sigint.state["armed"] = True
             check_interrupt()  # a Ctrl-C during this module's imports
             app()
         finally:
-            _interrupt["armed"] = False
+            sigint.state["armed"] = False
             # a Ctrl-C swallowed by a library during the command is still an interrupt
             check_interrupt()
     except MbsimError as exc:
@@ -247,9 +229,9 @@ def main() -> None:
 
 def _interrupted() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the exit
-    _interrupt["seen"] = False  # handled (an in-process caller may call main() again)
+    sigint.state["seen"] = False  # handled (an in-process caller may call main() again)
     try:
-        sys.stderr.write("mbsim: interrupted\n")
+        sys.stderr.write(sigint.INTERRUPTED + "\n")
         sys.stderr.flush()
     finally:
         sys.exit(130)

@@ -18,7 +18,7 @@ from pathlib import Path
 import typer
 
 from mbsim.cli import mesh_paths
-from mbsim.cli.main import check_interrupt
+from mbsim.cli.main import check_interrupt, deferred_interrupt
 from mbsim.errors import MbsimError
 
 # The simulator, the scenario loader and the results module are imported inside the functions
@@ -98,15 +98,18 @@ def run(
         "place_on_floor": place_on_floor,
     }
     flags = {k: v for k, v in flags.items() if v is not None}
-    from mbsim.simulator import Simulator
+    # imports, a results file read (--from), kernels compiled or loaded from numba's cache:
+    # a Ctrl-C is raised after them, not inside (cli/sigint.py); no file exists yet
+    with deferred_interrupt():
+        from mbsim.simulator import Simulator
 
-    overrides = _overrides(set_ or [])
-    scenario = _scenario(source, from_, flags, overrides)
-    sim = Simulator(
-        scenario,
-        package_dirs=mesh_paths.parse_package_dirs(package_dir or []),
-        allow_outside_paths=allow_outside_paths,
-    )
+        overrides = _overrides(set_ or [])
+        scenario = _scenario(source, from_, flags, overrides)
+        sim = Simulator(
+            scenario,
+            package_dirs=mesh_paths.parse_package_dirs(package_dir or []),
+            allow_outside_paths=allow_outside_paths,
+        )
     sc = sim.scenario
     print_notes(sim.lint, "mbsim run")
     command = " ".join(shlex.quote(a) for a in ["mbsim", *sys.argv[1:]])
@@ -116,8 +119,8 @@ def run(
         # finish the current step and its writes, then stop: no half-written records
         stop["requested"] = True
 
-    # a Ctrl-C that a library swallowed during the lazy imports above is still an interrupt:
-    # raise it now, before this handler replaces main's and the run starts
+    # a Ctrl-C remembered so far (before main armed its handler) ends the command now,
+    # before this handler replaces main's and the run starts
     check_interrupt()
     previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
