@@ -24,6 +24,8 @@ from pathlib import Path
 import h5py
 import pytest
 
+from mbsim.cli.sigint import WAITING
+
 MBSIM = Path(sys.executable).with_name("mbsim")
 SRC = Path(__file__).parents[2] / "src"
 SCENARIO = SRC / "mbsim" / "sample_robots" / "pendulum-3.toml"
@@ -177,7 +179,7 @@ def _status(path: Path) -> str | None:
         return str(h5.attrs["status"])
 
 
-def _check_early(proc: subprocess.Popen, out: Path) -> None:
+def _check_early(proc: subprocess.Popen, out: Path) -> str:
     _, err = proc.communicate(timeout=300)
     assert "Traceback" not in err, err
     status = _status(out)
@@ -190,6 +192,7 @@ def _check_early(proc: subprocess.Popen, out: Path) -> None:
         assert last == "mbsim: interrupted", err
     else:
         assert last.startswith("mbsim: interrupted: "), err
+    return err
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.1, 0.25, 0.5, 0.8, 1.5])
@@ -255,8 +258,9 @@ def test_ctrl_c_as_an_extension_module_is_imported(tmp_path, extension):
 def test_ctrl_c_inside_a_numba_compile_waits_for_its_end(tmp_path, nth):
     out = tmp_path / "o.h5"
     proc = _start(out, probe_at=str(nth))
-    _check_early(proc, out)
+    err = _check_early(proc, out)
     assert _probe(out) == [f"sent {nth}", "completed"], _probe(out)
+    assert WAITING in err, err  # deferred: the user is told the Ctrl-C is coming
     assert not out.exists()
 
 

@@ -40,11 +40,17 @@ state = {"seen": False, "armed": False, "deferred": 0}
 INTERRUPTED = "mbsim: interrupted"
 
 
+#: said at once when a Ctrl-C must wait (a cold compile can take a minute)
+WAITING = "mbsim: stopping when the current start-up step ends (Ctrl-C again to quit now)"
+
+
 def _on_sigint(signum, frame):
     if state["deferred"] or not state["armed"]:
         if state["seen"]:  # the second Ctrl-C while the first cannot be raised yet
             leave_now()
         state["seen"] = True
+        if state["deferred"]:
+            os.write(2, (WAITING + "\n").encode())
         return
     if state["seen"]:  # repeats while the first unwinds: no traceback inside its handling
         return
