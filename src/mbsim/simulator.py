@@ -772,6 +772,8 @@ class Simulator:
                             progress(self.step_index, n_steps, self.t, 0)
                             last_progress = now
                     continue
+                if loop.retry:  # the first contact: the loop takes it with its contact stage
+                    continue
                 # the next step needs the step-by-step path; near a contact or a stop the
                 # loop cannot take the following ones likely too: try the loop again after a
                 # few steps

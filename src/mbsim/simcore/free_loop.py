@@ -23,7 +23,10 @@ limit_step.LimitStepper.step for the steps it hands on):
    is one in which detection finds no contact; a step it stops at may still find none, and
    then Python takes it as a free step. With the contact stage (``cl``, contact_loop.py) it
    does not stop there: the step's free motion (steps 3-4) is followed by the detection and,
-   with contacts, the compiled contact step (step 4b), so contact steps too run in the loop;
+   with contacts, the compiled contact step (step 4b), so contact steps too run in the loop.
+   The run hands the stage over only once it has come to a contact (``FreeLoop.contacts_met``):
+   compiled with it the kernel holds the whole contact step, which a free run should not
+   wait for on an empty numba cache;
 3. tau = -D v + tau_a, as ``OSStepper._joint_forces`` computes it: tau_a the scenario's
    actuators (position, velocity and torque modes on their signals, gravity compensation,
    constant forces, the URDF effort clamp) by the same compiled law as the step-by-step path
@@ -613,6 +616,14 @@ class FreeLoop:
         self.contact_events = None
         self.contact_records = None
         self._stage = None
+        #: whether the run has come to a contact step (the loop stopped at one, or the
+        #: step-by-step path took one): only then is the contact stage handed to the
+        #: kernel. Compiled with it, free_run_kernel holds the whole compiled contact step
+        #: (~80 s more to compile on an empty numba cache), which a run that never touches
+        #: anything should not wait for; without it numba prunes the stage (a separate,
+        #: smaller specialisation). The results are the same either way (bit for bit).
+        self.contacts_met = False
+        self.retry = False
 
     @staticmethod
     def eligible(sim) -> bool:
@@ -641,6 +652,7 @@ class FreeLoop:
         if not had and not s._active:
             return True
         # after a contact step: the loop's contact stage takes the next steps, when it may
+        self.contacts_met = True
         prev = s._prev_contacts
         return (
             had == bool(s._active)
@@ -653,7 +665,7 @@ class FreeLoop:
         """The loop's contact stage (contact_loop.ContactStage) when the loop may take
         contact steps (``CONTACT_STEPS`` and ``ContactStage.eligible``), else None."""
         s = self.sim
-        if not CONTACT_STEPS or not ContactStage.eligible(s):
+        if not CONTACT_STEPS or not self.contacts_met or not ContactStage.eligible(s):
             return None
         st = s.stepper
         key = (st, s.model, st.data, st.opt, st.collision)
@@ -825,6 +837,12 @@ class FreeLoop:
             self._rec_solver, *self._ev, int(check_every), float(e_bound), self._e_now, cl,
         )  # fmt: skip
         self.why = int(why)
+        #: the call stopped at the run's first contact, which the loop may take now with its
+        #: contact stage: the run loop calls again at once (no step-by-step step between)
+        self.retry = False
+        if self.why == CONTACT and not self.contacts_met:
+            self.contacts_met = True
+            self.retry = stage is None and self._contact_stage() is not None
         csteps = 0
         self.contact_events = self.contact_records = None
         if stage is not None:
