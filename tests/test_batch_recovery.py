@@ -22,7 +22,7 @@ from mbsim.batch.backends import WorkersGone
 from mbsim.batch.driver import execute
 from mbsim.batch.runner import run_task
 from mbsim.io.results import load_results
-from test_batch import cli, make_sweep
+from test_batch import BASE, cli, make_sweep
 
 ONE_RUN = """
 scenario = "drop.toml"
@@ -110,7 +110,10 @@ def interrupted_by_sigterm(task) -> None:
 
 @pytest.mark.parametrize("leave", ["interrupted", "killed", "nothing"])
 def test_a_lost_workers_run_is_reported_as_its_file_says(tmp_path: Path, leave: str):
-    sweep = load_sweep(make_sweep(tmp_path, ONE_RUN))
+    # 10 s simulated: the compiled loop takes the chain's steps in chunks between which the
+    # run polls its stop flag (up to 1600 steps), so the sixth poll comes before the end
+    base = BASE.replace("duration = 0.05", "duration = 10.0")
+    sweep = load_sweep(make_sweep(tmp_path, ONE_RUN, base))
     plan = plan_sweep(sweep)
     task = plan[0].task(sweep)
 
