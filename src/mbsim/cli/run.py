@@ -98,10 +98,13 @@ def run(
         "place_on_floor": place_on_floor,
     }
     flags = {k: v for k, v in flags.items() if v is not None}
+    from mbsim.simcore import warmup
     from mbsim.simulator import Simulator
 
     overrides = _overrides(set_ or [])
     scenario = _scenario(source, from_, flags, overrides)
+    # on a cold numba cache, the contact step compiles in a helper process from now on
+    warmup.start(warmup.early_jobs(scenario))
     sim = Simulator(
         scenario,
         package_dirs=mesh_paths.parse_package_dirs(package_dir or []),
@@ -121,7 +124,7 @@ def run(
     check_interrupt()
     previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with _progress(sim, quiet or as_json) as progress:
+        with warmup.compile_ahead(warmup.jobs(sim)), _progress(sim, quiet or as_json) as progress:
             summary = sim.run_to_file(
                 command, force=force, progress=progress, should_stop=lambda: stop["requested"]
             )
