@@ -13,10 +13,19 @@ on a fresh install spends <= 30 s compiling numba kernels and says so on screen.
   figure), the number of kernels compiled and the ten that took longest (inclusive of what
   they inline and call, from numba's ``numba:compile`` events).
 
+* ``--cold-contact``: the whole scenario (``sample:pendulum-12.toml``: the README's first
+  run, whose pendulum reaches the floor at 2.25 s, so the contact kernels compile too) cold
+  and then warm. The CPU time includes the helper process that compiles the contact step on
+  the second core (simcore/warmup.py; ``MBSIM_COMPILE_AHEAD=0`` in the environment turns it
+  off for a comparison); the compile lists are the run's own process only. Besides the
+  slowest top-level compiles (inclusive), the kernels whose own compilation (their callees'
+  excluded) took longest, and the kernels compiled for more than one signature.
+
 Usage::
 
     python benchmarks/bench_startup.py               # --help only (a few seconds)
     python benchmarks/bench_startup.py --cold        # plus a cold-cache first run (1-2 min)
+    python benchmarks/bench_startup.py --cold-contact --repeat 1   # the README's whole run
 """
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def pivot_caps() -> tuple[int, np.ndarray]:
     return n, np.array([lemke_module.default_max_pivots(m) for m in range(n + 1)], np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lemke_capped(M, q, caps, z):
     """``lemke.run_lemke`` on a path one chunk ends (lexicographic, ZERO_REL, pivot cap
     caps[n], refactorisation every max(REFACTOR_EVERY, n) pivots): (solved?, pivots, basic
@@ -172,7 +172,7 @@ def _ndot(x, i, y, j):
     return (x[i, 0] * y[j, 0] + x[i, 2] * y[j, 2]) + x[i, 1] * y[j, 1]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _impulses(D, z, F):
     """F[i] = D[i] beta_i (``ContactProblem.impulses``' einsum "ijk,ik->ij"): the k products
     summed in two lanes, even k and odd k, each in order, then added, as numpy does."""
@@ -188,7 +188,7 @@ def _impulses(D, z, F):
             F[i, r] = even + odd
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _restricted(M, q, S0, tol_rel, caps, z, w):
     """``chain._restricted``: the LCP restricted to the working set S0 (z = 0 outside) by
     lexicographic Lemke, S grown by the rows outside it with w < -tol, at most
@@ -235,7 +235,7 @@ def _restricted(M, q, S0, tol_rel, caps, z, w):
     return False, 0, np.inf
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def least_norm_attempt(M, q, tol_rel, caps, z, w):
     """The first attempt of ``chain.solve_lcp`` with the "least_norm" selection, as
     ``chain.lemke_regularised`` runs it: Lemke on M + delta I (delta = LEAST_NORM_DELTA
@@ -288,7 +288,7 @@ def least_norm_attempt(M, q, tol_rel, caps, z, w):
     return ok, pivots + sub_pivots, worst
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def vertex_attempt(M, q, tol_rel, caps, z, w):
     """The first attempt of ``chain.solve_lcp`` with the "vertex" selection: lexicographic
     Lemke on (M, q) (``lemke.lemke``'s first path), verified on (M, q). Returns (accepted,
@@ -361,7 +361,7 @@ def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, z):
     return ok, pivots, worst, 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib, F, v0,
              out):  # fmt: skip
     """out = v0 + M^-1 J^T Q_u^T F (``OS.respond``: node impulses, then the impulse response
