@@ -141,10 +141,7 @@ def _start_long(tmp_path, action: str):
     """A run whose helper compiles the contact step (a minute: long enough), then does
     ``action`` inside compile_ahead; returns (the run's process, the helper's pid)."""
     code = f"""
-        from mbsim.io.scenario import load_scenario
-        from mbsim.simulator import Simulator
-        sim = Simulator(load_scenario("sample:panda-table.toml"))
-        with warmup.compile_ahead(warmup.jobs(sim)) as started:
+        with warmup.compile_ahead([warmup.contact_job()]) as started:
             print(warmup._helper.pid, flush=True)
             {action}
         print("closed", warmup._helper, flush=True)
