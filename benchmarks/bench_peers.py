@@ -81,7 +81,7 @@ set up like ``a1-stand``.
 Usage: ``python benchmarks/bench_peers.py [--links 12 30] [--duration 3] [--repeat 3]
 [--no-calibrate] [--simulators mbsim mujoco mujoco-rollout pybullet] [--scenes panda-free
 panda-table a1-stand laikago-stand box-pile] [--panda-duration 1.5] [--pile-duration 0.1]
-[--general-path] [--no-free-loop] [--manifold shape-pair|body-pair]
+[--general-path] [--no-free-loop] [--no-contact-loop] [--manifold shape-pair|body-pair]
 [--markdown]``. ``--manifold`` sets mbsim's ``contact.manifold`` in every scenario timed
 (docs/scenario-format.md). Results go to
 docs/results.md with the machine and date; nothing here is asserted by tests. Needs the
@@ -1088,6 +1088,12 @@ def main(argv=None):
         "--pile-duration", type=float, default=0.1,
         help="simulated s of box-pile (0.1: mbsim takes up to ~1 s a step on it)",
     )  # fmt: skip
+    ap.add_argument(
+        "--no-contact-loop", action="store_true",
+        help="time mbsim without the contact steps of its compiled loop "
+        "(simcore/contact_loop.py): the loop stops at each contact step and Simulator.step "
+        "takes it, for before/after comparisons",
+    )  # fmt: skip
     add_manifold_option(ap)
     args = ap.parse_args(argv)
     set_manifold(args)
@@ -1099,6 +1105,10 @@ def main(argv=None):
         from mbsim.simcore.free_loop import FreeLoop
 
         FreeLoop.eligible = staticmethod(lambda sim: False)
+    if args.no_contact_loop:
+        from mbsim.simcore import free_loop
+
+        free_loop.CONTACT_STEPS = False
     import mujoco
     import pybullet
 

@@ -31,6 +31,7 @@ import pytest
 
 from mbsim.batch import SweepError, load_sweep, plan_sweep, read_summary
 from mbsim.io.results import EVENT_KINDS, load_results
+from mbsim.io.results.labels import coordinate_labels
 
 MBSIM = Path(sys.executable).with_name("mbsim")
 
@@ -153,7 +154,8 @@ def test_grid_runs_locally_and_the_summary_matches_the_files(local, tmp_path):
         assert (recorded["mu"], recorded["restitution"]) == (MU[i // 3], EPS[i % 3])
         # the metrics are the file's own trajectory and events
         assert int(row["steps"]) == r.step[-1] == 50
-        for k, name in enumerate(r.q_names):
+        for k, name in enumerate(coordinate_labels(r)):  # tree/joint, as the scenario says
+            assert "/" in name
             assert float(row[f"final_q[{name}]"]) == r.q[-1, k]
             assert table[f"final_q[{name}]"][i] == r.q[-1, k]
         kinds = r.event_kind_names().tolist()
@@ -284,7 +286,7 @@ def test_resume_reruns_exactly_the_deleted_and_the_corrupted_run(local, tmp_path
     # the reused rows carry the metrics recorded in their files, same as the first sweep
     first = summary_csv(src / "out" / "summary.csv")
     for x, y in zip(first, rows, strict=True):
-        for key in ("steps", "events_impact", "final_q[base_x]", "final_total_J"):
+        for key in ("steps", "events_impact", "final_q[chain/base_x]", "final_total_J"):
             assert x[key] == y[key]
 
 
@@ -359,7 +361,7 @@ scenario = "drop.toml"
     assert not (tmp_path / "o" / "run-0001.h5").exists()
     for i in (0, 3):
         assert load_results(tmp_path / "o" / f"run-{i:04d}.h5").status == "complete"
-    assert rows[3]["final_q[base_z]"] != rows[0]["final_q[base_z]"]
+    assert rows[3]["final_q[chain/base_z]"] != rows[0]["final_q[chain/base_z]"]
 
 
 def test_ctrl_c_stops_the_sweep_and_keeps_every_finished_file(tmp_path):

@@ -29,7 +29,9 @@ from mbsim.simcore.contact_fused import ContactFuser, _impulses, least_norm_atte
 from mbsim.simcore.lcp import solve_lcp
 from mbsim.simcore.stepper import SimulationError
 from mbsim.simulator import Simulator
-from test_fast_step import _assert_same_runs, _with_output
+from whole_runs import assert_same_runs as _assert_same_runs
+from whole_runs import file_run
+from whole_runs import with_output as _with_output
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -44,16 +46,10 @@ def _cold_lcps(monkeypatch):
 
 def _file_run(sc, path, fused, monkeypatch):
     """(results, summary, compiled contact steps, handed back) of a whole run to ``path``."""
-    from mbsim.io.results.reader import load_results
-
-    with monkeypatch.context() as mp:
-        if not fused:
-            mp.setattr(ContactFuser, "eligible", staticmethod(lambda stepper: False))
-        sim = Simulator(sc)
-        summary = sim.run(out=path)
-    assert summary.status == "complete", summary.message
+    off = [] if fused else [(ContactFuser, "eligible", staticmethod(lambda stepper: False))]
+    res, summary, sim = file_run(sc, path, monkeypatch, off)
     f = sim.stepper._fused
-    return load_results(path), summary, f.steps, f.fallbacks
+    return res, summary, f.steps, f.fallbacks
 
 
 def _compare(sc, tmp_path, monkeypatch, min_fused: int):
@@ -99,6 +95,33 @@ def test_quadruped_standing_bit_for_bit(scene, tmp_path, monkeypatch):
     # benchmarks/bench_peers.py's scenes: a floating base on 4 feet, joint PD (implicit
     # gains), mu 0.8; a1 sphere feet, laikago convex mesh toes
     _compare(_stand(scene), tmp_path, monkeypatch, min_fused=400)
+
+
+@pytest.mark.parametrize("scene", ["panda-table", "a1-stand"])
+def test_warm_started_runs_bit_for_bit(scene, tmp_path, monkeypatch):
+    # with the warm start on (lcp/warm.py, the default) in both runs: the compiled step tries
+    # the store's remembered set first as chain._solve_warm does, and leaves the store as the
+    # Python path would, so the runs still agree bit for bit, and most steps of a resting
+    # contact take their answer from the guess (no pivot)
+    from mbsim.simcore.lcp import warm
+
+    monkeypatch.setattr(warm, "ENABLED", True)
+    if scene == "panda-table":
+        sc = load_scenario("sample:panda-table.toml", overrides={"simulation.duration": 0.4})
+    else:
+        sc = _stand(scene)
+    stores = []
+    real_init = Simulator.__init__
+
+    def keep_store(self, *a, **kw):
+        real_init(self, *a, **kw)
+        stores.append(self.stepper.formulation.warm)
+
+    monkeypatch.setattr(Simulator, "__init__", keep_store)
+    _compare(sc, tmp_path, monkeypatch, min_fused=150)
+    fused, python = stores
+    assert (fused.tried, fused.accepted) == (python.tried, python.accepted)
+    assert fused.accepted > 100, (fused.tried, fused.accepted)
 
 
 @pytest.mark.parametrize("k", [3, 5, 7])

@@ -7,8 +7,6 @@ the same order, so q and v must agree bit for bit over runs that go in and out o
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -18,6 +16,9 @@ from mbsim.samples.catalog import sample_path
 from mbsim.simcore.fast_step import FreeStepper
 from mbsim.simcore.joint_rows import q_of_v
 from mbsim.simulator import Simulator
+from whole_runs import assert_same_runs as _assert_same_runs
+from whole_runs import file_run
+from whole_runs import with_output as _with_output
 
 
 def _run(scenario, steps, fast, monkeypatch):
@@ -208,42 +209,12 @@ def test_joint_friction_takes_the_general_path():
 
 
 def _file_run(sc, path, loop, monkeypatch):
-    from mbsim.io.results.reader import load_results
+    """(results, summary, steps in the loop) of a whole run, with or without the loop."""
     from mbsim.simcore.free_loop import FreeLoop
 
-    with monkeypatch.context() as mp:
-        if not loop:
-            mp.setattr(FreeLoop, "eligible", staticmethod(lambda sim: False))
-        sim = Simulator(sc)
-        summary = sim.run(out=path)
-    assert summary.status == "complete", summary.message
-    return load_results(path), summary, sim._free_loop.steps
-
-
-def _assert_same_runs(a, b):
-    (ra, sa, _), (rb, sb, _) = a, b
-    for name in ("time", "step", "q", "v", "energy", "tau", "tau_limit", "body_pose"):
-        np.testing.assert_array_equal(getattr(ra, name), getattr(rb, name), err_msg=name)
-    for table in ("events", "contacts", "diagnostics"):
-        ta, tb = getattr(ra, table) or {}, getattr(rb, table) or {}
-        assert ta.keys() == tb.keys()
-        for col in ta:
-            if col != "step_seconds":
-                np.testing.assert_array_equal(ta[col], tb[col], err_msg=f"{table}/{col}")
-    da, db = sa.as_dict(), sb.as_dict()
-    for key in ("wall_seconds", "steps_per_second", "real_time_factor"):
-        da.pop(key), db.pop(key)
-    assert da == db
-    np.testing.assert_equal(ra.run_summary, rb.run_summary)  # NaN == NaN there
-
-
-def _with_output(sc, path):
-    import dataclasses
-
-    out = dataclasses.replace(sc.output, path=path)
-    if sc.source is not None and not Path(sc.source).is_file():  # made from text: no file
-        return dataclasses.replace(sc, output=out, source=None)
-    return dataclasses.replace(sc, output=out)
+    off = [] if loop else [(FreeLoop, "eligible", staticmethod(lambda sim: False))]
+    res, summary, sim = file_run(sc, path, monkeypatch, off)
+    return res, summary, sim._free_loop.steps
 
 
 def test_loop_pendulum_run_ending_in_contact_bit_for_bit(tmp_path, monkeypatch):

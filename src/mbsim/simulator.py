@@ -31,6 +31,7 @@ from mbsim.simcore.bilateral import (
     ConstraintError,
     closures_from_scenario,
 )
+from mbsim.simcore.contact_loop import EVENT_NAMES as CONTACT_EVENT_NAMES
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
 from mbsim.simcore.energy_sources import EnergyGains
@@ -44,7 +45,13 @@ from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
 from mbsim.simcore.lcp import dump_lcp
 from mbsim.simcore.lcp.budget import SolveInterrupted
 from mbsim.simcore.lcp.budget import limits as lcp_limits
-from mbsim.simcore.stepper import OSStepper, SimulationError, StepOptions, check_rk4_friction
+from mbsim.simcore.stepper import (
+    Impact,
+    OSStepper,
+    SimulationError,
+    StepOptions,
+    check_rk4_friction,
+)
 from mbsim.step_result import ContactPoint, Event, StepResult
 
 __all__ = ["ContactPoint", "Event", "RunSummary", "Simulator", "StepResult", "dof_index"]
@@ -747,7 +754,7 @@ class Simulator:
                     # _record counts the ended contacts of every step, none here: the key
                     # exists after any step
                     summary.events["contact_end"] = summary.events.get("contact_end", 0)
-                    self._loop_events(loop.events, writer, summary)
+                    self._loop_events(loop.events, writer, summary, loop.contact_events)
                     steps, qs, vs, es, ps, taus, flags, lcp = loop.records
                     if len(steps):
                         writer.append_free_steps(
@@ -755,6 +762,8 @@ class Simulator:
                             step_seconds=(_time.perf_counter() - t0) / n, tau=taus,
                             tau_limit=flags, lcp=lcp,
                         )  # fmt: skip
+                    if loop.contact_records is not None and writer is not None:
+                        self._write_loop_contacts(writer, *loop.contact_records)
                     if loop.why == LOOP_DIVERGED:  # the loop checked: the error is raised here
                         self._check_energy(e0)
                     if progress is not None:
@@ -804,12 +813,14 @@ class Simulator:
                     progress(self.step_index, n_steps, self.t, report.n_contacts)
                     last_progress = now
 
-    def _loop_events(self, events, writer, summary) -> None:
+    def _loop_events(self, events, writer, summary, contacts=None) -> None:
         """The events and summary entries of the compiled loop's event rows
         (``FreeLoop.events``, simcore/free_loop.py), each as the step-by-step run loop makes
         them for its step: the energy gains (``EnergyGains.add_step``, the kinetic energy at
         the step's end as :meth:`energy` computes it) and the limit_begin / limit_end events
-        (:meth:`limit_events_of`), counted and written at the step's time."""
+        (:meth:`limit_events_of`), counted and written at the step's time; and the loop's
+        contact event rows (``FreeLoop.contact_events``: :meth:`events_of`'s, simcore/
+        contact_loop.py), written with them in step order."""
         dt = self.options.dt
         rows, times, steps = [], [], []
         for step, kind, dofs, sides, imps, e_impacts, e_stab, q, v in events:
@@ -824,8 +835,58 @@ class Simulator:
                 rows += new
                 times += [t] * len(new)
                 steps += [step] * len(new)
-        if writer is not None:  # the rows of every step in one call
+        if contacts is not None:
+            ci, cf = contacts
+            kind = [CONTACT_EVENT_NAMES[k] for k in ci[:, 1].tolist()]
+            p, tangent = cf[:, 6].copy(), cf[:, 7:10].copy()
+            for r, name in enumerate(kind):
+                summary.events[name] = summary.events.get(name, 0) + 1
+                if name == "impact":  # Impact.records' split of the collision's impulse
+                    (imp,) = Impact.records([r], cf[:, 7:10], cf[:, 3:6], cf[:, 10], cf[:, 11],
+                                            float(cf[r, 12]), float(cf[r, 13]))  # fmt: skip
+                    p[r], tangent[r] = imp.normal_impulse, imp.tangent_impulse
+                    summary.energy_gains += imp.energy_after > imp.energy_before
+        if writer is None:
+            return
+        if contacts is None:  # the rows of every step in one call
             self._write_limit_events(writer, rows, times, steps)
+            return
+        body_a, body_b, point, normal = ci[:, 2], ci[:, 3], cf[:, 0:3], cf[:, 3:6]
+        vb, va, eb, ea, at = cf[:, 10], cf[:, 11], cf[:, 12], cf[:, 13], ci[:, 0]
+        if rows:  # limit rows of other steps: all in step order (never two kinds in a step)
+            lk, _dof, _side, lp, lb, lpar, lpt, ln = zip(*rows, strict=True)
+            kind = list(lk) + kind
+            body_a = np.concatenate([np.array(lb, np.int64), body_a])
+            body_b = np.concatenate([np.array(lpar, np.int64), body_b])
+            point = np.concatenate([np.array(lpt), point])
+            normal = np.concatenate([np.array(ln), normal])
+            p = np.concatenate([np.array(lp, np.float64), p])
+            tangent = np.concatenate([np.zeros((len(rows), 3)), tangent])
+            nan = np.full(len(rows), np.nan)
+            vb, va = np.concatenate([nan, vb]), np.concatenate([nan, va])
+            eb, ea = np.concatenate([nan, eb]), np.concatenate([nan, ea])
+            at = np.concatenate([np.array(steps, np.int64), at])
+            order = np.argsort(at, kind="stable")
+            kind = [kind[i] for i in order]
+            body_a, body_b, point = body_a[order], body_b[order], point[order]
+            normal, p, tangent, at = normal[order], p[order], tangent[order], at[order]
+            vb, va, eb, ea = vb[order], va[order], eb[order], ea[order]
+        writer.append_events(
+            time=at * dt, step=at, kind=kind, body_a=body_a, body_b=body_b, point=point,
+            normal=normal, normal_impulse=p, tangent_impulse=tangent,
+            normal_velocity_before=vb, normal_velocity_after=va, energy_before=eb,
+            energy_after=ea,
+        )  # fmt: skip
+
+    def _write_loop_contacts(self, writer, ci, cf) -> None:
+        """The compiled loop's recorded contact rows (``FreeLoop.contact_records``), as
+        :meth:`_record` writes a recorded step's contacts."""
+        writer.append_contacts(
+            time=ci[:, 0] * self.options.dt, step=ci[:, 0], body_a=ci[:, 1], body_b=ci[:, 2],
+            point=cf[:, 0:3], normal=cf[:, 3:6], normal_impulse=cf[:, 6],
+            tangent_impulse=cf[:, 7:10], normal_velocity_before=np.nan,
+            normal_velocity_after=np.nan, gap=cf[:, 10],
+        )  # fmt: skip
 
     def _kinetic(self, q, v) -> float:
         """The kinetic energy (J) at (q, v), as :meth:`energy` computes it for the state."""

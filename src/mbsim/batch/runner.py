@@ -52,14 +52,13 @@ def outcome(status: str, message: str, metrics: dict | None = None) -> dict:
 
 
 def _coordinate_names(model, names, first, counts) -> list[str]:
-    """Column names of q or v; qualified as ``tree:name`` when two trees share a name (not
-    ``tree/name``: a slash would make a subgroup of an HDF5 dataset name)."""
-    trees = [model.tree_names[model.tree_of[i]] for i in range(model.nb) for _ in range(counts[i])]
-    order = [k for i in range(model.nb) for k in range(first[i], first[i] + counts[i])]
-    plain = [names[k] for k in order]
-    if len(set(plain)) == len(plain):
-        return plain
-    return [f"{t}:{n}" for t, n in zip(trees, plain, strict=True)]
+    """Column names of q or v: ``tree/name``, as the scenario and every other output name a
+    coordinate (io/results/labels.py; summary.h5 escapes the slash in its dataset names)."""
+    return [
+        f"{model.tree_names[model.tree_of[i]]}/{names[k]}"
+        for i in range(model.nb)
+        for k in range(first[i], first[i] + counts[i])
+    ]
 
 
 def _f(x) -> float:

@@ -6,9 +6,9 @@ per varied parameter (its dotted key), ``wall_s``, ``cpu_s``, ``steps``, ``sim_t
 ``impacts_gaining_energy``, ``recovery_softened_steps``, ``energy_gain_steps_<source>`` and
 ``energy_gain_J_<source>`` for each energy source (impacts, stabilisation, closures),
 ``final_kinetic_J``, ``final_potential_J``, ``final_total_J``, ``energy_change_J``,
-``final_q[name]`` and ``final_v[name]`` for every coordinate met, ``message``, ``reused`` and
-``identity``. A value a run does not have (a run that never started) is empty in the CSV, NaN
-(floats), -1 (integers) or "" (text) in HDF5.
+``final_q[tree/name]`` and ``final_v[tree/name]`` for every coordinate met, ``message``,
+``reused`` and ``identity``. A value a run does not have (a run that never started) is empty
+in the CSV, NaN (floats), -1 (integers) or "" (text) in HDF5.
 
 Both files are written to a temporary name and renamed into place, so a reader never sees a
 half-written summary; ``summary.h5`` says in ``sweep_status`` whether the sweep finished.

@@ -27,9 +27,13 @@ order, so the two agree bit for bit; tests/test_contact_fused.py compares whole 
    kinetic energy before and after (``energy_impacts`` in the metric M + armature); then the
    free motion from v_c by ABA, as ``OS.solve`` recomputes it; the step's LCP of Eq. 53
    (``contact.contact_lcp``): q = D^T (v_u(v_f) + g_v n);
-6. its solve: the whole first attempt of ``lcp.chain.solve_lcp`` (:func:`least_norm_attempt`
-   for the "least_norm" selection: ``chain.lemke_regularised``'s Lemke on M + delta I, the
-   least-change polish, the active-set corrections and the restricted LCP;
+6. its solve, as ``lcp.chain.solve_lcp`` solves an LCP that does not split: with the warm start
+   on (lcp/warm.py, the OS formulation's store), the active set remembered for its size first
+   (``chain._warm_attempt``: ``warm.guess_kernel``, the same acceptance test; the wrapper
+   hands the set in and puts the new one back only when the step is kept, so the store ends
+   as the Python path leaves it); else the whole first attempt of the chain
+   (:func:`least_norm_attempt` for the "least_norm" selection: ``chain.lemke_regularised``'s
+   Lemke on M + delta I, the least-change polish, the active-set corrections and the restricted LCP;
    :func:`vertex_attempt` for "vertex": lexicographic Lemke), every candidate verified by the
    acceptance test of lcp/problem.py; the Lemke paths take the Python path's pivot cap
    (``lemke.default_max_pivots``, read by :func:`pivot_caps`);
@@ -93,13 +97,15 @@ from mbsim.simcore.kinematics import (
     relative_velocity_sums_kernel,
 )
 from mbsim.simcore.lcp import budget
+from mbsim.simcore.lcp import warm as warm_start
 from mbsim.simcore.lcp.chain import ACTIVE_SET_FIXES, LSTSQ_RCOND
 from mbsim.simcore.lcp.islands import _component_labels
 from mbsim.simcore.lcp.lemke import _SOLVED, REFACTOR_EVERY, ZERO_REL, _lemke_once
 from mbsim.simcore.lcp.lstsq import active_set_least_change
-from mbsim.simcore.lcp.problem import (
-    _snap_kernel,
-)
+from mbsim.simcore.lcp.problem import _inf_norm, _snap_kernel
+from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
+from mbsim.simcore.lcp.warm import CANDIDATE, guess_kernel
+from mbsim.simcore.lcp.warm import ROUNDS as WARM_ROUNDS
 from mbsim.simcore.limit_step import (
     SOLVER_NAMES,
     _armature_energy,
@@ -117,6 +123,9 @@ OK, FALLBACK, IMPACT = 0, 1, 2
     I_DEMANDS, I_DEEPEST, I_PIVOTS, I_RESIDUAL, I_SOLVER, I_E_STAB, I_IMPACT, I_E_IMPACTS,
     I_KE_BEFORE, I_KE_AFTER,
 ) = range(10)  # fmt: skip
+#: the slots of :func:`contact_step_kernel`'s ``wstate`` (the warm start, lcp/warm.py): the
+#: length of the remembered set in ``wset`` (-1: none), the guesses tried and accepted
+W_LEN, W_TRIED, W_ACCEPTED = range(3)
 #: the largest nf + 1 whose F = D beta the kernel sums in numpy einsum's order (checked)
 MAX_K = 7
 
@@ -342,10 +351,49 @@ def _trees_apart(parent, body_a, body_b):
 
 
 @njit(cache=True)
-def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, z):
+def _warm_attempt(M, q, least_norm, tol_rel, wset, wstate, z, w):
+    """``chain._warm_attempt`` for the unsplit LCP (M, q): the active set the stepper's warm
+    store remembers under (n, None) (``wset[:wstate[W_LEN]]``), solved and corrected by
+    ``warm.guess_kernel`` with the chain's delta (LEAST_NORM_DELTA ||M||_inf in the
+    least-norm selection, 0 in the vertex one), accepted by the chain's acceptance test.
+    Returns (accepted, worst residual); accepted, z holds the answer and wset the set it
+    ended with (``finals[key]``), and the counters W_TRIED, W_ACCEPTED in wstate go up as
+    the store's ``tried`` and ``accepted`` do."""
+    n = q.shape[0]
+    wstate[W_TRIED] += 1
+    delta = 0.0
+    if least_norm:
+        mscale = _inf_norm(M)
+        if not (mscale > 0.0 and np.isfinite(mscale)):
+            mscale = 1.0
+        delta = LEAST_NORM_DELTA * mscale
+    final = np.empty(n, dtype=np.int64)
+    S = wset[: wstate[W_LEN]].copy()
+    code, ns, _rounds = guess_kernel(
+        M, q, S, delta, least_norm, tol_rel, LSTSQ_RCOND, WARM_ROUNDS, ACTIVE_SET_FIXES, z,
+        final,
+    )  # fmt: skip
+    if code != CANDIDATE:
+        return False, np.inf
+    ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
+    if not ok:
+        return False, np.inf
+    wstate[W_ACCEPTED] += 1
+    for a in range(ns):
+        wset[a] = final[a]
+    wstate[W_LEN] = ns
+    return True, worst
+
+
+@njit(cache=True)
+def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, wset, wstate, z):
     """The contact LCP of Eq. 53 (``contact.contact_lcp``; the sigma rows' q the friction
-    budget, empty for none) for row velocities vu (nu, 3), solved by the chain's first
-    attempt. Returns (accepted, pivots, worst residual, solver code); z gets [beta; sigma]."""
+    budget, empty for none) for row velocities vu (nu, 3), solved as ``chain.solve_lcp``
+    solves an LCP that does not split: with ``warm`` (the stepper's warm store is on), the
+    remembered set first when there is one (:func:`_warm_attempt`; ``wstate[W_LEN]`` < 0:
+    none), else the chain's first attempt, whose answer's rows with z > 0 are then remembered
+    (``WarmStart.remember``). Returns (accepted, pivots, worst residual, solver code); z gets
+    [beta; sigma]."""
     nu, _, k = D.shape
     n = nu * (k + 1)
     M = np.zeros((n, n))
@@ -354,11 +402,25 @@ def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, z):
     for i in range(budget.shape[0]):
         q[nu * k + i] = budget[i]
     w = np.empty(n)
+    code = 1 if least_norm else 0
+    if n > 1 and _component_labels(M, np.empty(n, dtype=np.int64)) > 1:
+        return False, 0, np.inf, code  # islands: solved block by block, each its own key
+    if warm and wstate[W_LEN] >= 0:
+        ok, worst = _warm_attempt(M, q, least_norm, tol_rel, wset, wstate, z, w)
+        if ok:
+            return True, 0, worst, code
     if least_norm:
         ok, pivots, worst = least_norm_attempt(M, q, tol_rel, caps, z, w)
-        return ok, pivots, worst, 1
-    ok, pivots, worst = vertex_attempt(M, q, tol_rel, caps, z, w)
-    return ok, pivots, worst, 0
+    else:
+        ok, pivots, worst = vertex_attempt(M, q, tol_rel, caps, z, w)
+    if ok and warm:
+        ns = 0
+        for i in range(n):
+            if z[i] > 0.0:
+                wset[ns] = i
+                ns += 1
+        wstate[W_LEN] = ns
+    return ok, pivots, worst, code
 
 
 @njit(cache=True, inline="always")
@@ -383,7 +445,8 @@ def contact_step_kernel(
     body_a, local_a, body_b, local_b, normal, gap, radius_a, radius_b, mu, eps, cos_a, sin_a,
     q_pos, v, tau, qdd, dt, stabilization, max_recovery_speed, use_floor, gap_floor,
     curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm, tol_rel, caps,
-    v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
+    warm, wset, wstate, v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after,
+    p_impact, info,
 ):  # fmt: skip
     """One contact step from the contact set to v+ (module docstring, stages 1-8), at the
     kinematics and articulated factorisation of q that ABA at (q_pos, v) under the joint
@@ -457,7 +520,9 @@ def contact_step_kernel(
             parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v, bv
         )
         zc = np.empty(nu * (k + 1))
-        ok, _p, _w, _s = _solve_rows(W, D, mu, vu, no_budget, least_norm, tol_rel, caps, zc)
+        ok, _p, _w, _s = _solve_rows(
+            W, D, mu, vu, no_budget, least_norm, tol_rel, caps, warm, wset, wstate, zc
+        )
         if not ok:
             return FALLBACK
         Fc = np.empty((nu, 3))
@@ -486,7 +551,9 @@ def contact_step_kernel(
             relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_t, body_a, local_a,
                                        body_b, local_b, vu)  # fmt: skip
             zd = np.empty(nu * (k + 1))
-            ok, _p, _w, _s = _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, zd)
+            ok, _p, _w, _s = _solve_rows(
+                W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, wset, wstate, zd
+            )
             if not ok:
                 return FALLBACK
             Fd = np.empty((nu, 3))
@@ -528,8 +595,9 @@ def contact_step_kernel(
     for i in range(nu):
         for c in range(3):
             vu[i, c] = vu[i, c] + gv[i] * normal[i, c]
-    ok, pivots, worst, solver = _solve_rows(W, D, mu, vu, no_budget, least_norm, tol_rel, caps,
-                                            z)  # fmt: skip
+    ok, pivots, worst, solver = _solve_rows(
+        W, D, mu, vu, no_budget, least_norm, tol_rel, caps, warm, wset, wstate, z
+    )
     if not ok:
         if colliding:  # the Data arrays back at (q, v), as the Python path starts from them
             aba_kernel(
@@ -648,9 +716,10 @@ class ContactFuser:
             self._max_rows, self._caps = pivot_caps()
             self._settings = settings
 
-    def _arguments(self, q, v, tau, c, qdd, mu, eps) -> tuple:
+    def _arguments(self, q, v, tau, c, qdd, mu, eps, warm, wset, wstate) -> tuple:
         """The arguments of :func:`contact_step_kernel` for the contacts ``c`` (pair
-        parameters mu, eps), its eleven outputs last (fresh arrays)."""
+        parameters mu, eps; the warm start's flag, set and state), its eleven outputs last
+        (fresh arrays)."""
         nu = len(c.gap)
         k = self._k
         ra, rb = getattr(c, "radius_a", None), getattr(c, "radius_b", None)
@@ -666,8 +735,8 @@ class ContactFuser:
         return (
             *self._head, _i64(c.body_a), _f64(c.local_a), _i64(c.body_b), _f64(c.local_b),
             _f64(c.normal), _f64(c.gap), _f64(ra), _f64(rb), _f64(mu), _f64(eps), *self._angles,
-            _f64(q), _f64(v), _f64(tau), _f64(qdd), *self._opts, self._caps, v_new, v_start, z,
-            fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
+            _f64(q), _f64(v), _f64(tau), _f64(qdd), *self._opts, self._caps, warm, wset, wstate,
+            v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
         )  # fmt: skip
 
     def signature(self) -> tuple:
@@ -684,7 +753,10 @@ class ContactFuser:
             local_b=np.zeros((1, 3)), normal=np.zeros((1, 3)), gap=np.zeros(1),
         )  # fmt: skip
         q, v = np.zeros(self.s.model.nq), np.zeros(nv)
-        args = self._arguments(q, v, np.zeros(nv), one, np.zeros(nv), np.zeros(1), np.zeros(1))
+        args = self._arguments(
+            q, v, np.zeros(nv), one, np.zeros(nv), np.zeros(1), np.zeros(1), False,
+            np.zeros(0, np.int64), np.array([-1, 0, 0], dtype=np.int64),
+        )  # fmt: skip
         self._model = None  # bound again at the first step, which waits for the helper first
         return tuple(typeof(a) for a in args)
 
@@ -723,7 +795,19 @@ class ContactFuser:
             return None
         mu, eps = s._pair_params(c)
         v = _f64(v)
-        args = self._arguments(q, v, tau, c, qdd, mu, eps)
+        # the OS formulation's warm store (lcp/warm.py): every LCP of the step is unsplit and
+        # of the same n, so one key (chain._solve_warm); its set is kept only if the step is
+        store = getattr(s.formulation, "warm", None)
+        warm = store is not None and warm_start.ENABLED
+        key = (nu * k + nu, None)
+        wset = np.empty(nu * k + nu, dtype=np.int64)
+        wstate = np.array([-1, 0, 0], dtype=np.int64)
+        if warm:
+            S = store.guess(key)
+            if S is not None:
+                wset[: S.size] = S
+                wstate[W_LEN] = S.size
+        args = self._arguments(q, v, tau, c, qdd, mu, eps, warm, wset, wstate)
         code = contact_step_kernel(*args)
         v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info = args[
             -11:
@@ -732,6 +816,10 @@ class ContactFuser:
             self.fallbacks += 1
             return None
         self.steps += 1
+        if warm:  # what chain._solve_warm did to the store over the step's LCPs
+            store.tried += int(wstate[W_TRIED])
+            store.accepted += int(wstate[W_ACCEPTED])
+            store.remember(key, z, wset[: wstate[W_LEN]].copy())
         s._contacts = c  # as the Python path leaves it (the rows of a failure message)
         report = StepReport(contacts=c, n_contacts=nu)
         report.max_penetration = float(max(0.0, -info[I_DEEPEST]))

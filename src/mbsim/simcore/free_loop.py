@@ -1,4 +1,4 @@
-"""A compiled loop of free steps: up to K steps of the run loop in one numba call.
+"""A compiled loop of steps: up to K free, joint-limit or contact steps of the run loop in one call.
 
 The run loop (:meth:`mbsim.Simulator.run`) takes one step at a time through Python: the
 stepper, the compiled free step (fast_step.py), collision detection, the run loop's own
@@ -21,7 +21,9 @@ limit_step.LimitStepper.step for the steps it hands on):
    shape whose bounding sphere comes within the margin of a ground half-space. These are the
    narrowphase's own first rejections (collision/narrowphase.py), so a step the loop takes
    is one in which detection finds no contact; a step it stops at may still find none, and
-   then Python takes it as a free step;
+   then Python takes it as a free step. With the contact stage (``cl``, contact_loop.py) it
+   does not stop there: the step's free motion (steps 3-4) is followed by the detection and,
+   with contacts, the compiled contact step (step 4b), so contact steps too run in the loop;
 3. tau = -D v + tau_a, as ``OSStepper._joint_forces`` computes it: tau_a the scenario's
    actuators (position, velocity and torque modes on their signals, gravity compensation,
    constant forces, the URDF effort clamp) by the same compiled law as the step-by-step path
@@ -39,7 +41,16 @@ limit_step.LimitStepper.step for the steps it hands on):
    same arguments), v+ = v + dt qdd, q+ = q (+) dt v+ (``integrate_kernel``): the operations
    of ``free_step_kernel``, in its order, so the loop agrees bit for bit with the step-by-step
    path (tests/test_fast_step.py compares whole runs);
-5. a non-finite state or |v+| > max_speed: stop (Python's path raises the error); a limit
+4b. with the contact stage and a pair that may touch: the step's contacts
+   (``contact_loop.contact_set``; a pair it cannot take: stop) and, with any, the compiled
+   contact step (``contact_loop.fused_step``: ``contact_step_kernel`` as ContactFuser.step
+   calls it; a step it does not decide, joint rows or acting limits with the contacts, or an
+   impulse that moves an implicit force across its effort: stop), v+ its answer; the contact
+   events (``contact_loop.record_events``, Simulator.events_of's rule, also for the first
+   step without contact after one) and, recorded, its contact rows and diagnostics; an energy
+   share above ``GAIN_TOL_ABS`` leaves a GAIN event row (step 5c);
+5. a non-finite state, |v+| > max_speed or (a contact step) a penetration above
+   ``max_penetration``: stop (Python's path raises the error); a limit
    the step would reach (``limit_rows_needed(q, v, v+)``): a limit step (5b) or stop;
 5b. a limit step: the step is taken again from (q, v, tau) by
    :func:`~mbsim.simcore.limit_step.limit_step_kernel`, the function the step-by-step path
@@ -81,7 +92,7 @@ from numba import njit
 
 from mbsim.collision.broadphase import AabbBroadphase, aabb_candidates
 from mbsim.collision.prefilter import above_halfspace, spheres_apart
-from mbsim.collision.scene import shape_poses
+from mbsim.collision.scene import Contacts, shape_poses
 from mbsim.collision.table import BODY
 from mbsim.control.actuator_law import (
     CHECK,
@@ -90,6 +101,26 @@ from mbsim.control.actuator_law import (
     SETTLE_FREE_PASSES,
     actuator_forces_kernel,
     settle_effort,
+)
+from mbsim.simcore import warmup
+from mbsim.simcore.contact_fused import I_DEEPEST as C_DEEPEST
+from mbsim.simcore.contact_fused import I_E_IMPACTS as C_E_IMPACTS
+from mbsim.simcore.contact_fused import I_E_STAB as C_E_STAB
+from mbsim.simcore.contact_fused import I_IMPACT as C_IMPACT
+from mbsim.simcore.contact_fused import I_KE_AFTER as C_KE_AFTER
+from mbsim.simcore.contact_fused import I_KE_BEFORE as C_KE_BEFORE
+from mbsim.simcore.contact_fused import I_PIVOTS as C_PIVOTS
+from mbsim.simcore.contact_fused import I_RESIDUAL as C_RESIDUAL
+from mbsim.simcore.contact_fused import I_SOLVER as C_SOLVER
+from mbsim.simcore.contact_loop import (
+    MAX_CONTACTS,
+    ContactStage,
+    contact_set,
+    fused_step,
+    keep_last,
+    record_contacts,
+    record_events,
+    remember,
 )
 from mbsim.simcore.dynamics import (
     aba_accel_kernel,
@@ -125,8 +156,12 @@ from mbsim.simcore.limit_step import (
 )
 
 #: why :func:`free_run_kernel` stopped before its step budget (its second result); DIVERGED:
-#: after a step whose energy check failed (module docstring, step 8)
-DONE, LIMIT, CONTACT, BAD, DIVERGED = 0, 1, 2, 3, 4
+#: after a step whose energy check failed (module docstring, step 8); BUFFERS: the contact
+#: event or contact row buffers could not hold another step (the next call goes on)
+DONE, LIMIT, CONTACT, BAD, DIVERGED, BUFFERS = 0, 1, 2, 3, 4, 5
+#: whether the loop takes contact steps too (contact_loop.py; False: it stops at them, for
+#: benchmarks and tests)
+CONTACT_STEPS = True
 #: the bits of an event row's kind (module docstring, step 5c): the limits acting changed
 #: (limit_begin / limit_end events), a source's energy share exceeds GAIN_TOL_ABS
 LIMITS, GAIN = 1, 2
@@ -226,7 +261,7 @@ def free_run_kernel(
     ls_upper, ls_eps, ls_qi, ls_vi, ls_margin, stabilization, max_recovery_speed,
     impact_velocity, tol_rel, least_norm, active, n_active, ls_dof, ls_side, ls_imp, ls_info,
     ls_vstart, ls_stats, limit_min, rec_lcp, rec_solver, ev_step, ev_kind, ev_n, ev_dof,
-    ev_side, ev_imp, ev_gain, ev_q, ev_v, check_every, e_bound, e_now,
+    ev_side, ev_imp, ev_gain, ev_q, ev_v, check_every, e_bound, e_now, cl,
 ):  # fmt: skip
     """Up to ``n_max`` free or joint-limit steps from (q, v), updated in place (module
     docstring). Returns (steps taken, why it stopped: DONE, LIMIT, CONTACT or BAD, rows
@@ -247,6 +282,13 @@ def free_run_kernel(
     rcbias, dynamics.energy_kernel and kinematics.body_poses_kernel)."""
     nrec = 0
     nev = np.int64(0)  # not a literal: one compile of _event_row
+    touch = False
+    if cl is not None:  # the contact stage (contact_loop.ContactStage.arrays)
+        (
+            _cd, _ch, act_pf, act_is, last_i, last_v, last_f, cinfo, cst, ev_ci, ev_cf, rc_i,
+            rc_f, rec_cd, cstats, gi, max_pen, e_ints, e_vecs, e_f, e_f3, e_b, warm, wsets,
+            wlens, worder, wmeta, max_blocks,
+        ) = cl  # fmt: skip
     nv = v.shape[0]
     nq = q.shape[0]
     a0 = np.zeros(6)
@@ -268,8 +310,19 @@ def free_run_kernel(
                 bp_index, bp_moving, bp_mrow, bp_mindex, bp_msphere, bp_msize, bp_moffset, Rw,
                 pw, bp_lo, bp_hi, bp_out,
             )  # fmt: skip
-            if _may_touch(pairs, allowed, si, sf, bc, ground, reach):
+            touch = _may_touch(pairs, allowed, si, sf, bc, ground, reach)
+            if touch and cl is None:
                 return step, CONTACT, nrec, nev
+        nc = 0
+        had = False
+        if cl is not None:  # contact steps in the loop (contact_loop.py); pruned without
+            had = cst[1] > 0  # the last step had contacts: Python's general path's step
+            if (touch or had) and (near or n_active):
+                return step, CONTACT, nrec, nev  # joint rows or limit events with contacts
+            if cst[2] + 3 * MAX_CONTACTS > ev_ci.shape[0] or cst[3] + MAX_CONTACTS > rc_i.shape[0]:
+                return step, BUFFERS, nrec, nev
+            c_ints, c_vecs, c_gap, c_fn, c_tan, c_sl = e_ints, e_vecs, e_f, e_f, e_f3, e_b
+            c_ra, c_rb, c_hit, c_vb, c_va, c_pi = e_f, e_f, e_b, e_f, e_f, e_f3
         if act_on:
             # the actuators of step k0 + step at t = (k0 + step) dt (control/actuator_law.py);
             # the gravity torque as Actuators.forces computes it, in the actuators' own Data
@@ -325,6 +378,36 @@ def free_run_kernel(
             for i in range(nv):  # OSStepper._saturated: the new force and diagonal
                 armature[i] = base_armature[i] + dt * act_gain[i]
                 tau[i] = -damping[i] * v[i] + act_tau[i]
+        pen = 0.0
+        if cl is not None:
+            if touch:  # the step's contacts and, with any, its contact step (contact_loop.py)
+                nc, c_ints, c_vecs, c_gap, c_ra, c_rb = contact_set(
+                    pairs, Rw, pw, bc, R_world, p_world, cl[0]
+                )
+                if nc < 0:
+                    return step, CONTACT, nrec, nev  # a pair Python's detection must take
+                if nc > 0:
+                    if lim_on and limit_rows_needed(
+                        lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
+                    ):
+                        return step, CONTACT, nrec, nev  # joint rows with the contacts
+                    (
+                        ccode, c_z, c_fn, c_tan, c_sl, c_hit, c_vb, c_va, c_pi, c_wset,
+                        c_wstate,
+                    ) = fused_step(
+                        cl[1], c_ints, c_vecs, c_gap, c_ra, c_rb, q, v, tau, qdd, v_new, cinfo,
+                        warm, wsets, wlens,
+                    )  # fmt: skip
+                    if ccode != 0:
+                        return step, CONTACT, nrec, nev  # Python's contact step decides
+                    if saturable is not None:
+                        if settle and settle_effort(
+                            act_tau0, act_gain0, limited, effort, v, v_new, act_tau, act_gain,
+                            act_flags, CHECK,
+                        ):  # fmt: skip
+                            return step, CONTACT, nrec, nev  # an impulse crossed an effort
+                    deepest = cinfo[C_DEEPEST]
+                    pen = -deepest if -deepest > 0.0 else 0.0
         if not near:
             integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
             for i in range(nq):
@@ -333,10 +416,16 @@ def free_run_kernel(
             for i in range(nv):
                 if not np.isfinite(v_new[i]) or abs(v_new[i]) > max_speed:
                     return step, BAD, nrec, nev
-            if lim_on and limit_rows_needed(
-                lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
+            if nc > 0 and pen > max_pen:
+                return step, BAD, nrec, nev  # Python's step raises the penetration error
+            if (
+                nc == 0
+                and lim_on
+                and limit_rows_needed(
+                    lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
+                )
             ):
-                if ls_on is None:
+                if ls_on is None or had:  # after a contact step: Python's general path
                     return step, LIMIT, nrec, nev
                 at_stop = True
         code = -1
@@ -381,6 +470,21 @@ def free_run_kernel(
         # step 5c: the event row (module docstring); numba prunes it with ls_on None: no
         # limit acts then (FreeLoop.ready), so none can end, and none can begin without a
         # limit step
+        if cl is not None:
+            if nc > 0 and not (
+                cinfo[C_E_IMPACTS] <= GAIN_TOL_ABS and cinfo[C_E_STAB] <= GAIN_TOL_ABS
+            ):
+                kind |= GAIN  # the contact step's energy shares, in the limit step's slots
+                gi[I_ROWS] = 0.0
+                gi[I_E_IMPACTS] = cinfo[C_E_IMPACTS]
+                gi[I_E_STAB] = cinfo[C_E_STAB]
+                n_active = _event_row(
+                    nev, k0 + step + 1, kind, True, gi, ls_dof, ls_side, ls_imp, limit_min,
+                    active, n_active, q_new, v_new, ev_step, ev_kind, ev_n, ev_dof, ev_side,
+                    ev_imp, ev_gain, ev_q, ev_v,
+                )  # fmt: skip
+                nev += 1
+                kind = 0
         if ls_on is not None:
             if kind:
                 n_active = _event_row(
@@ -401,6 +505,26 @@ def free_run_kernel(
                 last_flags[i] = act_flags[i]
                 sat = sat or act_flags[i] != 0
             saturated[0] += sat
+        if cl is not None:
+            if nc > 0:
+                cst[4] += 1  # contact steps taken
+                if warm:  # the warm start's store, as ContactFuser.step updates it
+                    remember(
+                        c_z.shape[0], c_wset, c_wstate, wsets, wlens, worder, wmeta, max_blocks
+                    )
+                if pen > cstats[0]:
+                    cstats[0] = pen
+                if cinfo[C_RESIDUAL] > cstats[1]:
+                    cstats[1] = cinfo[C_RESIDUAL]
+            if nc > 0 or had:  # the contact events of the step (Simulator.events_of)
+                cst[2], cst[0] = record_events(
+                    k0 + step + 1, nc, c_ints, c_vecs, c_fn, c_tan, c_sl,
+                    nc > 0 and cinfo[C_IMPACT] != 0.0, c_hit, c_pi, c_vb, c_va,
+                    cinfo[C_KE_BEFORE], cinfo[C_KE_AFTER], act_pf, act_is, cst[0], last_i,
+                    last_v, ev_ci, ev_cf, cst[2],
+                )  # fmt: skip
+                keep_last(nc, c_ints, c_vecs, c_gap, c_ra, c_rb, last_i, last_v, last_f)
+                cst[1] = nc
         for i in range(nq):
             q[i] = q_new[i]
         for i in range(nv):
@@ -447,6 +571,17 @@ def free_run_kernel(
                 rec_lcp[nrec, 1] = 0.0
                 rec_lcp[nrec, 2] = 0.0
                 rec_solver[nrec] = 0
+            if cl is not None:  # a contact step's diagnostics and contact rows
+                rec_cd[nrec, 0] = nc
+                rec_cd[nrec, 1] = pen
+                if nc > 0:
+                    rec_lcp[nrec, 0] = c_z.shape[0]
+                    rec_lcp[nrec, 1] = cinfo[C_PIVOTS]
+                    rec_lcp[nrec, 2] = cinfo[C_RESIDUAL]
+                    rec_solver[nrec] = 1 + int(cinfo[C_SOLVER])
+                    cst[3] = record_contacts(
+                        k0 + step + 1, nc, c_ints, c_vecs, c_gap, c_fn, c_tan, rc_i, rc_f, cst[3]
+                    )
             nrec += 1
         if check and not e_now[2] <= e_bound:  # step 8: Simulator._check_energy fails
             return step + 1, DIVERGED, nrec, nev
@@ -469,7 +604,16 @@ class FreeLoop:
         self.events: list = []
         self.steps = 0  # steps taken in the loop (for profiles and tests)
         self.limit_steps = 0  # of which joint-limit steps (limit_step.py)
+        self.contact_steps = 0  # of which contact steps (contact_loop.py)
         self.why = DONE  # why the last advance stopped (free_run_kernel's codes)
+        #: the contact event rows of the last advance ((rows, 4) step, kind index of
+        #: contact_loop.EVENT_NAMES, body_a, body_b; (rows, 10) mid point, normal, normal
+        #: impulse, tangent impulse), or None; and its recorded contact rows ((rows, 3)
+        #: step, body_a, body_b; (rows, 11) mid point, normal, normal and tangent impulse,
+        #: gap), or None
+        self.contact_events = None
+        self.contact_records = None
+        self._stage = None
 
     @staticmethod
     def eligible(sim) -> bool:
@@ -492,12 +636,32 @@ class FreeLoop:
         rule; a contact still counted active by the event bookkeeping, or a limit when the
         loop may not take limit steps)."""
         s = self.sim
+        if not self.eligible(s) or (s._limits_active and not LimitStepper.eligible(s.stepper)):
+            return False
+        had = s.stepper._fast._last_had_contact
+        if not had and not s._active:
+            return True
+        # after a contact step: the loop's contact stage takes the next steps, when it may
+        prev = s._prev_contacts
         return (
-            not s.stepper._fast._last_had_contact
-            and not s._active
-            and (not s._limits_active or LimitStepper.eligible(s.stepper))
-            and self.eligible(s)
+            had == bool(s._active)
+            and isinstance(prev, Contacts)
+            and len(prev) <= MAX_CONTACTS
+            and self._contact_stage() is not None
         )
+
+    def _contact_stage(self):
+        """The loop's contact stage (contact_loop.ContactStage) when the loop may take
+        contact steps (``CONTACT_STEPS`` and ``ContactStage.eligible``), else None."""
+        s = self.sim
+        if not CONTACT_STEPS or not ContactStage.eligible(s):
+            return None
+        st = s.stepper
+        key = (st, s.model, st.data, st.opt, st.collision)
+        g = self._stage
+        if g is None or any(a is not b for a, b in zip(g.key, key, strict=True)) or not g.current():
+            g = self._stage = ContactStage(s)
+        return g
 
     def _bind(self) -> None:
         s = self.sim
@@ -647,6 +811,10 @@ class FreeLoop:
             active[2 * dof + (0 if side > 0 else 1)] = 1
         stats = self._ls_stats
         stats[:] = 0.0
+        stage = self._contact_stage()
+        cl = None if stage is None else stage.arrays(s, summary, n_max, rows)
+        if cl is not None:
+            warmup.wait()  # the loop calls the contact step: a helper may be compiling it
         n, why, nrec, nev = free_run_kernel(
             *self._model_args, *self._data_args, *self._lim_args, *self._coll_args, *self._vl,
             self._best, self._dof, int(every), k0, *self._rec_args, bool(poses),
@@ -657,9 +825,13 @@ class FreeLoop:
             float(o.stabilization), float(o.max_recovery_speed), float(o.impact_velocity),
             float(o.lcp_tol_rel), o.lcp_selection == "least_norm", active,
             len(s._limits_active), *self._ls_out, stats, LIMIT_IMPULSE_MIN, self._rec_lcp,
-            self._rec_solver, *self._ev, int(check_every), float(e_bound), self._e_now,
+            self._rec_solver, *self._ev, int(check_every), float(e_bound), self._e_now, cl,
         )  # fmt: skip
         self.why = int(why)
+        csteps = 0
+        self.contact_events = self.contact_records = None
+        if stage is not None:
+            csteps, self.contact_events, self.contact_records = stage.results(s, n, summary)
         e = self._ev
         self.events = [
             (int(e[0][i]), int(e[1][i]), e[3][i, : e[2][i]].tolist(), e[4][i, : e[2][i]].tolist(),
@@ -668,13 +840,17 @@ class FreeLoop:
             for i in range(nev)
         ]  # fmt: skip
         lcp = None
-        if stats[0] and nrec:
+        if (stats[0] or csteps) and nrec:
             lcp = {
                 "lcp_size": self._rec_lcp[:nrec, 0].astype(np.int64),
                 "lcp_pivots": self._rec_lcp[:nrec, 1].astype(np.int64),
                 "lcp_residual": self._rec_lcp[:nrec, 2].copy(),
                 "solver": self._rec_solver[:nrec].copy(),
             }
+            if csteps:  # contact steps: their contacts and penetration too
+                cd = cl[13]
+                lcp["n_contacts"] = cd[:nrec, 0].astype(np.int64)
+                lcp["max_penetration"] = cd[:nrec, 1].copy()
         self.records = (
             self._rec_step[:nrec].copy(), self._rec_q[:nrec].copy(), self._rec_v[:nrec].copy(),
             self._rec_e[:nrec].copy(), self._rec_pose[:nrec].copy() if poses else None,
@@ -682,6 +858,10 @@ class FreeLoop:
         )  # fmt: skip
         if n == 0:
             return 0
+        if csteps:  # contact steps taken, as ContactFuser.step counts and leaves them
+            st._fused.steps += csteps
+            self.contact_steps += csteps
+            st._soft_from = 0
         if stats[0]:  # limit steps taken (simcore/limit_step.py), as OSStepper would count
             st._limit.steps += int(stats[0])
             self.limit_steps += int(stats[0])
@@ -698,7 +878,8 @@ class FreeLoop:
         else:  # the last step's applied force and effort flags (Simulator.step's)
             s.tau, s.tau_limit = self._applied.copy(), self._last_flags.copy()
         summary.saturated_steps += int(self._saturated[0])
-        s._prev_contacts = None  # as events_of leaves it after a step without contact
+        if stage is None:
+            s._prev_contacts = None  # as events_of leaves it after a step without contact
         if self._dof[0] >= 0:
             s._velocity_ratio_at(summary, float(self._best[0]), int(self._dof[0]))
         self.steps += n

@@ -7,10 +7,12 @@ compiled into one call) at the first contact. Compiling is single-threaded, so t
 core sits idle. :func:`compile_ahead` starts one helper process (``python -m
 mbsim.simcore.warmup``) that compiles the kernels a run will need later, with the argument
 types the run will call them with (:meth:`ContactFuser.signature
-<mbsim.simcore.contact_fused.ContactFuser.signature>`), while the run compiles its free-motion
-kernels and takes its free steps. numba's cache is files (written to a temporary name, then
-renamed, so a reader never sees half a file): when the run needs a kernel, :func:`wait` lets
-the helper finish, and numba then loads the kernel from the cache instead of compiling it.
+<mbsim.simcore.contact_fused.ContactFuser.signature>`), while the run compiles its
+kinematics, dynamics and collision kernels. numba's cache is files (written to a temporary
+name, then renamed, so a reader never sees half a file): when the run needs a kernel (the
+first contact step, or the compiled loop of steps with its contact stage, which links the
+contact step), :func:`wait` lets the helper finish, and numba then loads the kernel from the
+cache instead of compiling it.
 The machine code is the same either way (the cache holds the object code of the same
 compilation), so the run's results are identical.
 

@@ -338,9 +338,10 @@ class ResultsWriter:
         recorded, ``step_seconds`` (scalar or (n,)), ``tau`` (n, nv) and ``tau_limit`` (n, nv)
         the actuators' applied forces and effort flags (0 when None), ``lcp``: None when no
         step solved an LCP, else {lcp_size, lcp_pivots, lcp_residual, solver (codes of
-        SOLVER_CODES)} of (n,) arrays (joint-limit steps, simcore/limit_step.py). The compiled
-        loop of free steps records through it (simcore/free_loop.py); the rows are those the
-        one-row calls would write. The arrays are copied."""
+        SOLVER_CODES)} of (n,) arrays (joint-limit steps, simcore/limit_step.py), with
+        n_contacts and max_penetration when contact steps were taken (simcore/
+        contact_loop.py). The compiled loop of steps records through it (simcore/free_loop.py);
+        the rows are those the one-row calls would write. The arrays are copied."""
         self._check_open()
         n = int(np.asarray(step).shape[0])
         if n == 0:
@@ -359,7 +360,7 @@ class ResultsWriter:
         fill = _FREE_DIAGNOSTICS
         if lcp is not None:  # limit steps of the compiled loop: their LCP's diagnostics
             fill = dict(fill)
-            for key in ("lcp_size", "lcp_pivots", "lcp_residual", "solver"):
+            for key in lcp:
                 given[key] = lcp[key]
                 del fill[key]
         self.diagnostics.add_block(given, fill, n)

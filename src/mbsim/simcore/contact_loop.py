@@ -1,0 +1,496 @@
+"""Contact steps inside the compiled loop of steps (free_loop.py, issue 15).
+
+:func:`~mbsim.simcore.free_loop.free_run_kernel` stops at the first step in which a pair may
+touch unless it is handed the tuples built here (:class:`ContactStage`); with them it takes
+that step itself, compiled, as the step-by-step path would take it through
+``OSStepper._general_step`` and the compiled contact step (contact_fused.py):
+
+1. :func:`contact_set`: the scene's detection (``CollisionScene.detect``) for the numba
+   pairs only: ``narrowphase`` on the broadphase's candidates, ``finish`` and the smooth
+   radii (``scene._smooth_radii_kernel``), into the same arrays ``detect`` builds a
+   Contacts of. A pair FCL must take, more rows than the buffers hold, or a body-pair
+   manifold that would need reducing (``manifold.body_pair_keep``) stops the loop: Python
+   takes that step. A scene with per-pair margins never runs here (:meth:`ContactStage.build`);
+2. :func:`fused_step`: ``contact_step_kernel`` with the inputs ``ContactFuser.step`` gives
+   it (the pair table's mu and restitution of each contact, the core radii when the
+   curvature term takes them, the fuser's options and Lemke pivot caps), collisions and
+   their impact phase included. A collision with the energy-consistent impact option
+   (IMPACT), an LCP the first attempt does not settle, islands or an LCP of more than one
+   budget chunk (FALLBACK) stop the loop before the step: Python takes it;
+3. :func:`contact_events`: the contact events ``Simulator.events_of`` derives, by the same
+   identity rule ((pair_id, feature_key); a key seen twice in one step keeps its first
+   place and its last index and sliding flag, as the dict there does): contact_begin,
+   stick / slip of a persisting contact, the impacts of a collision, and contact_end (in
+   the order of the contacts acting before the step) of the contacts acting before it and
+   not after. Each row holds
+   what ``Simulator._write_events`` writes: the bodies, the mid point of the two contact
+   points, the normal and the step's normal and tangent impulses (zero at contact_end).
+
+The recorded rows of a contact step get the contacts ``Simulator._record`` writes (bodies,
+mid point, normal, impulses, gap) and the diagnostics (LCP size, pivots, residual, solver,
+contacts, penetration). Units: SI (m, N s).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from mbsim.collision.manifold import BODY_PAIR
+from mbsim.collision.narrowphase import finish, narrowphase
+from mbsim.collision.scene import Contacts, _smooth_radii_kernel
+from mbsim.simcore.contact_fused import (
+    W_ACCEPTED,
+    W_LEN,
+    W_TRIED,
+    ContactFuser,
+    contact_step_kernel,
+)
+from mbsim.simcore.lcp import warm as warm_start
+
+#: the contact event kinds of the loop's rows (Simulator.events_of's names: EVENT_NAMES)
+BEGIN, END, STICK, SLIP, IMPACT_ROW = 0, 1, 2, 3, 4
+EVENT_NAMES = ("contact_begin", "contact_end", "stick", "slip", "impact")
+#: the most contacts of one step the loop takes (more: Python takes the step); the size of
+#: the arrays of the contacts acting
+MAX_CONTACTS = 256
+
+
+@njit(cache=True)
+def contact_set(pairs, Rw, pw, bc, R_world, p_world, cd):
+    """The step's contacts (module docstring, 1) for the shape poses Rw, pw, bc and the body
+    poses R_world, p_world: (nc, or -1 when Python must detect them; ints (6, nc): body_a,
+    body_b, geom_a, geom_b, pair_id, feature_key; vecs (5, nc, 3): point_a, point_b,
+    local_a, local_b, normal; gap (nc,); radius_a, radius_b (nc,)), as CollisionScene.detect
+    returns them. ``cd``: :meth:`ContactStage.build`'s detection tuple."""
+    (
+        allowed, fpack, ipack, offs, ground, params, buf, keys, out_i, out_f, fcl_out,
+        polytopes, meshes, cylinders, fcl, n_shapes, shape_kind, shape_radius, body_pair_cap,
+    ) = cd  # fmt: skip
+    nc, nfcl = narrowphase(
+        pairs, allowed, fpack, ipack, offs, Rw, pw, bc, ground, params, buf, keys, out_i,
+        out_f, fcl_out, polytopes, meshes, cylinders, fcl,
+    )  # fmt: skip
+    ok = nfcl == 0 and nc <= out_i.shape[0] and nc <= MAX_CONTACTS
+    if body_pair_cap > 0 and nc > body_pair_cap:
+        ok = False  # body_pair_keep would drop some: Python's
+    m = nc if ok else 0
+    ints, vecs, gap = finish(out_i, out_f, m, ipack, offs, n_shapes, R_world, p_world)
+    ra = np.empty(m)
+    rb = np.empty(m)
+    _smooth_radii_kernel(ints[2], ints[3], ints[5], shape_kind, shape_radius, ra, rb)
+    return (m if ok else -1), ints, vecs, gap, ra, rb
+
+
+@njit(cache=True)
+def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info, warm, wsets, wlens):
+    """``contact_step_kernel`` on the step's contacts as ``ContactFuser.step`` calls it
+    (module docstring, 2). ``ch``: :meth:`ContactStage.build`'s kernel tuple; ``warm``:
+    whether the warm start is on, ``wsets``/``wlens`` the loop's copy of its store
+    (:func:`remember`). Returns (the kernel's code, or -1 for an LCP of more rows than one
+    chunk; z; fn; tangent; sliding; hit; vn_before; vn_after; p_impact: the kernel's
+    collision outputs; wset, wstate: its warm-start set and state); v_new gets v+, info the
+    kernel's info slots."""
+    (
+        parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
+        R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch66, qdd_ws,
+        armature, ups, bv, cos_a, sin_a, dt, stabilization, max_recovery_speed, use_floor,
+        gap_floor, curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm,
+        tol_rel, caps, max_rows, core, mu_table, eps_table,
+    ) = ch  # fmt: skip
+    nu = gap.shape[0]
+    k = cos_a.shape[0] + 1
+    z = np.empty(nu * (k + 1))
+    fn = np.empty(nu)
+    tangent = np.empty((nu, 3))
+    sliding = np.empty(nu, dtype=np.bool_)
+    hit = np.zeros(nu, dtype=np.bool_)
+    vn_before = np.empty(nu)
+    vn_after = np.empty(nu)
+    p_impact = np.empty((nu, 3))
+    n = nu * (k + 1)
+    wset = np.empty(n, dtype=np.int64)
+    wstate = np.zeros(3, dtype=np.int64)
+    wstate[W_LEN] = -1
+    if n > max_rows:
+        return -1, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, wset, wstate
+    if warm and wlens[n] >= 0:  # the store's guess under (n, None), as ContactFuser.step
+        for a in range(wlens[n]):
+            wset[a] = wsets[n, a]
+        wstate[W_LEN] = wlens[n]
+    mu = np.empty(nu)
+    eps = np.empty(nu)
+    for i in range(nu):
+        mu[i] = mu_table[ints[2, i], ints[3, i]]
+        eps[i] = eps_table[ints[2, i], ints[3, i]]
+    if not core:
+        ra = np.empty(0)
+        rb = np.empty(0)
+    nv = v.shape[0]
+    v_start = np.empty(nv)
+    for i in range(info.shape[0]):
+        info[i] = 0.0
+    code = contact_step_kernel(
+        parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
+        R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch66, qdd_ws,
+        armature, ups, bv, ints[0], vecs[2], ints[1], vecs[3], vecs[4], gap, ra, rb, mu, eps,
+        cos_a, sin_a, q, v, tau, qdd, dt, stabilization, max_recovery_speed, use_floor,
+        gap_floor, curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm,
+        tol_rel, caps, warm, wset, wstate, v_new, v_start, z, fn, tangent, sliding, hit,
+        vn_before, vn_after, p_impact, info,
+    )  # fmt: skip
+    return code, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, wset, wstate
+
+
+@njit(cache=True)
+def remember(n, wset, wstate, wsets, wlens, worder, wmeta, max_blocks):
+    """``WarmStart.remember((n, None), z, wset[:wstate[W_LEN]])`` and the counters
+    ContactFuser.step adds (``tried``, ``accepted``) on the loop's copy of the store:
+    ``wsets[n, :wlens[n]]`` the set under (n, None) (``wlens[n]`` -1: none), ``worder[:L]``
+    the store's keys in its order (n >= 0 for (n, None), a negative code for a key the loop
+    does not touch), ``wmeta`` [L, tried, accepted]; the key goes last, the first is dropped
+    when ``max_blocks`` are held (lcp/warm.py)."""
+    wmeta[1] += wstate[W_TRIED]
+    wmeta[2] += wstate[W_ACCEPTED]
+    count = wmeta[0]
+    j = -1
+    for a in range(count):
+        if worder[a] == n:
+            j = a
+    if j >= 0:  # popped, re-inserted last
+        for a in range(j, count - 1):
+            worder[a] = worder[a + 1]
+        count -= 1
+    if count >= max_blocks:
+        if worder[0] >= 0:
+            wlens[worder[0]] = -1
+        for a in range(count - 1):
+            worder[a] = worder[a + 1]
+        count -= 1
+    worder[count] = n
+    wmeta[0] = count + 1
+    m = wstate[W_LEN]
+    for a in range(m):
+        wsets[n, a] = wset[a]
+    wlens[n] = m
+
+
+@njit(cache=True)
+def _find(pairs, feats, n, p, f):
+    """The index of (p, f) among the first n entries, or -1."""
+    for j in range(n):
+        if pairs[j] == p and feats[j] == f:
+            return j
+    return -1
+
+
+@njit(cache=True)
+def record_events(
+    step, nc, ints, vecs, fn, tangent, sliding, impact, hit, p_impact, vn_before, vn_after,
+    ke_before, ke_after, act_pf, act_is, n_act, last_i, last_v, ev_i, ev_f, ne,
+):  # fmt: skip
+    """The contact event rows of step ``step`` (module docstring, 3), written from row ``ne``
+    of ``ev_i`` (rows, 4: step, kind, body_a, body_b) and ``ev_f`` (rows, 14: mid point,
+    normal, normal impulse, tangent impulse, then NaN but for an impact: its normal velocity
+    before and after and the kinetic energy before and after the collision). An impact row
+    (the step was a collision, ``impact``: the contacts in ``hit``) holds the contact's
+    impulse of the impact phase ``p_impact`` in the tangent impulse's place: the run loop
+    splits it as ``Impact.records`` does (stepper.py), after the contacts' rows and before
+    the ended ones, as ``Simulator.events_of`` orders them. ``act_pf`` (C, 2): (pair_id,
+    feature_key) of the ``n_act`` contacts acting before the step, ``act_is`` (C, 2) their
+    index among the last step's contacts and sliding flag; ``last_i`` (6, C) and ``last_v``
+    (5, C, 3) the last step's contacts, as contact_set returns them. On return the acting
+    contacts are the step's (updated in place). Returns (rows now, contacts acting)."""
+    cap = act_pf.shape[0]
+    new_pf = np.empty((cap, 2), dtype=np.int64)
+    new_is = np.empty((cap, 2), dtype=np.int64)
+    n_new = 0
+    for i in range(nc):
+        p, f = ints[4, i], ints[5, i]
+        s = 1 if sliding[i] else 0
+        j = _find(new_pf[:, 0], new_pf[:, 1], n_new, p, f)
+        if j < 0:
+            new_pf[n_new, 0] = p
+            new_pf[n_new, 1] = f
+            j = n_new
+            n_new += 1
+        new_is[j, 0] = i
+        new_is[j, 1] = s
+        a = _find(act_pf[:, 0], act_pf[:, 1], n_act, p, f)
+        kind = -1
+        if a < 0:
+            kind = BEGIN
+        elif act_is[a, 1] != s:
+            kind = SLIP if s else STICK
+        if kind >= 0:
+            ev_i[ne, 0] = step
+            ev_i[ne, 1] = kind
+            ev_i[ne, 2] = ints[0, i]
+            ev_i[ne, 3] = ints[1, i]
+            for c in range(3):
+                ev_f[ne, c] = 0.5 * (vecs[0, i, c] + vecs[1, i, c])
+                ev_f[ne, 3 + c] = vecs[4, i, c]
+                ev_f[ne, 7 + c] = tangent[i, c]
+            ev_f[ne, 6] = fn[i]
+            for c in range(10, 14):
+                ev_f[ne, c] = np.nan
+            ne += 1
+    if impact:
+        for i in range(nc):
+            if not hit[i]:
+                continue
+            ev_i[ne, 0] = step
+            ev_i[ne, 1] = IMPACT_ROW
+            ev_i[ne, 2] = ints[0, i]
+            ev_i[ne, 3] = ints[1, i]
+            for c in range(3):
+                ev_f[ne, c] = 0.5 * (vecs[0, i, c] + vecs[1, i, c])
+                ev_f[ne, 3 + c] = vecs[4, i, c]
+                ev_f[ne, 7 + c] = p_impact[i, c]
+            ev_f[ne, 6] = np.nan
+            ev_f[ne, 10] = vn_before[i]
+            ev_f[ne, 11] = vn_after[i]
+            ev_f[ne, 12] = ke_before
+            ev_f[ne, 13] = ke_after
+            ne += 1
+    for a in range(n_act):
+        if _find(new_pf[:, 0], new_pf[:, 1], n_new, act_pf[a, 0], act_pf[a, 1]) >= 0:
+            continue
+        i = act_is[a, 0]  # among the last step's contacts
+        ev_i[ne, 0] = step
+        ev_i[ne, 1] = END
+        ev_i[ne, 2] = last_i[0, i]
+        ev_i[ne, 3] = last_i[1, i]
+        for c in range(3):
+            ev_f[ne, c] = 0.5 * (last_v[0, i, c] + last_v[1, i, c])
+            ev_f[ne, 3 + c] = last_v[4, i, c]
+            ev_f[ne, 7 + c] = 0.0
+        ev_f[ne, 6] = 0.0
+        for c in range(10, 14):
+            ev_f[ne, c] = np.nan
+        ne += 1
+    for j in range(n_new):
+        act_pf[j, 0] = new_pf[j, 0]
+        act_pf[j, 1] = new_pf[j, 1]
+        act_is[j, 0] = new_is[j, 0]
+        act_is[j, 1] = new_is[j, 1]
+    return ne, n_new
+
+
+@njit(cache=True)
+def keep_last(nc, ints, vecs, gap, ra, rb, last_i, last_v, last_f):
+    """The step's contacts as the last step's (``last_f`` (3, C): gap, radius_a,
+    radius_b)."""
+    for i in range(nc):
+        for a in range(6):
+            last_i[a, i] = ints[a, i]
+        for a in range(5):
+            for c in range(3):
+                last_v[a, i, c] = vecs[a, i, c]
+        last_f[0, i] = gap[i]
+        last_f[1, i] = ra[i]
+        last_f[2, i] = rb[i]
+
+
+@njit(cache=True)
+def record_contacts(step, nc, ints, vecs, gap, fn, tangent, rc_i, rc_f, n):
+    """The contact rows of a recorded step (``Simulator._record``), written from row ``n`` of
+    ``rc_i`` (rows, 3: step, body_a, body_b) and ``rc_f`` (rows, 11: mid point, normal,
+    normal impulse, tangent impulse, gap). Returns the rows now."""
+    for i in range(nc):
+        rc_i[n, 0] = step
+        rc_i[n, 1] = ints[0, i]
+        rc_i[n, 2] = ints[1, i]
+        for c in range(3):
+            rc_f[n, c] = 0.5 * (vecs[0, i, c] + vecs[1, i, c])
+            rc_f[n, 3 + c] = vecs[4, i, c]
+            rc_f[n, 7 + c] = tangent[i, c]
+        rc_f[n, 6] = fn[i]
+        rc_f[n, 10] = gap[i]
+        n += 1
+    return n
+
+
+class ContactStage:
+    """The contact stage of one :class:`~mbsim.simcore.free_loop.FreeLoop`: the tuples
+    :func:`free_run_kernel` takes (module docstring) and the state it carries between
+    calls (the contacts acting, the last step's contacts)."""
+
+    @staticmethod
+    def eligible(sim) -> bool:
+        """Whether the loop may take the contact steps of ``sim`` at all: the compiled
+        contact step may (``ContactFuser.eligible``), the scene has no per-pair margins and
+        the contact parameters come from the simulator's pair table (or the options')."""
+        st = sim.stepper
+        c = st.collision
+        if c is None or c._margin_table is not None or not ContactFuser.eligible(st):
+            return False
+        f = st.opt.pair_params_fn
+        return f is None or f == sim._contact_params
+
+    def __init__(self, sim) -> None:
+        st = sim.stepper
+        m, d, o, c = st.model, st.data, st.opt, st.collision
+        fuser = st._fused
+        fuser._bind()
+        fuser._settings = None  # pivot caps read now (ContactFuser.step's rule)
+        from mbsim.simcore.contact_fused import budget, lemke_module, pivot_caps
+
+        self._settings = (budget.CHUNK_FLOPS, lemke_module.default_max_pivots)
+        max_rows, caps = pivot_caps()
+        n = c.n_shapes
+        if o.pair_params_fn is None:
+            mu, eps = np.full((n, n), float(o.mu)), np.full((n, n), float(o.restitution))
+        else:
+            mu, eps = sim._pair_mu, sim._pair_eps
+        k = max(c._buf.shape[0], 64)
+        rows = max(c._out_i.shape[0], 4 * MAX_CONTACTS)
+        self.detect = (
+            c.allowed, c._fpack, c._ipack, c._offs, np.ascontiguousarray(c.ground, np.float64),
+            c._params, np.zeros((k, 10)), np.zeros(k, np.int64), np.zeros((rows, 3), np.int64),
+            np.zeros((rows, 10)), np.zeros((16, 3), np.int64), *c._kernels, int(c.n_shapes),
+            c._shape_kind, c._shape_radius, int(c.cap) if c.manifold == BODY_PAIR else 0,
+        )  # fmt: skip
+        self.kernel = (
+            *fuser._head, *fuser._angles, *fuser._opts, caps, int(max_rows),
+            o.curvature_point == "core", np.ascontiguousarray(mu, np.float64),
+            np.ascontiguousarray(eps, np.float64),
+        )  # fmt: skip
+        C = MAX_CONTACTS
+        self.act_pf = np.zeros((C, 2), np.int64)
+        self.act_is = np.zeros((C, 2), np.int64)
+        self.last_i = np.zeros((6, C), np.int64)
+        self.last_v = np.zeros((5, C, 3))
+        self.last_f = np.zeros((3, C))
+        self.info = np.zeros(10)
+        self.max_rows = int(max_rows)
+        self.wsets = np.zeros((self.max_rows + 1, self.max_rows + 1), np.int64)
+        self.wlens = np.full(self.max_rows + 1, -1, np.int64)
+        self.gain = np.zeros(7)  # the limit step's info slots of a gain row (free_loop.py)
+        self.key = (st, m, d, o, c)
+        self._ev = self._rc = self._cd = None
+        self._empty = (
+            np.zeros((6, 0), np.int64), np.zeros((5, 0, 3)), np.zeros(0), np.zeros((0, 3)),
+            np.zeros(0, np.bool_),
+        )  # fmt: skip
+
+    def current(self) -> bool:
+        """Whether the Lemke pivot caps the kernel tuple holds are those of the Python path's
+        settings now (ContactFuser.step reads them again when they change)."""
+        from mbsim.simcore.contact_fused import budget, lemke_module
+
+        return self._settings == (budget.CHUNK_FLOPS, lemke_module.default_max_pivots)
+
+    def arrays(self, sim, summary, n_max: int, rows: int) -> tuple:
+        """free_run_kernel's ``cl``: the tuples and the state of the contacts acting and of
+        the last step's contacts, from the simulator's (``Simulator._active``,
+        ``_prev_contacts``: the step-by-step path's own bookkeeping, so either path may take
+        the next step), buffers for ``n_max`` steps and ``rows`` recorded rows."""
+        had = sim.stepper._fast._last_had_contact
+        n_act = len(sim._active) if had else 0
+        for j, ((p, f), (i, sliding)) in enumerate(sim._active.items() if had else ()):
+            self.act_pf[j] = p, f
+            self.act_is[j] = i, 1 if sliding else 0
+        n_last = 0
+        if had:
+            c = sim._prev_contacts
+            n_last = len(c)
+            for a, name in enumerate(("body_a", "body_b", "geom_a", "geom_b", "pair_id",
+                                      "feature_key")):  # fmt: skip
+                self.last_i[a, :n_last] = getattr(c, name)
+            for a, name in enumerate(("point_a", "point_b", "local_a", "local_b", "normal")):
+                self.last_v[a, :n_last] = getattr(c, name)
+            for a, name in enumerate(("gap", "radius_a", "radius_b")):
+                self.last_f[a, :n_last] = getattr(c, name)
+        # each step adds at most 3 MAX_CONTACTS event rows and MAX_CONTACTS contact rows;
+        # the kernel stops (BUFFERS) before a step they might not hold
+        ev_rows = max(6 * MAX_CONTACTS, min(n_max * 8, 1 << 15))
+        if self._ev is None or self._ev[0].shape[0] < ev_rows:
+            self._ev = (np.zeros((ev_rows, 4), np.int64), np.zeros((ev_rows, 14)))
+        rc_rows = max(2 * MAX_CONTACTS, min((rows + 1) * 8, 1 << 14))
+        if self._rc is None or self._rc[0].shape[0] < rc_rows:
+            self._rc = (np.zeros((rc_rows, 3), np.int64), np.zeros((rc_rows, 11)))
+        if self._cd is None or self._cd.shape[0] < max(rows, 1):
+            self._cd = np.zeros((max(rows, 1), 2))
+        self.cst = np.array([n_act, n_last, 0, 0, 0], np.int64)
+        # the warm start's store (ContactFuser.step's guess and remember), copied in: the
+        # sets under (n, None) the loop's LCPs may use, the other keys by place only
+        store = getattr(sim.stepper.formulation, "warm", None)
+        warm = store is not None and warm_start.ENABLED
+        self._store = store if warm else None
+        self.wlens[:] = -1
+        self._others = []
+        order = []
+        for key, S in store.sets.items() if warm else ():
+            n = key[0] if type(key) is tuple and len(key) == 2 and key[1] is None else -1
+            if isinstance(n, int | np.integer) and 0 <= n <= self.max_rows and S.size <= n:
+                self.wsets[n, : S.size] = S
+                self.wlens[n] = S.size
+                order.append(int(n))
+            else:
+                self._others.append((key, S))
+                order.append(-len(self._others))
+        self.worder = np.zeros(len(order) + warm_start.MAX_BLOCKS + 1, np.int64)
+        self.worder[: len(order)] = order
+        self.wmeta = np.array([len(order), 0, 0], np.int64)
+        self.stats = np.array([summary.max_penetration, summary.worst_lcp_residual])
+        o = sim.stepper.opt
+        return (
+            self.detect, self.kernel, self.act_pf, self.act_is, self.last_i, self.last_v,
+            self.last_f, self.info, self.cst, *self._ev, *self._rc, self._cd, self.stats,
+            self.gain, float(o.max_penetration), *self._empty, warm, self.wsets, self.wlens,
+            self.worder, self.wmeta, int(warm_start.MAX_BLOCKS),
+        )  # fmt: skip
+
+    def results(self, sim, n: int, summary) -> tuple:
+        """After a call that took ``n`` steps: (contact steps, event rows, recorded contact
+        rows) (``FreeLoop.contact_events``, ``contact_records``), and the simulator's and
+        stepper's contact bookkeeping as the step-by-step path leaves it after the last
+        step (``Simulator._active``, ``_prev_contacts``, ``FreeStepper._last_had_contact``,
+        ``OSStepper._contacts``) and the summary's penetration and worst LCP residual."""
+        n_act, n_last, ne, nrc, csteps = (int(x) for x in self.cst)
+        if n == 0:
+            return 0, None, None
+        st = sim.stepper
+        if n_last:
+            li, lv, lf = self.last_i, self.last_v, self.last_f
+            c = Contacts(
+                *(li[a, :n_last].copy() for a in range(4)),
+                *(lv[a, :n_last].copy() for a in range(5)), lf[0, :n_last].copy(),
+                li[4, :n_last].copy(), li[5, :n_last].copy(), lf[1, :n_last].copy(),
+                lf[2, :n_last].copy(),
+            )  # fmt: skip
+            sim._prev_contacts = st._contacts = c
+        else:
+            sim._prev_contacts = None
+        sim._active = {
+            (int(self.act_pf[j, 0]), int(self.act_pf[j, 1])): (
+                int(self.act_is[j, 0]), bool(self.act_is[j, 1])
+            )
+            for j in range(n_act)
+        }  # fmt: skip
+        st._fast._last_had_contact = n_last > 0
+        store = self._store
+        if store is not None and csteps:
+            # the store as the steps' remember calls leave it, in its order (lcp/warm.py)
+            sets = {}
+            for code in self.worder[: self.wmeta[0]].tolist():
+                if code >= 0:
+                    sets[(code, None)] = self.wsets[code, : self.wlens[code]].copy()
+                else:
+                    key, S = self._others[-code - 1]
+                    sets[key] = S
+            store.sets = sets
+            store.tried += int(self.wmeta[1])
+            store.accepted += int(self.wmeta[2])
+        summary.max_penetration = float(self.stats[0])
+        summary.worst_lcp_residual = max(summary.worst_lcp_residual, float(self.stats[1]))
+        events = (self._ev[0][:ne].copy(), self._ev[1][:ne].copy()) if ne else None
+        rows = (self._rc[0][:nrc].copy(), self._rc[1][:nrc].copy()) if nrc else None
+        return csteps, events, rows
+
+
+__all__ = [
+    "ContactStage", "EVENT_NAMES", "MAX_CONTACTS", "contact_set", "fused_step", "keep_last",
+    "record_contacts", "record_events",
+]  # fmt: skip
