@@ -13,10 +13,19 @@ on a fresh install spends <= 30 s compiling numba kernels and says so on screen.
   figure), the number of kernels compiled and the ten that took longest (inclusive of what
   they inline and call, from numba's ``numba:compile`` events).
 
+* ``--cold-contact``: the whole scenario (``sample:pendulum-12.toml``: the README's first
+  run, whose pendulum reaches the floor at 2.25 s, so the contact kernels compile too) cold
+  and then warm. The CPU time includes the helper process that compiles the contact step on
+  the second core (simcore/warmup.py; ``MBSIM_COMPILE_AHEAD=0`` in the environment turns it
+  off for a comparison); the compile lists are the run's own process only. Besides the
+  slowest top-level compiles (inclusive), the kernels whose own compilation (their callees'
+  excluded) took longest, and the kernels compiled for more than one signature.
+
 Usage::
 
     python benchmarks/bench_startup.py               # --help only (a few seconds)
     python benchmarks/bench_startup.py --cold        # plus a cold-cache first run (1-2 min)
+    python benchmarks/bench_startup.py --cold-contact --repeat 1   # the README's whole run
 """
 
 from __future__ import annotations
@@ -49,7 +58,8 @@ class Rec(event.Listener):
     def on_end(self, ev):
         d = ev.data["dispatcher"]
         records.append((d.py_func.__module__ + "." + d.py_func.__qualname__,
-                        time.perf_counter() - stack.pop(), len(stack)))
+                        time.perf_counter() - stack.pop(), len(stack),
+                        str(tuple(ev.data["args"]))))
 
 event.register("numba:compile", Rec())
 from mbsim.cli.main import main
@@ -98,7 +108,21 @@ def bench_help(repeat: int) -> dict:
     return rows
 
 
-def bench_cold(scenario: str) -> dict:
+def _exclusive(records: list) -> dict[str, float]:
+    """Seconds each kernel's own compilations took, without the kernels they compiled in
+    turn (numba compiles a callee while typing its caller: records end callee first)."""
+    own: dict[str, float] = {}
+    child = [0.0] * (1 + max((r[2] for r in records), default=0) + 1)
+    for name, sec, depth, _sig in records:
+        own[name] = own.get(name, 0.0) + sec - child[depth + 1]
+        child[depth + 1] = 0.0
+        child[depth] += sec
+    return own
+
+
+def bench_cold(scenario: str, duration: float | None = 0.01) -> dict:
+    """A run of ``scenario`` (``duration`` seconds of it, None: the whole scenario) on an
+    empty numba cache, then the same again warm."""
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -106,18 +130,25 @@ def bench_cold(scenario: str) -> dict:
         for phase in ("cold", "warm"):
             rec = tmp / f"{phase}.json"
             driver = _DRIVER.replace("OUT", repr(str(rec)))
-            args = ["run", scenario, "--duration", "0.01", "--out", str(tmp / f"{phase}.h5")]
-            args += ["--quiet", "--force"]
+            args = ["run", scenario, "--out", str(tmp / f"{phase}.h5"), "--quiet", "--force"]
+            if duration is not None:
+                args += ["--duration", str(duration)]
             wall, cpu = _time([sys.executable, "-c", driver, *args], env)
             records = json.loads(rec.read_text())
-            top = [(name, round(sec, 2)) for name, sec, depth in records if depth == 0]
+            top = [(name, round(sec, 2)) for name, sec, depth, _ in records if depth == 0]
             top.sort(key=lambda r: -r[1])
+            own = sorted(_exclusive(records).items(), key=lambda r: -r[1])
+            sigs: dict[str, set] = {}
+            for name, _sec, _depth, sig in records:
+                sigs.setdefault(name, set()).add(sig)
             out[phase] = {
                 "wall_s": round(wall, 1),
                 "cpu_s": round(cpu, 1),
                 "kernels_compiled": len(records),
                 "top_level_compile_s": round(sum(s for _, s in top), 1),
                 "slowest": top[:10],
+                "slowest_own": [(name, round(sec, 2)) for name, sec in own[:10]],
+                "multiple_signatures": {n: len(s) for n, s in sigs.items() if len(s) > 1},
             }
     return out
 
@@ -126,6 +157,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--cold", action="store_true", help="also time a cold-cache first run")
+    ap.add_argument(
+        "--cold-contact",
+        action="store_true",
+        help="also time the whole scenario (the README's first run, contact included) cold",
+    )
     ap.add_argument("--scenario", default="sample:pendulum-12.toml")
     ap.add_argument("--src", type=Path, help="time another checkout's src/ (e.g. main's)")
     args = ap.parse_args()
@@ -141,15 +177,28 @@ def main() -> None:
             f"{label:28s} median {row['median_s']:.3f} s, best {row['best_s']:.3f} s wall; "
             f"best {row['cpu_best_s']:.3f} s CPU"
         )
+    runs = []
     if args.cold:
-        for phase, row in bench_cold(args.scenario).items():
+        runs.append(("100 steps", 0.01))
+    if args.cold_contact:
+        runs.append(("whole scenario", None))
+    for what, duration in runs:
+        for phase, row in bench_cold(args.scenario, duration).items():
             print(
-                f"{phase} run ({args.scenario}, 100 steps): {row['wall_s']} s wall, "
+                f"{phase} run ({args.scenario}, {what}): {row['wall_s']} s wall, "
                 f"{row['cpu_s']} s CPU, {row['kernels_compiled']} compilations, "
                 f"{row['top_level_compile_s']} s in top-level compiles"
             )
+            if not row["kernels_compiled"]:
+                continue
+            print("  slowest top-level compiles (inclusive of what they compile in turn):")
             for name, sec in row["slowest"]:
                 print(f"    {sec:7.2f} s  {name}")
+            print("  slowest kernels by their own compile time (callees' excluded):")
+            for name, sec in row["slowest_own"]:
+                print(f"    {sec:7.2f} s  {name}")
+            for name, n in sorted(row["multiple_signatures"].items()):
+                print(f"    compiled for {n} signatures: {name}")
 
 
 if __name__ == "__main__":

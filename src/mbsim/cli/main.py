@@ -80,26 +80,35 @@ def announce_compiling(stream=None) -> None:
     """Print :data:`COMPILE_NOTICE` once, when numba first compiles a kernel in this process.
 
     numba fires ``numba:compile`` only on a cache miss (a kernel loaded from its cache index
-    fires nothing), so a warm cache prints nothing. The notice goes to an interactive stderr
+    fires nothing), so a warm cache prints nothing; nor does a kernel that a helper process
+    compiles ahead (simcore/warmup.py), so the notice is also shown when the run first waits
+    for the helper. The notice goes to an interactive stderr
     only, and not under ``--quiet`` or ``--json``: piped output stays one line per error.
     """
     from numba.core import event
 
-    class _Notice(event.Listener):
-        shown = False
+    from mbsim.simcore import warmup
 
+    shown = []
+
+    def show() -> None:
+        out = stream or sys.stderr
+        if shown or not out.isatty():
+            return
+        shown.append(True)
+        out.write(COMPILE_NOTICE + "\n")
+        out.flush()
+
+    class _Notice(event.Listener):
         def on_start(self, ev) -> None:
-            out = stream or sys.stderr
-            if self.shown or not out.isatty():
-                return
-            self.shown = True
-            out.write(COMPILE_NOTICE + "\n")
-            out.flush()
+            show()
 
         def on_end(self, ev) -> None:
             pass
 
     event.register("numba:compile", _Notice())
+    # kernels a helper process compiles meanwhile (simcore/warmup.py) fire no event here
+    warmup.on_wait(show)
 
 
 def _load(name: str) -> Command:

@@ -101,10 +101,13 @@ def run(
     # imports, a results file read (--from), kernels compiled or loaded from numba's cache:
     # a Ctrl-C is raised after them, not inside (cli/sigint.py); no file exists yet
     with deferred_interrupt():
+        from mbsim.simcore import warmup
         from mbsim.simulator import Simulator
 
         overrides = _overrides(set_ or [])
         scenario = _scenario(source, from_, flags, overrides)
+        # on a cold numba cache, the contact step compiles in a helper process from now on
+        warmup.start(warmup.early_jobs(scenario))
         sim = Simulator(
             scenario,
             package_dirs=mesh_paths.parse_package_dirs(package_dir or []),
@@ -124,7 +127,7 @@ def run(
     check_interrupt()
     previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with _progress(sim, quiet or as_json) as progress:
+        with warmup.compile_ahead(warmup.jobs(sim)), _progress(sim, quiet or as_json) as progress:
             summary = sim.run_to_file(
                 command, force=force, progress=progress, should_stop=lambda: stop["requested"]
             )

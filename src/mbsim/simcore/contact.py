@@ -239,13 +239,15 @@ def _curvature_kernel(
             if radii and radius_a[i] != 0.0:
                 _core_point(R_world, body_a[i], local_a[i], normal[i], radius_a[i], pa)
             else:
-                pa[:] = local_a[i]
+                for c in range(3):  # not pa[:] = ...: its shape check compiles ~2 s
+                    pa[c] = local_a[i, c]
             acc += _point_bias_accel_normal(R_world, vel, chat, body_a[i], pa, normal[i])
         if body_b[i] >= 0:
             if radii and radius_b[i] != 0.0:
                 _core_point(R_world, body_b[i], local_b[i], normal[i], -radius_b[i], pb)
             else:
-                pb[:] = local_b[i]
+                for c in range(3):  # not pb[:] = ...: its shape check compiles ~2 s
+                    pb[c] = local_b[i, c]
             acc -= _point_bias_accel_normal(R_world, vel, chat, body_b[i], pb, normal[i])
         out[i] = scale * acc
 
@@ -318,7 +320,8 @@ def _side_nodes(body, local, node_body, node_point, index, n):
         if body[i] >= 0:
             index[i] = n
             node_body[n] = body[i]
-            node_point[n] = local[i]
+            for c in range(3):  # not node_point[n] = local[i]: its shape check compiles ~2 s
+                node_point[n, c] = local[i, c]
             n += 1
     return n
 

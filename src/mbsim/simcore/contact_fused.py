@@ -72,10 +72,12 @@ Units: SI (s, m, m/s, N s, J).
 from __future__ import annotations
 
 import importlib
+from types import SimpleNamespace
 
 import numpy as np
 from numba import njit
 
+from mbsim.simcore import warmup
 from mbsim.simcore.contact import (
     _contact_lcp_kernel,
     _contact_nodes_kernel,
@@ -162,7 +164,7 @@ def pivot_caps() -> tuple[int, np.ndarray]:
     return n, np.array([lemke_module.default_max_pivots(m) for m in range(n + 1)], np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lemke_capped(M, q, caps, z):
     """``lemke.run_lemke`` on a path one chunk ends (lexicographic, ZERO_REL, pivot cap
     caps[n], refactorisation every max(REFACTOR_EVERY, n) pivots): (solved?, pivots, basic
@@ -179,7 +181,7 @@ def _ndot(x, i, y, j):
     return (x[i, 0] * y[j, 0] + x[i, 2] * y[j, 2]) + x[i, 1] * y[j, 1]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _impulses(D, z, F):
     """F[i] = D[i] beta_i (``ContactProblem.impulses``' einsum "ijk,ik->ij"): the k products
     summed in two lanes, even k and odd k, each in order, then added, as numpy does."""
@@ -195,7 +197,7 @@ def _impulses(D, z, F):
             F[i, r] = even + odd
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _restricted(M, q, S0, tol_rel, caps, z, w):
     """``chain._restricted``: the LCP restricted to the working set S0 (z = 0 outside) by
     lexicographic Lemke, S grown by the rows outside it with w < -tol, at most
@@ -242,7 +244,7 @@ def _restricted(M, q, S0, tol_rel, caps, z, w):
     return False, 0, np.inf
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def least_norm_attempt(M, q, tol_rel, caps, z, w):
     """The first attempt of ``chain.solve_lcp`` with the "least_norm" selection, as
     ``chain.lemke_regularised`` runs it: Lemke on M + delta I (delta = LEAST_NORM_DELTA
@@ -295,7 +297,7 @@ def least_norm_attempt(M, q, tol_rel, caps, z, w):
     return ok, pivots + sub_pivots, worst
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def vertex_attempt(M, q, tol_rel, caps, z, w):
     """The first attempt of ``chain.solve_lcp`` with the "vertex" selection: lexicographic
     Lemke on (M, q) (``lemke.lemke``'s first path), verified on (M, q). Returns (accepted,
@@ -421,7 +423,7 @@ def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, wset, wst
     return ok, pivots, worst, code
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib, F, v0,
              out):  # fmt: skip
     """out = v0 + M^-1 J^T Q_u^T F (``OS.respond``: node impulses, then the impulse response
@@ -654,6 +656,20 @@ def contact_step_kernel(
     return OK
 
 
+def contact_signature() -> tuple:
+    """The numba argument types :meth:`ContactFuser.step` calls :func:`contact_step_kernel`
+    with, for any model and options (the arrays' dtypes and dimensions, the options' Python
+    types): :meth:`ContactFuser.signature` of an empty model, which takes no compilation
+    (tests/test_warmup.py checks it against real runs)."""
+    from mbsim.simcore.data import Data
+    from mbsim.simcore.model import build_model
+    from mbsim.simcore.stepper import StepOptions
+
+    model = build_model([])
+    stepper = SimpleNamespace(model=model, data=Data(model), opt=StepOptions(dt=1e-3))
+    return ContactFuser(stepper).signature()
+
+
 class ContactFuser:
     """The compiled contact step of one :class:`~mbsim.simcore.stepper.OSStepper` (module
     docstring): ``OSStepper._softened_step`` asks :meth:`step` first and takes the Python
@@ -692,6 +708,58 @@ class ContactFuser:
         self._k = o.nf + 1
         self._model, self._data, self._opt = m, d, o
 
+    def _read_settings(self) -> None:
+        """The Lemke pivot caps and the largest LCP the kernel takes (:func:`pivot_caps`),
+        read again when the Python path's settings changed."""
+        settings = (budget.CHUNK_FLOPS, lemke_module.default_max_pivots)
+        if settings != self._settings:
+            self._max_rows, self._caps = pivot_caps()
+            self._settings = settings
+
+    def _arguments(self, q, v, tau, c, qdd, mu, eps, warm, wset, wstate) -> tuple:
+        """The arguments of :func:`contact_step_kernel` for the contacts ``c`` (pair
+        parameters mu, eps; the warm start's flag, set and state), its eleven outputs last
+        (fresh arrays)."""
+        nu = len(c.gap)
+        k = self._k
+        ra, rb = getattr(c, "radius_a", None), getattr(c, "radius_b", None)
+        if not self._core or ra is None:
+            ra = rb = _NO_F
+        nv = self.s.model.nv
+        v_new, v_start = np.empty(nv), np.empty(nv)
+        z = np.empty(nu * (k + 1))
+        fn, vn_before, vn_after = np.empty(nu), np.empty(nu), np.empty(nu)
+        tangent, p_impact = np.empty((nu, 3)), np.empty((nu, 3))
+        sliding, hit = np.empty(nu, dtype=np.bool_), np.empty(nu, dtype=np.bool_)
+        info = np.zeros(10)
+        return (
+            *self._head, _i64(c.body_a), _f64(c.local_a), _i64(c.body_b), _f64(c.local_b),
+            _f64(c.normal), _f64(c.gap), _f64(ra), _f64(rb), _f64(mu), _f64(eps), *self._angles,
+            _f64(q), _f64(v), _f64(tau), _f64(qdd), *self._opts, self._caps, warm, wset, wstate,
+            v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
+        )  # fmt: skip
+
+    def signature(self) -> tuple:
+        """The numba argument types :meth:`step` calls :func:`contact_step_kernel` with (for
+        one contact; the types do not depend on the sizes): what a helper process compiles
+        ahead (simcore/warmup.py)."""
+        from numba import typeof
+
+        self._bind()
+        self._read_settings()
+        nv = self.s.model.nv
+        one = SimpleNamespace(
+            body_a=np.zeros(1, np.int64), local_a=np.zeros((1, 3)), body_b=np.zeros(1, np.int64),
+            local_b=np.zeros((1, 3)), normal=np.zeros((1, 3)), gap=np.zeros(1),
+        )  # fmt: skip
+        q, v = np.zeros(self.s.model.nq), np.zeros(nv)
+        args = self._arguments(
+            q, v, np.zeros(nv), one, np.zeros(nv), np.zeros(1), np.zeros(1), False,
+            np.zeros(0, np.int64), np.array([-1, 0, 0], dtype=np.int64),
+        )  # fmt: skip
+        self._model = None  # bound again at the first step, which waits for the helper first
+        return tuple(typeof(a) for a in args)
+
     @staticmethod
     def eligible(stepper) -> bool:
         """Whether the kernel may take the stepper's contact steps at all (module docstring):
@@ -718,28 +786,15 @@ class ContactFuser:
 
         s = self.s
         if s.model is not self._model or s.data is not self._data or s.opt is not self._opt:
+            warmup.wait()  # the first contact step: a helper may be compiling the kernel
             self._bind()
-        settings = (budget.CHUNK_FLOPS, lemke_module.default_max_pivots)
-        if settings != self._settings:
-            self._max_rows, self._caps = pivot_caps()
-            self._settings = settings
+        self._read_settings()
         nu = len(c.gap)
         k = self._k
         if not nu or nu * (k + 1) > self._max_rows:
             return None
         mu, eps = s._pair_params(c)
-        ra, rb = getattr(c, "radius_a", None), getattr(c, "radius_b", None)
-        if not self._core or ra is None:
-            ra = rb = _NO_F
         v = _f64(v)
-        nv = s.model.nv
-        v_new, v_start = np.empty(nv), np.empty(nv)
-        z = np.empty(nu * (k + 1))
-        fn, vn_before, vn_after = np.empty(nu), np.empty(nu), np.empty(nu)
-        tangent, p_impact = np.empty((nu, 3)), np.empty((nu, 3))
-        sliding, hit = np.empty(nu, dtype=np.bool_), np.empty(nu, dtype=np.bool_)
-        info = np.zeros(10)
-        normal = _f64(c.normal)
         # the OS formulation's warm store (lcp/warm.py): every LCP of the step is unsplit and
         # of the same n, so one key (chain._solve_warm); its set is kept only if the step is
         store = getattr(s.formulation, "warm", None)
@@ -752,13 +807,11 @@ class ContactFuser:
             if S is not None:
                 wset[: S.size] = S
                 wstate[W_LEN] = S.size
-        code = contact_step_kernel(
-            *self._head, _i64(c.body_a), _f64(c.local_a), _i64(c.body_b), _f64(c.local_b),
-            normal, _f64(c.gap), _f64(ra), _f64(rb), _f64(mu), _f64(eps), *self._angles,
-            _f64(q), v, _f64(tau), _f64(qdd), *self._opts, self._caps, warm, wset, wstate,
-            v_new, v_start, z, fn,
-            tangent, sliding, hit, vn_before, vn_after, p_impact, info,
-        )  # fmt: skip
+        args = self._arguments(q, v, tau, c, qdd, mu, eps, warm, wset, wstate)
+        code = contact_step_kernel(*args)
+        v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info = args[
+            -11:
+        ]  # fmt: skip
         if code != OK:
             self.fallbacks += 1
             return None
@@ -794,6 +847,6 @@ class ContactFuser:
 
 
 __all__ = [
-    "FALLBACK", "IMPACT", "MAX_K", "OK", "ContactFuser", "contact_step_kernel",
+    "FALLBACK", "IMPACT", "MAX_K", "OK", "ContactFuser", "contact_signature", "contact_step_kernel",
     "least_norm_attempt", "one_chunk", "pivot_caps", "vertex_attempt",
 ]  # fmt: skip

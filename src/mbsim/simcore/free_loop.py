@@ -105,6 +105,7 @@ from mbsim.control.actuator_law import (
     actuator_forces_kernel,
     settle_effort,
 )
+from mbsim.simcore import warmup
 from mbsim.simcore.contact_fused import I_DEEPEST as C_DEEPEST
 from mbsim.simcore.contact_fused import I_E_IMPACTS as C_E_IMPACTS
 from mbsim.simcore.contact_fused import I_E_STAB as C_E_STAB
@@ -824,6 +825,8 @@ class FreeLoop:
         stats[:] = 0.0
         stage = self._contact_stage()
         cl = None if stage is None else stage.arrays(s, summary, n_max, rows)
+        if cl is not None:
+            warmup.wait()  # the loop calls the contact step: a helper may be compiling it
         n, why, nrec, nev = free_run_kernel(
             *self._model_args, *self._data_args, *self._lim_args, *self._coll_args, *self._vl,
             self._best, self._dof, int(every), k0, *self._rec_args, bool(poses),
