@@ -747,6 +747,11 @@ class Simulator:
                     chunk, summary, every if writer is not None else 0, poses,
                     ENERGY_CHECK_EVERY, bound,
                 )  # fmt: skip
+                if not n and loop.retry:  # the first contact: taken with the contact stage
+                    n = loop.advance(
+                        chunk, summary, every if writer is not None else 0, poses,
+                        ENERGY_CHECK_EVERY, bound,
+                    )  # fmt: skip
                 budget = min(2 * budget, FREE_LOOP_CHUNK) if n == chunk else ENERGY_CHECK_EVERY
                 if n:
                     done += n
@@ -771,8 +776,6 @@ class Simulator:
                         if now - last_progress > 0.05:
                             progress(self.step_index, n_steps, self.t, 0)
                             last_progress = now
-                    continue
-                if loop.retry:  # the first contact: the loop takes it with its contact stage
                     continue
                 # the next step needs the step-by-step path; near a contact or a stop the
                 # loop cannot take the following ones likely too: try the loop again after a
