@@ -184,6 +184,24 @@ def _find(pairs, feats, n, p, f):
     return -1
 
 
+@njit(cache=True, inline="always")
+def _event_row(ev_i, ev_f, ne, step, kind, body_a, body_b, point_a, point_b, normal, t, f):
+    """Row ``ne`` of the event buffers (:func:`record_events`): step, kind, the bodies, the
+    mid point of the two contact points, the normal, ``f`` in the normal impulse's place and
+    ``t`` in the tangent impulse's; the impact slots NaN (an impact row fills them after)."""
+    ev_i[ne, 0] = step
+    ev_i[ne, 1] = kind
+    ev_i[ne, 2] = body_a
+    ev_i[ne, 3] = body_b
+    for c in range(3):
+        ev_f[ne, c] = 0.5 * (point_a[c] + point_b[c])
+        ev_f[ne, 3 + c] = normal[c]
+        ev_f[ne, 7 + c] = t[c]
+    ev_f[ne, 6] = f
+    for c in range(10, 14):
+        ev_f[ne, c] = np.nan
+
+
 @njit(cache=True)
 def record_events(
     step, nc, ints, vecs, fn, tangent, sliding, impact, hit, p_impact, vn_before, vn_after,
@@ -202,6 +220,7 @@ def record_events(
     (5, C, 3) the last step's contacts, as contact_set returns them. On return the acting
     contacts are the step's (updated in place). Returns (rows now, contacts acting)."""
     cap = act_pf.shape[0]
+    zero3 = np.zeros(3)
     new_pf = np.empty((cap, 2), dtype=np.int64)
     new_is = np.empty((cap, 2), dtype=np.int64)
     n_new = 0
@@ -223,31 +242,15 @@ def record_events(
         elif act_is[a, 1] != s:
             kind = SLIP if s else STICK
         if kind >= 0:
-            ev_i[ne, 0] = step
-            ev_i[ne, 1] = kind
-            ev_i[ne, 2] = ints[0, i]
-            ev_i[ne, 3] = ints[1, i]
-            for c in range(3):
-                ev_f[ne, c] = 0.5 * (vecs[0, i, c] + vecs[1, i, c])
-                ev_f[ne, 3 + c] = vecs[4, i, c]
-                ev_f[ne, 7 + c] = tangent[i, c]
-            ev_f[ne, 6] = fn[i]
-            for c in range(10, 14):
-                ev_f[ne, c] = np.nan
+            _event_row(ev_i, ev_f, ne, step, kind, ints[0, i], ints[1, i], vecs[0, i],
+                       vecs[1, i], vecs[4, i], tangent[i], fn[i])  # fmt: skip
             ne += 1
     if impact:
         for i in range(nc):
             if not hit[i]:
                 continue
-            ev_i[ne, 0] = step
-            ev_i[ne, 1] = IMPACT_ROW
-            ev_i[ne, 2] = ints[0, i]
-            ev_i[ne, 3] = ints[1, i]
-            for c in range(3):
-                ev_f[ne, c] = 0.5 * (vecs[0, i, c] + vecs[1, i, c])
-                ev_f[ne, 3 + c] = vecs[4, i, c]
-                ev_f[ne, 7 + c] = p_impact[i, c]
-            ev_f[ne, 6] = np.nan
+            _event_row(ev_i, ev_f, ne, step, IMPACT_ROW, ints[0, i], ints[1, i], vecs[0, i],
+                       vecs[1, i], vecs[4, i], p_impact[i], np.nan)  # fmt: skip
             ev_f[ne, 10] = vn_before[i]
             ev_f[ne, 11] = vn_after[i]
             ev_f[ne, 12] = ke_before
@@ -257,17 +260,8 @@ def record_events(
         if _find(new_pf[:, 0], new_pf[:, 1], n_new, act_pf[a, 0], act_pf[a, 1]) >= 0:
             continue
         i = act_is[a, 0]  # among the last step's contacts
-        ev_i[ne, 0] = step
-        ev_i[ne, 1] = END
-        ev_i[ne, 2] = last_i[0, i]
-        ev_i[ne, 3] = last_i[1, i]
-        for c in range(3):
-            ev_f[ne, c] = 0.5 * (last_v[0, i, c] + last_v[1, i, c])
-            ev_f[ne, 3 + c] = last_v[4, i, c]
-            ev_f[ne, 7 + c] = 0.0
-        ev_f[ne, 6] = 0.0
-        for c in range(10, 14):
-            ev_f[ne, c] = np.nan
+        _event_row(ev_i, ev_f, ne, step, END, last_i[0, i], last_i[1, i], last_v[0, i],
+                   last_v[1, i], last_v[4, i], zero3, 0.0)  # fmt: skip
         ne += 1
     for j in range(n_new):
         act_pf[j, 0] = new_pf[j, 0]
