@@ -403,9 +403,11 @@ def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, wset, wst
         q[nu * k + i] = budget[i]
     w = np.empty(n)
     code = 1 if least_norm else 0
-    if n > 1 and _component_labels(M, np.empty(n, dtype=np.int64)) > 1:
-        return False, 0, np.inf, code  # islands: solved block by block, each its own key
     if warm and wstate[W_LEN] >= 0:
+        # islands are the attempts' own first test; the guess under (n, None) is the unsplit
+        # LCP's only (the chain's blocks have keys of their own)
+        if n > 1 and _component_labels(M, np.empty(n, dtype=np.int64)) > 1:
+            return False, 0, np.inf, code
         ok, worst = _warm_attempt(M, q, least_norm, tol_rel, wset, wstate, z, w)
         if ok:
             return True, 0, worst, code
@@ -799,8 +801,8 @@ class ContactFuser:
         # of the same n, so one key (chain._solve_warm); its set is kept only if the step is
         store = getattr(s.formulation, "warm", None)
         warm = store is not None and warm_start.ENABLED
-        key = (nu * k + nu, None)
-        wset = np.empty(nu * k + nu, dtype=np.int64)
+        key = (nu * (k + 1), None)
+        wset = np.empty(nu * (k + 1), dtype=np.int64)
         wstate = np.array([-1, 0, 0], dtype=np.int64)
         if warm:
             S = store.guess(key)
