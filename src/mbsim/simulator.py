@@ -743,15 +743,13 @@ class Simulator:
                 # checking the energy as it goes
                 chunk = min(n_steps - done, budget)
                 t0 = _time.perf_counter()
-                n = loop.advance(
+                args = (
                     chunk, summary, every if writer is not None else 0, poses,
                     ENERGY_CHECK_EVERY, bound,
                 )  # fmt: skip
+                n = loop.advance(*args)
                 if not n and loop.retry:  # the first contact: taken with the contact stage
-                    n = loop.advance(
-                        chunk, summary, every if writer is not None else 0, poses,
-                        ENERGY_CHECK_EVERY, bound,
-                    )  # fmt: skip
+                    n = loop.advance(*args)
                 budget = min(2 * budget, FREE_LOOP_CHUNK) if n == chunk else ENERGY_CHECK_EVERY
                 if n:
                     done += n
