@@ -51,14 +51,15 @@ def outcome(status: str, message: str, metrics: dict | None = None) -> dict:
     return {"status": status, "message": message, "metrics": metrics or {}}
 
 
-def _coordinate_names(model, names, first, counts) -> list[str]:
-    """Column names of q or v: ``tree/name``, as the scenario and every other output name a
-    coordinate (io/results/labels.py; summary.h5 escapes the slash in its dataset names)."""
-    return [
-        f"{model.tree_names[model.tree_of[i]]}/{names[k]}"
+def _final(model, state, names, first, counts) -> dict[str, float]:
+    """The final q or v by coordinate, named ``tree/name`` as the scenario and every other
+    output name it (io/results/labels.py; summary.h5 escapes the slash in its dataset
+    names), in the model's body order."""
+    return {
+        f"{model.tree_names[model.tree_of[i]]}/{names[k]}": float(state[k])
         for i in range(model.nb)
         for k in range(first[i], first[i] + counts[i])
-    ]
+    }
 
 
 def _f(x) -> float:
@@ -72,10 +73,6 @@ def metrics_of(sim, summary, e0: float, wall_s: float, cpu_s: float) -> dict:
         energy = [float(x) for x in sim.energy()]
     except Exception:  # a diverged state may not even evaluate; report NaN, not a crash
         energy = [math.nan] * 3
-    qn = _coordinate_names(m, m.q_names, m.qi, m.nqj)
-    vn = _coordinate_names(m, m.v_names, m.vi, m.nvj)
-    q = [float(sim.q[k]) for i in range(m.nb) for k in range(m.qi[i], m.qi[i] + m.nqj[i])]
-    v = [float(sim.v[k]) for i in range(m.nb) for k in range(m.vi[i], m.vi[i] + m.nvj[i])]
     events = {k: int(summary.events.get(k, 0)) for k in EVENT_KINDS}
     return {
         "wall_s": wall_s,
@@ -99,8 +96,8 @@ def metrics_of(sim, summary, e0: float, wall_s: float, cpu_s: float) -> dict:
         "final_potential_J": energy[1],
         "final_total_J": energy[2],
         "energy_change_J": energy[2] - e0,
-        "final_q": dict(zip(qn, q, strict=True)),
-        "final_v": dict(zip(vn, v, strict=True)),
+        "final_q": _final(m, sim.q, m.q_names, m.qi, m.nqj),
+        "final_v": _final(m, sim.v, m.v_names, m.vi, m.nvj),
     }
 
 
