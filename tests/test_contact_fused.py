@@ -31,7 +31,6 @@ from mbsim.simcore.stepper import SimulationError
 from mbsim.simulator import Simulator
 from whole_runs import assert_same_runs as _assert_same_runs
 from whole_runs import file_run
-from whole_runs import with_output as _with_output
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -53,8 +52,8 @@ def _file_run(sc, path, fused, monkeypatch):
 
 
 def _compare(sc, tmp_path, monkeypatch, min_fused: int):
-    a = _file_run(_with_output(sc, str(tmp_path / "a.h5")), tmp_path / "a.h5", True, monkeypatch)
-    b = _file_run(_with_output(sc, str(tmp_path / "b.h5")), tmp_path / "b.h5", False, monkeypatch)
+    a = _file_run(sc, tmp_path / "a.h5", True, monkeypatch)
+    b = _file_run(sc, tmp_path / "b.h5", False, monkeypatch)
     assert a[2] >= min_fused, f"only {a[2]} steps were taken by the compiled contact step"
     assert b[2] == 0
     _assert_same_runs(a[:3], b[:3])

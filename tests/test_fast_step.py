@@ -217,12 +217,17 @@ def _file_run(sc, path, loop, monkeypatch):
     return res, summary, sim._free_loop.steps
 
 
+def _loop_and_step(sc, tmp_path, monkeypatch):
+    """The whole run of ``sc`` with the loop and without it (:func:`_file_run` each)."""
+    a = _file_run(sc, tmp_path / "loop.h5", True, monkeypatch)
+    return a, _file_run(sc, tmp_path / "step.h5", False, monkeypatch)
+
+
 def test_loop_pendulum_run_ending_in_contact_bit_for_bit(tmp_path, monkeypatch):
     # pendulum-12 at dt = 1 ms: free swing (the loop), then floor and self contacts from
     # ~2.25 s with free steps between them (the step-by-step path and the loop in turn)
     sc = pendulum_scenario(12, "os", 2.6, 1e-3)
-    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
-    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    a, b = _loop_and_step(sc, tmp_path, monkeypatch)
     assert a[2] > 2000 and b[2] == 0, "the free swing must run in the loop"
     assert a[0].events["kind"].size, "it must end in contact (it bounces: begin, impact, end)"
     _assert_same_runs(a, b)
@@ -235,8 +240,7 @@ def test_loop_panda_reaching_its_stops_bit_for_bit(tmp_path, monkeypatch):
     sc = _panda_on_its_stops(
         1.0, f'path = "{tmp_path / "x.h5"}"\nbody_poses = true\nrecord_every = 7'
     )
-    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
-    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    a, b = _loop_and_step(sc, tmp_path, monkeypatch)
     assert a[2] > 100, "the free steps before the stops must run in the loop"
     assert a[1].max_velocity_ratio > 0
     assert {"limit_begin", "limit_end"} <= set(a[1].events), "it must reach and leave a stop"
@@ -246,8 +250,7 @@ def test_loop_panda_reaching_its_stops_bit_for_bit(tmp_path, monkeypatch):
 def test_loop_pd_actuated_arm_bit_for_bit(tmp_path, monkeypatch):
     # panda-table: PD actuators on every joint, then mesh-box contact from ~0.15 s
     sc = load_scenario("sample:panda-table.toml", overrides={"simulation.duration": 0.25})
-    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
-    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    a, b = _loop_and_step(sc, tmp_path, monkeypatch)
     assert a[0].diagnostics["n_contacts"][-1], "it must end in contact"
     _assert_same_runs(a, b)
 
@@ -257,8 +260,7 @@ def test_loop_damped_floating_panda_bit_for_bit(tmp_path, monkeypatch):
     # the stepper's and the recording kinematics) with URDF damping, no contact geometry
     output = f'path = "{tmp_path / "x.h5"}"\nbody_poses = true'
     sc = _floating_panda("duration = 0.3\njoint_limits = false", output)
-    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
-    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    a, b = _loop_and_step(sc, tmp_path, monkeypatch)
     assert a[2] == 300, "every step must run in the loop"
     _assert_same_runs(a, b)
 
@@ -332,8 +334,7 @@ floor = true
 path = "{tmp_path / "x.h5"}"
 """
     sc = load_scenario_text(text, base_dir=tmp_path)
-    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
-    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    a, b = _loop_and_step(sc, tmp_path, monkeypatch)
     assert a[2] > 50, "the fall must run in the loop"
     (iz,) = [k for k, name in enumerate(a[0].q_names) if name.endswith("root_joint.z")]
     z = a[0].q[-1, iz]
@@ -382,8 +383,7 @@ def test_loop_tracks_trajectories_bit_for_bit(tmp_path, monkeypatch):
         )
     )
     sc = _controlled_panda(tmp_path, ctl, "torque = { panda_joint7 = 0.05 }")
-    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
-    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    a, b = _loop_and_step(sc, tmp_path, monkeypatch)
     assert a[2] > 300 and b[2] == 0, "the controlled swing must run in the loop"
     assert np.abs(a[0].tau).max() > 1.0, "the actuators must act"
     _assert_same_runs(a, b)
@@ -403,8 +403,7 @@ def test_coupled_wrist_joints_settle_at_their_effort_bit_for_bit(tmp_path, monke
     gains = '{ mode = "position", kp = 1e4, kd = 100.0, target = 1.0 }'
     sc = _controlled_panda(tmp_path, f"panda_joint6 = {gains}\npanda_joint7 = {gains}")
     sc = dataclasses.replace(sc, output=dataclasses.replace(sc.output, record_every=1))
-    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
-    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    a, b = _loop_and_step(sc, tmp_path, monkeypatch)
     assert a[2] > 100 and b[2] == 0, "the run must take steps in the loop"
     _assert_same_runs(a, b)
     res, dt, e = a[0], 1e-3, 12.0
@@ -426,8 +425,7 @@ def test_loop_saturates_at_the_effort_limit_bit_for_bit(tmp_path, monkeypatch, c
     # (87 N m) for part of the run, with its tau_limit flags and the summary's count
     ctl = 'panda_joint1 = { mode = "position", kp = 5000.0, kd = 50.0, target = 1.5 }'
     sc = _controlled_panda(tmp_path, ctl)
-    a = _file_run(_with_output(sc, tmp_path / "loop.h5"), tmp_path / "loop.h5", True, monkeypatch)
-    b = _file_run(_with_output(sc, tmp_path / "step.h5"), tmp_path / "step.h5", False, monkeypatch)
+    a, b = _loop_and_step(sc, tmp_path, monkeypatch)
     assert a[2] > 100 and b[2] == 0  # the other joints fall onto their stops later
     assert a[1].saturated_steps > 10 and np.abs(a[0].tau_limit).max() == 1
     assert a[0].run_summary["effort_saturated_steps"] == a[1].saturated_steps

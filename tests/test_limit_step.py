@@ -30,6 +30,7 @@ from mbsim.simcore.model import build_model
 from mbsim.simcore.stepper import OSStepper, StepOptions
 from mbsim.simulator import Simulator
 from test_fast_step import _panda_on_its_stops as panda_on_its_stops
+from whole_runs import assert_same_runs
 
 #: hinge inertia of the test pendulum: 1 kg at 1 m plus I_yy = 0.01 kg m^2
 INERTIA = 1.01
@@ -278,8 +279,6 @@ def test_resting_on_a_stop_the_impulse_is_the_gravity_torque_times_dt():
 def test_loop_with_limit_steps_agrees_with_the_general_path(eps, tmp_path, monkeypatch):
     import dataclasses
 
-    from test_fast_step import _assert_same_runs
-
     sc = _panda_on_its_stops(eps)
     sc = dataclasses.replace(
         sc, output=dataclasses.replace(sc.output, body_poses=True, record_every=7)
@@ -290,15 +289,13 @@ def test_loop_with_limit_steps_agrees_with_the_general_path(eps, tmp_path, monke
     assert b[2].steps == 0
     assert {"limit_begin", "limit_end"} <= set(a[1].events)
     assert np.any(a[0].diagnostics["lcp_size"] > 0), "recorded limit steps have an LCP row"
-    _assert_same_runs(a, b)
+    assert_same_runs(a, b)
 
 
 def test_panda_started_past_a_stop_loop_agrees_with_the_general_path(tmp_path, monkeypatch):
     # no gravity, the Panda's neutral pose: joint4 at 0 rad starts 0.07 rad above its upper
     # limit -0.0698 rad; the recovery and then its cap row (joint_rows.py "Recovery") bring it
     # back, in the compiled loop as in the general path, and it stays at the stop
-    from test_fast_step import _assert_same_runs
-
     sc = load_scenario_text(
         "[simulation]\nduration = 0.4\ndt = 1e-3\ngravity = [0.0, 0.0, 0.0]\n"
         f'[robot.panda]\nurdf = "{sample_path("panda")}"\n'
@@ -306,7 +303,7 @@ def test_panda_started_past_a_stop_loop_agrees_with_the_general_path(tmp_path, m
     )
     a, b = _compiled_and_general(sc, tmp_path, monkeypatch)
     assert a[2].limit_steps > 300 and b[2].steps == 0
-    _assert_same_runs(a, b)
+    assert_same_runs(a, b)
     k = a[0].v_names.index("panda_joint4")
     upper = -0.0698132  # the Panda URDF's panda_joint4 upper limit, rad
     # near the stop: the recovery's reaction set the other joints moving (mm/s), which carries
@@ -315,24 +312,18 @@ def test_panda_started_past_a_stop_loop_agrees_with_the_general_path(tmp_path, m
     assert abs(a[0].v[-1, k]) <= 1e-3
 
 
-def test_pd_driven_into_its_stops_loop_agrees_with_the_general_path(tmp_path, monkeypatch):
-    # joint PD targets beyond two stops (joint4 above its upper limit -0.07 rad, joint6 below
-    # its lower one -0.0175 rad): the actuators press the joints onto the stops and hold them
-    # there, with the implicit PD gain on the armature of every limit step
-    from test_fast_step import _assert_same_runs
-
-    text = f"""[simulation]
-duration = 0.6
+def _fixed_panda(duration: float, q0: str, extra: str = "") -> str:
+    """The bundled Panda on a fixed base for ``duration`` s at dt = 1 ms, from ``q0`` (TOML
+    table body), with ``extra`` TOML after the robot; no floor or self-collision, recording
+    every 5 steps."""
+    return f"""[simulation]
+duration = {duration!r}
 dt = 1e-3
 [robot.panda]
 urdf = "{sample_path("panda")}"
 base = "fixed"
-q0 = {{ panda_joint2 = 0.5, panda_joint4 = -0.5, panda_joint6 = 0.4, panda_joint7 = -0.785 }}
-[robot.panda.pd]
-panda_joint2 = {{ target = 0.5, kp = 300.0, kd = 40.0 }}
-panda_joint4 = {{ target = 0.3, kp = 300.0, kd = 40.0 }}
-panda_joint6 = {{ target = -0.5, kp = 100.0, kd = 3.0 }}
-[contact]
+q0 = {{ {q0} }}
+{extra}[contact]
 floor = false
 self_collision = false
 [output]
@@ -340,12 +331,26 @@ path = "/dev/null"
 record_every = 5
 """
 
+
+def test_pd_driven_into_its_stops_loop_agrees_with_the_general_path(tmp_path, monkeypatch):
+    # joint PD targets beyond two stops (joint4 above its upper limit -0.07 rad, joint6 below
+    # its lower one -0.0175 rad): the actuators press the joints onto the stops and hold them
+    # there, with the implicit PD gain on the armature of every limit step
+    text = _fixed_panda(
+        0.6,
+        "panda_joint2 = 0.5, panda_joint4 = -0.5, panda_joint6 = 0.4, panda_joint7 = -0.785",
+        """[robot.panda.pd]
+panda_joint2 = { target = 0.5, kp = 300.0, kd = 40.0 }
+panda_joint4 = { target = 0.3, kp = 300.0, kd = 40.0 }
+panda_joint6 = { target = -0.5, kp = 100.0, kd = 3.0 }
+""",
+    )
     sc = load_scenario_text(text, source="<panda pd stops>")
     a, b = _compiled_and_general(sc, tmp_path, monkeypatch)
     assert a[2].limit_steps > 200, "the PD-held limit steps must run in the compiled loop"
     assert np.any(a[0].diagnostics["lcp_size"] > 0)
     assert np.any(a[0].tau != 0), "the actuators act"
-    _assert_same_runs(a, b)
+    assert_same_runs(a, b)
 
 
 def test_recovery_from_past_a_stop_loop_agrees_with_the_general_path(tmp_path, monkeypatch):
@@ -354,22 +359,9 @@ def test_recovery_from_past_a_stop_loop_agrees_with_the_general_path(tmp_path, m
     # each a stabilisation energy gain the summary counts (energy_sources.py), with
     # limit_begin / limit_end events on the way; the compiled loop takes those steps and
     # hands their gains and events to the run loop (free_loop.py, step 5c)
-    from test_fast_step import _assert_same_runs
-
-    text = f"""[simulation]
-duration = 0.5
-dt = 1e-3
-[robot.panda]
-urdf = "{sample_path("panda")}"
-base = "fixed"
-q0 = {{ panda_joint2 = 0.5, panda_joint4 = -0.1, panda_joint6 = 0.2, panda_joint7 = -0.785 }}
-[contact]
-floor = false
-self_collision = false
-[output]
-path = "/dev/null"
-record_every = 5
-"""
+    text = _fixed_panda(
+        0.5, "panda_joint2 = 0.5, panda_joint4 = -0.1, panda_joint6 = 0.2, panda_joint7 = -0.785"
+    )
 
     def past_the_stop(sim):
         sim.q = sim.q.copy()
@@ -380,7 +372,7 @@ record_every = 5
     assert a[2].limit_steps > 300, "the recovering limit steps must run in the compiled loop"
     assert a[1].energy_sources.sources["stabilisation"].steps > 100, "recovery gains energy"
     assert {"limit_begin", "limit_end"} <= set(a[1].events)
-    _assert_same_runs(a, b)
+    assert_same_runs(a, b)
 
 
 def test_spherical_joint_limits_keep_the_python_path():
