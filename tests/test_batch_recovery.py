@@ -194,7 +194,10 @@ def test_killing_one_local_worker_leaves_summary_and_files_agreeing(tmp_path: Pa
 
     from test_batch import BASE, GRID
 
-    base = BASE.replace("duration = 0.05", "duration = 600.0")
+    # Long enough that neither run ends before the kill: the compiled loop takes this chain
+    # through 600 s of contact in ~10 s, so 36,000 s is ~10 min; recording every 10th step
+    # keeps the files small for the seconds the runs live.
+    base = BASE.replace("duration = 0.05", "duration = 36000.0") + "\n[output]\nrecord_every = 10\n"
     sweep = make_sweep(tmp_path, GRID.replace("contact.restitution = [0.0, 0.5, 0.9]", ""), base)
     mbsim = Path(sys.executable).with_name("mbsim")
     proc = subprocess.Popen(
