@@ -22,10 +22,11 @@ import numpy as np
 import pytest
 
 from mbsim.bench import pendulum_scenario
+from mbsim.io.results.reader import load_results
 from mbsim.io.scenario import load_scenario
 from mbsim.simcore import free_loop
 from mbsim.simcore.free_loop import FreeLoop
-from whole_runs import assert_same_runs, file_run
+from whole_runs import assert_same_runs, file_run, with_output
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -127,3 +128,27 @@ def test_warm_started_run_bit_for_bit(tmp_path, monkeypatch):
     assert list(a.sets) == list(b.sets)
     for key in a.sets:
         np.testing.assert_array_equal(a.sets[key], b.sets[key])
+
+
+def test_progress_counts_the_contacts_of_loop_steps(tmp_path, monkeypatch):
+    # the progress callback's contact count after a chunk of loop steps is the last step's,
+    # as the step-by-step path reports it: the recorded n_contacts of that step (recording
+    # every step; the diagnostics rows are checked against step by step above)
+    import types
+
+    from mbsim import simulator
+    from mbsim.simulator import Simulator
+
+    # a clock 1 s on at each reading: every chunk is reported (not one per 50 ms)
+    clock = types.SimpleNamespace(perf_counter=iter(range(10**6)).__next__)
+    monkeypatch.setattr(simulator, "_time", clock)
+    sc = _recorded(_stand("a1-stand", 0.05), 1)
+    path = tmp_path / "p.h5"
+    calls = []
+    sim = Simulator(with_output(sc, path))
+    summary = sim.run(out=path, progress=lambda *a: calls.append(a))
+    assert summary.status == "complete" and sim._free_loop.contact_steps == 50
+    res = load_results(path)
+    recorded = dict(zip(res.step.tolist(), res.diagnostics["n_contacts"].tolist(), strict=True))
+    assert calls and all(nc == recorded[step] for step, _, _, nc in calls), (calls, recorded)
+    assert all(nc >= 4 for *_, nc in calls), "the 4 feet are on the floor"

@@ -772,7 +772,10 @@ class Simulator:
                     if progress is not None:
                         now = _time.perf_counter()
                         if now - last_progress > 0.05:
-                            progress(self.step_index, n_steps, self.t, 0)
+                            # the loop leaves the last step's contacts where the
+                            # step-by-step path keeps them (None: that step had none)
+                            nc = 0 if self._prev_contacts is None else len(self._prev_contacts)
+                            progress(self.step_index, n_steps, self.t, nc)
                             last_progress = now
                     continue
                 # the next step needs the step-by-step path; near a contact or a stop the
