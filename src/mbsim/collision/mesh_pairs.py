@@ -81,15 +81,23 @@ def mesh_polytope(
             v[a] += p[a]
         if (v[0] - cx) ** 2 + (v[1] - cy) ** 2 + (v[2] - cz) ** 2 > reach * reach:
             continue
+        # the distance to a convex polytope is at least the height over any face plane: a
+        # vertex more than the margin over one is out of reach (for a large box, a table,
+        # nearly every vertex of the mesh), without the closest-point search
         inside = True
+        far = False
         depth, face = np.inf, 0
         for f in range(nP.shape[0]):
             h = dot3(nP[f], v) - dP[f]
+            if h > margin:
+                far = True
+                break
             if h > 0.0:
                 inside = False
-                break
-            if -h < depth:
+            elif inside and -h < depth:
                 depth, face = -h, f
+        if far:
+            continue
         if inside:
             gap = -depth
             copy3(n, nP[face])
@@ -107,7 +115,14 @@ def mesh_polytope(
     ql = np.empty(3)
     closest = np.empty(3)
     nl = np.empty(3)
+    cm = _centre(gm, sf, Rw, pw)
+    out = sf[gm, BR] + margin
     for k in range(vP.shape[0]):
+        # a polytope vertex outside the mesh's bounding sphere by more than the margin is
+        # farther than the margin from the mesh: skip the search over every triangle
+        dc2 = (vP[k, 0] - cm[0]) ** 2 + (vP[k, 1] - cm[1]) ** 2 + (vP[k, 2] - cm[2]) ** 2
+        if dc2 > out * out:
+            continue
         for a in range(3):
             ql[a] = R[0, a] * (vP[k, 0] - p[0]) + R[1, a] * (vP[k, 1] - p[1])
             ql[a] += R[2, a] * (vP[k, 2] - p[2])
