@@ -65,8 +65,10 @@ import os
 import signal
 import sys
 
-_probe_path = os.environ.get("MBSIM_TEST_PROBE")
-_probe_at = [int(n) for n in os.environ.get("MBSIM_TEST_PROBE_AT", "").split(",") if n]
+# popped: the run's compile-ahead helper (simcore/warmup.py, started on a cold cache with this
+# environment) must not probe its own compiles into the same file
+_probe_path = os.environ.pop("MBSIM_TEST_PROBE", None)
+_probe_at = [int(n) for n in os.environ.pop("MBSIM_TEST_PROBE_AT", "").split(",") if n]
 
 
 def _note(line):
@@ -131,7 +133,7 @@ import signal
 import sys
 from importlib.machinery import ExtensionFileLoader
 
-_extension = os.environ.get("MBSIM_TEST_SIGINT_AT_EXTENSION")
+_extension = os.environ.pop("MBSIM_TEST_SIGINT_AT_EXTENSION", None)  # not the helper's
 if _extension:
     _create = ExtensionFileLoader.create_module
 
