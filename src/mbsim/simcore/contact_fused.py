@@ -157,15 +157,18 @@ def pivot_caps() -> tuple[int, np.ndarray]:
     """(MAX_ROWS, caps): caps[0, n] the Lemke pivot cap ``lemke.default_max_pivots`` and
     caps[1, n] the pivots of one budget chunk ``budget.chunk_pivots`` of every LCP size
     0 .. MAX_ROWS: what the kernel's Lemke paths take from the Python path's settings (read
-    now, so a changed setting is followed)."""
-    sizes = range(MAX_ROWS + 1)
-    return MAX_ROWS, np.array(
-        [
-            [lemke_module.default_max_pivots(m) for m in sizes],
-            [budget.chunk_pivots(m) for m in sizes],
-        ],
-        np.int64,
-    )
+    now, so a changed setting is followed; the table is shared: read only)."""
+    settings = (budget.CHUNK_FLOPS, lemke_module.default_max_pivots, budget.chunk_pivots)
+    if _caps_read[0] != settings:  # ~3 ms of Python: once per process and settings
+        sizes = range(MAX_ROWS + 1)
+        caps = [lemke_module.default_max_pivots(m) for m in sizes]
+        table = np.array([caps, [budget.chunk_pivots(m) for m in sizes]], np.int64)
+        _caps_read[:] = settings, table
+    return MAX_ROWS, _caps_read[1]
+
+
+#: the settings :func:`pivot_caps` last read, and its table of them
+_caps_read: list = [None, None]
 
 
 @njit(cache=True, inline="always")
