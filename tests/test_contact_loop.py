@@ -152,3 +152,33 @@ def test_progress_counts_the_contacts_of_loop_steps(tmp_path, monkeypatch):
     recorded = dict(zip(res.step.tolist(), res.diagnostics["n_contacts"].tolist(), strict=True))
     assert calls and all(nc == recorded[step] for step, _, _, nc in calls), (calls, recorded)
     assert all(nc >= 4 for *_, nc in calls), "the 4 feet are on the floor"
+
+
+def test_islands_bit_for_bit(tmp_path, monkeypatch):
+    # two boxes dropped 5 mm onto the floor, apart: their contacts share no tree, so every
+    # contact LCP splits into two islands (lcp/islands.py), which the loop's contact step
+    # solves block by block. Truth: the Python chain step by step (no loop, no compiled
+    # contact step), warm start on in both (the store's block keys, (n, rows), guessed and
+    # remembered as chain._solve_warm does)
+    from mbsim.simcore.contact_fused import ContactFuser
+    from mbsim.simcore.lcp import warm
+    from test_contact_fused import _boxes
+
+    monkeypatch.setattr(warm, "ENABLED", True)
+    sc = _boxes(tmp_path, [(0.0, 0.0, 0.0555), (0.5, 0.0, 0.0555)])
+    sc = dataclasses.replace(sc, simulation=dataclasses.replace(sc.simulation, duration=0.1))
+    sc = _recorded(sc, 10)
+    loop = file_run(sc, tmp_path / "loop.h5", monkeypatch)
+    python = [
+        (FreeLoop, "eligible", staticmethod(lambda sim: False)),
+        (ContactFuser, "eligible", staticmethod(lambda stepper: False)),
+    ]
+    step = file_run(sc, tmp_path / "step.h5", monkeypatch, python)
+    assert loop[2]._free_loop.contact_steps >= 60 and step[2].stepper._fused.steps == 0
+    assert_same_runs(loop, step)
+    a, b = (r[2].stepper.formulation.warm for r in (loop, step))
+    assert all(rows is not None for _, rows in a.sets), "every LCP split into blocks"
+    assert (a.tried, a.accepted) == (b.tried, b.accepted) and a.accepted > 60
+    assert list(a.sets) == list(b.sets)
+    for key in a.sets:
+        np.testing.assert_array_equal(a.sets[key], b.sets[key])

@@ -77,21 +77,21 @@ _JOBS = """
 import time
 from numba import types
 from mbsim.simcore import warmup
-from mbsim.simcore import contact_fused as cf
+from mbsim.simcore.lcp import islands as isl
 i1 = types.Array(types.int64, 1, "C")
-small = [("mbsim.simcore.contact_fused", "_trees_apart", (i1, i1, i1))]
+small = [("mbsim.simcore.lcp.islands", "block_order", (i1, types.int64))]
 """
 
 
 def test_helper_fills_the_cache_and_a_warm_cache_starts_none(tmp_path):
     proc = _python(
         """
-        print(warmup.cached(cf._trees_apart, small[0][2]))
+        print(warmup.cached(isl.block_order, small[0][2]))
         with warmup.compile_ahead(small) as started:
             helper = warmup._helper
             warmup.wait()
             print(started, helper.returncode)
-        print(warmup.cached(cf._trees_apart, small[0][2]))
+        print(warmup.cached(isl.block_order, small[0][2]))
         with warmup.compile_ahead(small) as started:
             print(started)
         """,
@@ -107,7 +107,7 @@ def test_no_helper_when_the_cache_cannot_be_written(tmp_path):
         """
         import os
         os.access = lambda path, mode: False
-        print(warmup.cached(cf._trees_apart, small[0][2]))
+        print(warmup.cached(isl.block_order, small[0][2]))
         with warmup.compile_ahead(small) as started:
             print(started, warmup._helper)
         """,

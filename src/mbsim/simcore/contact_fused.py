@@ -27,16 +27,21 @@ order, so the two agree bit for bit; tests/test_contact_fused.py compares whole 
    kinetic energy before and after (``energy_impacts`` in the metric M + armature); then the
    free motion from v_c by ABA, as ``OS.solve`` recomputes it; the step's LCP of Eq. 53
    (``contact.contact_lcp``): q = D^T (v_u(v_f) + g_v n);
-6. its solve, as ``lcp.chain.solve_lcp`` solves an LCP that does not split: with the warm start
-   on (lcp/warm.py, the OS formulation's store), the active set remembered for its size first
-   (``chain._warm_attempt``: ``warm.guess_kernel``, the same acceptance test; the wrapper
-   hands the set in and puts the new one back only when the step is kept, so the store ends
-   as the Python path leaves it); else the whole first attempt of the chain
-   (:func:`least_norm_attempt` for the "least_norm" selection: ``chain.lemke_regularised``'s
-   Lemke on M + delta I, the least-change polish, the active-set corrections and the restricted LCP;
-   :func:`vertex_attempt` for "vertex": lexicographic Lemke), every candidate verified by the
-   acceptance test of lcp/problem.py; the Lemke paths take the Python path's pivot cap
-   (``lemke.default_max_pivots``, read by :func:`pivot_caps`);
+6. its solve, as ``lcp.chain.solve_lcp`` solves it (:func:`_solve_rows`): an M that splits
+   into independent blocks (islands, lcp/islands.py: the same ``_component_labels`` and
+   ``block_order``) block by block as ``islands.solve_blocks`` does, each with the whole LCP's
+   ||M||_inf for its regularisation, the assembled z verified on the whole (M, q); each block
+   (or the unsplit LCP, :func:`_solve_block`): with the warm start on (lcp/warm.py, the OS
+   formulation's store) the active set remembered under its key first ((n, None) unsplit,
+   (n, rows) for a block; ``chain._warm_attempt``: ``warm.guess_kernel``, the same acceptance
+   test; the wrapper hands the store in as a lcp/warm_table.py table and takes it back only
+   when the step is kept, so the store ends as the Python path leaves it); else the whole
+   first attempt of the chain (:func:`_least_norm_solve` for the "least_norm" selection:
+   ``chain.lemke_regularised``'s Lemke on M + delta I, the least-change polish, the
+   active-set corrections and the restricted LCP; :func:`_vertex_solve` for "vertex":
+   lexicographic Lemke), every candidate verified by the acceptance test of lcp/problem.py;
+   the Lemke paths take the Python path's pivot cap and budget chunk
+   (``lemke.default_max_pivots``, ``budget.chunk_pivots``, read by :func:`pivot_caps`);
 7. the impulses F = D beta (``ContactProblem.impulses``: numpy's einsum sums the k terms in
    two interleaved lanes, even and odd k, then adds them; checked for k <= 7, MAX_K), the
    impulse response v+ = v_f + M^-1 J^T Q_u^T F (``dynamics.impulse_response_kernel``);
@@ -51,18 +56,16 @@ to the caller, which then takes the step by the Python path from the start (noth
 kernel wrote is kept: Data's scratch arrays are rewritten there, and after a collision's
 second ABA the kernel runs ABA at (q, v) again so the Python path starts from the same
 Data): a collision with ``energy_consistent_impacts`` (IMPACT: its halving loop stays in
-Python), contacts on trees that nothing joins (FALLBACK before any work: the LCP splits into
-islands, which the chain solves block by block), and an LCP the first attempt does not
-settle (FALLBACK: islands, a Lemke path
-ending without a solution, the proximal polish, a rejected answer; the Python chain then
-goes on from its first attempt, which gives the same unaccepted answer, to the next ones, or
-raises the failure).
+Python), and an LCP (or a block of one) the first attempt does not settle (FALLBACK: a Lemke
+path ending without a solution or not ended by its first budget chunk, after which the
+Python path polls the step's time budget; the proximal polish; a rejected answer, also of
+the assembled blocks; the Python chain then goes on from its first attempt, which gives the
+same unaccepted answer, to the next ones, or raises the failure).
 
 What the caller does not hand it (:meth:`ContactFuser.eligible`, and the stepper's test for
 joint rows): joint-limit or joint-friction rows in the step, bilateral rows, RK4, another
 formulation than OS, another Delassus algorithm than Upsilon, the CRBA dynamics, the "pgs"
-solver, nf > 6, LCP dumps, and LCPs that Lemke would solve in several budget chunks (more
-than ~57 rows: :func:`one_chunk`; the Python path polls the step's time budget between them).
+solver, nf > 6, LCP dumps, and LCPs of more than MAX_ROWS rows.
 Softened retries of a failed step stay in Python: the kernel takes a step only at full
 recovery, and when it accepts one, so would the Python path's first attempt.
 
@@ -99,19 +102,21 @@ from mbsim.simcore.kinematics import (
 from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp import warm as warm_start
 from mbsim.simcore.lcp.chain import ACTIVE_SET_FIXES, LSTSQ_RCOND
-from mbsim.simcore.lcp.islands import _component_labels
+from mbsim.simcore.lcp.islands import _component_labels, block_order
 from mbsim.simcore.lcp.lemke import _SOLVED, REFACTOR_EVERY, ZERO_REL, _lemke_once
 from mbsim.simcore.lcp.lstsq import active_set_least_change
 from mbsim.simcore.lcp.problem import _inf_norm, _snap_kernel
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
 from mbsim.simcore.lcp.warm import CANDIDATE, guess_kernel
 from mbsim.simcore.lcp.warm import ROUNDS as WARM_ROUNDS
+from mbsim.simcore.lcp.warm_table import ACCEPTED, TRIED, WarmTable
+from mbsim.simcore.lcp.warm_table import find as warm_find
+from mbsim.simcore.lcp.warm_table import remember as warm_remember
 from mbsim.simcore.limit_step import (
     SOLVER_NAMES,
     _armature_energy,
     _kinetic,
     evaluate_candidate,
-    regularised,
 )
 
 #: what :func:`contact_step_kernel` returns: the step is done (OK), its LCP needs the Python
@@ -123,11 +128,11 @@ OK, FALLBACK, IMPACT = 0, 1, 2
     I_DEMANDS, I_DEEPEST, I_PIVOTS, I_RESIDUAL, I_SOLVER, I_E_STAB, I_IMPACT, I_E_IMPACTS,
     I_KE_BEFORE, I_KE_AFTER,
 ) = range(10)  # fmt: skip
-#: the slots of :func:`contact_step_kernel`'s ``wstate`` (the warm start, lcp/warm.py): the
-#: length of the remembered set in ``wset`` (-1: none), the guesses tried and accepted
-W_LEN, W_TRIED, W_ACCEPTED = range(3)
 #: the largest nf + 1 whose F = D beta the kernel sums in numpy einsum's order (checked)
 MAX_K = 7
+#: the most LCP rows the kernel takes (the Lemke settings of :func:`pivot_caps` cover them):
+#: 256 contacts of nf + 1 = MAX_K + 1 rows
+MAX_ROWS = 256 * (MAX_K + 1)
 
 _NO_F = np.zeros(0)
 #: the module (the package's ``lemke`` is the solver function of that name)
@@ -148,30 +153,35 @@ def _i64(a) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
-def one_chunk(n: int) -> bool:
-    """Whether Lemke on an LCP of n rows runs as one compiled call in the Python path too
-    (``lemke.run_lemke``: one budget chunk ends the path, so it never polls the budget)."""
-    return budget.chunk_pivots(n) >= lemke_module.default_max_pivots(n)
-
-
 def pivot_caps() -> tuple[int, np.ndarray]:
-    """(the largest n with :func:`one_chunk`, the Lemke pivot cap ``lemke.default_max_pivots``
-    of every LCP size 0 .. that n): what the kernel's Lemke paths take from the Python
-    path's settings (read now, so a changed setting is followed)."""
-    n = 0
-    while n < 10_000 and one_chunk(n + 1):
-        n += 1
-    return n, np.array([lemke_module.default_max_pivots(m) for m in range(n + 1)], np.int64)
+    """(MAX_ROWS, caps): caps[0, n] the Lemke pivot cap ``lemke.default_max_pivots`` and
+    caps[1, n] the pivots of one budget chunk ``budget.chunk_pivots`` of every LCP size
+    0 .. MAX_ROWS: what the kernel's Lemke paths take from the Python path's settings (read
+    now, so a changed setting is followed; the table is shared: read only)."""
+    settings = (budget.CHUNK_FLOPS, lemke_module.default_max_pivots, budget.chunk_pivots)
+    if _caps_read[0] != settings:  # ~3 ms of Python: once per process and settings
+        sizes = range(MAX_ROWS + 1)
+        caps = [lemke_module.default_max_pivots(m) for m in sizes]
+        table = np.array([caps, [budget.chunk_pivots(m) for m in sizes]], np.int64)
+        _caps_read[:] = settings, table
+    return MAX_ROWS, _caps_read[1]
+
+
+#: the settings :func:`pivot_caps` last read, and its table of them
+_caps_read: list = [None, None]
 
 
 @njit(cache=True, inline="always")
 def _lemke_capped(M, q, caps, z):
-    """``lemke.run_lemke`` on a path one chunk ends (lexicographic, ZERO_REL, pivot cap
-    caps[n], refactorisation every max(REFACTOR_EVERY, n) pivots): (solved?, pivots, basic
-    z indices); z gets the snapped answer (``lemke._lemke_once``, the call run_lemke makes)."""
+    """``lemke.run_lemke``'s first budget chunk (lexicographic, ZERO_REL, pivot cap
+    caps[0, n], caps[1, n] pivots a chunk, refactorisation every max(REFACTOR_EVERY, n)
+    pivots): (solved?, pivots, basic z indices); z gets the snapped answer
+    (``lemke._lemke_once``). A path the first chunk does not end is not solved here: the
+    Python path polls the step's time budget after that chunk, so the step is its."""
     n = q.shape[0]
-    cap = caps[n]
-    code, pivots, basic = _lemke_once(M, q, cap, max(REFACTOR_EVERY, n), cap + 1, True, ZERO_REL, z)
+    code, pivots, basic = _lemke_once(
+        M, q, caps[0, n], max(REFACTOR_EVERY, n), caps[1, n], True, ZERO_REL, z
+    )
     return code == _SOLVED, int(pivots), basic
 
 
@@ -245,20 +255,28 @@ def _restricted(M, q, S0, tol_rel, caps, z, w):
 
 
 @njit(cache=True, inline="always")
-def least_norm_attempt(M, q, tol_rel, caps, z, w):
-    """The first attempt of ``chain.solve_lcp`` with the "least_norm" selection, as
-    ``chain.lemke_regularised`` runs it: Lemke on M + delta I (delta = LEAST_NORM_DELTA
-    ||M||_inf), the least-change polish on M's active set, the active-set corrections (rows
-    the polish leaves on the wrong side swapped, at most ACTIVE_SET_FIXES times), then the
-    restricted LCP (``_restricted``); every candidate verified on (M, q). Returns (accepted,
-    pivots, worst residual); z and w = M z + q hold the accepted answer. Not accepted where
-    the Python chain would go on in a way not compiled here (islands, a regularised path
-    without a solution, the proximal polish) or would fail: the caller hands the step back."""
+def _mscale(M):
+    """||M||_inf, taken as 1 when it is 0 or not finite (``chain.solve_lcp``'s mscale)."""
+    mscale = _inf_norm(M)
+    if not (mscale > 0.0 and np.isfinite(mscale)):
+        mscale = 1.0
+    return mscale
+
+
+@njit(cache=True)
+def _least_norm_solve(M, q, delta, tol_rel, caps, z, w):
+    """``chain.lemke_regularised`` on (M, q) with the regularisation delta (absolute), as the
+    first attempt of the chain runs it: Lemke on M + delta I, the least-change polish on M's
+    active set, the active-set corrections (rows the polish leaves on the wrong side swapped,
+    at most ACTIVE_SET_FIXES times), then the restricted LCP (``_restricted``); every
+    candidate verified on (M, q). Returns (accepted, pivots, worst residual); z and
+    w = M z + q hold the accepted answer. Not accepted where the Python chain would go on in
+    a way not compiled here (a regularised path without a solution or longer than one
+    budget chunk, the proximal polish) or would fail: the caller hands the step back."""
     n = q.shape[0]
-    label = np.empty(n, dtype=np.int64)
-    if n > 1 and _component_labels(M, label) > 1:
-        return False, 0, np.inf  # islands: solved block by block there
-    Mr = regularised(M)
+    Mr = M.copy()
+    for i in range(n):
+        Mr[i, i] = M[i, i] + delta
     z_reg = np.empty(n)
     solved, pivots, S = _lemke_capped(Mr, q, caps, z_reg)
     if not solved:
@@ -297,16 +315,12 @@ def least_norm_attempt(M, q, tol_rel, caps, z, w):
     return ok, pivots + sub_pivots, worst
 
 
-@njit(cache=True, inline="always")
-def vertex_attempt(M, q, tol_rel, caps, z, w):
-    """The first attempt of ``chain.solve_lcp`` with the "vertex" selection: lexicographic
-    Lemke on (M, q) (``lemke.lemke``'s first path), verified on (M, q). Returns (accepted,
-    pivots, worst residual). Not accepted: islands, a path without a verified solution (the
-    Python chain follows the other paths and attempts)."""
-    n = q.shape[0]
-    label = np.empty(n, dtype=np.int64)
-    if n > 1 and _component_labels(M, label) > 1:
-        return False, 0, np.inf
+@njit(cache=True)
+def _vertex_solve(M, q, tol_rel, caps, z, w):
+    """The first attempt of the chain with the "vertex" selection: lexicographic Lemke on
+    (M, q) (``lemke.lemke``'s first path), verified on (M, q). Returns (accepted, pivots,
+    worst residual). Not accepted: a path without a verified solution or longer than one
+    budget chunk (the Python chain follows the other paths and attempts)."""
     solved, pivots, _basic = _lemke_capped(M, q, caps, z)
     if not solved:
         return False, pivots, np.inf
@@ -315,85 +329,75 @@ def vertex_attempt(M, q, tol_rel, caps, z, w):
 
 
 @njit(cache=True)
-def _trees_apart(parent, body_a, body_b):
-    """Whether the contacts fall into groups on separate trees (no moving body and no contact
-    joins them): Lambda is exactly zero across trees, so the LCP's M is then block diagonal
-    and the chain solves it island by island (lcp/islands.py), which this kernel does not."""
-    nb = parent.shape[0]
-    link = np.arange(nb)  # union-find over the tree roots
-    first = -1
-    for i in range(body_a.shape[0]):
-        ra = body_a[i]
-        while ra >= 0 and parent[ra] >= 0:
-            ra = parent[ra]
-        rb = body_b[i]
-        while rb >= 0 and parent[rb] >= 0:
-            rb = parent[rb]
-        if ra >= 0 and rb >= 0:
-            while link[ra] != ra:
-                ra = link[ra]
-            while link[rb] != rb:
-                rb = link[rb]
-            link[max(ra, rb)] = min(ra, rb)
-    for i in range(body_a.shape[0]):
-        r = body_a[i] if body_a[i] >= 0 else body_b[i]
-        if r < 0:
-            continue  # no moving side: no row of M (none is detected so)
-        while parent[r] >= 0:
-            r = parent[r]
-        while link[r] != r:
-            r = link[r]
-        if first < 0:
-            first = r
-        elif r != first:
-            return True
-    return False
-
-
-@njit(cache=True)
-def _warm_attempt(M, q, least_norm, tol_rel, wset, wstate, z, w):
-    """``chain._warm_attempt`` for the unsplit LCP (M, q): the active set the stepper's warm
-    store remembers under (n, None) (``wset[:wstate[W_LEN]]``), solved and corrected by
-    ``warm.guess_kernel`` with the chain's delta (LEAST_NORM_DELTA ||M||_inf in the
-    least-norm selection, 0 in the vertex one), accepted by the chain's acceptance test.
-    Returns (accepted, worst residual); accepted, z holds the answer and wset the set it
-    ended with (``finals[key]``), and the counters W_TRIED, W_ACCEPTED in wstate go up as
-    the store's ``tried`` and ``accepted`` do."""
+def least_norm_attempt(M, q, tol_rel, caps, z, w):
+    """The first attempt of ``chain.solve_lcp`` with the "least_norm" selection on an LCP
+    that does not split (:func:`_least_norm_solve` with delta = LEAST_NORM_DELTA
+    ||M||_inf); not accepted for an M that splits into islands."""
     n = q.shape[0]
-    wstate[W_TRIED] += 1
-    delta = 0.0
-    if least_norm:
-        mscale = _inf_norm(M)
-        if not (mscale > 0.0 and np.isfinite(mscale)):
-            mscale = 1.0
-        delta = LEAST_NORM_DELTA * mscale
-    final = np.empty(n, dtype=np.int64)
-    S = wset[: wstate[W_LEN]].copy()
-    code, ns, _rounds = guess_kernel(
-        M, q, S, delta, least_norm, tol_rel, LSTSQ_RCOND, WARM_ROUNDS, ACTIVE_SET_FIXES, z,
-        final,
-    )  # fmt: skip
-    if code != CANDIDATE:
-        return False, np.inf
-    ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
-    if not ok:
-        return False, np.inf
-    wstate[W_ACCEPTED] += 1
-    for a in range(ns):
-        wset[a] = final[a]
-    wstate[W_LEN] = ns
-    return True, worst
+    if n > 1 and _component_labels(M, np.empty(n, dtype=np.int64)) > 1:
+        return False, 0, np.inf  # islands: _solve_rows solves them block by block
+    return _least_norm_solve(M, q, LEAST_NORM_DELTA * _mscale(M), tol_rel, caps, z, w)
 
 
 @njit(cache=True)
-def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, wset, wstate, z):
+def vertex_attempt(M, q, tol_rel, caps, z, w):
+    """The first attempt of ``chain.solve_lcp`` with the "vertex" selection on an LCP that
+    does not split (:func:`_vertex_solve`); not accepted for an M that splits."""
+    n = q.shape[0]
+    if n > 1 and _component_labels(M, np.empty(n, dtype=np.int64)) > 1:
+        return False, 0, np.inf
+    return _vertex_solve(M, q, tol_rel, caps, z, w)
+
+
+@njit(cache=True)
+def _solve_block(M, q, mscale, n_all, whole, rows, least_norm, tol_rel, caps, warm, tab, z, w):
+    """One block (M, q) of an LCP of n_all rows, or the whole of one that does not split
+    (``whole``), solved as ``chain._solve_warm`` / ``chain.solve_lcp`` solve it, up to the
+    first attempt of the chain: with ``warm``, the set the warm table holds under the key
+    (n_all, None) or (n_all, rows) first (``chain._warm_attempt``: ``warm.guess_kernel`` with
+    the chain's delta, LEAST_NORM_DELTA times the whole LCP's mscale in the least-norm
+    selection, 0 in the vertex one; the same acceptance test, on the block), else the
+    chain's first attempt with the same regularisation. Returns (accepted, pivots, worst
+    residual, the set to remember: the guess's final set, else the rows with z > 0); the
+    table's TRIED and ACCEPTED counters go up as the store's ``tried`` and ``accepted``."""
+    n = q.shape[0]
+    delta = LEAST_NORM_DELTA * mscale if least_norm else 0.0
+    if warm:
+        e = warm_find(tab, n_all, whole, rows)
+        if e >= 0:
+            meta = tab[6]
+            meta[TRIED] += 1
+            S = tab[4][e, : tab[3][e]].copy()
+            final = np.empty(n, dtype=np.int64)
+            code, ns, _rounds = guess_kernel(
+                M, q, S, delta, least_norm, tol_rel, LSTSQ_RCOND, WARM_ROUNDS,
+                ACTIVE_SET_FIXES, z, final,
+            )  # fmt: skip
+            if code == CANDIDATE:
+                ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
+                if ok:
+                    meta[ACCEPTED] += 1
+                    return True, 0, worst, final[:ns].copy()
+    if least_norm:
+        ok, pivots, worst = _least_norm_solve(M, q, delta, tol_rel, caps, z, w)
+    else:
+        ok, pivots, worst = _vertex_solve(M, q, tol_rel, caps, z, w)
+    return ok, pivots, worst, np.flatnonzero(z > 0.0)
+
+
+@njit(cache=True)
+def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab, und, z):
     """The contact LCP of Eq. 53 (``contact.contact_lcp``; the sigma rows' q the friction
     budget, empty for none) for row velocities vu (nu, 3), solved as ``chain.solve_lcp``
-    solves an LCP that does not split: with ``warm`` (the stepper's warm store is on), the
-    remembered set first when there is one (:func:`_warm_attempt`; ``wstate[W_LEN]`` < 0:
-    none), else the chain's first attempt, whose answer's rows with z > 0 are then remembered
-    (``WarmStart.remember``). Returns (accepted, pivots, worst residual, solver code); z gets
-    [beta; sigma]."""
+    solves it up to the first attempt of its chain: an M that splits into independent
+    blocks (lcp/islands.py: ``_component_labels``, ``block_order``) block by block as
+    ``islands.solve_blocks`` does, each block by :func:`_solve_block` with the whole LCP's
+    mscale, the assembled z verified on the whole (M, q); an M that does not split by
+    :func:`_solve_block` on the whole. With ``warm`` the answer's sets then go to the warm
+    table (``WarmStart.remember`` of every key, in block order; ``und`` the table's undo
+    log, lcp/warm_table.py). Returns (accepted, pivots (summed over the blocks), worst
+    residual, solver code); z gets [beta; sigma]. Not accepted where the Python chain goes
+    on (a block or the assembled z not accepted: the unsplit solve, the next attempts)."""
     nu, _, k = D.shape
     n = nu * (k + 1)
     M = np.zeros((n, n))
@@ -403,26 +407,47 @@ def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, wset, wst
         q[nu * k + i] = budget[i]
     w = np.empty(n)
     code = 1 if least_norm else 0
-    if warm and wstate[W_LEN] >= 0:
-        # islands are the attempts' own first test; the guess under (n, None) is the unsplit
-        # LCP's only (the chain's blocks have keys of their own)
-        if n > 1 and _component_labels(M, np.empty(n, dtype=np.int64)) > 1:
+    mscale = _mscale(M)
+    label = np.empty(n, dtype=np.int64)
+    count = _component_labels(M, label) if n > 1 else 1
+    if count == 1:
+        none = np.empty(0, dtype=np.int64)
+        ok, pivots, worst, S = _solve_block(
+            M, q, mscale, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
+        )
+        if ok and warm:
+            warm_remember(tab, und, n, True, none, S)
+        return ok, pivots, worst, code
+    order, starts = block_order(label, count)
+    sets = []
+    pivots = 0
+    for b in range(count):
+        rows = order[starts[b] : starts[b + 1]]
+        m = rows.shape[0]
+        Mb = np.empty((m, m))
+        qb = np.empty(m)
+        for a in range(m):
+            qb[a] = q[rows[a]]
+            for c in range(m):
+                Mb[a, c] = M[rows[a], rows[c]]
+        zb = np.empty(m)
+        wb = np.empty(m)
+        ok, piv, _worst, S = _solve_block(
+            Mb, qb, mscale, n, False, rows, least_norm, tol_rel, caps, warm, tab, zb, wb
+        )
+        if not ok:
             return False, 0, np.inf, code
-        ok, worst = _warm_attempt(M, q, least_norm, tol_rel, wset, wstate, z, w)
-        if ok:
-            return True, 0, worst, code
-    if least_norm:
-        ok, pivots, worst = least_norm_attempt(M, q, tol_rel, caps, z, w)
-    else:
-        ok, pivots, worst = vertex_attempt(M, q, tol_rel, caps, z, w)
-    if ok and warm:
-        ns = 0
-        for i in range(n):
-            if z[i] > 0.0:
-                wset[ns] = i
-                ns += 1
-        wstate[W_LEN] = ns
-    return ok, pivots, worst, code
+        for a in range(m):
+            z[rows[a]] = zb[a]
+        pivots += piv
+        sets.append(S)
+    ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
+    if not ok:
+        return False, 0, np.inf, code
+    if warm:
+        for b in range(count):
+            warm_remember(tab, und, n, False, order[starts[b] : starts[b + 1]], sets[b])
+    return True, pivots, worst, code
 
 
 @njit(cache=True, inline="always")
@@ -447,7 +472,7 @@ def contact_step_kernel(
     body_a, local_a, body_b, local_b, normal, gap, radius_a, radius_b, mu, eps, cos_a, sin_a,
     q_pos, v, tau, qdd, dt, stabilization, max_recovery_speed, use_floor, gap_floor,
     curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm, tol_rel, caps,
-    warm, wset, wstate, v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after,
+    warm, tab, und, v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after,
     p_impact, info,
 ):  # fmt: skip
     """One contact step from the contact set to v+ (module docstring, stages 1-8), at the
@@ -461,8 +486,6 @@ def contact_step_kernel(
     nv = v.shape[0]
     nu = gap.shape[0]
     k = cos_a.shape[0] + 1
-    if _trees_apart(parent, body_a, body_b):
-        return FALLBACK  # islands: before any work
     # 1. the impact test at v
     vu = np.empty((nu, 3))
     relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v, body_a, local_a, body_b,
@@ -523,7 +546,7 @@ def contact_step_kernel(
         )
         zc = np.empty(nu * (k + 1))
         ok, _p, _w, _s = _solve_rows(
-            W, D, mu, vu, no_budget, least_norm, tol_rel, caps, warm, wset, wstate, zc
+            W, D, mu, vu, no_budget, least_norm, tol_rel, caps, warm, tab, und, zc
         )
         if not ok:
             return FALLBACK
@@ -554,7 +577,7 @@ def contact_step_kernel(
                                        body_b, local_b, vu)  # fmt: skip
             zd = np.empty(nu * (k + 1))
             ok, _p, _w, _s = _solve_rows(
-                W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, wset, wstate, zd
+                W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab, und, zd
             )
             if not ok:
                 return FALLBACK
@@ -598,7 +621,7 @@ def contact_step_kernel(
         for c in range(3):
             vu[i, c] = vu[i, c] + gv[i] * normal[i, c]
     ok, pivots, worst, solver = _solve_rows(
-        W, D, mu, vu, no_budget, least_norm, tol_rel, caps, warm, wset, wstate, z
+        W, D, mu, vu, no_budget, least_norm, tol_rel, caps, warm, tab, und, z
     )
     if not ok:
         if colliding:  # the Data arrays back at (q, v), as the Python path starts from them
@@ -718,10 +741,10 @@ class ContactFuser:
             self._max_rows, self._caps = pivot_caps()
             self._settings = settings
 
-    def _arguments(self, q, v, tau, c, qdd, mu, eps, warm, wset, wstate) -> tuple:
+    def _arguments(self, q, v, tau, c, qdd, mu, eps, warm, table) -> tuple:
         """The arguments of :func:`contact_step_kernel` for the contacts ``c`` (pair
-        parameters mu, eps; the warm start's flag, set and state), its eleven outputs last
-        (fresh arrays)."""
+        parameters mu, eps; the warm start's flag and table, lcp/warm_table.py), its eleven
+        outputs last (fresh arrays)."""
         nu = len(c.gap)
         k = self._k
         ra, rb = getattr(c, "radius_a", None), getattr(c, "radius_b", None)
@@ -737,7 +760,8 @@ class ContactFuser:
         return (
             *self._head, _i64(c.body_a), _f64(c.local_a), _i64(c.body_b), _f64(c.local_b),
             _f64(c.normal), _f64(c.gap), _f64(ra), _f64(rb), _f64(mu), _f64(eps), *self._angles,
-            _f64(q), _f64(v), _f64(tau), _f64(qdd), *self._opts, self._caps, warm, wset, wstate,
+            _f64(q), _f64(v), _f64(tau), _f64(qdd), *self._opts, self._caps, warm, table.tab,
+            table.und,
             v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
         )  # fmt: skip
 
@@ -757,7 +781,7 @@ class ContactFuser:
         q, v = np.zeros(self.s.model.nq), np.zeros(nv)
         args = self._arguments(
             q, v, np.zeros(nv), one, np.zeros(nv), np.zeros(1), np.zeros(1), False,
-            np.zeros(0, np.int64), np.array([-1, 0, 0], dtype=np.int64),
+            WarmTable(1, 0),
         )  # fmt: skip
         self._model = None  # bound again at the first step, which waits for the helper first
         return tuple(typeof(a) for a in args)
@@ -797,19 +821,16 @@ class ContactFuser:
             return None
         mu, eps = s._pair_params(c)
         v = _f64(v)
-        # the OS formulation's warm store (lcp/warm.py): every LCP of the step is unsplit and
-        # of the same n, so one key (chain._solve_warm); its set is kept only if the step is
+        # the OS formulation's warm store (lcp/warm.py): every LCP of the step has the same
+        # n, so the table holds the keys of that n (chain._solve_warm); it goes back to the
+        # store only if the step is kept
         store = getattr(s.formulation, "warm", None)
         warm = store is not None and warm_start.ENABLED
-        key = (nu * (k + 1), None)
-        wset = np.empty(nu * (k + 1), dtype=np.int64)
-        wstate = np.array([-1, 0, 0], dtype=np.int64)
+        n = nu * (k + 1)
+        table = WarmTable(n if warm else 0, None if warm else 0)
         if warm:
-            S = store.guess(key)
-            if S is not None:
-                wset[: S.size] = S
-                wstate[W_LEN] = S.size
-        args = self._arguments(q, v, tau, c, qdd, mu, eps, warm, wset, wstate)
+            table.load(store, n)
+        args = self._arguments(q, v, tau, c, qdd, mu, eps, warm, table)
         code = contact_step_kernel(*args)
         v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info = args[
             -11:
@@ -819,9 +840,7 @@ class ContactFuser:
             return None
         self.steps += 1
         if warm:  # what chain._solve_warm did to the store over the step's LCPs
-            store.tried += int(wstate[W_TRIED])
-            store.accepted += int(wstate[W_ACCEPTED])
-            store.remember(key, z, wset[: wstate[W_LEN]].copy())
+            table.save(store)
         s._contacts = c  # as the Python path leaves it (the rows of a failure message)
         report = StepReport(contacts=c, n_contacts=nu)
         report.max_penetration = float(max(0.0, -info[I_DEEPEST]))
@@ -849,6 +868,6 @@ class ContactFuser:
 
 
 __all__ = [
-    "FALLBACK", "IMPACT", "MAX_K", "OK", "ContactFuser", "contact_signature", "contact_step_kernel",
-    "least_norm_attempt", "one_chunk", "pivot_caps", "vertex_attempt",
+    "FALLBACK", "IMPACT", "MAX_K", "MAX_ROWS", "OK", "ContactFuser", "contact_signature",
+    "contact_step_kernel", "least_norm_attempt", "pivot_caps", "vertex_attempt",
 ]  # fmt: skip

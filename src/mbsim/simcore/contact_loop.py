@@ -14,9 +14,10 @@ that step itself, compiled, as the step-by-step path would take it through
 2. :func:`fused_step`: ``contact_step_kernel`` with the inputs ``ContactFuser.step`` gives
    it (the pair table's mu and restitution of each contact, the core radii when the
    curvature term takes them, the fuser's options and Lemke pivot caps), collisions and
-   their impact phase included. A collision with the energy-consistent impact option
-   (IMPACT), an LCP the first attempt does not settle, islands or an LCP of more than one
-   budget chunk (FALLBACK) stop the loop before the step: Python takes it;
+   their impact phase included, an LCP that splits into islands solved block by block. A
+   collision with the energy-consistent impact option (IMPACT), or an LCP the first attempt
+   does not settle, a Lemke path included that one budget chunk does not end (FALLBACK),
+   stop the loop before the step: Python takes it;
 3. :func:`contact_events`: the contact events ``Simulator.events_of`` derives, by the same
    identity rule ((pair_id, feature_key); a key seen twice in one step keeps its first
    place and its last index and sliding flag, as the dict there does): contact_begin,
@@ -39,14 +40,9 @@ from numba import njit
 from mbsim.collision.manifold import BODY_PAIR
 from mbsim.collision.narrowphase import finish, narrowphase
 from mbsim.collision.scene import Contacts, _smooth_radii_kernel
-from mbsim.simcore.contact_fused import (
-    W_ACCEPTED,
-    W_LEN,
-    W_TRIED,
-    ContactFuser,
-    contact_step_kernel,
-)
+from mbsim.simcore.contact_fused import ContactFuser, contact_step_kernel
 from mbsim.simcore.lcp import warm as warm_start
+from mbsim.simcore.lcp.warm_table import WarmTable, undo
 
 #: the contact event kinds of the loop's rows (Simulator.events_of's names: EVENT_NAMES)
 BEGIN, END, STICK, SLIP, IMPACT_ROW = 0, 1, 2, 3, 4
@@ -83,14 +79,14 @@ def contact_set(pairs, Rw, pw, bc, R_world, p_world, cd):
 
 
 @njit(cache=True)
-def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info, warm, wsets, wlens):
+def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info, warm, wtab, wund):
     """``contact_step_kernel`` on the step's contacts as ``ContactFuser.step`` calls it
     (module docstring, 2). ``ch``: :meth:`ContactStage.build`'s kernel tuple; ``warm``:
-    whether the warm start is on, ``wsets``/``wlens`` the loop's copy of its store
-    (:func:`remember`). Returns (the kernel's code, or -1 for an LCP of more rows than one
-    chunk; z; fn; tangent; sliding; hit; vn_before; vn_after; p_impact: the kernel's
-    collision outputs; wset, wstate: its warm-start set and state); v_new gets v+, info the
-    kernel's info slots."""
+    whether the warm start is on, ``wtab``/``wund`` the loop's copy of its store and the
+    copy's undo log (lcp/warm_table.py: the kernel updates the copy, the loop marks it
+    after a step it keeps). Returns (the kernel's code, or -1 for an LCP of more rows than
+    the kernel takes; z; fn; tangent; sliding; hit; vn_before; vn_after; p_impact: the
+    kernel's collision outputs); v_new gets v+, info the kernel's info slots."""
     (
         parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
         R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch66, qdd_ws,
@@ -108,16 +104,8 @@ def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info, warm, w
     vn_before = np.empty(nu)
     vn_after = np.empty(nu)
     p_impact = np.empty((nu, 3))
-    n = nu * (k + 1)
-    wset = np.empty(n, dtype=np.int64)
-    wstate = np.zeros(3, dtype=np.int64)
-    wstate[W_LEN] = -1
-    if n > max_rows:
-        return -1, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, wset, wstate
-    if warm and wlens[n] >= 0:  # the store's guess under (n, None), as ContactFuser.step
-        for a in range(wlens[n]):
-            wset[a] = wsets[n, a]
-        wstate[W_LEN] = wlens[n]
+    if nu * (k + 1) > max_rows:
+        return -1, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact
     mu = np.empty(nu)
     eps = np.empty(nu)
     for i in range(nu):
@@ -136,43 +124,10 @@ def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info, warm, w
         armature, ups, bv, ints[0], vecs[2], ints[1], vecs[3], vecs[4], gap, ra, rb, mu, eps,
         cos_a, sin_a, q, v, tau, qdd, dt, stabilization, max_recovery_speed, use_floor,
         gap_floor, curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm,
-        tol_rel, caps, warm, wset, wstate, v_new, v_start, z, fn, tangent, sliding, hit,
+        tol_rel, caps, warm, wtab, wund, v_new, v_start, z, fn, tangent, sliding, hit,
         vn_before, vn_after, p_impact, info,
     )  # fmt: skip
-    return code, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, wset, wstate
-
-
-@njit(cache=True)
-def remember(n, wset, wstate, wsets, wlens, worder, wmeta, max_blocks):
-    """``WarmStart.remember((n, None), z, wset[:wstate[W_LEN]])`` and the counters
-    ContactFuser.step adds (``tried``, ``accepted``) on the loop's copy of the store:
-    ``wsets[n, :wlens[n]]`` the set under (n, None) (``wlens[n]`` -1: none), ``worder[:L]``
-    the store's keys in its order (n >= 0 for (n, None), a negative code for a key the loop
-    does not touch), ``wmeta`` [L, tried, accepted]; the key goes last, the first is dropped
-    when ``max_blocks`` are held (lcp/warm.py)."""
-    wmeta[1] += wstate[W_TRIED]
-    wmeta[2] += wstate[W_ACCEPTED]
-    count = wmeta[0]
-    j = -1
-    for a in range(count):
-        if worder[a] == n:
-            j = a
-    if j >= 0:  # popped, re-inserted last
-        for a in range(j, count - 1):
-            worder[a] = worder[a + 1]
-        count -= 1
-    if count >= max_blocks:
-        if worder[0] >= 0:
-            wlens[worder[0]] = -1
-        for a in range(count - 1):
-            worder[a] = worder[a + 1]
-        count -= 1
-    worder[count] = n
-    wmeta[0] = count + 1
-    m = wstate[W_LEN]
-    for a in range(m):
-        wsets[n, a] = wset[a]
-    wlens[n] = m
+    return code, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact
 
 
 @njit(cache=True)
@@ -357,9 +312,9 @@ class ContactStage:
         self.last_v = np.zeros((5, C, 3))
         self.last_f = np.zeros((3, C))
         self.info = np.zeros(10)
-        self.max_rows = int(max_rows)
-        self.wsets = np.zeros((self.max_rows + 1, self.max_rows + 1), np.int64)
-        self.wlens = np.full(self.max_rows + 1, -1, np.int64)
+        self.max_rows = min(int(max_rows), MAX_CONTACTS * (fuser._k + 1))
+        #: the loop's copy of the warm store (lcp/warm_table.py)
+        self.wtable = WarmTable(self.max_rows)
         self.gain = np.zeros(7)  # the limit step's info slots of a gain row (free_loop.py)
         self.key = (st, m, d, o, c)
         self._ev = self._rc = self._cd = None
@@ -407,33 +362,19 @@ class ContactStage:
         if self._cd is None or self._cd.shape[0] < max(rows, 1):
             self._cd = np.zeros((max(rows, 1), 2))
         self.cst = np.array([n_act, n_last, 0, 0, 0], np.int64)
-        # the warm start's store (ContactFuser.step's guess and remember), copied in: the
-        # sets under (n, None) the loop's LCPs may use, the other keys by place only
+        # the warm start's store (ContactFuser.step's guess and remember), copied in
         store = getattr(sim.stepper.formulation, "warm", None)
         warm = store is not None and warm_start.ENABLED
         self._store = store if warm else None
-        self.wlens[:] = -1
-        self._others = []
-        order = []
-        for key, S in store.sets.items() if warm else ():
-            n = key[0] if type(key) is tuple and len(key) == 2 and key[1] is None else -1
-            if isinstance(n, int | np.integer) and 0 <= n <= self.max_rows and S.size <= n:
-                self.wsets[n, : S.size] = S
-                self.wlens[n] = S.size
-                order.append(int(n))
-            else:
-                self._others.append((key, S))
-                order.append(-len(self._others))
-        self.worder = np.zeros(len(order) + warm_start.MAX_BLOCKS + 1, np.int64)
-        self.worder[: len(order)] = order
-        self.wmeta = np.array([len(order), 0, 0], np.int64)
+        if warm:
+            self.wtable.load(store)
         self.stats = np.array([summary.max_penetration, summary.worst_lcp_residual])
         o = sim.stepper.opt
         return (
             self.detect, self.kernel, self.act_pf, self.act_is, self.last_i, self.last_v,
             self.last_f, self.info, self.cst, *self._ev, *self._rc, self._cd, self.stats,
-            self.gain, float(o.max_penetration), *self._empty, warm, self.wsets, self.wlens,
-            self.worder, self.wmeta, int(warm_start.MAX_BLOCKS),
+            self.gain, float(o.max_penetration), *self._empty, warm, self.wtable.tab,
+            self.wtable.und,
         )  # fmt: skip
 
     def results(self, sim, n: int, summary) -> tuple:
@@ -466,17 +407,10 @@ class ContactStage:
         st._fast._last_had_contact = n_last > 0
         store = self._store
         if store is not None and csteps:
-            # the store as the steps' remember calls leave it, in its order (lcp/warm.py)
-            sets = {}
-            for code in self.worder[: self.wmeta[0]].tolist():
-                if code >= 0:
-                    sets[(code, None)] = self.wsets[code, : self.wlens[code]].copy()
-                else:
-                    key, S = self._others[-code - 1]
-                    sets[key] = S
-            store.sets = sets
-            store.tried += int(self.wmeta[1])
-            store.accepted += int(self.wmeta[2])
+            # the store as the kept steps' remember calls leave it, in its order: the step
+            # the loop stopped at (its kernel may have run) is undone
+            undo(self.wtable.tab, self.wtable.und)
+            self.wtable.save(store)
         summary.max_penetration = float(self.stats[0])
         summary.worst_lcp_residual = max(summary.worst_lcp_residual, float(self.stats[1]))
         events = (self._ev[0][:ne].copy(), self._ev[1][:ne].copy()) if ne else None

@@ -123,7 +123,6 @@ from mbsim.simcore.contact_loop import (
     keep_last,
     record_contacts,
     record_events,
-    remember,
 )
 from mbsim.simcore.dynamics import (
     aba_accel_kernel,
@@ -140,6 +139,7 @@ from mbsim.simcore.kinematics import (
     forward_kinematics_kernel,
     integrate_kernel,
 )
+from mbsim.simcore.lcp.warm_table import mark as warm_mark
 from mbsim.simcore.limit_step import (
     BAD as LIMIT_BAD,
 )
@@ -289,8 +289,8 @@ def free_run_kernel(
     if cl is not None:  # the contact stage (contact_loop.ContactStage.arrays)
         (
             _cd, _ch, act_pf, act_is, last_i, last_v, last_f, cinfo, cst, ev_ci, ev_cf, rc_i,
-            rc_f, rec_cd, cstats, gi, max_pen, e_ints, e_vecs, e_f, e_f3, e_b, warm, wsets,
-            wlens, worder, wmeta, max_blocks,
+            rc_f, rec_cd, cstats, gi, max_pen, e_ints, e_vecs, e_f, e_f3, e_b, warm, wtab,
+            wund,
         ) = cl  # fmt: skip
     nv = v.shape[0]
     nq = q.shape[0]
@@ -394,12 +394,9 @@ def free_run_kernel(
                         lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
                     ):
                         return step, CONTACT, nrec, nev  # joint rows with the contacts
-                    (
-                        ccode, c_z, c_fn, c_tan, c_sl, c_hit, c_vb, c_va, c_pi, c_wset,
-                        c_wstate,
-                    ) = fused_step(
+                    ccode, c_z, c_fn, c_tan, c_sl, c_hit, c_vb, c_va, c_pi = fused_step(
                         cl[1], c_ints, c_vecs, c_gap, c_ra, c_rb, q, v, tau, qdd, v_new, cinfo,
-                        warm, wsets, wlens,
+                        warm, wtab, wund,
                     )  # fmt: skip
                     if ccode != 0:
                         return step, CONTACT, nrec, nev  # Python's contact step decides
@@ -511,10 +508,8 @@ def free_run_kernel(
         if cl is not None:
             if nc > 0:
                 cst[4] += 1  # contact steps taken
-                if warm:  # the warm start's store, as ContactFuser.step updates it
-                    remember(
-                        c_z.shape[0], c_wset, c_wstate, wsets, wlens, worder, wmeta, max_blocks
-                    )
+                if warm:  # the step is kept: so are its changes to the warm store
+                    warm_mark(wtab, wund)
                 if pen > cstats[0]:
                     cstats[0] = pen
                 if cinfo[C_RESIDUAL] > cstats[1]:
