@@ -50,6 +50,14 @@ EVENT_NAMES = ("contact_begin", "contact_end", "stick", "slip", "impact")
 #: the most contacts of one step the loop takes (more: Python takes the step); the size of
 #: the arrays of the contacts acting
 MAX_CONTACTS = 256
+#: the narrowphase kernel set (narrowphase.pair_kernel_set) of the loop's detection for a
+#: scene that needs any optional kernel: all of them. The loop with its contact stage is the
+#: largest compilation there is (~40 s), and it is compiled again for each kernel set it
+#: links; with two tiers (a scene of round shapes only: none; any other: all) a user's
+#: second scene kind, and the test suite, reuse it. Results do not depend on the set (a
+#: kernel a scene cannot need is never reached), so detection here still agrees bit for bit
+#: with CollisionScene.detect's own set.
+ALL_KERNELS = (True, True, True, True)
 
 
 @njit(cache=True)
@@ -292,12 +300,13 @@ class ContactStage:
             mu, eps = np.full((n, n), float(o.mu)), np.full((n, n), float(o.restitution))
         else:
             mu, eps = sim._pair_mu, sim._pair_eps
+        kernels = c._kernels if all(x is None for x in c._kernels) else ALL_KERNELS
         k = max(c._buf.shape[0], 64)
         rows = max(c._out_i.shape[0], 4 * MAX_CONTACTS)
         self.detect = (
             c.allowed, c._fpack, c._ipack, c._offs, np.ascontiguousarray(c.ground, np.float64),
             c._params, np.zeros((k, 10)), np.zeros(k, np.int64), np.zeros((rows, 3), np.int64),
-            np.zeros((rows, 10)), np.zeros((16, 3), np.int64), *c._kernels, int(c.n_shapes),
+            np.zeros((rows, 10)), np.zeros((16, 3), np.int64), *kernels, int(c.n_shapes),
             c._shape_kind, c._shape_radius, int(c.cap) if c.manifold == BODY_PAIR else 0,
         )  # fmt: skip
         self.kernel = (
