@@ -64,7 +64,7 @@ from mbsim.io.results.schema import (
     _mib,
     _trajectory_cols,
 )
-from mbsim.io.results.table import Table, _column, _vector
+from mbsim.io.results.table import Table, _column, _vector, set_scalar
 
 #: HDF5 metadata, the global heap and attribute updates need some room beyond the raw data.
 SPACE_MARGIN_BYTES = 1 << 20
@@ -195,6 +195,7 @@ class ResultsWriter:
         ]
         self._last_flush = _time.monotonic()
         self._started = _time.monotonic()
+        self._last_time_set = False  # the file's last_time attribute exists
         self.last_time = float("nan")
 
     # ----------------------------------------------------------------- set-up
@@ -567,7 +568,11 @@ class ResultsWriter:
                 g.mark_tail()
         for g in self._groups:
             g.commit()
-        self._file.attrs["last_time"] = self._committed_time()
+        if self._last_time_set:
+            set_scalar(self._file, "last_time", self._committed_time(), np.float64)
+        else:
+            self._file.attrs["last_time"] = self._committed_time()
+            self._last_time_set = True
         self._file.flush()
         return True
 
