@@ -103,6 +103,38 @@ def test_hdf5_reads_encoded_chunks_through_its_standard_filters(tmp_path: Path, 
         assert f["direct"].compression == "gzip" and f["direct"].shuffle
 
 
+def test_tables_are_created_as_h5py_create_dataset_and_attrs_create_them(tmp_path: Path):
+    # the writer builds its datasets and text attributes through HDF5's low-level calls
+    # (table._create, put_attrs): each must be what h5py's own high-level calls make
+    path = tmp_path / "layout.h5"
+    w = ResultsWriter(path, model_info=INFO, scenario_toml="", dt=1e-3, duration=1.0)
+    try:
+        with h5py.File(tmp_path / "h5py.h5", "w") as ref:
+            for group in ("trajectory", "events", "diagnostics"):
+                for tail in ("", "/_tail"):
+                    for name, ds in w._file[group + tail].items():
+                        if not isinstance(ds, h5py.Dataset):
+                            continue
+                        gzip = {}
+                        if ds.compression:
+                            gzip = dict(compression="gzip", compression_opts=1, shuffle=True)
+                        twin = ref.create_dataset(
+                            f"{group}{tail}/{name}", shape=ds.shape, maxshape=ds.maxshape,
+                            chunks=ds.chunks, dtype=ds.dtype, **gzip,
+                        )  # fmt: skip
+                        twin.attrs["units"] = ds.attrs["units"]
+                        assert ds.id.get_create_plist() == twin.id.get_create_plist(), name
+                        assert ds.id.get_type() == twin.id.get_type(), name
+                        for key in ("units", "description"):
+                            a, b = ds.attrs.get_id(key), twin.attrs.get_id("units")
+                            assert a.get_type() == b.get_type(), (name, key)
+                            assert a.shape == b.shape == (), (name, key)
+    finally:
+        w.finish()
+    r = load_results(path)
+    assert r.q.shape == (0, 1)
+
+
 def test_repeating_planes_are_compressed_and_random_ones_cost_no_more_than_raw(tmp_path: Path):
     n = 3000
     rng = np.random.default_rng(3)

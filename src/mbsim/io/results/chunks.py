@@ -21,7 +21,9 @@ deflate data (RFC 1951) is built plane by plane (a plane = byte ``j`` of every e
 * any other plane is written as stored (uncompressed) deflate blocks: a plane of varying
   mantissa bytes would cost zlib's full time to shrink by a few per cent;
 * the padding past the last row of a dataset's final, partial chunk (zeros, never read) is
-  compressed the first way.
+  compressed the first way, once per length (:func:`_zero_stretch`), and follows each plane
+  as a stretch of its own; a chunk whose every bit is zero (a column unused all run) is one
+  such stretch.
 
 Each stretch of compressed planes ends with a full flush (byte aligned, no reference to earlier
 bytes), so compressed stretches and stored blocks follow one another in one valid stream, closed
@@ -65,6 +67,27 @@ def _adler_zeros(adler: int, count: int) -> int:
     return ((b + count * a) % _ADLER_MOD) << 16 | a
 
 
+#: Zero stretches made so far (:func:`_zero_stretch`), by length; bounded by
+#: :data:`_ZERO_STRETCHES_MAX` (cleared when full).
+_zero_stretches: dict[int, bytes] = {}
+_ZERO_STRETCHES_MAX = 64
+
+
+def _zero_stretch(count: int) -> bytes:
+    """``count`` zero bytes as a stretch of non-final deflate blocks that stands alone: made by
+    a fresh compressor (no reference to earlier bytes) and ended by a full flush (byte
+    aligned), so it may follow any byte-aligned point of a stream. A partial chunk's padding
+    has the same length in every byte plane of the chunk and, run after run, in every finish
+    of a column: it is compressed once per length, not once per plane."""
+    z = _zero_stretches.get(count)
+    if z is None:
+        if len(_zero_stretches) >= _ZERO_STRETCHES_MAX:
+            _zero_stretches.clear()
+        c = zlib.compressobj(1, zlib.DEFLATED, -15, 8, zlib.Z_RLE)
+        z = _zero_stretches[count] = c.compress(bytes(count)) + c.flush(zlib.Z_FULL_FLUSH)
+    return z
+
+
 def encode(block: np.ndarray, chunk_rows: int) -> bytes:
     """The stored form of one whole chunk of ``chunk_rows`` rows under the shuffle and gzip
     filters. ``block``: the rows holding data (at most ``chunk_rows``; a dataset's last chunk
@@ -72,7 +95,13 @@ def encode(block: np.ndarray, chunk_rows: int) -> bytes:
     size = block.dtype.itemsize
     used = block.size  # elements holding data
     pad = (used // len(block) * chunk_rows if len(block) else 0) - used
-    planes = np.ascontiguousarray(block.reshape(-1).view(np.uint8).reshape(used, size).T)
+    raw = block.reshape(-1).view(np.uint8)
+    if used and not raw.any():  # every bit zero (a column unused all run): one zero stretch
+        total = (used + pad) * size
+        return b"".join(
+            (_HEADER, _zero_stretch(total), _FINAL, _adler_zeros(1, total).to_bytes(4, "big"))
+        )
+    planes = np.ascontiguousarray(raw.reshape(used, size).T)
     # the run test looks at the first SAMPLE elements: enough to judge a plane
     m = min(used, SAMPLE)
     if m > 1:
@@ -80,27 +109,29 @@ def encode(block: np.ndarray, chunk_rows: int) -> bytes:
         deflate = repeats >= RUN_FRACTION * (m - 1)
     else:
         deflate = np.ones(size, dtype=bool)
-    zeros = memoryview(bytes(pad))
+    zeros = _zero_stretch(pad) if pad else b""
     out = [_HEADER]
     rle, open_, adler = None, False, 1
     for j in range(size):
         plane = memoryview(planes[j])
         adler = zlib.adler32(plane, adler)
-        if pad:
-            adler = _adler_zeros(adler, pad)
-        for piece, compress in ((plane, bool(deflate[j])), (zeros, True)):
-            if not len(piece):
-                continue
-            if compress:  # consecutive compressed pieces are one stretch of one stream
+        if len(plane):
+            if deflate[j]:  # consecutive compressed planes are one stretch of one stream
                 if rle is None:
                     rle = zlib.compressobj(1, zlib.DEFLATED, -15, 8, zlib.Z_RLE)
-                out.append(rle.compress(piece))
+                out.append(rle.compress(plane))
                 open_ = True
             else:
                 if open_:
                     out.append(rle.flush(zlib.Z_FULL_FLUSH))
                     open_ = False
-                _stored(piece, out)
+                _stored(plane, out)
+        if pad:  # the plane's padding: its own stretch, made once (byte aligned after a flush)
+            adler = _adler_zeros(adler, pad)
+            if open_:
+                out.append(rle.flush(zlib.Z_FULL_FLUSH))
+                open_ = False
+            out.append(zeros)
     if open_:
         out.append(rle.flush(zlib.Z_FULL_FLUSH))
     out.append(_FINAL)

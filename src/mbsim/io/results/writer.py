@@ -64,7 +64,7 @@ from mbsim.io.results.schema import (
     _mib,
     _trajectory_cols,
 )
-from mbsim.io.results.table import Table, _column, _vector
+from mbsim.io.results.table import Table, _column, _vector, put_attrs, set_scalar
 
 #: HDF5 metadata, the global heap and attribute updates need some room beyond the raw data.
 SPACE_MARGIN_BYTES = 1 << 20
@@ -195,6 +195,7 @@ class ResultsWriter:
         ]
         self._last_flush = _time.monotonic()
         self._started = _time.monotonic()
+        self._last_time_set = False  # the file's last_time attribute exists
         self.last_time = float("nan")
 
     # ----------------------------------------------------------------- set-up
@@ -237,27 +238,35 @@ class ResultsWriter:
 
     def _write_header(self, info, scenario_toml, hashes, command, formulation, dt, duration):
         f = self._file
-        a = f.attrs
-        a["format"] = schema.FORMAT
-        a["schema_version"] = np.int64(schema.SCHEMA_VERSION)
-        a["mbsim_version"] = _mbsim_version()
-        a["created_utc"] = _utc_now()
-        a["command"] = command
-        a["formulation"] = formulation
-        a["dt"] = float(dt)
-        a["duration"] = float(duration)
-        a["status"] = "running"
-        a["message"] = ""
+        put_attrs(
+            f,
+            (
+                ("format", schema.FORMAT),
+                ("schema_version", np.int64(schema.SCHEMA_VERSION)),
+                ("mbsim_version", _mbsim_version()),
+                ("created_utc", _utc_now()),
+                ("command", command),
+                ("formulation", formulation),
+                ("dt", float(dt)),
+                ("duration", float(duration)),
+                ("status", "running"),
+                ("message", ""),
+            ),
+        )
         g = f.create_group("scenario")
-        g.attrs["description"] = "the fully resolved scenario and checksums of the input files"
+        put_attrs(
+            g, [("description", "the fully resolved scenario and checksums of the input files")]
+        )
         ds = g.create_dataset("toml", data=scenario_toml, dtype=_STR)
-        ds.attrs.update(units="1", description="fully resolved scenario, TOML text")
+        put_attrs(ds, (("units", "1"), ("description", "fully resolved scenario, TOML text")))
         ds = g.create_dataset("input_files", data=[h[0] for h in hashes], dtype=_STR)
-        ds.attrs.update(units="1", description="absolute paths of the files the run read")
+        put_attrs(ds, (("units", "1"), ("description", "absolute paths of the files the run read")))
         ds = g.create_dataset("sha256", data=[h[1] for h in hashes], dtype=_STR)
-        ds.attrs.update(units="1", description="SHA-256 (hex) of each input file, same order")
+        put_attrs(
+            ds, (("units", "1"), ("description", "SHA-256 (hex) of each input file, same order"))
+        )
         m = f.create_group("model")
-        m.attrs["description"] = "the multibody model the trajectory refers to"
+        put_attrs(m, [("description", "the multibody model the trajectory refers to")])
         for key, (units, desc) in _MODEL_META.items():
             if key not in info:
                 continue
@@ -272,17 +281,18 @@ class ResultsWriter:
                 ds = m.create_dataset(key, data=data, dtype=_STR, shape=(len(data),))
             else:
                 ds = m.create_dataset(key, data=data)
-            ds.attrs.update(units=units, description=desc)
+            put_attrs(ds, (("units", units), ("description", desc)))
 
     def _describe_groups(self) -> None:
-        f = self._file
-        f["trajectory"].attrs["description"] = "recorded states, one row per recorded step"
-        f["events"].attrs["description"] = (
-            "contact and joint-limit events, one row per event (kinds: /events/kind codes)"
-        )
-        if self.contacts is not None:
-            f["contacts"].attrs["description"] = "every active contact at every recorded step"
-        f["diagnostics"].attrs["description"] = "solver diagnostics, one row per recorded step"
+        for table, text in (
+            (self.trajectory, "recorded states, one row per recorded step"),
+            (self.events, "contact and joint-limit events, one row per event (kinds: "
+             "/events/kind codes)"),
+            (self.contacts, "every active contact at every recorded step"),
+            (self.diagnostics, "solver diagnostics, one row per recorded step"),
+        ):  # fmt: skip
+            if table is not None:
+                put_attrs(table.h5, [("description", text)])
 
     # ----------------------------------------------------------------- appending
 
@@ -567,7 +577,11 @@ class ResultsWriter:
                 g.mark_tail()
         for g in self._groups:
             g.commit()
-        self._file.attrs["last_time"] = self._committed_time()
+        if self._last_time_set:
+            set_scalar(self._file, "last_time", self._committed_time(), np.float64)
+        else:
+            self._file.attrs["last_time"] = self._committed_time()
+            self._last_time_set = True
         self._file.flush()
         return True
 

@@ -1,0 +1,189 @@
+"""Where a short run's time goes: opening the results file, the run loop, the compiled loop of
+steps inside it, finishing the file, and the step's compiled stages timed in isolation.
+
+For a scene of bench_peers.py (default ``panda-free``: the bundled Panda, fixed base, falling
+under gravity with its URDF joint damping, dt = 1 ms, 1,500 steps, recording every 10 steps),
+in CPU time (``time.thread_time``: the machine is shared), the median of ``--repeat`` runs
+after a first one that loads the numba caches:
+
+* ``open``: ``Simulator.open_writer`` (the results file created, header and empty tables);
+* ``run``: ``sim.run(writer, record_every=10)``, of which ``kernel`` is the compiled loop
+  (``free_loop.free_run_kernel``, Python's call included) and ``calls`` its calls;
+* ``finish``: ``writer.finish()``;
+
+then, on the state the run ended in, each stage kernel called in a compiled loop of its own
+(``--reps`` times): forward kinematics, the articulated-body factorisation, the bias and
+acceleration sweeps (the ABA of a free step) and the compiled joint-limit step
+(``limit_step.limit_step_from`` after the free motion, as the loop calls it when a step would
+reach a stop; 0 when no stop is near in that state). Prints one line each, in ms or ns.
+
+Usage: ``PYTHONPATH=src python benchmarks/bench_run_stages.py [--scene panda-free]
+[--repeat 7] [--reps 20000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+sys.path.insert(0, str(Path(__file__).parent))
+import bench_peers  # noqa: E402
+from mbsim.simcore import free_loop  # noqa: E402
+from mbsim.simcore.dynamics import (  # noqa: E402
+    aba_accel_kernel,
+    aba_bias_kernel,
+    articulated_kernel,
+)
+from mbsim.simcore.kinematics import forward_kinematics_kernel  # noqa: E402
+from mbsim.simcore.limit_step import FREE_MOTION_DONE, limit_step_from  # noqa: E402
+
+
+@njit
+def _fk(n, a):
+    for _ in range(n):
+        forward_kinematics_kernel(*a)
+
+
+@njit
+def _articulated(n, a):
+    for _ in range(n):
+        articulated_kernel(*a)
+
+
+@njit
+def _bias(n, a):
+    for _ in range(n):
+        aba_bias_kernel(*a)
+
+
+@njit
+def _accel(n, a):
+    for _ in range(n):
+        aba_accel_kernel(*a)
+
+
+@njit
+def _limit(n, a):
+    code = 0
+    for _ in range(n):
+        code = limit_step_from(*a)
+    return code
+
+
+def simulator(scene: str):
+    from mbsim.simulator import Simulator
+
+    path = Path(tempfile.mkdtemp(prefix="mbsim-stages-")) / "run.h5"
+    sc = bench_peers.panda_scenario(scene, 1.5, str(path))
+    return Simulator(dataclasses.replace(sc, source=None))
+
+
+def run_costs(scene: str, repeat: int):
+    """(median CPU s of open, run, kernel and finish and the kernel calls, the last run's
+    Simulator)."""
+    kernel = free_loop.free_run_kernel
+    spent = [0.0, 0]
+
+    def timed(*args):
+        t = time.thread_time()
+        out = kernel(*args)
+        spent[0] += time.thread_time() - t
+        spent[1] += 1
+        return out
+
+    free_loop.free_run_kernel = timed
+    rows = []
+    try:
+        for _ in range(repeat + 1):
+            sim = simulator(scene)
+            spent[:] = [0.0, 0]
+            t0 = time.thread_time()
+            writer = sim.open_writer("bench_run_stages", force=True)
+            t1 = time.thread_time()
+            sim.run(writer, record_every=10)
+            t2 = time.thread_time()
+            writer.finish()
+            t3 = time.thread_time()
+            rows.append((t1 - t0, t2 - t1, spent[0], t3 - t2, spent[1]))
+    finally:
+        free_loop.free_run_kernel = kernel
+    rows = rows[1:]  # the first run loads the numba caches
+    names = ("open", "run", "kernel", "finish", "calls")
+    return {k: statistics.median(r[i] for r in rows) for i, k in enumerate(names)}, sim
+
+
+def stage_costs(sim, reps: int) -> dict[str, float]:
+    """ns per call of each stage kernel on the state ``sim`` ended in."""
+    m, st = sim.model, sim.stepper
+    d, o = st.data, st.opt
+    loop = sim._free_loop
+    loop._bind()
+    q = np.array(sim.q, dtype=np.float64)
+    v = np.array(sim.v, dtype=np.float64)
+    tau = -np.ascontiguousarray(m.damping, dtype=np.float64) * v
+    a0 = np.zeros(6)
+    a0[3:] = -m.gravity
+    geo = (m.parent, m.jtype, m.qi, m.vi, m.nvj, d.S, m.tree_E, m.tree_r, m.axis)
+    fk = (*geo, q, v, d.E, d.r, d.R_world, d.p_world, d.vel, d.cbias)
+    art = (m.parent, m.vi, m.nvj, d.S, m.inertia, d.E, d.r, d.IA, d.U, d.Dinv, d.pivots,
+           d.scratch66, d.armature)  # fmt: skip
+    bias = (m.parent, m.vi, m.nvj, d.S, m.inertia, d.E, d.r, d.vel, d.cbias, d.IA, d.U, d.Dinv,
+            tau, d.pA, d.u)  # fmt: skip
+    accel = (m.parent, m.vi, m.nvj, d.S, d.E, d.r, d.cbias, d.U, d.Dinv, d.u, a0, d.acc, d.qdd)
+    out = {}
+    for name, fn, args in (
+        ("kinematics", _fk, fk),
+        ("articulated", _articulated, art),
+        ("aba_bias", _bias, bias),
+        ("aba_accel", _accel, accel),
+    ):
+        fn(1, args)
+        t = time.thread_time()
+        fn(reps, args)
+        out[name] = (time.thread_time() - t) / reps * 1e9
+    ls = loop._ls_arrays
+    dof, side, imp, info, vstart = loop._ls_out
+    limit = (
+        *geo, m.inertia, m.gravity, m.mass, m.com, d.E, d.r, d.R_world, d.p_world, d.vel,
+        d.cbias, d.IA, d.U, d.Dinv, d.pivots, d.pA, d.u, d.acc, d.scratch66, d.qdd, d.armature,
+        *ls, float(o.dt), float(o.stabilization), float(o.max_recovery_speed),
+        float(o.impact_velocity), float(o.lcp_tol_rel), o.lcp_selection == "least_norm",
+        float(o.max_speed), q, v, tau, np.zeros(m.nq), np.zeros(m.nv), vstart, dof, side, imp,
+        info, np.int64(FREE_MOTION_DONE),
+    )  # fmt: skip
+    _limit(1, limit)  # the free motion is in the Data (the ABA stages above)
+    t = time.thread_time()
+    _limit(reps, limit)
+    out["limit_step"] = (time.thread_time() - t) / reps * 1e9
+    out["limit_rows"] = info[0]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scene", default="panda-free", choices=("panda-free", "panda-pd"))
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--reps", type=int, default=20000)
+    a = ap.parse_args()
+    costs, sim = run_costs(a.scene, a.repeat)
+    steps = sim.step_index
+    total = costs["run"] + costs["finish"]
+    print(f"{a.scene}: {steps} steps, {sim._free_loop.limit_steps} of them limit steps")
+    for k in ("open", "run", "kernel", "finish"):
+        print(f"  {k:12s} {costs[k] * 1e3:8.2f} ms")
+    print(f"  {'calls':12s} {costs['calls']:8.0f}")
+    print(f"  run + finish {total * 1e3:8.2f} ms: {steps / total:,.0f} steps/s (CPU)")
+    for k, ns in stage_costs(sim, a.reps).items():
+        print(f"  {k:12s} {ns:8.0f}" + ("" if k == "limit_rows" else " ns"))
+
+
+if __name__ == "__main__":
+    main()
