@@ -182,3 +182,28 @@ def test_islands_bit_for_bit(tmp_path, monkeypatch):
     assert list(a.sets) == list(b.sets)
     for key in a.sets:
         np.testing.assert_array_equal(a.sets[key], b.sets[key])
+
+
+def test_slow_loop_calls_are_cut_short_for_a_stop_request(tmp_path, monkeypatch):
+    # a stop request (Ctrl-C) is polled between calls of the compiled loop: its first call
+    # with contact steps takes at most ENERGY_CHECK_EVERY of them, and after a call whose
+    # steps took long (here a clock 1 s on at each reading) the next asks for ~0.1 s of them
+    import types
+
+    from mbsim import simulator
+    from mbsim.simulator import ENERGY_CHECK_EVERY, Simulator
+
+    clock = types.SimpleNamespace(perf_counter=iter(range(10**6)).__next__)
+    monkeypatch.setattr(simulator, "_time", clock)
+    sc = _stand("a1-stand", 1.0)  # 1,000 steps, every one with contacts
+    polls = []
+
+    def stop():
+        polls.append(1)
+        return len(polls) >= 3
+
+    sim = Simulator(with_output(sc, tmp_path / "s.h5"))
+    summary = sim.run(out=tmp_path / "s.h5", should_stop=stop)
+    assert summary.status == "interrupted"
+    assert ENERGY_CHECK_EVERY <= summary.steps <= ENERGY_CHECK_EVERY + 10, summary.steps
+    assert sim._free_loop.contact_steps == summary.steps

@@ -69,6 +69,11 @@ FREE_LOOP_WAIT = 8
 #: Only speed (and how soon a stop request is seen) depends on it: each call costs ~0.15 ms
 #: of Python (the call, its records and events), as much as ~25 Panda steps.
 FREE_LOOP_CHUNK = 1600
+#: Wall time (s) one call of the compiled loop should last at most: the next call asks for
+#: fewer steps than above when the last one's took longer each (contact steps of a large
+#: pile take ms), so that a stop request (Ctrl-C) is seen and progress reported about this
+#: often. The first call with contact steps asks for ENERGY_CHECK_EVERY steps at most.
+LOOP_CALL_SECONDS = 0.1
 
 
 def dof_index(model, tree: int, name: str, names: tuple[str, ...], first) -> int:
@@ -750,8 +755,15 @@ class Simulator:
                 )  # fmt: skip
                 n = loop.advance(*args)
                 if not n and loop.retry:  # the first contact: taken with the contact stage
-                    n = loop.advance(*args)
+                    # contact steps may cost ms each (a box pile): a short first call
+                    chunk = min(chunk, ENERGY_CHECK_EVERY)
+                    t0 = _time.perf_counter()
+                    n = loop.advance(chunk, *args[1:])
                 budget = min(2 * budget, FREE_LOOP_CHUNK) if n == chunk else ENERGY_CHECK_EVERY
+                if n:  # a call lasts about LOOP_CALL_SECONDS at most at the steps' pace
+                    per_step = (_time.perf_counter() - t0) / n
+                    if per_step * budget > LOOP_CALL_SECONDS:
+                        budget = max(1, int(LOOP_CALL_SECONDS / per_step))
                 if n:
                     done += n
                     summary.steps += n
