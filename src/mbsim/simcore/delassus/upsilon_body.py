@@ -57,6 +57,7 @@ def upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch):
     Y = scratch[2]
     W = scratch[3]
     w = np.empty(6)
+    sd = np.empty(36)  # S_a Dinv of a root's row a (at most 6 x 6 terms)
     for i in range(nb):
         n = nvj[i]
         p = parent[i]
@@ -81,6 +82,19 @@ def upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch):
                 for b in range(6):
                     sb = S[i, b, 0]
                     ups[i, a, b] = Y[a, b] - g * (sa * w[b] + w[a] * sb) + c * sa * sb
+        elif p < 0:
+            # a root (a floating base): Y = 0, so T^T Y T is exactly +0 (T finite) and
+            # Upsilon = S Dinv S^T, summed from 0.0 in the general branch's order
+            for a in range(6):
+                for k in range(n):
+                    for m in range(n):
+                        sd[k * n + m] = S[i, a, k] * Dinv[i, k, m]
+                for b in range(6):
+                    s = 0.0
+                    for k in range(n):
+                        for m in range(n):
+                            s += sd[k * n + m] * S[i, b, m]
+                    ups[i, a, b] = s
         else:
             # general: T = 1 - U Dinv S^T (force space); Upsilon = T^T Y T + S Dinv S^T
             for a in range(6):
@@ -133,6 +147,24 @@ def _apply_psi(i, nvj, S, E, r, U, Dinv, F, out, t):
 @njit(cache=True)
 def lambda_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam):
     """Assemble Lambda from Upsilon on the compressed tree (see module docstring)."""
+    _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, 0)
+
+
+@njit(cache=True)
+def lambda_linear_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam):
+    """Only the linear-linear 3x3 blocks of Lambda (rows and columns 6 a + 3 .. 6 a + 5 of
+    every node a), the rest of ``Lam`` left as it was: all that the relative compliance
+    W = Q_u Lambda Q_u^T of point contacts reads (contact.relative_compliance, 000 Eq. 49).
+    Each entry it writes is the same arithmetic as :func:`lambda_kernel`'s, bit for bit;
+    the carried factors and the blocks take 3 of their 6 columns (the compiled contact step,
+    contact_fused.py)."""
+    _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, 3)
+
+
+@njit(cache=True, inline="always")
+def _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, lo):
+    """:func:`lambda_kernel` for the columns lo .. 5 of every node's factor F_a (lo = 0:
+    all of Lambda; lo = 3: its linear-linear blocks)."""
     nb = parent.shape[0]
     nc = node_body.shape[0]
     # 1. nodes per subtree and branch points -> compressed-tree vertices
@@ -162,7 +194,7 @@ def lambda_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam):
         for x in range(6):
             for y in range(6):
                 F[a, cdepth[vid[node_body[a]]], x, y] = node_X[a, y, x]
-    _carry_and_blocks(node_body, vid, vbody, cparent, cdepth, edge, F, ups, Lam)
+    _carry_and_blocks(node_body, vid, vbody, cparent, cdepth, edge, F, ups, Lam, lo)
 
 
 @njit(cache=True, inline="always")
@@ -176,16 +208,30 @@ def _node_factors(node_body, vid, cdepth):
 
 
 @njit(cache=True, inline="always")
-def _carry_and_blocks(node_body, vid, vbody, cparent, cdepth, edge, F, ups, Lam):
+def _matmul6_cols(A, B, out, lo):
+    """Columns lo .. 5 of out = A B for 6x6 matrices (out must not alias A or B): each entry
+    as :func:`_matmul6` sums it."""
+    for a in range(6):
+        for b in range(lo, 6):
+            s = 0.0
+            for k in range(6):
+                s += A[a, k] * B[k, b]
+            out[a, b] = s
+
+
+@njit(cache=True, inline="always")
+def _carry_and_blocks(node_body, vid, vbody, cparent, cdepth, edge, F, ups, Lam, lo):
     """Given F_a at each node's own vertex, carry it up the compressed tree
     (F_a(parent) = edge F_a) and fill Lambda(a, b) = F_a(k)^T Upsilon(k) F_b(k) at the
-    compressed common ancestor k (zero across trees). ``ups`` is indexed by body."""
+    compressed common ancestor k (zero across trees). ``ups`` is indexed by body. Only the
+    columns lo .. 5 of the factors are carried, and only the entries (x, y >= lo) of each
+    block filled (:func:`lambda_linear_kernel`)."""
     nc = node_body.shape[0]
     for a in range(nc):
         v = vid[node_body[a]]
         d = cdepth[v]
         while cparent[v] >= 0:
-            _matmul6(edge[v], F[a, d], F[a, d - 1])
+            _matmul6_cols(edge[v], F[a, d], F[a, d - 1], lo)
             v = cparent[v]
             d -= 1
     G = np.empty((6, 6))
@@ -196,9 +242,9 @@ def _carry_and_blocks(node_body, vid, vbody, cparent, cdepth, edge, F, ups, Lam)
                 zero_blocks(Lam, a, b)
                 continue
             d = cdepth[va]
-            _matmul6(ups[vbody[va]], F[b, d], G)
-            for x in range(6):
-                for y in range(6):
+            _matmul6_cols(ups[vbody[va]], F[b, d], G, lo)
+            for x in range(lo, 6):
+                for y in range(lo, 6):
                     s = 0.0
                     for m in range(6):
                         s += F[a, d, m, x] * G[m, y]
