@@ -15,11 +15,13 @@ order, so the two agree bit for bit; tests/test_contact_fused.py compares whole 
 2. the curvature term (``contact.curvature_drift``: 1/2 dt^2 n . J-dot v at the core points)
    and the gap allowance g_v (``contact_stages.gap_allowance``; stepper docstring, "Gap
    stabilisation");
-3. the slip reference (``relative_velocities`` at v_f = v + dt qdd) and the friction
-   matrices D (``contact.friction_matrix``, Eq. 7);
+3. the slip reference (``relative_velocities`` at v_f = v + dt qdd; without a collision
+   also the step LCP's velocities) and the friction matrices D (``contact.friction_matrix``,
+   Eq. 7);
 4. the nodes and their transforms (``contact.contact_nodes``, ``kinematics.node_transforms``),
    Upsilon and Lambda on the factorisation ABA left in Data (``delassus.upsilon_after_aba``,
-   000 Eqs. 64-69), W = Q_u Lambda Q_u^T (``contact.relative_compliance``, Eq. 49);
+   000 Eqs. 64-69; only Lambda's linear-linear blocks, all that W reads),
+   W = Q_u Lambda Q_u^T (``contact.relative_compliance``, Eq. 49);
 5. with a collision, the impact phase (``stepper.impact_phase``, 000 Eqs. 54-58): the
    compression LCP (dt = 0, no gap allowance) from v; with restitution eps the recovered
    impulse theta = eps (n . P_c) n applied by the impulse response and the decompression LCP
@@ -91,7 +93,7 @@ from mbsim.simcore.contact import (
     _relative_compliance_kernel,
 )
 from mbsim.simcore.contact_stages import _gap_allowance_kernel, _impacting_kernel, _split_kernel
-from mbsim.simcore.delassus.upsilon_body import lambda_kernel, upsilon_kernel
+from mbsim.simcore.delassus.upsilon_body import lambda_linear_kernel, upsilon_kernel
 from mbsim.simcore.dynamics import aba_kernel, impulse_response_kernel
 from mbsim.simcore.kinematics import (
     node_transforms_kernel,
@@ -530,7 +532,8 @@ def contact_step_kernel(
     node_transforms_kernel(node_body, node_point, R_world, node_X)
     upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch66)
     Lam = np.empty((6 * nn, 6 * nn))
-    lambda_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam)
+    # W reads only Lambda's linear-linear blocks: the same entries, bit for bit
+    lambda_linear_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam)
     W = np.zeros((3 * nu, 3 * nu))
     _relative_compliance_kernel(Lam, ia, ib, W)
     no_budget = np.empty(0)
@@ -614,9 +617,15 @@ def contact_step_kernel(
         )  # fmt: skip
         for i in range(nv):
             v_free[i] = v_start[i] + dt * qdd_ws[i]
-    # 5.-6. the step's LCP at v_f, with the gap allowance on the normal rows
-    relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_free, body_a, local_a,
-                               body_b, local_b, vu)  # fmt: skip
+    # 5.-6. the step's LCP at v_f, with the gap allowance on the normal rows (without a
+    # collision v_f is the slip reference's: its velocities, the same numbers)
+    if slip and not colliding:
+        for i in range(nu):
+            for c in range(3):
+                vu[i, c] = ref[i, c]
+    else:
+        relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_free, body_a, local_a,
+                                   body_b, local_b, vu)  # fmt: skip
     for i in range(nu):
         for c in range(3):
             vu[i, c] = vu[i, c] + gv[i] * normal[i, c]

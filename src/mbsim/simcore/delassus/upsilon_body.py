@@ -10,9 +10,12 @@ and the off-diagonal blocks follow Eq. 69: for bodies i, j with nearest common a
 per-body propagators along the path (Omega = 0 across different trees). In our body-frame
 Plücker convention psi(p(k), k) = Xup_k^T (1 - U_k Dinv_k S_k^T) (dynamics.py), H^* = S.
 
-The path products are taken on the compressed tree (:mod:`.compressed_tree`): each compressed
-edge's product psi(top, bottom) is formed once, then every node carries its 6x6 factor
-``F_a(v) = psi(v, k_a) X_a^T`` up the compressed tree (O(nc) steps each), and
+The path products are taken on the compressed tree (:mod:`.compressed_tree`): every node
+carries its 6x6 factor ``F_a(v) = psi(v, k_a) X_a^T`` up the compressed tree (O(nc) steps
+each); a compressed edge's product psi(top, bottom) is formed once when two or more factors
+cross it, and a factor that crosses an edge alone takes its psi's one by one instead (as
+upsilon_world.py does on short edges: no 6x6 product to form, and only the factor's columns
+that are needed: :func:`lambda_linear_kernel`); then
 ``Lambda(a, b) = F_a(k)^T Upsilon(k) F_b(k)`` at the compressed common ancestor k.
 
 This is the route the OS stepper takes: it reuses the articulated factorisation (U, Dinv) that
@@ -57,6 +60,7 @@ def upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch):
     Y = scratch[2]
     W = scratch[3]
     w = np.empty(6)
+    sd = np.empty(36)  # S_a Dinv of a root's row a (at most 6 x 6 terms)
     for i in range(nb):
         n = nvj[i]
         p = parent[i]
@@ -81,6 +85,19 @@ def upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch):
                 for b in range(6):
                     sb = S[i, b, 0]
                     ups[i, a, b] = Y[a, b] - g * (sa * w[b] + w[a] * sb) + c * sa * sb
+        elif p < 0:
+            # a root (a floating base): Y = 0, so T^T Y T is exactly +0 (T finite) and
+            # Upsilon = S Dinv S^T, summed from 0.0 in the general branch's order
+            for a in range(6):
+                for k in range(n):
+                    for m in range(n):
+                        sd[k * n + m] = S[i, a, k] * Dinv[i, k, m]
+                for b in range(6):
+                    s = 0.0
+                    for k in range(n):
+                        for m in range(n):
+                            s += sd[k * n + m] * S[i, b, m]
+                    ups[i, a, b] = s
         else:
             # general: T = 1 - U Dinv S^T (force space); Upsilon = T^T Y T + S Dinv S^T
             for a in range(6):
@@ -110,10 +127,11 @@ def upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch):
 
 
 @njit(cache=True, inline="always")
-def _apply_psi(i, nvj, S, E, r, U, Dinv, F, out, t):
-    """out = psi_i F = Xup_i^T (F - U_i Dinv_i S_i^T F), column by column (6x6 F)."""
+def _apply_psi(i, nvj, S, E, r, U, Dinv, F, out, t, lo):
+    """out = psi_i F = Xup_i^T (F - U_i Dinv_i S_i^T F), column by column (6x6 F), its
+    columns lo .. 5; out may be F (each column is read before it is written)."""
     n = nvj[i]
-    for c in range(6):
+    for c in range(lo, 6):
         for a in range(6):
             t[a] = F[a, c]
         for k in range(n):
@@ -133,13 +151,38 @@ def _apply_psi(i, nvj, S, E, r, U, Dinv, F, out, t):
 @njit(cache=True)
 def lambda_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam):
     """Assemble Lambda from Upsilon on the compressed tree (see module docstring)."""
+    _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, 0)
+
+
+@njit(cache=True)
+def lambda_linear_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam):
+    """Only the linear-linear 3x3 blocks of Lambda (rows and columns 6 a + 3 .. 6 a + 5 of
+    every node a), the rest of ``Lam`` left as it was: all that the relative compliance
+    W = Q_u Lambda Q_u^T of point contacts reads (contact.relative_compliance, 000 Eq. 49).
+    Each entry it writes is the same arithmetic as :func:`lambda_kernel`'s, bit for bit;
+    the carried factors and the blocks take 3 of their 6 columns (the compiled contact step,
+    contact_fused.py)."""
+    _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, 3)
+
+
+@njit(cache=True, inline="always")
+def _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, lo):
+    """:func:`lambda_kernel` for the columns lo .. 5 of every node's factor F_a (lo = 0:
+    all of Lambda; lo = 3: its linear-linear blocks)."""
     nb = parent.shape[0]
     nc = node_body.shape[0]
     # 1. nodes per subtree and branch points -> compressed-tree vertices
     iw = np.empty((7, max(nb, 1)), dtype=np.int64)
     nvert = compress(parent, node_body, iw)
     vid, vbody, cparent, cdepth = iw[3], iw[4], iw[5], iw[6]
-    # 2. edge products psi(top, bottom) where needed
+    # 2. edge products psi(top, bottom) where more than one node's factor crosses the edge;
+    # a factor that crosses an edge alone takes its psi's one by one (step 3)
+    uses = np.zeros(nvert, dtype=np.int64)
+    for a in range(nc):
+        v = vid[node_body[a]]
+        while cparent[v] >= 0:
+            uses[v] += 1
+            v = cparent[v]
     edge = np.empty((nvert, 6, 6))
     ident = np.zeros((6, 6))
     for a in range(6):
@@ -147,22 +190,39 @@ def lambda_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam):
     tmp = np.empty((6, 6))
     t = np.empty(12)
     for v in range(nvert):
-        if cparent[v] < 0:
+        if cparent[v] < 0 or uses[v] < 2:
             continue
         j = vbody[v]
-        _apply_psi(j, nvj, S, E, r, U, Dinv, ident, edge[v], t)
+        _apply_psi(j, nvj, S, E, r, U, Dinv, ident, edge[v], t, 0)
         j = parent[j]
         while vid[j] < 0:
-            _apply_psi(j, nvj, S, E, r, U, Dinv, edge[v], tmp, t)
+            _apply_psi(j, nvj, S, E, r, U, Dinv, edge[v], tmp, t, 0)
             copy6x6(tmp, edge[v])
             j = parent[j]
-    # 3.-4. F_a at every compressed ancestor, then the blocks
+    # the factors F_a at their own vertices
     F = _node_factors(node_body, vid, cdepth)
     for a in range(nc):
         for x in range(6):
             for y in range(6):
                 F[a, cdepth[vid[node_body[a]]], x, y] = node_X[a, y, x]
-    _carry_and_blocks(node_body, vid, vbody, cparent, cdepth, edge, F, ups, Lam)
+    # 3. carry each F_a up the compressed tree: F_a(parent) = psi(top, bottom) F_a, by the
+    # edge product or psi by psi
+    for a in range(nc):
+        v = vid[node_body[a]]
+        d = cdepth[v]
+        while cparent[v] >= 0:
+            if uses[v] > 1:
+                _matmul6_cols(edge[v], F[a, d], F[a, d - 1], lo)
+            else:
+                j = vbody[v]
+                _apply_psi(j, nvj, S, E, r, U, Dinv, F[a, d], F[a, d - 1], t, lo)
+                j = parent[j]
+                while vid[j] < 0:
+                    _apply_psi(j, nvj, S, E, r, U, Dinv, F[a, d - 1], F[a, d - 1], t, lo)
+                    j = parent[j]
+            v = cparent[v]
+            d -= 1
+    _blocks(node_body, vid, vbody, cparent, cdepth, F, ups, Lam, lo)
 
 
 @njit(cache=True, inline="always")
@@ -176,18 +236,24 @@ def _node_factors(node_body, vid, cdepth):
 
 
 @njit(cache=True, inline="always")
-def _carry_and_blocks(node_body, vid, vbody, cparent, cdepth, edge, F, ups, Lam):
-    """Given F_a at each node's own vertex, carry it up the compressed tree
-    (F_a(parent) = edge F_a) and fill Lambda(a, b) = F_a(k)^T Upsilon(k) F_b(k) at the
-    compressed common ancestor k (zero across trees). ``ups`` is indexed by body."""
+def _matmul6_cols(A, B, out, lo):
+    """Columns lo .. 5 of out = A B for 6x6 matrices (out must not alias A or B): each entry
+    as :func:`_matmul6` sums it."""
+    for a in range(6):
+        for b in range(lo, 6):
+            s = 0.0
+            for k in range(6):
+                s += A[a, k] * B[k, b]
+            out[a, b] = s
+
+
+@njit(cache=True, inline="always")
+def _blocks(node_body, vid, vbody, cparent, cdepth, F, ups, Lam, lo):
+    """Given every F_a at its node's compressed ancestors, fill
+    Lambda(a, b) = F_a(k)^T Upsilon(k) F_b(k) at the compressed common ancestor k (zero across
+    trees). ``ups`` is indexed by body. Only the entries (x, y >= lo) of each block are
+    filled, from the factors' columns lo .. 5 (:func:`lambda_linear_kernel`)."""
     nc = node_body.shape[0]
-    for a in range(nc):
-        v = vid[node_body[a]]
-        d = cdepth[v]
-        while cparent[v] >= 0:
-            _matmul6(edge[v], F[a, d], F[a, d - 1])
-            v = cparent[v]
-            d -= 1
     G = np.empty((6, 6))
     for a in range(nc):
         for b in range(a, nc):
@@ -196,9 +262,9 @@ def _carry_and_blocks(node_body, vid, vbody, cparent, cdepth, edge, F, ups, Lam)
                 zero_blocks(Lam, a, b)
                 continue
             d = cdepth[va]
-            _matmul6(ups[vbody[va]], F[b, d], G)
-            for x in range(6):
-                for y in range(6):
+            _matmul6_cols(ups[vbody[va]], F[b, d], G, lo)
+            for x in range(lo, 6):
+                for y in range(lo, 6):
                     s = 0.0
                     for m in range(6):
                         s += F[a, d, m, x] * G[m, y]

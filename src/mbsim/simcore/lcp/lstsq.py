@@ -13,6 +13,13 @@ Complete orthogonal decomposition (LAPACK's xGELSY route, Golub & Van Loan Sec. 
 2. [R11 R12] = [R2^T 0] Z^T by a Householder QR of its transpose;
 3. the minimum-norm solution x = P Z [R2^-T (Q^T r)_1:r; 0].
 
+At full column rank (r = n: no R12, the usual active-set block of a few resting contacts)
+the least-squares solution is unique and step 2 is skipped: x = P R11^-1 (Q^T r)_1:n by back
+substitution, the same x as steps 2-3 (Z R2^-T = R11^-1 when R11 = R2^T Z^T) up to rounding,
+at about 60 % of the cost (the A1's four feet, a 12 x 12 block: cod_factor 1.8 us instead
+of 3.1, least_change_kernel 2.9 instead of 4.4, CPU on this machine). Only rank-deficient
+blocks take Z.
+
 The rank rule reads the pivoted R's diagonal instead of the singular values of gelsd (SVD,
 rank = #{s_i > rcond s_max}); the two agree whenever the spectrum has a gap around the
 threshold, as the blocks of redundant contacts have (rounding-level null singular values,
@@ -65,7 +72,8 @@ def cod_factor(A, rcond, R, perm, hv, hbeta, T, zv, zbeta):
     """Steps 1-2 of the module docstring. R (m x n) gets the pivoted triangular factor,
     perm (n,) the column order, hv/hbeta (min(m, n) x m, (min(m, n),)) the Householder
     vectors of Q, T (n x r) work, zv/zbeta the Householder vectors of Z and R2 (in T's
-    upper triangle). Returns the rank r."""
+    upper triangle; untouched at full column rank r = n, where :func:`cod_solve` solves
+    with R11 itself). Returns the rank r."""
     m, n = A.shape
     for i in range(m):
         for j in range(n):
@@ -111,6 +119,8 @@ def cod_factor(A, rcond, R, perm, hv, hbeta, T, zv, zbeta):
                 norms[j] += R[i, j] * R[i, j]
         rank = k + 1
     r = rank
+    if r == n:
+        return r  # full column rank: no step 2 (module docstring)
     # step 2: T = [R11 R12]^T (n x r) = Z [R2; 0]
     for j in range(n):
         for i in range(r):
@@ -135,21 +145,29 @@ def _reflect_vector(v, beta, k, rows, x):
 
 
 @njit(cache=True)
-def cod_solve(r, perm, hv, hbeta, T, zv, zbeta, b, out):
-    """Step 3: out = the minimum-norm least-squares solution for right-hand side b (m,)."""
+def cod_solve(r, perm, hv, hbeta, R, T, zv, zbeta, b, out):
+    """Step 3: out = the minimum-norm least-squares solution for right-hand side b (m,); at
+    full column rank (r = n) the back substitution with R11 (R the pivoted factor)."""
     m = b.shape[0]
     n = out.shape[0]
     c = b.copy()
     for k in range(r):  # c = Q^T b
         _reflect_vector(hv, hbeta, k, m, c)
     y = np.zeros(n)
-    for i in range(r):  # R2^T w = c[:r], R2^T lower triangular (R2 in T's upper triangle)
-        s = c[i]
-        for k in range(i):
-            s -= T[k, i] * y[k]
-        y[i] = s / T[i, i]
-    for k in range(r - 1, -1, -1):  # y = Z [w; 0]
-        _reflect_vector(zv, zbeta, k, n, y)
+    if r == n:  # R11 y = c[:n], R11 upper triangular
+        for i in range(n - 1, -1, -1):
+            s = c[i]
+            for k in range(i + 1, n):
+                s -= R[i, k] * y[k]
+            y[i] = s / R[i, i]
+    else:
+        for i in range(r):  # R2^T w = c[:r], R2^T lower triangular (R2 in T's upper triangle)
+            s = c[i]
+            for k in range(i):
+                s -= T[k, i] * y[k]
+            y[i] = s / T[i, i]
+        for k in range(r - 1, -1, -1):  # y = Z [w; 0]
+            _reflect_vector(zv, zbeta, k, n, y)
     for j in range(n):
         out[perm[j]] = y[j]
 
@@ -182,7 +200,7 @@ def least_change_kernel(A, rhs, z, rcond, passes, out):
             for k in range(n):
                 acc -= A[i, k] * out[k]
             res[i] = acc
-        cod_solve(rank, perm, hv, hbeta, T, zv, zbeta, res, dz)
+        cod_solve(rank, perm, hv, hbeta, R, T, zv, zbeta, res, dz)
         for i in range(n):
             out[i] += dz[i]
     for i in range(n):

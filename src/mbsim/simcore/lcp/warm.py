@@ -231,7 +231,8 @@ def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
     inside = np.zeros(n, dtype=np.bool_)
     for a in range(S.shape[0]):
         inside[S[a]] = True
-    mnorm = _inf_norm(M) + shift
+    mraw = _inf_norm(M)
+    mnorm = mraw + shift
     qn = _max_abs(q)
     code = SINGULAR
     cur = S.copy()
@@ -287,7 +288,7 @@ def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
     else:
         return code, 0, rounds
     if least_norm:
-        cur = _polish(M, q, z, cur, rcond, tol_rel, fixes)
+        cur = _polish(M, q, z, cur, rcond, tol_rel, fixes, mraw, qn)
         if cur.shape[0] == 1 and cur[0] < 0:
             return NO_POLISH, 0, r + 1
     else:
@@ -299,19 +300,18 @@ def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
 
 
 @njit(cache=True)
-def _polish(M, q, z, S, rcond, tol_rel, fixes):
+def _polish(M, q, z, S, rcond, tol_rel, fixes, mnorm, qn):
     """chain.lemke_regularised's polish of the regularised answer z on the set S, in place:
     the least-change correction on M_SS (at rounding level only), then, while rows are on
     the wrong side on (M, q) (z_i < -tol in S, w_i < -tol outside; tol of problem.py), those
     rows swapped and the polish repeated from the same regularised answer, at most ``fixes``
-    times. Returns the final set, or [-1] if no polish passes (z then undefined)."""
+    times. ``mnorm`` = ||M||_inf and ``qn`` = ||q||_inf (the caller's). Returns the final
+    set, or [-1] if no polish passes (z then undefined)."""
     n = q.shape[0]
     y = z.copy()
     inside = np.zeros(n, dtype=np.bool_)
     for a in range(S.shape[0]):
         inside[S[a]] = True
-    mnorm = _inf_norm(M)
-    qn = _max_abs(q)
     w = np.empty(n)
     for _ in range(fixes + 1):
         ns = S.shape[0]
