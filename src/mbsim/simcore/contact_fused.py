@@ -107,7 +107,7 @@ from mbsim.simcore.lcp.chain import ACTIVE_SET_FIXES, LSTSQ_RCOND
 from mbsim.simcore.lcp.islands import _component_labels, block_order
 from mbsim.simcore.lcp.lemke import _SOLVED, REFACTOR_EVERY, ZERO_REL, _lemke_once
 from mbsim.simcore.lcp.lstsq import active_set_least_change
-from mbsim.simcore.lcp.problem import _inf_norm, _snap_kernel
+from mbsim.simcore.lcp.problem import _inf_norm, _snap_kernel, principal_kernel
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
 from mbsim.simcore.lcp.warm import CANDIDATE, guess_kernel
 from mbsim.simcore.lcp.warm import ROUNDS as WARM_ROUNDS
@@ -225,12 +225,7 @@ def _restricted(M, q, S0, tol_rel, caps, z, w):
         m = idx.shape[0]
         if m == 0:
             return False, 0, np.inf
-        Ms = np.empty((m, m))
-        qs = np.empty(m)
-        for a in range(m):
-            qs[a] = q[idx[a]]
-            for b in range(m):
-                Ms[a, b] = M[idx[a], idx[b]]
+        Ms, qs = principal_kernel(M, q, idx)
         zs = np.empty(m)
         ws = np.empty(m)
         solved, piv, _basic = _lemke_capped(Ms, qs, caps, zs)
@@ -426,12 +421,7 @@ def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab, und,
     for b in range(count):
         rows = order[starts[b] : starts[b + 1]]
         m = rows.shape[0]
-        Mb = np.empty((m, m))
-        qb = np.empty(m)
-        for a in range(m):
-            qb[a] = q[rows[a]]
-            for c in range(m):
-                Mb[a, c] = M[rows[a], rows[c]]
+        Mb, qb = principal_kernel(M, q, rows)
         zb = np.empty(m)
         wb = np.empty(m)
         ok, piv, _worst, S = _solve_block(

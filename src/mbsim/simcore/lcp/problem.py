@@ -218,6 +218,20 @@ def inf_norm(M: np.ndarray) -> float:
     return float(_inf_norm(np.ascontiguousarray(M, dtype=np.float64)))
 
 
+@njit(cache=True, forceinline=True)
+def principal_kernel(M, q, rows):
+    """The sub-LCP on ``rows`` (int64 indices into M's rows): (M[rows][:, rows], q[rows]),
+    new arrays."""
+    m = rows.shape[0]
+    Ms = np.empty((m, m))
+    qs = np.empty(m)
+    for a in range(m):
+        qs[a] = q[rows[a]]
+        for b in range(m):
+            Ms[a, b] = M[rows[a], rows[b]]
+    return Ms, qs
+
+
 @njit(cache=True)
 def _inf_norm(M):
     out = 0.0
