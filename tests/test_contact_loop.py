@@ -57,6 +57,16 @@ def _compare(sc, tmp_path, monkeypatch, min_contact_steps: int):
     return loop
 
 
+def _assert_same_warm_stores(a_run, b_run, min_accepted: int):
+    """The two runs left the same warm-start store (lcp/warm.py): counters, keys in their
+    order, sets; more than ``min_accepted`` guesses were kept."""
+    a, b = (r[2].stepper.formulation.warm for r in (a_run, b_run))
+    assert (a.tried, a.accepted) == (b.tried, b.accepted) and a.accepted > min_accepted
+    assert list(a.sets) == list(b.sets)
+    for key in a.sets:
+        np.testing.assert_array_equal(a.sets[key], b.sets[key])
+
+
 def _stand(scene: str, duration: float):
     pytest.importorskip("pybullet_data", reason="pybullet is not installed")
     sys.path.insert(0, str(BENCHMARKS))
@@ -123,11 +133,7 @@ def test_warm_started_run_bit_for_bit(tmp_path, monkeypatch):
     step = file_run(sc, tmp_path / "step.h5", monkeypatch, off)
     assert loop[2]._free_loop.contact_steps >= 150 and step[2]._free_loop.contact_steps == 0
     assert_same_runs(loop, step)
-    a, b = (r[2].stepper.formulation.warm for r in (loop, step))
-    assert (a.tried, a.accepted) == (b.tried, b.accepted) and a.accepted > 100
-    assert list(a.sets) == list(b.sets)
-    for key in a.sets:
-        np.testing.assert_array_equal(a.sets[key], b.sets[key])
+    _assert_same_warm_stores(loop, step, min_accepted=100)
 
 
 def test_progress_counts_the_contacts_of_loop_steps(tmp_path, monkeypatch):
@@ -176,12 +182,9 @@ def test_islands_bit_for_bit(tmp_path, monkeypatch):
     step = file_run(sc, tmp_path / "step.h5", monkeypatch, python)
     assert loop[2]._free_loop.contact_steps >= 60 and step[2].stepper._fused.steps == 0
     assert_same_runs(loop, step)
-    a, b = (r[2].stepper.formulation.warm for r in (loop, step))
+    a = loop[2].stepper.formulation.warm
     assert all(rows is not None for _, rows in a.sets), "every LCP split into blocks"
-    assert (a.tried, a.accepted) == (b.tried, b.accepted) and a.accepted > 60
-    assert list(a.sets) == list(b.sets)
-    for key in a.sets:
-        np.testing.assert_array_equal(a.sets[key], b.sets[key])
+    _assert_same_warm_stores(loop, step, min_accepted=60)
 
 
 def test_slow_loop_calls_are_cut_short_for_a_stop_request(tmp_path, monkeypatch):
