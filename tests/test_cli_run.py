@@ -156,8 +156,9 @@ def test_a_set_value_meant_as_toml_but_not_toml_is_named(text):
 def test_killed_or_interrupted_run_leaves_a_readable_file(tmp_path, sig, status):
     out = tmp_path / "long.h5"
     proc = subprocess.Popen(
-        [str(MBSIM), "run", str(SAMPLES / "pendulum-3.toml"), "--duration", "60", "--out",
-         str(out), "--quiet"],
+        # live for minutes (the compiled loop takes 60 s of it in seconds), few rows a second
+        [str(MBSIM), "run", str(SAMPLES / "pendulum-3.toml"), "--duration", "36000", "--out",
+         str(out), "--set", "output.record_every=100", "--quiet"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.time() + 120

@@ -292,9 +292,11 @@ def test_mbsim_run_force_never_takes_a_live_runs_file(tmp_path: Path):
 
     mbsim = Path(sys.executable).with_name("mbsim")
     out = tmp_path / "w.h5"
+    # long enough to be live when the second starts (the compiled loop takes 600 s of this
+    # pendulum in seconds), recording every 100th step to keep the file small meanwhile
     first = subprocess.Popen(
-        [str(mbsim), "run", "sample:pendulum-3.toml", "--duration", "600", "--out", str(out),
-         "--quiet"],
+        [str(mbsim), "run", "sample:pendulum-3.toml", "--duration", "36000", "--out", str(out),
+         "--set", "output.record_every=100", "--quiet"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -323,7 +325,7 @@ def test_mbsim_run_force_never_takes_a_live_runs_file(tmp_path: Path):
             first.kill()
             first.wait()
     r = load_results(out)
-    assert r.status == "interrupted" and r.duration == 600.0  # the first run's file, intact
+    assert r.status == "interrupted" and r.duration == 36000.0  # the first run's file, intact
     assert len(r.time) > 10 and len(r.diagnostics["time"]) == len(r.time)
 
 

@@ -161,7 +161,19 @@ def _start(out: Path, probe_at: str = "", env_extra: dict | None = None) -> subp
         env.update(MBSIM_TEST_PROBE=str(probe), MBSIM_TEST_PROBE_AT=probe_at)
     env.update(env_extra or {})
     proc = subprocess.Popen(
-        [str(MBSIM), "run", str(SCENARIO), "--duration", "60", "--out", str(out), "--quiet"],
+        # live for minutes: the compiled loop takes 60 s of this pendulum in seconds
+        [
+            str(MBSIM),
+            "run",
+            str(SCENARIO),
+            "--duration",
+            "36000",
+            "--out",
+            str(out),
+            "--set",
+            "output.record_every=100",
+            "--quiet",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
