@@ -47,35 +47,10 @@ from mbsim.simcore.limit_step import FREE_MOTION_DONE, limit_step_from  # noqa: 
 
 
 @njit
-def _fk(n, a):
+def _repeat(n, kernel, a):
+    """``kernel(*a)`` ``n`` times in one compiled loop (no Python call per repetition)."""
     for _ in range(n):
-        forward_kinematics_kernel(*a)
-
-
-@njit
-def _articulated(n, a):
-    for _ in range(n):
-        articulated_kernel(*a)
-
-
-@njit
-def _bias(n, a):
-    for _ in range(n):
-        aba_bias_kernel(*a)
-
-
-@njit
-def _accel(n, a):
-    for _ in range(n):
-        aba_accel_kernel(*a)
-
-
-@njit
-def _limit(n, a):
-    code = 0
-    for _ in range(n):
-        code = limit_step_from(*a)
-    return code
+        kernel(*a)
 
 
 def simulator(scene: str):
@@ -140,14 +115,14 @@ def stage_costs(sim, reps: int) -> dict[str, float]:
     accel = (m.parent, m.vi, m.nvj, d.S, d.E, d.r, d.cbias, d.U, d.Dinv, d.u, a0, d.acc, d.qdd)
     out = {}
     for name, fn, args in (
-        ("kinematics", _fk, fk),
-        ("articulated", _articulated, art),
-        ("aba_bias", _bias, bias),
-        ("aba_accel", _accel, accel),
+        ("kinematics", forward_kinematics_kernel, fk),
+        ("articulated", articulated_kernel, art),
+        ("aba_bias", aba_bias_kernel, bias),
+        ("aba_accel", aba_accel_kernel, accel),
     ):
-        fn(1, args)
+        _repeat(1, fn, args)
         t = time.thread_time()
-        fn(reps, args)
+        _repeat(reps, fn, args)
         out[name] = (time.thread_time() - t) / reps * 1e9
     ls = loop._ls_arrays
     dof, side, imp, info, vstart = loop._ls_out
@@ -159,9 +134,9 @@ def stage_costs(sim, reps: int) -> dict[str, float]:
         float(o.max_speed), q, v, tau, np.zeros(m.nq), np.zeros(m.nv), vstart, dof, side, imp,
         info, np.int64(FREE_MOTION_DONE),
     )  # fmt: skip
-    _limit(1, limit)  # the free motion is in the Data (the ABA stages above)
+    _repeat(1, limit_step_from, limit)  # the free motion is in the Data (the ABA stages above)
     t = time.thread_time()
-    _limit(reps, limit)
+    _repeat(reps, limit_step_from, limit)
     out["limit_step"] = (time.thread_time() - t) / reps * 1e9
     out["limit_rows"] = info[0]
     return out
