@@ -760,11 +760,11 @@ class Simulator:
                     t0 = _time.perf_counter()
                     n = loop.advance(chunk, *args[1:])
                 budget = min(2 * budget, FREE_LOOP_CHUNK) if n == chunk else ENERGY_CHECK_EVERY
-                if n:  # a call lasts about LOOP_CALL_SECONDS at most at the steps' pace
+                if n:
+                    # a call lasts about LOOP_CALL_SECONDS at most at the steps' pace
                     per_step = (_time.perf_counter() - t0) / n
                     if per_step * budget > LOOP_CALL_SECONDS:
                         budget = max(1, int(LOOP_CALL_SECONDS / per_step))
-                if n:
                     done += n
                     summary.steps += n
                     # _record counts the ended contacts of every step, none here: the key
