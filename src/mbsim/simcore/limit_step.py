@@ -80,8 +80,18 @@ from mbsim.simcore.kinematics import (
 )
 from mbsim.simcore.lcp.chain import LSTSQ_RCOND
 from mbsim.simcore.lcp.islands import _component_labels
-from mbsim.simcore.lcp.lemke import _SOLVED, REFACTOR_EVERY, ZERO_REL, _lemke_once
-from mbsim.simcore.lcp.lstsq import active_set_least_change
+from mbsim.simcore.lcp.lemke import (
+    _SOLVED,
+    REFACTOR_EVERY,
+    ZERO_REL,
+    lemke_once_into,
+    lemke_one,
+)
+from mbsim.simcore.lcp.lstsq import (
+    active_set_least_change_into,
+    active_set_least_change_one,
+    active_set_work,
+)
 from mbsim.simcore.lcp.problem import (
     EPS,
     GROWTH,
@@ -98,12 +108,22 @@ from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
 def regularised(M):
     """M + delta I, delta = LEAST_NORM_DELTA ||M||_inf (||M||_inf taken as 1 when it is 0 or
     not finite): the matrix ``chain.lemke_regularised`` runs Lemke on (lcp/selection.py)."""
+    Mr = np.empty_like(M)
+    regularise_into(M, Mr)
+    return Mr
+
+
+@njit(cache=True)
+def regularise_into(M, Mr):
+    """Mr = :func:`regularised` (M), no allocation."""
     mscale = _inf_norm(M)
     if not (mscale > 0.0 and np.isfinite(mscale)):
         mscale = 1.0
     delta = LEAST_NORM_DELTA * mscale
-    Mr = M.copy()
-    for i in range(M.shape[0]):
+    n = M.shape[0]
+    for i in range(n):
+        for j in range(n):
+            Mr[i, j] = M[i, j]
         Mr[i, i] = M[i, i] + delta
     return Mr
 
@@ -169,47 +189,126 @@ def evaluate_candidate(M, q, z, tol_rel, w):
 
 
 @njit(cache=True)
-def _lemke_path(M, q, z):
+def lcp_work(n):
+    """(float64, int64) work entries :func:`solve_limit_lcp_into` needs for n rows: M + delta I,
+    the regularised answer and the polished one, then the Lemke path's work, which the
+    polish reuses once the path is done (:func:`_lemke_path`,
+    ``lstsq.active_set_least_change_into``); the islands labels, the path's and the
+    polish's integers."""
+    fa, ia = active_set_work(n)
+    return n * n + 2 * n + max(3 * n * n + 5 * n, fa), 4 * n + 4 + ia
+
+
+@njit(cache=True)
+def _lemke_path(M, q, z, fw, iw):
     """``lemke.run_lemke`` (lexicographic, ZERO_REL) without the budget poll: (solved?,
-    pivots, basic z indices); z gets the snapped answer. The pivot chunk of run_lemke is
-    larger than the pivot cap for the LCP sizes here, so it runs as one chunk there too
-    (``lemke._lemke_once``, the compiled call run_lemke makes then)."""
+    pivots, basic z indices, a view of iw); z gets the snapped answer. The pivot chunk of
+    run_lemke is larger than the pivot cap for the LCP sizes here, so it runs as one chunk
+    there too (``lemke._lemke_once``, the compiled call run_lemke makes then, here in the
+    work arrays fw (3 n^2 + 5 n floats) and iw (3 n + 4 ints): ``lemke.lemke_once_into``)."""
     n = q.shape[0]
+    nn = n * n
     max_pivots = 50 * n + 100  # lemke.default_max_pivots
-    code, pivots, basic = _lemke_once(
-        M, q, max_pivots, max(REFACTOR_EVERY, n), max_pivots + 1, True, ZERO_REL, z
-    )
-    return code == _SOLVED, int(pivots), basic
+    Binv = fw[0:nn].reshape((n, n))
+    Bmat = fw[nn : 2 * nn].reshape((n, n))
+    work = fw[2 * nn : 3 * nn].reshape((n, n))
+    o = 3 * nn
+    x, col, a = fw[o : o + n], fw[o + n : o + 2 * n], fw[o + 2 * n : o + 3 * n]
+    noise, div = fw[o + 3 * n : o + 4 * n], fw[o + 4 * n : o + 5 * n]
+    basis, cand, basic = iw[0:n], iw[n : 2 * n], iw[2 * n : 3 * n]
+    ist = iw[3 * n : 3 * n + 4]
+    code, pivots, nb = lemke_once_into(
+        M, q, max_pivots, max(REFACTOR_EVERY, n), max_pivots + 1, True, ZERO_REL, z, Binv,
+        Bmat, work, x, basis, col, a, noise, div, cand, ist, basic,
+    )  # fmt: skip
+    return code == _SOLVED, int(pivots), basic[:nb]
 
 
 @njit(cache=True)
 def solve_limit_lcp(M, q, least_norm, tol_rel, z, w):
+    """:func:`solve_limit_lcp_into` in work arrays of its own."""
+    nf, ni = lcp_work(q.shape[0])
+    return solve_limit_lcp_into(
+        M, q, least_norm, tol_rel, z, w, np.empty(nf), np.empty(ni, dtype=np.int64)
+    )
+
+
+@njit(cache=True)
+def _islands(M, label):
+    """Whether M (n x n) splits into independent blocks (lcp/islands.py); label (n,) work."""
+    n = M.shape[0]
+    if n == 2:  # the one pair: what _component_labels finds, without its work array
+        return M[0, 1] == 0.0 and M[1, 0] == 0.0
+    return n > 2 and _component_labels(M, label) > 1
+
+
+@njit(cache=True)
+def _solve_one(M, q, least_norm, tol_rel, z, w, fw):
+    """:func:`solve_limit_lcp_into` on one row (the usual LCP of a joint on one stop): the
+    same steps with the one-row Lemke path and polish written out (``lemke.lemke_one``,
+    ``lstsq.active_set_least_change_one``: the same operations, so the same bits and
+    statuses); fw: at least 6 floats of work."""
+    Bmat = fw[0:1].reshape((1, 1))
+    Binv = fw[1:2].reshape((1, 1))
+    x, r = fw[2:3], fw[3:4]
+    if not least_norm:
+        code, pivots = lemke_one(M, q, ZERO_REL, z, Bmat, Binv, x, r)
+        if code != _SOLVED:
+            return False, pivots, np.inf, 0
+        ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
+        return ok, pivots, worst, 0
+    Mr = regularise_into(M, fw[4:5].reshape((1, 1)))
+    z_reg = fw[5:6]
+    code, pivots = lemke_one(Mr, q, ZERO_REL, z_reg, Bmat, Binv, x, r)
+    if code != _SOLVED:
+        return False, pivots, np.inf, 1
+    z[0] = 0.0
+    if pivots:  # z_0 basic (two pivots): chain._polish on the active set {0}
+        ok, err, bound, c = active_set_least_change_one(M, q, z_reg, LSTSQ_RCOND)
+        if not (ok and err <= bound):
+            return False, pivots, np.inf, 1  # the proximal iterations: Python's
+        z[0] = c
+        _snap_kernel(z)
+    ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
+    return ok, pivots, worst, 1
+
+
+@njit(cache=True)
+def solve_limit_lcp_into(M, q, least_norm, tol_rel, z, w, fw, iw):
     """The first attempt of ``chain.solve_lcp`` on (M, q) (module docstring, step 6). Returns
     (accepted, pivots, worst residual, solver code: 0 lemke, 1 lemke_reg); z and w = M z + q
-    hold the answer. Not accepted: the caller hands the step to the Python chain."""
+    hold the answer. Not accepted: the caller hands the step to the Python chain. fw, iw:
+    work arrays of at least :func:`lcp_work` (n) entries, any content (no allocation here
+    but the islands test's of n > 2 rows)."""
     n = q.shape[0]
-    label = np.empty(n, dtype=np.int64)
-    if n > 1 and _component_labels(M, label) > 1:
+    if n == 1:
+        return _solve_one(M, q, least_norm, tol_rel, z, w, fw)
+    nn = n * n
+    if _islands(M, iw[0:n]):
         return False, 0, np.inf, 0  # islands: solved block by block there
     if not least_norm:
-        solved, pivots, _ = _lemke_path(M, q, z)
+        solved, pivots, _ = _lemke_path(M, q, z, fw, iw)
         if not solved:
             return False, pivots, np.inf, 0
         ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
         return ok, pivots, worst, 0
-    Mr = regularised(M)
-    z_reg = np.empty(n)
-    solved, pivots, S = _lemke_path(Mr, q, z_reg)
+    Mr = regularise_into(M, fw[0:nn].reshape((n, n)))
+    z_reg = fw[nn : nn + n]
+    c = fw[nn + n : nn + 2 * n]
+    lw = fw[nn + 2 * n :]
+    solved, pivots, S = _lemke_path(Mr, q, z_reg, lw, iw[n:])
     if not solved:
         return False, pivots, np.inf, 1
     for i in range(n):
         z[i] = 0.0
-    if S.shape[0]:  # chain._polish: the least-change candidate, at rounding level only
-        c = np.empty(S.shape[0])
-        ok, err, bound = active_set_least_change(M, q, z_reg, S, LSTSQ_RCOND, c)
+    ns = S.shape[0]
+    if ns:  # chain._polish: the least-change candidate, at rounding level only
+        ok, err, bound = active_set_least_change_into(
+            M, q, z_reg, S, LSTSQ_RCOND, c[:ns], lw, iw[4 * n + 4 :]
+        )
         if not (ok and err <= bound):
             return False, pivots, np.inf, 1  # the proximal iterations: Python's
-        for a in range(S.shape[0]):
+        for a in range(ns):
             z[S[a]] = c[a]
         _snap_kernel(z)
     ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
@@ -234,7 +333,14 @@ def _armature_energy(armature, v):
 @njit(cache=True)
 def _respond(v, W, p, out):
     """out = (v + 0) + W p: ``OS.solve``'s v_f + dv + W_m p with the node response dv of no
-    node (exact zeros) and W p by BLAS, as numpy's ``@`` computes it."""
+    node (exact zeros) and W p by BLAS, as numpy's ``@`` computes it. One row: W p is the
+    column times p_0, each entry one rounded product whichever way it is summed (BLAS's
+    y = 0 + (1 p_0) W_i0, fused or not), so it is formed here without BLAS's call."""
+    if p.shape[0] == 1:
+        p0 = p[0]
+        for i in range(v.shape[0]):
+            out[i] = (v[i] + 0.0) + (0.0 + W[i, 0] * p0)
+        return
     dv = np.dot(W, p)
     for i in range(v.shape[0]):
         out[i] = (v[i] + 0.0) + dv[i]
@@ -291,6 +397,11 @@ def limit_step_from(
     KINEMATICS_DONE or FREE_MOTION_DONE; the compiled loop of free steps has them,
     free_loop.py): the same operations on the same numbers, so the same bits."""
     nv = v.shape[0]
+    # the step's work arrays: two allocations, carved (the LCP part once the rows are known)
+    fw = np.empty(8 * nv + 12)
+    v_free, qv, g, col = fw[0:nv], fw[nv : 2 * nv], fw[2 * nv : 3 * nv], fw[3 * nv : 4 * nv]
+    gap, allowance = fw[4 * nv : 6 * nv], fw[6 * nv : 8 * nv]
+    g0, a0 = fw[8 * nv : 8 * nv + 6], fw[8 * nv + 6 : 8 * nv + 12]
     # 1. free motion (aba_kernel, or the part of it not done yet)
     if done == NOTHING_DONE:
         forward_kinematics_kernel(
@@ -302,19 +413,17 @@ def limit_step_from(
             parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature
         )
         aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, tau, pA, u)
-        g0 = np.zeros(6)
         for k in range(3):
+            g0[k] = 0.0
             g0[3 + k] = -gravity[k]
         aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, g0, acc, qdd)
-    v_free = np.empty(nv)
     for i in range(nv):
         v_free[i] = v[i] + dt * qdd[i]
     # 2. the rows
-    qv = np.full(nv, np.nan)
+    for i in range(nv):
+        qv[i] = np.nan
     for j in range(q_of_v_qi.shape[0]):
         qv[q_of_v_vi[j]] = q[q_of_v_qi[j]]
-    gap = np.empty(2 * nv)
-    allowance = np.empty(2 * nv)
     nl = _near_limits(
         lower, upper, qv, v, v_free, dt, margin, stabilization, max_recovery_speed, dof, side,
         gap, allowance,
@@ -330,11 +439,24 @@ def limit_step_from(
             v_new[i] = v_free[i]
         integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
         return _state_code(q_new, v_new, max_speed, FREE)
+    nf, ni = lcp_work(nl)
+    o = nv * nl + nl * nl
+    lw = np.empty(o + 6 * nl + nf)
+    iw = np.empty(ni, dtype=np.int64)
+    W = lw[0 : nv * nl].reshape((nv, nl))
+    K = lw[nv * nl : o].reshape((nl, nl))
+    zero, qk, z = lw[o : o + nl], lw[o + nl : o + 2 * nl], lw[o + 2 * nl : o + 3 * nl]
+    w, total, share = (
+        lw[o + 3 * nl : o + 4 * nl],
+        lw[o + 4 * nl : o + 5 * nl],
+        lw[o + 5 * nl : o + 6 * nl],
+    )
+    fl = lw[o + 6 * nl :]
     # 3. W = (M + armature)^-1 G^T and K = G W
-    W = np.empty((nv, nl))
-    g = np.zeros(nv)
-    a0 = np.zeros(6)
-    col = np.empty(nv)
+    for i in range(nv):
+        g[i] = 0.0
+    for k in range(6):
+        a0[k] = 0.0
     for j in range(nl):
         g[dof[j]] = side[j]
         aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, zero6, zero6, IA, U, Dinv, g, wpA, wu)
@@ -342,15 +464,11 @@ def limit_step_from(
         g[dof[j]] = 0.0
         for i in range(nv):
             W[i, j] = col[i]
-    K = np.empty((nl, nl))
     for i in range(nl):
+        zero[i] = 0.0
+        total[i] = 0.0
         for j in range(nl):
             K[i, j] = 0.0 + side[i] * W[dof[i], j]
-    zero = np.zeros(nl)
-    qk = np.empty(nl)
-    z = np.empty(nl)
-    w = np.empty(nl)
-    total = np.zeros(nl)
     v_now = v_start
     # 4. the impact phase
     impacting = False
@@ -363,7 +481,7 @@ def limit_step_from(
             parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v, bv
         )
         _row_lcp(dof, side, v, zero, qk)
-        ok, _p, _w, _s = solve_limit_lcp(K, qk, least_norm, tol_rel, z, w)
+        ok, _p, _w, _s = solve_limit_lcp_into(K, qk, least_norm, tol_rel, z, w, fl, iw)
         if not ok:
             return FALLBACK
         v_c = np.empty(nv)
@@ -387,7 +505,7 @@ def limit_step_from(
                 for i in range(nv):
                     v_t[i] = v_t[i] + dv[i]
             _row_lcp(dof, side, v_t, zero, qk)
-            ok, _p, _w, _s = solve_limit_lcp(K, qk, least_norm, tol_rel, z, w)
+            ok, _p, _w, _s = solve_limit_lcp_into(K, qk, least_norm, tol_rel, z, w, fl, iw)
             if not ok:
                 return FALLBACK
             _respond(v_t, W, z, v_c)
@@ -415,7 +533,7 @@ def limit_step_from(
             v_free[i] = v_now[i] + dt * qdd[i]
     # 5.-6. the step's LCP
     _row_lcp(dof, side, v_free, allowance, qk)
-    ok, npiv, worst, solver = solve_limit_lcp(K, qk, least_norm, tol_rel, z, w)
+    ok, npiv, worst, solver = solve_limit_lcp_into(K, qk, least_norm, tol_rel, z, w, fl, iw)
     if not ok:
         return FALLBACK
     _respond(v_free, W, z, v_new)
@@ -426,7 +544,6 @@ def limit_step_from(
     info[I_SOLVER] = solver
     # 7. the energy share of the stops passed
     past = 0
-    share = np.empty(nl)
     for i in range(nl):
         if gap[i] < 0.0:
             k = dof[i]

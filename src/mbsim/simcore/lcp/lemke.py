@@ -593,15 +593,102 @@ def _lemke_once(M, q, max_pivots, refactor_every, chunk, lexicographic, zero_rel
     if not _all_finite(M, q):
         return _NUMERICAL, 0, np.zeros(0, dtype=np.int64)
     Binv, Bmat, work, x, basis, col, a, noise, div, cand, ist = _workspace(n)
+    basic = np.empty(n, dtype=np.int64)
+    code, pivots, nb = lemke_once_into(
+        M, q, max_pivots, refactor_every, chunk, lexicographic, zero_rel, z, Binv, Bmat, work,
+        x, basis, col, a, noise, div, cand, ist, basic,
+    )  # fmt: skip
+    return code, pivots, basic[:nb]
+
+
+@njit(cache=True)
+def lemke_once_into(
+    M, q, max_pivots, refactor_every, chunk, lexicographic, zero_rel, z, Binv, Bmat, work, x,
+    basis, col, a, noise, div, cand, ist, basic,
+):  # fmt: skip
+    """:func:`_lemke_once` in the caller's workspace (the arrays of :func:`_workspace` for
+    n rows, any content, and basic (n,) int): no allocation, so a compiled caller solving
+    many small LCPs (the joint-limit step, limit_step.py) pays for none. Returns (status
+    code, pivots, count of basic z); basic[:count] gets their sorted indices (cand is
+    overwritten)."""
+    n = q.shape[0]
+    for i in range(n):
+        z[i] = 0.0
+    for i in range(4):
+        ist[i] = 0
+    if not _all_finite(M, q):
+        return _NUMERICAL, 0, 0
     if lemke_start(M, q, Binv, x, basis, col, div, cand, ist) == _SOLVED:
-        return _SOLVED, 0, np.zeros(0, dtype=np.int64)  # q >= 0: z = 0
+        return _SOLVED, 0, 0  # q >= 0: z = 0
     code = lemke_steps(
         M, q, max_pivots, refactor_every, chunk, Binv, Bmat, work, x, basis, col, a, noise,
         div, cand, ist, lexicographic, zero_rel,
     )  # fmt: skip
     code = lemke_finish(M, q, code, Binv, Bmat, work, x, basis, col, z)
     _snap_kernel(z)
-    return code, ist[2], _basic_z(basis)
+    return code, ist[2], _basic_z_into(basis, cand, basic)
+
+
+@njit(cache=True)
+def lemke_one(M, q, zero_rel, z, Bmat, Binv, x, r):
+    """:func:`lemke_once_into` on a one-row LCP (M (1, 1), q (1,)) with the default pivot cap,
+    written out: the path has at most two pivots (z0 enters on row 0; z_0 enters and z0
+    leaves, or no safe pivot: a ray), whose operations are those of :func:`lemke_start`,
+    :func:`_pivot`, :func:`_entering_column` (one product, exact: (-1)(-m)), :func:`_ratio_test`
+    and :func:`lemke_finish` on one row, in the same order, with the final x_B refined by
+    :func:`_refine` itself; so z, the status and the pivots are the general path's to the
+    bit (tests/test_limit_step.py compares the two), without its ~20 calls and 13 work
+    arrays (~0.8 us of a ~1 us solve on this machine). The lexicographic rule has nothing to
+    break on one row. Bmat, Binv (1, 1) and x, r (1,): work. Returns (status code, pivots);
+    z (1,) gets the snapped answer."""
+    m = M[0, 0]
+    q0 = q[0]
+    z[0] = 0.0
+    if not (np.isfinite(q0) and np.isfinite(m)):
+        return _NUMERICAL, 0
+    if min(np.inf, q0) >= 0.0:
+        return _SOLVED, 0  # z = 0
+    # pivot 1: z0 enters on column -d = (-1), row 0 leaves (the one candidate)
+    b = 1.0 / -1.0
+    xb = q0 / -1.0
+    # z_0 enters: its column B^-1 (-m), the pivot test and ratio test of _ratio_test
+    c = b * -m
+    noise = abs(b) * abs(-m)
+    xscale = max(0.0, abs(xb))
+    if not c > max(PIV_REL * max(0.0, abs(c)), 4.0 * 1 * EPS * noise):
+        status = _RAY  # no safe pivot
+    else:
+        xi = xb if xb > zero_rel * xscale else 0.0
+        if min(np.inf, xi / c) == np.inf:
+            status = _RAY
+        else:  # pivot 2 on row 0, where z0 is: z0 leaves, the path ends
+            b /= c
+            xb /= c
+            status = _SOLVED
+    if status == _RAY:
+        # lemke_finish calls a ray with z0 basic at <= ZERO_REL ||x_B|| solved; here z0 = -q0
+        # > 0 is its whole x_B, so the path ends unsolved with z = 0
+        return _RAY, 1
+    # lemke_finish: _refactor without inversion on the basis {z_0}
+    Bmat[0, 0] = -m
+    Binv[0, 0] = b
+    bn = max(0.0, 0.0 + abs(-m))
+    bi = max(0.0, 0.0 + abs(b))
+    cond = bn * bi
+    if not np.isfinite(cond):
+        return _NUMERICAL, 2
+    x[0] = 0.0 + b * q0
+    r0 = _refine(Bmat, Binv, q, x, r)
+    _refine(Bmat, Binv, q, x, r)
+    r2 = _refine(Bmat, Binv, q, x, r)
+    floor = 16.0 * 1 * EPS * (bn * max(0.0, abs(x[0])) + max(0.0, abs(q0)))
+    if not np.isfinite(r2) or (r2 > floor and r2 > 0.5 * r0) or cond > COND_MAX:
+        z[0] = x[0]
+        _snap_kernel(z)
+        return _NUMERICAL, 2
+    z[0] = x[0]
+    _snap_kernel(z)
+    return _SOLVED, 2
 
 
 @njit(cache=True)
@@ -623,6 +710,23 @@ def _all_finite(M, q):
             if not np.isfinite(M[i, j]):
                 return False
     return True
+
+
+@njit(cache=True)
+def _basic_z_into(basis, mark, out):
+    """:func:`_basic_z` into out (n,) with mark (n,) int as work; returns their count."""
+    n = basis.shape[0]
+    for j in range(n):
+        mark[j] = 0
+    for i in range(n):
+        if n <= basis[i] < 2 * n:
+            mark[basis[i] - n] = 1
+    m = 0
+    for j in range(n):
+        if mark[j]:
+            out[m] = j
+            m += 1
+    return m
 
 
 @njit(cache=True)

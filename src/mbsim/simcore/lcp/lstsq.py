@@ -74,11 +74,17 @@ def cod_factor(A, rcond, R, perm, hv, hbeta, T, zv, zbeta):
     vectors of Q, T (n x r) work, zv/zbeta the Householder vectors of Z and R2 (in T's
     upper triangle; untouched at full column rank r = n, where :func:`cod_solve` solves
     with R11 itself). Returns the rank r."""
+    return cod_factor_into(A, rcond, R, perm, hv, hbeta, T, zv, zbeta, np.empty(A.shape[1]))
+
+
+@njit(cache=True)
+def cod_factor_into(A, rcond, R, perm, hv, hbeta, T, zv, zbeta, norms):
+    """:func:`cod_factor` with its column-norm work array ``norms`` (n,) given (no
+    allocation; the compiled joint-limit step's workspace, limit_step.py)."""
     m, n = A.shape
     for i in range(m):
         for j in range(n):
             R[i, j] = A[i, j]
-    norms = np.empty(n)
     for j in range(n):
         perm[j] = j
         s = 0.0
@@ -148,12 +154,21 @@ def _reflect_vector(v, beta, k, rows, x):
 def cod_solve(r, perm, hv, hbeta, R, T, zv, zbeta, b, out):
     """Step 3: out = the minimum-norm least-squares solution for right-hand side b (m,); at
     full column rank (r = n) the back substitution with R11 (R the pivoted factor)."""
+    cod_solve_into(r, perm, hv, hbeta, R, T, zv, zbeta, b, out, np.empty(b.shape[0]),
+                   np.empty(out.shape[0]))  # fmt: skip
+
+
+@njit(cache=True)
+def cod_solve_into(r, perm, hv, hbeta, R, T, zv, zbeta, b, out, c, y):
+    """:func:`cod_solve` with its work arrays c (m,) and y (n,) given (no allocation)."""
     m = b.shape[0]
     n = out.shape[0]
-    c = b.copy()
+    for i in range(m):
+        c[i] = b[i]
     for k in range(r):  # c = Q^T b
         _reflect_vector(hv, hbeta, k, m, c)
-    y = np.zeros(n)
+    for i in range(n):
+        y[i] = 0.0
     if r == n:  # R11 y = c[:n], R11 upper triangular
         for i in range(n - 1, -1, -1):
             s = c[i]
@@ -177,21 +192,27 @@ def least_change_kernel(A, rhs, z, rcond, passes, out):
     """out = z + dz, ``passes`` times: dz the minimum-norm least-squares solution of
     A dz = rhs - A z (module docstring). Returns False if the input or result is not finite."""
     m, n = A.shape
+    kmax = min(m, n)
+    return least_change_into(
+        A, rhs, z, rcond, passes, out, np.empty((m, n)), np.empty(n, dtype=np.int64),
+        np.empty((kmax, m)), np.empty(kmax), np.empty((n, kmax)), np.empty((kmax, n)),
+        np.empty(kmax), np.empty(m), np.empty(n), np.empty(n), np.empty(m), np.empty(n),
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def least_change_into(
+    A, rhs, z, rcond, passes, out, R, perm, hv, hbeta, T, zv, zbeta, res, dz, norms, c, y
+):  # fmt: skip
+    """:func:`least_change_kernel` in the caller's work arrays (no allocation): R (m, n),
+    perm (n,) int, hv (k, m), hbeta (k,), T (n, k), zv (k, n), zbeta (k,) with k = min(m,
+    n), res (m,), dz (n,), norms (n,), c (m,), y (n,)."""
+    m, n = A.shape
     for i in range(m):
         for j in range(n):
             if not np.isfinite(A[i, j]):
                 return False
-    kmax = min(m, n)
-    R = np.empty((m, n))
-    perm = np.empty(n, dtype=np.int64)
-    hv = np.empty((kmax, m))
-    hbeta = np.empty(kmax)
-    T = np.empty((n, kmax))
-    zv = np.empty((kmax, n))
-    zbeta = np.empty(kmax)
-    rank = cod_factor(A, rcond, R, perm, hv, hbeta, T, zv, zbeta)
-    res = np.empty(m)
-    dz = np.empty(n)
+    rank = cod_factor_into(A, rcond, R, perm, hv, hbeta, T, zv, zbeta, norms)
     for i in range(n):
         out[i] = z[i]
     for _ in range(passes):
@@ -200,7 +221,7 @@ def least_change_kernel(A, rhs, z, rcond, passes, out):
             for k in range(n):
                 acc -= A[i, k] * out[k]
             res[i] = acc
-        cod_solve(rank, perm, hv, hbeta, R, T, zv, zbeta, res, dz)
+        cod_solve_into(rank, perm, hv, hbeta, R, T, zv, zbeta, res, dz, c, y)
         for i in range(n):
             out[i] += dz[i]
     for i in range(n):
@@ -246,20 +267,98 @@ def active_set_error(A, rhs, c):
 
 
 @njit(cache=True)
+def active_set_work(ns):
+    """(float64, int64) work entries :func:`active_set_least_change_into` needs for an active
+    set of ns rows."""
+    return 5 * ns * ns + 9 * ns, ns
+
+
+@njit(cache=True)
 def active_set_least_change(M, q, z, S, rcond, out):
     """The least-change candidate of chain._polish on the active set S (sorted indices):
     out = z_S + the minimum-norm dz of M_SS dz = -q_S - M_SS z_S, two passes. Returns
     (ok, e, bound) of :func:`active_set_error`; ok False when the candidate is not finite."""
     ns = S.shape[0]
-    A = np.empty((ns, ns))
-    rhs = np.empty(ns)
-    zs = np.empty(ns)
+    nf, ni = active_set_work(ns)
+    return active_set_least_change_into(
+        M, q, z, S, rcond, out, np.empty(nf), np.empty(ni, dtype=np.int64)
+    )
+
+
+@njit(cache=True)
+def active_set_least_change_into(M, q, z, S, rcond, out, buf, ibuf):
+    """:func:`active_set_least_change` in the caller's work buffers (no allocation): buf
+    (float64) and ibuf (int64) of at least :func:`active_set_work` (len(S)) entries."""
+    ns = S.shape[0]
+    nn = ns * ns
+    A = buf[0:nn].reshape((ns, ns))
+    R = buf[nn : 2 * nn].reshape((ns, ns))
+    hv = buf[2 * nn : 3 * nn].reshape((ns, ns))
+    T = buf[3 * nn : 4 * nn].reshape((ns, ns))
+    zv = buf[4 * nn : 5 * nn].reshape((ns, ns))
+    o = 5 * nn
+    rhs, zs, hbeta, zbeta = (
+        buf[o : o + ns],
+        buf[o + ns : o + 2 * ns],
+        buf[o + 2 * ns : o + 3 * ns],
+        buf[o + 3 * ns : o + 4 * ns],
+    )
+    o += 4 * ns
+    res, dz, norms, c, y = (
+        buf[o : o + ns],
+        buf[o + ns : o + 2 * ns],
+        buf[o + 2 * ns : o + 3 * ns],
+        buf[o + 3 * ns : o + 4 * ns],
+        buf[o + 4 * ns : o + 5 * ns],
+    )
+    perm = ibuf[0:ns]
     for a in range(ns):
         rhs[a] = -q[S[a]]
         zs[a] = z[S[a]]
         for b in range(ns):
             A[a, b] = M[S[a], S[b]]
-    if not least_change_kernel(A, rhs, zs, rcond, 2, out):
+    if not least_change_into(
+        A, rhs, zs, rcond, 2, out, R, perm, hv, hbeta, T, zv, zbeta, res, dz, norms, c, y
+    ):
         return False, np.inf, 0.0
     e, bound = active_set_error(A, rhs, out)
     return True, e, bound
+
+
+@njit(cache=True)
+def active_set_least_change_one(M, q, z, rcond):
+    """:func:`active_set_least_change` on the active set {0} of a one-row LCP (M (1, 1), q
+    (1,), z (1,)), written out: the reflector of :func:`cod_factor_into` on one entry a (H =
+    -1 up to rounding, R = -sign(a) |a|), two passes of dz = H r / R with r = -q - a z, and
+    the error of :func:`active_set_error`, with the operations of those functions in their
+    order (no fused multiply-add in this module), so the same bits without their ~15 calls
+    and 15 work arrays. Returns (ok, e, bound, the candidate z_0)."""
+    a = M[0, 0]
+    rhs = -q[0]
+    if not np.isfinite(a):
+        return False, np.inf, 0.0, 0.0
+    s = 0.0 + a * a
+    norm = np.sqrt(s)
+    rank = 0
+    alpha = vv = beta = 0.0
+    if not (not norm > rcond * norm or norm == 0.0):  # the rank test with r00 = norm
+        alpha = -norm if a >= 0.0 else norm  # _reflect on column 0
+        vv = a - alpha
+        vn = vv * vv + (s - a * a)
+        beta = 2.0 / vn if vn > 0.0 else 0.0
+        rank = 1
+    out = z[0]
+    for _ in range(2):
+        c = rhs - a * out
+        dz = 0.0
+        if rank == 1:  # cod_solve_into: c = H c, then R11 y = c
+            d = 0.0 + vv * c
+            d *= beta
+            c -= d * vv
+            dz = c / alpha
+        out += dz
+    if not np.isfinite(out):
+        return False, np.inf, 0.0, out
+    e = max(0.0, abs(-rhs + a * out))
+    bound = 16.0 * 1 * EPS * (max(0.0, 0.0 + abs(a)) * max(0.0, abs(out)) + max(0.0, abs(rhs)))
+    return True, e, bound, out
