@@ -34,12 +34,15 @@ row, are exact either way):
 6. the LCP solve (``lcp/chain.py``'s first attempt): with the stepper's ``lcp_selection``
    "least_norm" Lemke on K + delta I (delta = 1e-6 ||K||_inf) polished on K's active set by
    the least-change correction (``lemke_regularised``, ``lstsq.active_set_least_change``),
-   with "vertex" lexicographic Lemke (``lemke``); the answer is verified on (K, q) by the
-   acceptance test of lcp/problem.py (``evaluate``: relative residual ``lcp_tol_rel``, sign
-   violation, verifiability). Any other outcome -- a matrix that splits into islands, a
-   Lemke path that ends without a solution, a polish above rounding level, a rejected
-   answer -- is not decided here: the kernel returns FALLBACK and the caller takes the step
-   by the Python path, whose chain goes on from there (or raises the failure);
+   with "vertex" lexicographic Lemke (``lemke``) -- one row (a joint on one stop, the usual
+   case) by that path written out for one row (:func:`_solve_one`), more rows by the general
+   kernels in the step's work arrays (no allocation per LCP); the answer is verified on
+   (K, q) by the acceptance test of lcp/problem.py (``evaluate``: relative residual
+   ``lcp_tol_rel``, sign violation, verifiability). Any other outcome -- a matrix that
+   splits into islands, a Lemke path that ends without a solution, a polish above rounding
+   level, a rejected answer -- is not decided here: the kernel returns FALLBACK and the
+   caller takes the step by the Python path, whose chain goes on from there (or raises the
+   failure);
 7. the energy share of the stops passed (``energy_sources.step_shares``): the rows with g <
    0 get p (G (v_f + v+)) / 2 (``energy_stabilisation``);
 8. Euler: q+ = q (+) dt v+ (``integrate_kernel``); a non-finite state or |v+| > max_speed
@@ -280,9 +283,15 @@ def solve_limit_lcp_into(M, q, least_norm, tol_rel, z, w, fw, iw):
     hold the answer. Not accepted: the caller hands the step to the Python chain. fw, iw:
     work arrays of at least :func:`lcp_work` (n) entries, any content (no allocation here
     but the islands test's of n > 2 rows)."""
-    n = q.shape[0]
-    if n == 1:
+    if q.shape[0] == 1:
         return _solve_one(M, q, least_norm, tol_rel, z, w, fw)
+    return _solve_general(M, q, least_norm, tol_rel, z, w, fw, iw)
+
+
+@njit(cache=True)
+def _solve_general(M, q, least_norm, tol_rel, z, w, fw, iw):
+    """:func:`solve_limit_lcp_into` by the general kernels, any number of rows."""
+    n = q.shape[0]
     nn = n * n
     if _islands(M, iw[0:n]):
         return False, 0, np.inf, 0  # islands: solved block by block there

@@ -1,0 +1,150 @@
+"""The joint-limit step's LCP solve (limit_step.solve_limit_lcp) against independent truth.
+
+* Closed form, one row: the LCP w = m z + q >= 0 _|_ z >= 0 has z = max(0, -q/m) for m > 0 and
+  no solution for m <= 0 < -q; the answer must be that z to 4 eps relative (two passes of the
+  least-change polish on one number), or refused.
+* Brute force, 2-4 rows: for a symmetric positive definite M (a joint Delassus matrix) the LCP
+  has exactly one solution, found here by trying every active set S (z_S = -M_SS^-1 q_S, the
+  others 0, kept if z >= 0 and w >= 0, numpy.linalg.solve); the compiled answer must match it
+  to 1e-10 relative (the conditioning of the random matrices is below 1e3).
+* The general kernels, bit for bit: the one-row path (``lemke.lemke_one``,
+  ``lstsq.active_set_least_change_one``) claims the same floating-point operations as the
+  general Lemke path and polish, so its answer, status, pivots and residual must be theirs to
+  the bit, on random rows across 16 orders of magnitude and on the special values (0, -0,
+  inf, nan, subnormal); and the Lemke path in a reused, dirty workspace
+  (``lemke.lemke_once_into``) must give what it gives in fresh arrays (``lemke._lemke_once``).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from mbsim.simcore.lcp.lemke import ZERO_REL, _lemke_once, lemke_once_into
+from mbsim.simcore.limit_step import (
+    _solve_general,
+    _solve_one,
+    lcp_work,
+    solve_limit_lcp,
+)
+
+EPS = np.finfo(float).eps
+TOL_REL = 1e-9  # StepOptions.lcp_tol_rel's default
+
+
+def _work(n):
+    nf, ni = lcp_work(n)
+    rng = np.random.default_rng(n)  # dirty work arrays: nothing may be read before written
+    return rng.standard_normal(nf), rng.integers(-5, 5, ni)
+
+
+def _rows(count, seed):
+    rng = np.random.default_rng(seed)
+    m = 10.0 ** rng.uniform(-8, 8, count) * rng.choice([1.0, 1.0, 1.0, -1.0], count)
+    q = rng.standard_normal(count) * 10.0 ** rng.uniform(-10, 6, count)
+    special = np.array([0.0, -0.0, np.inf, np.nan, 1e-320, 1e300, -1.0, 1.0])
+    m[:64] = np.repeat(special, 8)
+    q[:64] = np.tile(special, 8)
+    return m, q
+
+
+@pytest.mark.parametrize("least_norm", [True, False])
+def test_one_row_closed_form(least_norm):
+    m, q = _rows(3000, 1)
+    z, w = np.empty(1), np.empty(1)
+    fw, iw = _work(1)
+    for mk, qk in zip(m, q, strict=True):
+        ok, _piv, _worst, _solver = solve_limit_lcp(
+            np.array([[mk]]), np.array([qk]), least_norm, TOL_REL, z, w
+        )
+        if not (np.isfinite(mk) and np.isfinite(qk)):
+            assert not ok
+            continue
+        if qk >= 0.0:
+            assert ok and z[0] == 0.0
+        elif mk <= 0.0:
+            assert not ok, f"m = {mk}, q = {qk}: no z >= 0 has m z + q >= 0"
+        elif ok:
+            exact = -qk / mk
+            assert abs(z[0] - exact) <= 4 * EPS * exact, (mk, qk, z[0])
+        else:  # refused only at the ends of the floating-point range (1/m overflows)
+            with np.errstate(over="ignore"):
+                r = -qk / mk
+            assert not 1e-300 < min(mk, -qk, r) <= max(mk, -qk, r) < 1e300, (mk, qk)
+
+
+@pytest.mark.parametrize("least_norm", [True, False])
+def test_one_row_path_is_the_general_path_bit_for_bit(least_norm):
+    m, q = _rows(20000, 2)
+    fw, iw = _work(1)
+    z1, z2, w1, w2 = np.empty(1), np.empty(1), np.empty(1), np.empty(1)
+    M, qv = np.empty((1, 1)), np.empty(1)
+    for mk, qk in zip(m, q, strict=True):
+        M[0, 0], qv[0] = mk, qk
+        a = _solve_general(M, qv, least_norm, TOL_REL, z1, w1, fw, iw)
+        b = _solve_one(M, qv, least_norm, TOL_REL, z2, w2, fw)
+        assert a[0] == b[0] and a[1] == b[1] and a[3] == b[3], (mk, qk, a, b)
+        assert a[2] == b[2] or (np.isnan(a[2]) and np.isnan(b[2])), (mk, qk, a, b)
+        if a[0]:
+            assert z1.tobytes() == z2.tobytes() and w1.tobytes() == w2.tobytes(), (mk, qk)
+
+
+def _brute_force(M, q):
+    """The solution of the LCP (M, q) by enumeration of the active sets (the unique one for
+    M positive definite)."""
+    n = len(q)
+    for k in range(n + 1):
+        for S in itertools.combinations(range(n), k):
+            z = np.zeros(n)
+            if S:
+                idx = list(S)
+                z[idx] = np.linalg.solve(M[np.ix_(idx, idx)], -q[idx])
+            w = M @ z + q
+            scale = np.abs(q).max() + np.abs(M).max() * np.abs(z).max()
+            if z.min() >= -1e-12 * scale and w.min() >= -1e-12 * scale:
+                return z
+    raise AssertionError("no active set solves a positive definite LCP")
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+@pytest.mark.parametrize("least_norm", [True, False])
+def test_several_rows_brute_force(n, least_norm):
+    rng = np.random.default_rng(10 + n)
+    z, w = np.empty(n), np.empty(n)
+    solved = 0
+    for _ in range(300):
+        A = rng.standard_normal((n, n))
+        M = A @ A.T + 0.5 * n * np.eye(n)
+        q = rng.standard_normal(n)
+        ok, _piv, worst, _solver = solve_limit_lcp(M, q, least_norm, TOL_REL, z, w)
+        assert ok, (M, q)  # positive definite, coupled: Lemke solves it
+        truth = _brute_force(M, q)
+        np.testing.assert_allclose(z, truth, rtol=1e-10, atol=1e-10 * np.abs(truth).max())
+        np.testing.assert_allclose(w, M @ z + q, rtol=0, atol=1e-12 * (1 + np.abs(q).max()))
+        solved += int(truth.any())
+    assert solved > 100, "most problems must have an active row"
+
+
+def test_lemke_in_a_reused_workspace_bit_for_bit():
+    rng = np.random.default_rng(7)
+    for n in range(1, 9):
+        ws = [rng.standard_normal((n, n)) for _ in range(3)]
+        ws += [rng.standard_normal(n) for _ in range(5)]
+        ints = [rng.integers(-9, 9, n) for _ in range(2)]
+        ist, basic = rng.integers(0, 9, 4), np.empty(n, dtype=np.int64)
+        for _ in range(40):
+            A = rng.standard_normal((n, n))
+            M = A @ A.T + 0.1 * np.eye(n) if rng.random() < 0.7 else A
+            q = rng.standard_normal(n)
+            mp = 50 * n + 100
+            z1, z2 = np.empty(n), np.empty(n)
+            c1, p1, b1 = _lemke_once(M, q, mp, max(50, n), mp + 1, True, ZERO_REL, z1)
+            c2, p2, nb = lemke_once_into(
+                M, q, mp, max(50, n), mp + 1, True, ZERO_REL, z2, ws[0], ws[1], ws[2], ws[3],
+                ints[0], ws[4], ws[5], ws[6], ws[7], ints[1], ist, basic,
+            )  # fmt: skip
+            assert (c1, p1) == (c2, p2)
+            assert z1.tobytes() == z2.tobytes()
+            assert b1.tolist() == basic[:nb].tolist()
