@@ -15,7 +15,13 @@ then, on the state the run ended in, each stage kernel called in a compiled loop
 (``--reps`` times): forward kinematics, the articulated-body factorisation, the bias and
 acceleration sweeps (the ABA of a free step) and the compiled joint-limit step
 (``limit_step.limit_step_from`` after the free motion, as the loop calls it when a step would
-reach a stop; 0 when no stop is near in that state). Prints one line each, in ms or ns.
+reach a stop; 0 when no stop is near in that state). For ``panda-table`` (the hand pressed on
+the table at the run's end) the contact step's stages too, as the loop calls them
+(``free_run_kernel``'s contact branch): the shape poses, the broadphase, the step's contact set
+(``contact_loop.contact_set``: the narrowphase, ``finish`` and the smooth radii), the
+narrowphase alone (``narrowphase.narrowphase``) and the compiled contact step
+(``contact_loop.fused_step``: ``contact_step_kernel`` from the contacts to v+, its warm start
+as the run leaves it). Prints one line each, in ms or ns.
 
 Usage: ``PYTHONPATH=src python benchmarks/bench_run_stages.py [--scene panda-free]
 [--repeat 7] [--reps 20000]``.
@@ -36,7 +42,10 @@ from numba import njit
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bench_peers  # noqa: E402
+from mbsim.collision.broadphase import aabb_candidates  # noqa: E402
+from mbsim.collision.narrowphase import narrowphase, shape_poses  # noqa: E402
 from mbsim.simcore import free_loop  # noqa: E402
+from mbsim.simcore.contact_loop import contact_set, fused_step  # noqa: E402
 from mbsim.simcore.dynamics import (  # noqa: E402
     aba_accel_kernel,
     aba_bias_kernel,
@@ -142,22 +151,87 @@ def stage_costs(sim, reps: int) -> dict[str, float]:
     return out
 
 
+def contact_costs(sim, reps: int) -> dict[str, float]:
+    """ns per call of each contact-step stage (module docstring) on the state ``sim`` ended
+    in, with the kinematics and the free motion of that state in the stepper's Data, and
+    the contacts of that state."""
+    m, d = sim.model, sim.stepper.data
+    loop = sim._free_loop
+    stage = loop._stage
+    if stage is None:
+        return {}
+    q = np.array(sim.q, dtype=np.float64)
+    v = np.array(sim.v, dtype=np.float64)
+    geo = (m.parent, m.jtype, m.qi, m.vi, m.nvj, d.S, m.tree_E, m.tree_r, m.axis)
+    forward_kinematics_kernel(*geo, q, v, d.E, d.r, d.R_world, d.p_world, d.vel, d.cbias)
+    _, si, sf, local_R, local_p, Rw, pw, bc, _allowed, _ground, _reach, *bp = loop._coll_args
+    poses = (si, sf, local_R, local_p, d.R_world, d.p_world, Rw, pw, bc, False)
+    shape_poses(*poses)
+    broad = (*bp[:7], Rw, pw, *bp[7:])
+    pairs = aabb_candidates(*broad)
+    cd = stage.detect
+    cset = (pairs, Rw, pw, bc, d.R_world, d.p_world, cd)
+    narrow = (pairs, *cd[:4], Rw, pw, bc, *cd[4:15])
+    nc, ints, vecs, gap, ra, rb = contact_set(*cset)
+    out = {}
+    for name, fn, args in (
+        ("shape_poses", shape_poses, poses),
+        ("broadphase", aabb_candidates, broad),
+        ("contact_set", contact_set, cset),
+        ("narrowphase", narrowphase, narrow),
+    ):
+        _repeat(1, fn, args)
+        t = time.thread_time()
+        _repeat(reps, fn, args)
+        out[name] = (time.thread_time() - t) / reps * 1e9
+    out["pairs"] = pairs.shape[0]
+    out["contacts"] = nc
+    if nc <= 0:
+        return out
+    # the free motion of the state (the loop's stage 3; joint damping only, no PD force: the
+    # costs do not depend on it), then the contact step from it
+    tau = -np.ascontiguousarray(m.damping, dtype=np.float64) * v
+    a0 = np.zeros(6)
+    a0[3:] = -m.gravity
+    articulated_kernel(m.parent, m.vi, m.nvj, d.S, m.inertia, d.E, d.r, d.IA, d.U, d.Dinv,
+                       d.pivots, d.scratch66, d.armature)  # fmt: skip
+    aba_bias_kernel(m.parent, m.vi, m.nvj, d.S, m.inertia, d.E, d.r, d.vel, d.cbias, d.IA, d.U,
+                    d.Dinv, tau, d.pA, d.u)  # fmt: skip
+    aba_accel_kernel(m.parent, m.vi, m.nvj, d.S, d.E, d.r, d.cbias, d.U, d.Dinv, d.u, a0, d.acc,
+                     d.qdd)  # fmt: skip
+    warm = stage._store is not None
+    fused = (stage.kernel, ints, vecs, gap, ra, rb, q, v, tau, d.qdd.copy(), np.zeros(m.nv),
+             np.zeros(10), warm, stage.wtable.tab, stage.wtable.und)  # fmt: skip
+    n = max(reps // 10, 1)
+    _repeat(1, fused_step, fused)
+    t = time.thread_time()
+    _repeat(n, fused_step, fused)
+    out["fused_step"] = (time.thread_time() - t) / n * 1e9
+    out["lcp_rows"] = fused_step(*fused)[1].shape[0]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--scene", default="panda-free", choices=("panda-free", "panda-pd"))
+    scenes = ("panda-free", "panda-pd", "panda-table")
+    ap.add_argument("--scene", default="panda-free", choices=scenes)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--reps", type=int, default=20000)
     a = ap.parse_args()
     costs, sim = run_costs(a.scene, a.repeat)
     steps = sim.step_index
     total = costs["run"] + costs["finish"]
-    print(f"{a.scene}: {steps} steps, {sim._free_loop.limit_steps} of them limit steps")
+    loop = sim._free_loop
+    print(f"{a.scene}: {steps} steps, {loop.limit_steps} of them limit steps, "
+          f"{loop.contact_steps} contact steps in the loop, {loop.steps} in the loop")  # fmt: skip
     for k in ("open", "run", "kernel", "finish"):
         print(f"  {k:12s} {costs[k] * 1e3:8.2f} ms")
     print(f"  {'calls':12s} {costs['calls']:8.0f}")
     print(f"  run + finish {total * 1e3:8.2f} ms: {steps / total:,.0f} steps/s (CPU)")
-    for k, ns in stage_costs(sim, a.reps).items():
-        print(f"  {k:12s} {ns:8.0f}" + ("" if k == "limit_rows" else " ns"))
+    counts = ("limit_rows", "pairs", "contacts", "lcp_rows")
+    costs = {**stage_costs(sim, a.reps), **contact_costs(sim, a.reps)}
+    for k, ns in costs.items():
+        print(f"  {k:12s} {ns:8.0f}" + ("" if k in counts else " ns"))
 
 
 if __name__ == "__main__":

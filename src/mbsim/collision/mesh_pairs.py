@@ -27,8 +27,24 @@ from mbsim.collision.manifold import (
     put,
 )
 from mbsim.collision.polytope import point_to_core, shape_edges, shape_faces, world_poly
-from mbsim.collision.primitives import copy3, dot3, point_mesh, segment_triangle
+from mbsim.collision.primitives import copy3, cross3, dot3, point_mesh, segment_triangle
 from mbsim.collision.table import BCX, BR, HLEN, MT0, MTN, MV0, MVN, RAD
+
+#: A mesh vertex is out of the margin's reach when its height over the polytope's face
+#: nearest the mesh, computed in the mesh's frame, exceeds the margin by more than this (m):
+#: the rounding of that height against the world-frame one the exact test computes is ~1e-15
+#: m for coordinates of metres (~1e-12 m at 1 km), so a vertex this pre-test drops is one
+#: the exact test drops too, and the results are the same bit for bit.
+HOT_FACE_SLACK = 1e-9
+#: A triangle and a convex polytope count as apart when their projections on one axis are
+#: more than this apart (m): FCL's GJK/MPR tolerance (1e-6), whose intersection tests err
+#: towards "no intersection" within it, so a pair decided apart here is one FCL's collide
+#: reports no contact for (tests/test_collision_mesh.py checks it against FCL).
+APART_TOL = 1e-6
+#: A cross-product axis is used only if the sine of the angle between its factors exceeds
+#: this: the unit axis then carries a rounding of ~1e-16 / MIN_SINE, and the projections of
+#: coordinates of metres ~1e-10 m, well under APART_TOL
+MIN_SINE = 1e-6
 
 
 @njit(cache=True)
@@ -43,22 +59,25 @@ def mesh_polytope(
 
     This is exact for vertex-face contacts, which is what a mesh face resting on a box (or a
     box resting on a mesh) produces. Returns the count; -1 (ask FCL) when the work (nearby
-    mesh vertices x polytope faces, or polytope vertices x triangles) exceeds work_limit; -2
-    when no vertex is within the margin: only an edge-edge crossing could still touch, so the
-    caller asks FCL's collide (not its ~8x slower distance).
+    mesh vertices x polytope faces, or polytope vertices x triangles) exceeds work_limit.
+    When no vertex is within the margin, only an edge-edge crossing could still touch: 0
+    when :func:`mesh_polytope_apart` proves every triangle apart from the polytope (FCL's
+    collide would report nothing), else -2: the caller asks FCL's collide (not its ~8x
+    slower distance).
 
     """
-    vP, nP, dP, _ = world_poly(gp, si, V, FN_, FD_, ED, Rw, pw)
+    vP, nP, dP, edP = world_poly(gp, si, V, FN_, FD_, ED, Rw, pw)
     fpP = shape_faces(gp, si, FP)
     ePs = shape_edges(gp, si, E)
     R = Rw[gm]
     p = pw[gm]
     v0, vn = si[gm, MV0], si[gm, MVN]
+    nf = nP.shape[0]
     count = np.int64(0)  # not a literal 0: see round_pairs.round_pair
-    v = np.empty(3)
-    q = np.empty(3)
-    n = np.empty(3)
-    tmp = np.empty(3)
+    work = np.empty((8, 3))  # rows: scratch vectors (views, one allocation)
+    v, q, n, tmp, ql, closest, nl, cm = (
+        work[0], work[1], work[2], work[3], work[4], work[5], work[6], work[7]
+    )  # fmt: skip
     cx = pw[gp, 0] + Rw[gp, 0, 0] * sf[gp, BCX] + Rw[gp, 0, 1] * sf[gp, BCX + 1]
     cx += Rw[gp, 0, 2] * sf[gp, BCX + 2]
     cy = pw[gp, 1] + Rw[gp, 1, 0] * sf[gp, BCX] + Rw[gp, 1, 1] * sf[gp, BCX + 1]
@@ -66,16 +85,41 @@ def mesh_polytope(
     cz = pw[gp, 2] + Rw[gp, 2, 0] * sf[gp, BCX] + Rw[gp, 2, 1] * sf[gp, BCX + 1]
     cz += Rw[gp, 2, 2] * sf[gp, BCX + 2]
     reach = sf[gp, BR] + margin
-    near = 0
-    for i in range(vn):
-        for a in range(3):
-            v[a] = R[a, 0] * MV[v0 + i, 0] + R[a, 1] * MV[v0 + i, 1] + R[a, 2] * MV[v0 + i, 2]
-            v[a] += p[a]
-        if (v[0] - cx) ** 2 + (v[1] - cy) ** 2 + (v[2] - cz) ** 2 <= reach * reach:
-            near += 1
-    if near * nP.shape[0] > work_limit or vP.shape[0] * si[gm, MTN] > work_limit:
+    if vn * nf > work_limit:  # else near x faces is within the limit whatever near is
+        near = 0
+        for i in range(vn):
+            for a in range(3):
+                v[a] = R[a, 0] * MV[v0 + i, 0] + R[a, 1] * MV[v0 + i, 1]
+                v[a] += R[a, 2] * MV[v0 + i, 2] + p[a]
+            if (v[0] - cx) ** 2 + (v[1] - cy) ** 2 + (v[2] - cz) ** 2 <= reach * reach:
+                near += 1
+        if near * nf > work_limit:
+            return -1
+    if vP.shape[0] * si[gm, MTN] > work_limit:
         return -1
+    for a in range(3):
+        cm[a] = pw[gm, a] + Rw[gm, a, 0] * sf[gm, BCX] + Rw[gm, a, 1] * sf[gm, BCX + 1]
+        cm[a] += Rw[gm, a, 2] * sf[gm, BCX + 2]
+    # the face the mesh lies most outside of (for a mesh on a table, its top): its plane in
+    # the mesh's frame, n_l = R^T n, d_l = d - n . p, rejects a vertex far above it in 3
+    # products instead of the 9 of its world position (HOT_FACE_SLACK)
+    hot, best = 0, -np.inf
+    for f in range(nf):
+        h = dot3(nP[f], cm) - dP[f]
+        if h > best:
+            hot, best = f, h
+    nlx = nly = nlz = dl = 0.0
+    if nf > 0:
+        nlx = R[0, 0] * nP[hot, 0] + R[1, 0] * nP[hot, 1] + R[2, 0] * nP[hot, 2]
+        nly = R[0, 1] * nP[hot, 0] + R[1, 1] * nP[hot, 1] + R[2, 1] * nP[hot, 2]
+        nlz = R[0, 2] * nP[hot, 0] + R[1, 2] * nP[hot, 1] + R[2, 2] * nP[hot, 2]
+        dl = dP[hot] - dot3(nP[hot], p)
+    above = margin + HOT_FACE_SLACK
     for i in range(vn):
+        if nf > 0:
+            hl = nlx * MV[v0 + i, 0] + nly * MV[v0 + i, 1] + nlz * MV[v0 + i, 2] - dl
+            if hl > above:
+                continue
         for a in range(3):
             v[a] = R[a, 0] * MV[v0 + i, 0] + R[a, 1] * MV[v0 + i, 1] + R[a, 2] * MV[v0 + i, 2]
             v[a] += p[a]
@@ -87,7 +131,7 @@ def mesh_polytope(
         inside = True
         far = False
         depth, face = np.inf, 0
-        for f in range(nP.shape[0]):
+        for f in range(nf):
             h = dot3(nP[f], v) - dP[f]
             if h > margin:
                 far = True
@@ -112,10 +156,6 @@ def mesh_polytope(
                 n[a] = (v[a] - q[a]) / gap
         if gap <= margin:
             count = put(buf, keys, count, v, q, n, gap, key_of(K_MESH_VERTEX, i, 0, 0))
-    ql = np.empty(3)
-    closest = np.empty(3)
-    nl = np.empty(3)
-    cm = _centre(gm, sf, Rw, pw)
     out = sf[gm, BR] + margin
     for k in range(vP.shape[0]):
         # a polytope vertex outside the mesh's bounding sphere by more than the margin is
@@ -135,7 +175,104 @@ def mesh_polytope(
             n[a] = -(R[a, 0] * nl[0] + R[a, 1] * nl[1] + R[a, 2] * nl[2])
             q[a] = R[a, 0] * closest[0] + R[a, 1] * closest[1] + R[a, 2] * closest[2] + p[a]
         count = put(buf, keys, count, q, vP[k], n, sd, key_of(K_POLY_VERTEX, k, 0, 0))
-    return count if count > 0 else -2
+    if count > 0:
+        return count
+    cp = np.array([cx, cy, cz])
+    if mesh_polytope_apart(gm, si, MV, MT, MB, Rw, pw, vP, nP, dP, edP, cp, sf[gp, BR], APART_TOL):
+        return 0
+    return -2
+
+
+@njit(cache=True)
+def _triangle_apart(a, b, c, vP, nP, dP, edP, tol, w):
+    """Whether triangle (a, b, c) and the convex polytope (vertices vP, outward face normals
+    nP and offsets dP, n . x <= d inside; edge directions edP) have projections more than
+    ``tol`` apart on one of the separating-axis candidates of two convex polyhedra: the
+    polytope's face normals, the triangle's normal, and the cross products of the
+    triangle's edges with the polytope's edge directions. Any separating axis proves the
+    two apart (the answer is sound); degenerate axes (a zero-area triangle, parallel edges)
+    are skipped, so a pair may be apart and still get False. ``w``: (5, 3) scratch."""
+    for f in range(nP.shape[0]):
+        h = min(dot3(nP[f], a), dot3(nP[f], b), dot3(nP[f], c)) - dP[f]
+        if h > tol:
+            return True
+    e0, e1, ax = w[0], w[1], w[2]
+    for k in range(3):
+        e0[k] = b[k] - a[k]
+        e1[k] = c[k] - a[k]
+    cross3(e0, e1, ax)
+    if _axis_apart(ax, np.sqrt(dot3(e0, e0) * dot3(e1, e1)), a, b, c, vP, tol):
+        return True
+    e = w[3]
+    for i in range(3):
+        for k in range(3):
+            if i == 0:
+                e[k] = b[k] - a[k]
+            elif i == 1:
+                e[k] = c[k] - b[k]
+            else:
+                e[k] = a[k] - c[k]
+        le = np.sqrt(dot3(e, e))
+        for j in range(edP.shape[0]):
+            cross3(e, edP[j], ax)
+            if _axis_apart(ax, le * np.sqrt(dot3(edP[j], edP[j])), a, b, c, vP, tol):
+                return True
+    return False
+
+
+@njit(cache=True)
+def _axis_apart(ax, scale, a, b, c, vP, tol):
+    """Whether the triangle's and the polytope's projections on ``ax`` are more than ``tol``
+    apart. ``ax`` is the cross product of two vectors whose lengths multiply to ``scale``;
+    below MIN_SINE x scale (nearly parallel) its direction is lost to rounding: False."""
+    ln = np.sqrt(dot3(ax, ax))
+    if not ln > MIN_SINE * scale:
+        return False
+    ta, tb, tc = dot3(ax, a) / ln, dot3(ax, b) / ln, dot3(ax, c) / ln
+    tlo, thi = min(ta, tb, tc), max(ta, tb, tc)
+    lo, hi = np.inf, -np.inf
+    for k in range(vP.shape[0]):
+        s = dot3(ax, vP[k]) / ln
+        lo = min(lo, s)
+        hi = max(hi, s)
+    return lo - thi > tol or tlo - hi > tol
+
+
+@njit(cache=True)
+def mesh_polytope_apart(gm, si, MV, MT, MB, Rw, pw, vP, nP, dP, edP, cp, rp, tol):
+    """Whether every triangle of mesh gm is more than ``tol`` (m) from the convex polytope
+    (world vertices vP, outward face normals nP, offsets dP, edge directions edP; bounding
+    sphere centre cp, radius rp) along a separating axis (:func:`_triangle_apart`): then the
+    two do not intersect (FCL's collide finds nothing). A triangle whose bounding sphere is
+    apart from the polytope's, or beyond one of its face planes, is apart without the
+    axis tests. False (undecided) when some triangle may touch."""
+    R = Rw[gm]
+    p = pw[gm]
+    v0, t0, tn = si[gm, MV0], si[gm, MT0], si[gm, MTN]
+    w = np.empty((9, 3))
+    sc, a, b, c = w[5], w[6], w[7], w[8]
+    for t in range(t0, t0 + tn):
+        for k in range(3):
+            sc[k] = R[k, 0] * MB[t, 0] + R[k, 1] * MB[t, 1] + R[k, 2] * MB[t, 2] + p[k]
+        sr = MB[t, 3]
+        reach = sr + rp + tol
+        if (sc[0] - cp[0]) ** 2 + (sc[1] - cp[1]) ** 2 + (sc[2] - cp[2]) ** 2 > reach * reach:
+            continue
+        beyond = False
+        for f in range(nP.shape[0]):
+            if dot3(nP[f], sc) - dP[f] > sr + tol:
+                beyond = True
+                break
+        if beyond:
+            continue
+        for k in range(3):
+            i0, i1, i2 = v0 + MT[t, 0], v0 + MT[t, 1], v0 + MT[t, 2]
+            a[k] = R[k, 0] * MV[i0, 0] + R[k, 1] * MV[i0, 1] + R[k, 2] * MV[i0, 2] + p[k]
+            b[k] = R[k, 0] * MV[i1, 0] + R[k, 1] * MV[i1, 1] + R[k, 2] * MV[i1, 2] + p[k]
+            c[k] = R[k, 0] * MV[i2, 0] + R[k, 1] * MV[i2, 1] + R[k, 2] * MV[i2, 2] + p[k]
+        if not _triangle_apart(a, b, c, vP, nP, dP, edP, tol, w):
+            return False
+    return True
 
 
 @njit(cache=True)

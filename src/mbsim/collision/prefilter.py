@@ -41,19 +41,21 @@ def boxes_apart(i, j, sf, Rw, pw, margin):
     """True if the bounding boxes of shapes i and j (each in its own frame, grown by
     margin / 2) are disjoint: the 15-axis separating-axis test of two oriented boxes
     (Ericson 4.4.1). Cheap, and far tighter than bounding spheres for long links."""
-    ci = np.empty(3)
-    cj = np.empty(3)
+    # one allocation for the scratch vectors and matrices (views): a pair test runs for
+    # every candidate pair of every step, and each allocation costs about as much as the
+    # test's arithmetic
+    w = np.empty(33)
+    ci, cj, ea, eb, t = w[0:3], w[3:6], w[6:9], w[9:12], w[12:15]
+    Rm = w[15:24].reshape((3, 3))  # j's axes in i's frame
+    Ab = w[24:33].reshape((3, 3))
     for a in range(3):
         ci[a] = pw[i, a]
         cj[a] = pw[j, a]
         for k in range(3):
             ci[a] += Rw[i, a, k] * sf[i, OCX + k]
             cj[a] += Rw[j, a, k] * sf[j, OCX + k]
-    ea = sf[i, OHX : OHX + 3] + 0.5 * margin
-    eb = sf[j, OHX : OHX + 3] + 0.5 * margin
-    Rm = np.empty((3, 3))  # j's axes in i's frame
-    Ab = np.empty((3, 3))
-    t = np.empty(3)
+        ea[a] = sf[i, OHX + a] + 0.5 * margin
+        eb[a] = sf[j, OHX + a] + 0.5 * margin
     for a in range(3):
         t[a] = 0.0
         for k in range(3):
