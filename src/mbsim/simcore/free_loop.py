@@ -25,8 +25,10 @@ limit_step.LimitStepper.step for the steps it hands on):
    does not stop there: the step's free motion (steps 3-4) is followed by the detection and,
    with contacts, the compiled contact step (step 4b), so contact steps too run in the loop.
    The run hands the stage over only once it has come to a contact (``FreeLoop.contacts_met``):
-   compiled with it the kernel holds the whole contact step, which a free run should not
-   wait for on an empty numba cache;
+   compiled with it the kernel is much larger (~30-45 s CPU more to compile on an empty
+   numba cache), which a free run should not wait for. The stage's kernels, the contact step
+   among them, are called through their addresses (native_call.py), not compiled again
+   inside this one;
 3. tau = -D v + tau_a, as ``OSStepper._joint_forces`` computes it: tau_a the scenario's
    actuators (position, velocity and torque modes on their signals, gravity compensation,
    constant forces, the URDF effort clamp) by the same compiled law as the step-by-step path
