@@ -120,6 +120,7 @@ from mbsim.simcore.limit_step import (
     _kinetic,
     evaluate_candidate,
 )
+from mbsim.simcore.native_call import native
 
 #: what :func:`contact_step_kernel` returns: the step is done (OK), its LCP needs the Python
 #: chain (FALLBACK), or it is a collision with the energy-consistent impact option, which the
@@ -325,6 +326,15 @@ def _vertex_solve(M, q, tol_rel, caps, z, w):
     return ok, pivots, worst
 
 
+#: the calls of the contact step's large kernels through their addresses (native_call.py): each
+#: is compiled once, on its own; a linked call compiles it again inside every kernel above it,
+#: which made the contact step most of a first run's compile time (docs/results.md)
+_least_norm_solve_call = native(_least_norm_solve)
+_vertex_solve_call = native(_vertex_solve)
+guess_kernel_call = native(guess_kernel)
+lambda_linear_kernel_call = native(lambda_linear_kernel)
+
+
 @njit(cache=True)
 def least_norm_attempt(M, q, tol_rel, caps, z, w):
     """The first attempt of ``chain.solve_lcp`` with the "least_norm" selection on an LCP
@@ -366,7 +376,7 @@ def _solve_block(M, q, mscale, n_all, whole, rows, least_norm, tol_rel, caps, wa
             meta[TRIED] += 1
             S = tab[4][e, : tab[3][e]].copy()
             final = np.empty(n, dtype=np.int64)
-            code, ns, _rounds = guess_kernel(
+            code, ns, _rounds = guess_kernel_call(
                 M, q, S, delta, least_norm, tol_rel, LSTSQ_RCOND, WARM_ROUNDS,
                 ACTIVE_SET_FIXES, z, final,
             )  # fmt: skip
@@ -376,10 +386,13 @@ def _solve_block(M, q, mscale, n_all, whole, rows, least_norm, tol_rel, caps, wa
                     meta[ACCEPTED] += 1
                     return True, 0, worst, final[:ns].copy()
     if least_norm:
-        ok, pivots, worst = _least_norm_solve(M, q, delta, tol_rel, caps, z, w)
+        ok, pivots, worst = _least_norm_solve_call(M, q, delta, tol_rel, caps, z, w)
     else:
-        ok, pivots, worst = _vertex_solve(M, q, tol_rel, caps, z, w)
+        ok, pivots, worst = _vertex_solve_call(M, q, tol_rel, caps, z, w)
     return ok, pivots, worst, np.flatnonzero(z > 0.0)
+
+
+_solve_block_call = native(_solve_block)
 
 
 @njit(cache=True)
@@ -409,7 +422,7 @@ def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab, und,
     count = _component_labels(M, label) if n > 1 else 1
     if count == 1:
         none = np.empty(0, dtype=np.int64)
-        ok, pivots, worst, S = _solve_block(
+        ok, pivots, worst, S = _solve_block_call(
             M, q, mscale, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
         )
         if ok and warm:
@@ -424,7 +437,7 @@ def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab, und,
         Mb, qb = principal_kernel(M, q, rows)
         zb = np.empty(m)
         wb = np.empty(m)
-        ok, piv, _worst, S = _solve_block(
+        ok, piv, _worst, S = _solve_block_call(
             Mb, qb, mscale, n, False, rows, least_norm, tol_rel, caps, warm, tab, zb, wb
         )
         if not ok:
@@ -440,6 +453,9 @@ def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab, und,
         for b in range(count):
             warm_remember(tab, und, n, False, order[starts[b] : starts[b + 1]], sets[b])
     return True, pivots, worst, code
+
+
+_solve_rows_call = native(_solve_rows)
 
 
 @njit(cache=True, inline="always")
@@ -523,7 +539,7 @@ def contact_step_kernel(
     upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch66)
     Lam = np.empty((6 * nn, 6 * nn))
     # W reads only Lambda's linear-linear blocks: the same entries, bit for bit
-    lambda_linear_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam)
+    lambda_linear_kernel_call(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam)
     W = np.zeros((3 * nu, 3 * nu))
     _relative_compliance_kernel(Lam, ia, ib, W)
     no_budget = np.empty(0)
@@ -538,7 +554,7 @@ def contact_step_kernel(
             parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v, bv
         )
         zc = np.empty(nu * (k + 1))
-        ok, _p, _w, _s = _solve_rows(
+        ok, _p, _w, _s = _solve_rows_call(
             W, D, mu, vu, no_budget, least_norm, tol_rel, caps, warm, tab, und, zc
         )
         if not ok:
@@ -569,7 +585,7 @@ def contact_step_kernel(
             relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_t, body_a, local_a,
                                        body_b, local_b, vu)  # fmt: skip
             zd = np.empty(nu * (k + 1))
-            ok, _p, _w, _s = _solve_rows(
+            ok, _p, _w, _s = _solve_rows_call(
                 W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab, und, zd
             )
             if not ok:
@@ -619,7 +635,7 @@ def contact_step_kernel(
     for i in range(nu):
         for c in range(3):
             vu[i, c] = vu[i, c] + gv[i] * normal[i, c]
-    ok, pivots, worst, solver = _solve_rows(
+    ok, pivots, worst, solver = _solve_rows_call(
         W, D, mu, vu, no_budget, least_norm, tol_rel, caps, warm, tab, und, z
     )
     if not ok:

@@ -35,7 +35,7 @@ contacts, penetration). Units: SI (m, N s).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from mbsim.collision.manifold import BODY_PAIR
 from mbsim.collision.narrowphase import finish, narrowphase
@@ -43,6 +43,7 @@ from mbsim.collision.scene import Contacts, _smooth_radii_kernel
 from mbsim.simcore.contact_fused import ContactFuser, contact_step_kernel
 from mbsim.simcore.lcp import warm as warm_start
 from mbsim.simcore.lcp.warm_table import WarmTable, undo
+from mbsim.simcore.native_call import address_table, native_caller
 
 #: the contact event kinds of the loop's rows (Simulator.events_of's names: EVENT_NAMES)
 BEGIN, END, STICK, SLIP, IMPACT_ROW = 0, 1, 2, 3, 4
@@ -58,6 +59,9 @@ MAX_CONTACTS = 256
 #: kernel a scene cannot need is never reached), so detection here still agrees bit for bit
 #: with CollisionScene.detect's own set.
 ALL_KERNELS = (True, True, True, True)
+#: calls contact_step_kernel (which returns its int64 code) through its address: compiled
+#: once, on its own (or by the compile-ahead helper, warmup.py), not again inside the loop
+_call_code = native_caller(types.int64)
 
 
 @njit(cache=True)
@@ -93,14 +97,18 @@ def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info, warm, w
     whether the warm start is on, ``wtab``/``wund`` the loop's copy of its store and the
     copy's undo log (lcp/warm_table.py: the kernel updates the copy, the loop marks it
     after a step it keeps). Returns (the kernel's code, or -1 for an LCP of more rows than
-    the kernel takes; z; fn; tangent; sliding; hit; vn_before; vn_after; p_impact: the
-    kernel's collision outputs); v_new gets v+, info the kernel's info slots."""
+    the kernel takes or when the table ``ch`` ends with (:meth:`ContactStage.link`) holds
+    no compilation of it for these argument types; z; fn; tangent; sliding; hit;
+    vn_before; vn_after; p_impact: the kernel's collision outputs); v_new gets v+, info the
+    kernel's info slots. The kernel is called through its address (native_call.py):
+    compiled with this function, it would be compiled again inside it and again inside the
+    loop."""
     (
         parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
         R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch66, qdd_ws,
         armature, ups, bv, cos_a, sin_a, dt, stabilization, max_recovery_speed, use_floor,
         gap_floor, curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm,
-        tol_rel, caps, max_rows, core, mu_table, eps_table,
+        tol_rel, caps, max_rows, core, mu_table, eps_table, table,
     ) = ch  # fmt: skip
     nu = gap.shape[0]
     k = cos_a.shape[0] + 1
@@ -126,15 +134,17 @@ def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info, warm, w
     v_start = np.empty(nv)
     for i in range(info.shape[0]):
         info[i] = 0.0
-    code = contact_step_kernel(
-        parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
-        R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch66, qdd_ws,
-        armature, ups, bv, ints[0], vecs[2], ints[1], vecs[3], vecs[4], gap, ra, rb, mu, eps,
-        cos_a, sin_a, q, v, tau, qdd, dt, stabilization, max_recovery_speed, use_floor,
-        gap_floor, curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm,
-        tol_rel, caps, warm, wtab, wund, v_new, v_start, z, fn, tangent, sliding, hit,
-        vn_before, vn_after, p_impact, info,
+    linked, code = _call_code(
+        table, parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis,
+        inertia, gravity, mass, com, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots,
+        pA, u, acc, scratch66, qdd_ws, armature, ups, bv, ints[0], vecs[2], ints[1], vecs[3],
+        vecs[4], gap, ra, rb, mu, eps, cos_a, sin_a, q, v, tau, qdd, dt, stabilization,
+        max_recovery_speed, use_floor, gap_floor, curvature, slip, impact_velocity,
+        impacts_ok, friction_total, least_norm, tol_rel, caps, warm, wtab, wund, v_new,
+        v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
     )  # fmt: skip
+    if not linked:
+        return -1, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact
     return code, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact
 
 
@@ -312,8 +322,9 @@ class ContactStage:
         self.kernel = (
             *fuser._head, *fuser._angles, *fuser._opts, caps, int(max_rows),
             o.curvature_point == "core", np.ascontiguousarray(mu, np.float64),
-            np.ascontiguousarray(eps, np.float64),
+            np.ascontiguousarray(eps, np.float64), np.zeros((0, 2), np.int64),
         )  # fmt: skip
+        self.linked = False
         C = MAX_CONTACTS
         self.act_pf = np.zeros((C, 2), np.int64)
         self.act_is = np.zeros((C, 2), np.int64)
@@ -331,6 +342,17 @@ class ContactStage:
             np.zeros((6, 0), np.int64), np.zeros((5, 0, 3)), np.zeros(0), np.zeros((0, 3)),
             np.zeros(0, np.bool_),
         )  # fmt: skip
+
+    def link(self) -> None:
+        """Compile (or load from numba's cache) ``contact_step_kernel`` for the argument
+        types ContactFuser.step passes, which are those of :func:`fused_step`'s call, and put
+        its address in the kernel tuple (native_call.py). Called before the loop's first
+        call with this stage, after the compile-ahead helper is done (warmup.wait)."""
+        from mbsim.simcore.contact_fused import contact_signature
+
+        contact_step_kernel.compile(contact_signature())
+        self.kernel = (*self.kernel[:-1], address_table(contact_step_kernel))
+        self.linked = True
 
     def current(self) -> bool:
         """Whether the Lemke pivot caps the kernel tuple holds are those of the Python path's

@@ -25,8 +25,10 @@ limit_step.LimitStepper.step for the steps it hands on):
    does not stop there: the step's free motion (steps 3-4) is followed by the detection and,
    with contacts, the compiled contact step (step 4b), so contact steps too run in the loop.
    The run hands the stage over only once it has come to a contact (``FreeLoop.contacts_met``):
-   compiled with it the kernel holds the whole contact step, which a free run should not
-   wait for on an empty numba cache;
+   compiled with it the kernel is much larger (~30-45 s CPU more to compile on an empty
+   numba cache), which a free run should not wait for. The stage's kernels, the contact step
+   among them, are called through their addresses (native_call.py), not compiled again
+   inside this one;
 3. tau = -D v + tau_a, as ``OSStepper._joint_forces`` computes it: tau_a the scenario's
    actuators (position, velocity and torque modes on their signals, gravity compensation,
    constant forces, the URDF effort clamp) by the same compiled law as the step-by-step path
@@ -157,6 +159,7 @@ from mbsim.simcore.limit_step import (
     LimitStepper,
     limit_step_from,
 )
+from mbsim.simcore.native_call import native
 
 #: why :func:`free_run_kernel` stopped before its step budget (its second result); DIVERGED:
 #: after a step whose energy check failed (module docstring, step 8); BUFFERS: the contact
@@ -165,6 +168,11 @@ DONE, LIMIT, CONTACT, BAD, DIVERGED, BUFFERS = 0, 1, 2, 3, 4, 5
 #: whether the loop takes contact steps too (contact_loop.py; False: it stops at them, for
 #: benchmarks and tests)
 CONTACT_STEPS = True
+#: the contact stage's larger kernels, called through their addresses (native_call.py): each
+#: is compiled once, on its own, not again inside each compilation of the loop's kernel
+_contact_set = native(contact_set)
+_fused_step = native(fused_step)
+_record_events = native(record_events)
 #: the bits of an event row's kind (module docstring, step 5c): the limits acting changed
 #: (limit_begin / limit_end events), a source's energy share exceeds GAIN_TOL_ABS
 LIMITS, GAIN = 1, 2
@@ -384,7 +392,7 @@ def free_run_kernel(
         pen = 0.0
         if cl is not None:
             if touch:  # the step's contacts and, with any, its contact step (contact_loop.py)
-                nc, c_ints, c_vecs, c_gap, c_ra, c_rb = contact_set(
+                nc, c_ints, c_vecs, c_gap, c_ra, c_rb = _contact_set(
                     pairs, Rw, pw, bc, R_world, p_world, cl[0]
                 )
                 if nc < 0:
@@ -394,7 +402,7 @@ def free_run_kernel(
                         lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
                     ):
                         return step, CONTACT, nrec, nev  # joint rows with the contacts
-                    ccode, c_z, c_fn, c_tan, c_sl, c_hit, c_vb, c_va, c_pi = fused_step(
+                    ccode, c_z, c_fn, c_tan, c_sl, c_hit, c_vb, c_va, c_pi = _fused_step(
                         cl[1], c_ints, c_vecs, c_gap, c_ra, c_rb, q, v, tau, qdd, v_new, cinfo,
                         warm, wtab, wund,
                     )  # fmt: skip
@@ -515,7 +523,7 @@ def free_run_kernel(
                 if cinfo[C_RESIDUAL] > cstats[1]:
                     cstats[1] = cinfo[C_RESIDUAL]
             if nc > 0 or had:  # the contact events of the step (Simulator.events_of)
-                cst[2], cst[0] = record_events(
+                cst[2], cst[0] = _record_events(
                     k0 + step + 1, nc, c_ints, c_vecs, c_fn, c_tan, c_sl,
                     nc > 0 and cinfo[C_IMPACT] != 0.0, c_hit, c_pi, c_vb, c_va,
                     cinfo[C_KE_BEFORE], cinfo[C_KE_AFTER], act_pf, act_is, cst[0], last_i,
@@ -820,9 +828,7 @@ class FreeLoop:
         stats[:] = 0.0
         stage = self._contact_stage()
         cl = None if stage is None else stage.arrays(s, summary, n_max, rows)
-        if cl is not None:
-            warmup.wait()  # the loop calls the contact step: a helper may be compiling it
-        n, why, nrec, nev = free_run_kernel(
+        args = (
             *self._model_args, *self._data_args, *self._lim_args, *self._coll_args, *self._vl,
             self._best, self._dof, int(every), k0, *self._rec_args, bool(poses),
             self._rec_step, self._rec_q, self._rec_v, self._rec_e, self._rec_pose, q, v,
@@ -834,6 +840,16 @@ class FreeLoop:
             len(s._limits_active), *self._ls_out, stats, LIMIT_IMPULSE_MIN, self._rec_lcp,
             self._rec_solver, *self._ev, int(check_every), float(e_bound), self._e_now, cl,
         )  # fmt: skip
+        if cl is not None and not stage.linked:
+            # the loop calls the contact step by its address (contact_loop.fused_step): the
+            # loop's kernel compiles first, while a helper may still be compiling the contact
+            # step (warmup.py), and the contact step's address is taken once that is done
+            free_run_kernel.compile(tuple(free_run_kernel.typeof_pyval(a) for a in args))
+            warmup.wait()
+            stage.link()
+            cl = (cl[0], stage.kernel, *cl[2:])
+            args = (*args[:-1], cl)
+        n, why, nrec, nev = free_run_kernel(*args)
         self.why = int(why)
         #: the call stopped at the run's first contact, which the loop may take now with its
         #: contact stage: the run loop calls again at once (no step-by-step step between)

@@ -10,9 +10,10 @@ types the run will call them with (:meth:`ContactFuser.signature
 <mbsim.simcore.contact_fused.ContactFuser.signature>`), while the run compiles its
 kinematics, dynamics and collision kernels. numba's cache is files (written to a temporary
 name, then renamed, so a reader never sees half a file): when the run needs a kernel (the
-first contact step, or the compiled loop of steps with its contact stage, which links the
-contact step), :func:`wait` lets the helper finish, and numba then loads the kernel from the
-cache instead of compiling it.
+first contact step, or the compiled loop of steps with its contact stage, which calls the
+contact step by its address: simcore/native_call.py), :func:`wait` lets the helper finish,
+and numba then loads the kernel from the cache instead of compiling it. Compiling the contact
+step also compiles the kernels it calls by address (``native``), so those are cached too.
 The machine code is the same either way (the cache holds the object code of the same
 compilation), so the run's results are identical.
 
