@@ -39,7 +39,7 @@ HOT_FACE_SLACK = 1e-9
 #: A triangle and a convex polytope count as apart when their projections on one axis are
 #: more than this apart (m): FCL's GJK/MPR tolerance (1e-6), whose intersection tests err
 #: towards "no intersection" within it, so a pair decided apart here is one FCL's collide
-#: reports no contact for (tests/test_collision_mesh.py checks it against FCL).
+#: reports no contact for (tests/test_collision_mesh_apart.py checks it against FCL).
 APART_TOL = 1e-6
 #: A cross-product axis is used only if the sine of the angle between its factors exceeds
 #: this: the unit axis then carries a rounding of ~1e-16 / MIN_SINE, and the projections of
@@ -88,9 +88,9 @@ def mesh_polytope(
     if vn * nf > work_limit:  # else near x faces is within the limit whatever near is
         near = 0
         for i in range(vn):
-            for a in range(3):
-                v[a] = R[a, 0] * MV[v0 + i, 0] + R[a, 1] * MV[v0 + i, 1]
-                v[a] += R[a, 2] * MV[v0 + i, 2] + p[a]
+            for a in range(3):  # the world position as the loop below computes it
+                v[a] = R[a, 0] * MV[v0 + i, 0] + R[a, 1] * MV[v0 + i, 1] + R[a, 2] * MV[v0 + i, 2]
+                v[a] += p[a]
             if (v[0] - cx) ** 2 + (v[1] - cy) ** 2 + (v[2] - cz) ** 2 <= reach * reach:
                 near += 1
         if near * nf > work_limit:
