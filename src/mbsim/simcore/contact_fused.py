@@ -98,7 +98,6 @@ from mbsim.simcore.dynamics import aba_kernel, impulse_response_kernel
 from mbsim.simcore.kinematics import (
     node_transforms_kernel,
     propagate_bias,
-    relative_velocities_inline,
     relative_velocities_kernel,
 )
 from mbsim.simcore.lcp import budget
@@ -484,7 +483,7 @@ def contact_step_kernel(
     k = cos_a.shape[0] + 1
     # 1. the impact test at v
     vu = np.empty((nu, 3))
-    relative_velocities_inline(parent, vi, nvj, S, E, r, R_world, v, body_a, local_a, body_b,
+    relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v, body_a, local_a, body_b,
                                local_b, vu)  # fmt: skip
     for i in range(nu):
         vn_before[i] = _ndot(vu, i, normal, i)
@@ -510,7 +509,7 @@ def contact_step_kernel(
         v_free[i] = v[i] + dt * qdd[i]
     ref = np.empty((nu if slip else 0, 3))
     if slip:
-        relative_velocities_inline(parent, vi, nvj, S, E, r, R_world, v_free, body_a, local_a,
+        relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_free, body_a, local_a,
                                    body_b, local_b, ref)  # fmt: skip
     D = np.empty((nu, 3, k))
     _friction_kernel(normal, cos_a, sin_a, ref, D)
@@ -618,7 +617,7 @@ def contact_step_kernel(
             for c in range(3):
                 vu[i, c] = ref[i, c]
     else:
-        relative_velocities_inline(parent, vi, nvj, S, E, r, R_world, v_free, body_a, local_a,
+        relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_free, body_a, local_a,
                                    body_b, local_b, vu)  # fmt: skip
     for i in range(nu):
         for c in range(3):
@@ -668,7 +667,7 @@ def contact_step_kernel(
                 relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_free, body_a,
                                            local_a, body_b, local_b, uf)  # fmt: skip
             u2 = np.empty((nu, 3))
-            relative_velocities_inline(parent, vi, nvj, S, E, r, R_world, v_new, body_a,
+            relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_new, body_a,
                                        local_a, body_b, local_b, u2)  # fmt: skip
             fr = np.empty(nr)
             un = np.empty(nr)

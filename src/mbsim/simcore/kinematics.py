@@ -325,7 +325,7 @@ def node_jacobian(model, data, node_body, node_X) -> np.ndarray:
     return J
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def body_velocities_kernel(parent, vi, nvj, S, E, r, v, out):
     """out[i] = V_i for joint velocities ``v`` at the transforms in (E, r) (no other state)."""
     tmp = np.empty(6)
@@ -359,7 +359,7 @@ def propagate_bias(parent, E, r, c, out):
                 out[i, a] = c[i, a]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def point_velocities_kernel(body_vel, R_world, bodies, local_points, out):
     """World-frame linear velocity of points fixed on bodies (-1 = static world: zero).
 
@@ -411,12 +411,6 @@ def relative_velocities_kernel(
     for i in range(n):
         for k in range(3):
             out[i, k] = pa[i, k] - pb[i, k]
-
-
-#: :func:`relative_velocities_kernel` inlined where it is called: the compiled contact step
-#: calls it three times a step, and a call of a compiled function costs ~5-10 ns for each array
-#: it is given (numba counts references to every array argument on entry and exit)
-relative_velocities_inline = njit(inline="always")(relative_velocities_kernel.py_func)
 
 
 def relative_velocities(model, data, v, body_a, local_a, body_b, local_b) -> np.ndarray:

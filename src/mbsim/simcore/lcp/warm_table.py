@@ -107,7 +107,7 @@ class WarmTable:
         store.accepted += int(meta[ACCEPTED])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def find(tab, n, whole, rows):
     """The slot of the key (n, None) (``whole``) or (n, rows), or -1."""
     kn, kl, kr, _sl, _ss, st, _meta = tab
@@ -131,7 +131,7 @@ def find(tab, n, whole, rows):
     return -1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _save(tab, und, e):
     """Slot e copied to the undo tuple, once after each :func:`mark`."""
     kn, kl, kr, sl, ss, st, _meta = tab
