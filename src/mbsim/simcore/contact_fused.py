@@ -99,6 +99,7 @@ from mbsim.simcore.kinematics import (
     node_transforms_kernel,
     propagate_bias,
     relative_velocities_kernel,
+    relative_velocity_sums_kernel,
 )
 from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp import warm as warm_start
@@ -108,7 +109,7 @@ from mbsim.simcore.lcp.lemke import _SOLVED, REFACTOR_EVERY, ZERO_REL, _lemke_on
 from mbsim.simcore.lcp.lstsq import active_set_least_change
 from mbsim.simcore.lcp.problem import _inf_norm, _snap_kernel, principal_kernel
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
-from mbsim.simcore.lcp.warm import CANDIDATE, guess_normed
+from mbsim.simcore.lcp.warm import CANDIDATE, guess_kernel
 from mbsim.simcore.lcp.warm import ROUNDS as WARM_ROUNDS
 from mbsim.simcore.lcp.warm_table import ACCEPTED, TRIED, WarmTable
 from mbsim.simcore.lcp.warm_table import find as warm_find
@@ -330,7 +331,7 @@ def _vertex_solve(M, q, tol_rel, caps, z, w):
 #: which made the contact step most of a first run's compile time (docs/results.md)
 _least_norm_solve_call = native(_least_norm_solve)
 _vertex_solve_call = native(_vertex_solve)
-guess_normed_call = native(guess_normed)
+guess_kernel_call = native(guess_kernel)
 lambda_linear_kernel_call = native(lambda_linear_kernel)
 
 
@@ -356,9 +357,7 @@ def vertex_attempt(M, q, tol_rel, caps, z, w):
 
 
 @njit(cache=True)
-def _solve_block(
-    M, q, mscale, mraw, n_all, whole, rows, least_norm, tol_rel, caps, warm, tab, z, w
-):
+def _solve_block(M, q, mscale, n_all, whole, rows, least_norm, tol_rel, caps, warm, tab, z, w):
     """One block (M, q) of an LCP of n_all rows, or the whole of one that does not split
     (``whole``), solved as ``chain._solve_warm`` / ``chain.solve_lcp`` solve it, up to the
     first attempt of the chain: with ``warm``, the set the warm table holds under the key
@@ -367,8 +366,7 @@ def _solve_block(
     selection, 0 in the vertex one; the same acceptance test, on the block), else the
     chain's first attempt with the same regularisation. Returns (accepted, pivots, worst
     residual, the set to remember: the guess's final set, else the rows with z > 0); the
-    table's TRIED and ACCEPTED counters go up as the store's ``tried`` and ``accepted``.
-    ``mraw``: ||M||_inf of the block (the caller's), or < 0 for the guess to take it."""
+    table's TRIED and ACCEPTED counters go up as the store's ``tried`` and ``accepted``."""
     n = q.shape[0]
     delta = LEAST_NORM_DELTA * mscale if least_norm else 0.0
     if warm:
@@ -378,9 +376,9 @@ def _solve_block(
             meta[TRIED] += 1
             S = tab[4][e, : tab[3][e]].copy()
             final = np.empty(n, dtype=np.int64)
-            code, ns, _rounds = guess_normed_call(
+            code, ns, _rounds = guess_kernel_call(
                 M, q, S, delta, least_norm, tol_rel, LSTSQ_RCOND, WARM_ROUNDS,
-                ACTIVE_SET_FIXES, z, final, mraw if mraw >= 0.0 else _inf_norm(M),
+                ACTIVE_SET_FIXES, z, final,
             )  # fmt: skip
             if code == CANDIDATE:
                 ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
@@ -419,14 +417,13 @@ def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab, und,
         q[nu * k + i] = budget[i]
     w = np.empty(n)
     code = 1 if least_norm else 0
-    mraw = _inf_norm(M)
-    mscale = mraw if mraw > 0.0 and np.isfinite(mraw) else 1.0  # _mscale(M)
+    mscale = _mscale(M)
     label = np.empty(n, dtype=np.int64)
     count = _component_labels(M, label) if n > 1 else 1
     if count == 1:
         none = np.empty(0, dtype=np.int64)
         ok, pivots, worst, S = _solve_block_call(
-            M, q, mscale, mraw, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
+            M, q, mscale, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
         )
         if ok and warm:
             warm_remember(tab, und, n, True, none, S)
@@ -441,7 +438,7 @@ def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab, und,
         zb = np.empty(m)
         wb = np.empty(m)
         ok, piv, _worst, S = _solve_block_call(
-            Mb, qb, mscale, -1.0, n, False, rows, least_norm, tol_rel, caps, warm, tab, zb, wb
+            Mb, qb, mscale, n, False, rows, least_norm, tol_rel, caps, warm, tab, zb, wb
         )
         if not ok:
             return False, 0, np.inf, code
@@ -674,26 +671,24 @@ def contact_step_kernel(
                 rec[nr] = i
                 nr += 1
         if nr:
-            # u(v_f) + u(v+) row by row as relative_velocity_sums_kernel sums them (each
-            # row's u is its own, so the slip reference's rows at the same v_f are the same
-            # numbers: reused when no collision changed v_f)
-            uf = ref
-            if not (slip and not colliding):
-                uf = np.empty((nu, 3))
-                relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_free, body_a,
-                                           local_a, body_b, local_b, uf)  # fmt: skip
-            u2 = np.empty((nu, 3))
-            relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_new, body_a,
-                                       local_a, body_b, local_b, u2)  # fmt: skip
+            ba = np.empty(nr, dtype=np.int64)
+            bb = np.empty(nr, dtype=np.int64)
+            la = np.empty((nr, 3))
+            lb = np.empty((nr, 3))
+            nr3 = np.empty((nr, 3))
             fr = np.empty(nr)
-            un = np.empty(nr)
             for a in range(nr):
                 i = rec[a]
+                ba[a], bb[a] = body_a[i], body_b[i]
+                for c in range(3):
+                    la[a, c], lb[a, c], nr3[a, c] = local_a[i, c], local_b[i, c], normal[i, c]
                 fr[a] = _ndot(F, i, normal, i)
-                x0 = uf[i, 0] + u2[i, 0]
-                x1 = uf[i, 1] + u2[i, 1]
-                x2 = uf[i, 2] + u2[i, 2]
-                un[a] = (x0 * normal[i, 0] + x2 * normal[i, 2]) + x1 * normal[i, 1]
+            us = np.empty((nr, 3))
+            relative_velocity_sums_kernel(parent, vi, nvj, S, E, r, R_world, v_free, v_new, ba,
+                                          la, bb, lb, us)  # fmt: skip
+            un = np.empty(nr)
+            for a in range(nr):
+                un[a] = _ndot(us, a, nr3, a)
             info[I_E_STAB] = 0.0 + 0.5 * np.dot(fr, un)
     for i in range(nu):
         fn[i] = _ndot(P, i, normal, i)

@@ -25,29 +25,15 @@ The guess, by the chain's selection (selection.py), in one compiled call (:func:
   S (LU with partial pivoting and two steps of iterative refinement); it must solve the
   regularised LCP to the acceptance tolerance tol of problem.py for (M + delta I, q, y):
   y_i >= -tol in S (a y_i in [-tol, 0) is a degenerate zero and set to 0) and
-  w_i = (M y + q)_i >= -tol outside S. Then the polish gives z (below), and while rows
-  are on the wrong side on (M, q) (z_i < -tol in S, w_i < -tol outside) those rows swapped
-  and the polish repeated from y, at most ACTIVE_SET_FIXES times. A set whose polish fails
-  is refused (the chain then solves the restricted LCP, chain.py, as on the Panda's hand
-  pressed on the table, 1 step in 5).
+  w_i = (M y + q)_i >= -tol outside S. Then the chain's polish
+  (chain.lemke_regularised) gives z: the least-change correction on M_SS from y
+  (lstsq.active_set_least_change, accepted at rounding level only, as the compiled
+  joint-limit step does), and while rows are on the wrong side on (M, q) (z_i < -tol in S,
+  w_i < -tol outside) those rows swapped and the polish repeated from y, at most
+  ACTIVE_SET_FIXES times. A set whose polish fails is refused (the chain then solves the
+  restricted LCP, chain.py, as on the Panda's hand pressed on the table, 1 step in 5).
 * ``vertex``: the same with delta = 0 and no polish (Lemke's terminal basis is the
   complementary basis of S, whose matrix is nonsingular exactly when M_SS is).
-
-The polish. The chain's (chain.lemke_regularised) is the least-change correction on M_SS
-from y: z_S = y + the minimum-norm dz of M_SS dz = -q_S - M_SS y (lstsq.active_set_least_change,
-a pivoted QR; accepted at rounding level only, as the compiled joint-limit step does). When
-M_SS has full rank that z_S is the unique solution of M_SS z_S = -q_S, whatever y, and the
-guess reaches it more cheaply (:func:`_proximal_on`): the proximal-point iterations of
-chain._proximal, x <- x + (M_SS + delta I)^-1 (-q_S - M_SS x) from x = y, on the LU factors
-the guess's own solve left (no new factorisation), PROXIMAL_PASSES of them (each divides the
-error by about sigma_min(M_SS) / delta). Full rank is read from those factors: every pivot at
-least PIVOT_FLOOR times the largest (a null direction of M_SS gives a pivot of about delta,
-1e-6 of the largest); and the answer is taken only when its residual on M_SS is at the
-rounding level the least-change polish is held to (lstsq.active_set_error). Otherwise, and
-for every set after the first (the corrections above), the least-change polish. The two
-agree to the rounding of the two solves (~cond(M_SS) eps; the A1's four feet, a 12 x 12 block
-of cond 2.4: 0.6 us instead of 3.5 for the least-change polish, CPU on this machine); the
-Python chain and the compiled contact step both take this kernel, so they agree bit for bit.
 
 Resting contacts keep their normal rows from step to step, but the friction rows of a
 contact that barely sticks (tangential impulses near zero, their signs set by rounding and
@@ -89,7 +75,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mbsim.simcore.lcp.lstsq import active_set_error, active_set_least_change
+from mbsim.simcore.lcp.lstsq import active_set_least_change
 from mbsim.simcore.lcp.problem import (
     _inf_norm,
     _max_abs,
@@ -106,13 +92,6 @@ SAFEGUARD = 3
 #: blocks remembered per WarmStart (the oldest is dropped first): a few LCPs a step (the
 #: impact phase's and the step's) of a few islands each
 MAX_BLOCKS = 64
-#: the polish's proximal iterations on the guess's own factors (:func:`_proximal_on`): taken
-#: when every pivot of the factors of M_SS + delta I is at least PIVOT_FLOOR times the largest
-#: (no direction of M_SS near its null space: delta = 1e-6 ||M||_inf makes a null direction's
-#: pivot ~1e-6 of the largest), PROXIMAL_PASSES iterations (each divides the error by
-#: ~sigma_min(M_SS) / delta, >= 1e2 there)
-PIVOT_FLOOR = 1e-4
-PROXIMAL_PASSES = 3
 
 # guess_kernel's codes
 CANDIDATE, SINGULAR, NEGATIVE_Z, NEGATIVE_W, NO_POLISH = 0, 1, 2, 3, 4
@@ -152,17 +131,14 @@ class WarmStart:
         self.sets.pop(key, None)
 
 
-@njit(cache=True, inline="always")
-def _lu_factor(K, LU, perm):
-    """LU = the in-place Gaussian elimination of K with partial pivoting (P K = L U, unit L
-    below the diagonal, U on and above it; perm the row order); False if a pivot is zero or
-    not finite (own loops, as lemke.py's Gauss-Jordan: numba's LAPACK bindings take ~15 s
-    to compile)."""
-    m = K.shape[0]
-    for i in range(m):
-        perm[i] = i
-        for j in range(m):
-            LU[i, j] = K[i, j]
+@njit(cache=True)
+def _lu_solve(K, b, y):
+    """y = K^-1 b by Gaussian elimination with partial pivoting and two steps of iterative
+    refinement against K; False if a pivot is zero or not finite (own loops, as lemke.py's
+    Gauss-Jordan: numba's LAPACK bindings take ~15 s to compile)."""
+    m = b.shape[0]
+    LU = K.copy()
+    perm = np.arange(m)
     for k in range(m):
         p = k
         for i in range(k + 1, m):
@@ -186,41 +162,23 @@ def _lu_factor(K, LU, perm):
             if f != 0.0:
                 for j in range(k + 1, m):
                     LU[i, j] -= f * LU[k, j]
-    return True
-
-
-@njit(cache=True, inline="always")
-def _lu_apply(LU, perm, r, t):
-    """t = U^-1 L^-1 P r (the factors of :func:`_lu_factor`)."""
-    m = r.shape[0]
-    for i in range(m):
-        t[i] = r[perm[i]]
-    for i in range(m):
-        s = t[i]
-        for j in range(i):
-            s -= LU[i, j] * t[j]
-        t[i] = s
-    for i in range(m - 1, -1, -1):
-        s = t[i]
-        for j in range(i + 1, m):
-            s -= LU[i, j] * t[j]
-        t[i] = s / LU[i, i]
-
-
-@njit(cache=True)
-def _lu_solve(K, b, y, LU, perm):
-    """y = K^-1 b by Gaussian elimination with partial pivoting (:func:`_lu_factor`, whose
-    factors LU and perm are left for the caller) and two steps of iterative refinement
-    against K; False if a pivot is zero or not finite or y is not finite."""
-    m = b.shape[0]
-    if not _lu_factor(K, LU, perm):
-        return False
     r = b.copy()
     for i in range(m):
         y[i] = 0.0
     t = np.empty(m)
     for _ in range(3):  # the solve, then two refinements: y += K^-1 (b - K y)
-        _lu_apply(LU, perm, r, t)
+        for i in range(m):
+            t[i] = r[perm[i]]
+        for i in range(m):
+            s = t[i]
+            for j in range(i):
+                s -= LU[i, j] * t[j]
+            t[i] = s
+        for i in range(m - 1, -1, -1):
+            s = t[i]
+            for j in range(i + 1, m):
+                s -= LU[i, j] * t[j]
+            t[i] = s / LU[i, i]
         for i in range(m):
             y[i] += t[i]
         for i in range(m):
@@ -235,10 +193,9 @@ def _lu_solve(K, b, y, LU, perm):
 
 
 @njit(cache=True)
-def _solve_on(M, q, S, shift, z, LU, perm):
+def _solve_on(M, q, S, shift, z):
     """z = the solution of (M_SS + shift I) z_S = -q_S, z = 0 outside S (sorted rows); False
-    if the block is singular. LU[:|S|, :|S|] and perm[:|S|] get the block's factors
-    (:func:`_lu_factor`)."""
+    if the block is singular."""
     n = q.shape[0]
     ns = S.shape[0]
     for i in range(n):
@@ -253,60 +210,10 @@ def _solve_on(M, q, S, shift, z, LU, perm):
             K[a, c] = M[S[a], S[c]]
         K[a, a] += shift
     y = np.empty(ns)
-    if not _lu_solve(K, b, y, LU[:ns, :ns], perm[:ns]):
+    if not _lu_solve(K, b, y):
         return False
     for a in range(ns):
         z[S[a]] = y[a]
-    return True
-
-
-@njit(cache=True)
-def _proximal_on(M, q, S, LU, perm, shift, z):
-    """The polish of the regularised answer z on S at full rank (module docstring, "The
-    polish"): the proximal-point iterations x <- x + (M_SS + shift I)^-1 (-q_S - M_SS x)
-    from x = z_S on the factors LU, perm of M_SS + shift I that the guess's solve left
-    (:func:`_solve_on`), PROXIMAL_PASSES of them. Taken only when every pivot of those
-    factors is at least PIVOT_FLOOR times the largest (else False: the least-change
-    polish); accepted only when the residual on M_SS is at the least-change polish's
-    rounding level (``lstsq.active_set_error``; else False). z_S gets x when accepted."""
-    ns = S.shape[0]
-    if ns == 0:
-        return True
-    umax = 0.0
-    umin = np.inf
-    for a in range(ns):
-        u = abs(LU[a, a])
-        umax = max(umax, u)
-        umin = min(umin, u)
-    if not umin >= PIVOT_FLOOR * umax:
-        return False
-    A = np.empty((ns, ns))
-    b = np.empty(ns)
-    x = np.empty(ns)
-    for a in range(ns):
-        b[a] = -q[S[a]]
-        x[a] = z[S[a]]
-        for c in range(ns):
-            A[a, c] = M[S[a], S[c]]
-    r = np.empty(ns)
-    t = np.empty(ns)
-    for _ in range(PROXIMAL_PASSES):
-        for i in range(ns):
-            s = b[i]
-            for j in range(ns):
-                s -= A[i, j] * x[j]
-            r[i] = s
-        _lu_apply(LU[:ns, :ns], perm[:ns], r, t)
-        for i in range(ns):
-            x[i] += t[i]
-    for i in range(ns):
-        if not np.isfinite(x[i]):
-            return False
-    err, bound = active_set_error(A, b, x)
-    if not err <= bound:
-        return False
-    for a in range(ns):
-        z[S[a]] = x[a]
     return True
 
 
@@ -319,30 +226,21 @@ def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
     sets are tried: after a set whose z_S has negatives or whose w has negatives outside
     it, the next swaps those rows (the block principal pivoting step); ``fixes`` the
     polish's active-set corrections (chain.ACTIVE_SET_FIXES, :func:`_polish`)."""
-    return guess_normed(
-        M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, out_S, _inf_norm(M)
-    )
-
-
-@njit(cache=True)
-def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, out_S, mraw):
-    """:func:`guess_kernel` with ||M||_inf given (``mraw``: the caller has it)."""
     n = q.shape[0]
     shift = delta if least_norm else 0.0
     inside = np.zeros(n, dtype=np.bool_)
     for a in range(S.shape[0]):
         inside[S[a]] = True
+    mraw = _inf_norm(M)
     mnorm = mraw + shift
     qn = _max_abs(q)
     code = SINGULAR
     cur = S.copy()
-    LU = np.empty((n, n))  # the factors of the last set's block, for the polish
-    perm = np.empty(n, dtype=np.int64)
     r = 0
     best = n + 1  # the fewest wrong rows seen
     tries = SAFEGUARD  # rounds left before the single-row swaps
     for r in range(rounds):
-        if not _solve_on(M, q, cur, shift, z, LU, perm):
+        if not _solve_on(M, q, cur, shift, z):
             return SINGULAR, 0, r + 1
         flip = np.zeros(n, dtype=np.bool_)
         nflip = 0
@@ -390,7 +288,7 @@ def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
     else:
         return code, 0, rounds
     if least_norm:
-        cur = _polish(M, q, z, cur, rcond, tol_rel, fixes, mraw, qn, LU, perm, shift)
+        cur = _polish(M, q, z, cur, rcond, tol_rel, fixes, mraw, qn)
         if cur.shape[0] == 1 and cur[0] < 0:
             return NO_POLISH, 0, r + 1
     else:
@@ -402,38 +300,30 @@ def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
 
 
 @njit(cache=True)
-def _polish(M, q, z, S, rcond, tol_rel, fixes, mnorm, qn, LU, perm, shift):
-    """chain.lemke_regularised's polish of the regularised answer z on the set S, in place
-    (module docstring, "The polish"): on S itself first the proximal iterations on the
-    factors LU, perm of M_SS + shift I that the guess's solve left (:func:`_proximal_on`,
-    a block of full rank), else the least-change correction on M_SS (at rounding level
-    only); then, while rows are on the wrong side on (M, q) (z_i < -tol in S, w_i < -tol
-    outside; tol of problem.py), those rows swapped and the least-change polish repeated
-    from the same regularised answer, at most ``fixes`` times. ``mnorm`` = ||M||_inf and
-    ``qn`` = ||q||_inf (the caller's). Returns the final set, or [-1] if no polish passes
-    (z then undefined)."""
+def _polish(M, q, z, S, rcond, tol_rel, fixes, mnorm, qn):
+    """chain.lemke_regularised's polish of the regularised answer z on the set S, in place:
+    the least-change correction on M_SS (at rounding level only), then, while rows are on
+    the wrong side on (M, q) (z_i < -tol in S, w_i < -tol outside; tol of problem.py), those
+    rows swapped and the polish repeated from the same regularised answer, at most ``fixes``
+    times. ``mnorm`` = ||M||_inf and ``qn`` = ||q||_inf (the caller's). Returns the final
+    set, or [-1] if no polish passes (z then undefined)."""
     n = q.shape[0]
     y = z.copy()
     inside = np.zeros(n, dtype=np.bool_)
     for a in range(S.shape[0]):
         inside[S[a]] = True
     w = np.empty(n)
-    for fix in range(fixes + 1):
+    for _ in range(fixes + 1):
         ns = S.shape[0]
-        if fix == 0 and _proximal_on(M, q, S, LU, perm, shift, z):
-            for i in range(n):
-                if not inside[i]:
-                    z[i] = 0.0
-        else:
-            for i in range(n):
-                z[i] = 0.0
-            if ns:
-                c = np.empty(ns)
-                ok, err, bound = active_set_least_change(M, q, y, S, rcond, c)
-                if not (ok and err <= bound):
-                    return np.full(1, -1, dtype=np.int64)
-                for a in range(ns):
-                    z[S[a]] = c[a]
+        for i in range(n):
+            z[i] = 0.0
+        if ns:
+            c = np.empty(ns)
+            ok, err, bound = active_set_least_change(M, q, y, S, rcond, c)
+            if not (ok and err <= bound):
+                return np.full(1, -1, dtype=np.int64)
+            for a in range(ns):
+                z[S[a]] = c[a]
         _snap_kernel(z)
         tol = tolerance_kernel(tol_rel, n, mnorm, qn, _max_abs(z))
         nflip = 0
