@@ -31,20 +31,45 @@ _STR_DTYPE = h5py.string_dtype()
 _STR_FILE = h5py.h5t.py_create(_STR_DTYPE, logical=True)
 _STR_MEMORY = h5py.h5t.py_create(_STR_DTYPE)
 _SCALAR = h5py.h5s.create_simple(())
+#: the HDF5 types of scalar number attributes as h5py's ``attrs[name] = value`` makes them:
+#: a Python float is a float64, a numpy scalar keeps its type (by its exact Python type)
+_NUMBER_TYPES = {
+    t: (np.dtype(d), h5py.h5t.py_create(np.dtype(d), logical=True))
+    for t, d in ((float, np.float64), (np.float64, np.float64), (np.int64, np.int64))
+}
+
+
+def set_text(obj, name: str, value: str) -> None:
+    """Overwrite the existing text attribute ``name`` of ``obj`` (made by :func:`put_attrs`)
+    in place: h5py's item assignment deletes and creates it again, ~10x the time."""
+    a = h5py.h5a.open(obj.id, name.encode())
+    try:
+        a.write(np.array(value, dtype=_STR_DTYPE), mtype=_STR_MEMORY)
+    finally:
+        a.close()
 
 
 def put_attrs(obj, items) -> None:
     """Create the attributes ``items`` ((name, value) pairs) of ``obj`` (a new group,
     dataset or file: none of them exists yet), each as ``obj.attrs[name] = value`` would.
-    Text goes straight to HDF5 (h5py's item assignment infers the type, looks for an
-    attribute of that name and checks the shape first: ~4x the time, and a file's header
-    and tables have some 200 of them); any other value through h5py."""
+    Text and scalar numbers (float, numpy float64 and int64) go straight to HDF5 (h5py's
+    item assignment infers the type, looks for an attribute of that name and checks the
+    shape first: ~4x the time, and a file's header and tables have some 200 of them); any
+    other value through h5py."""
     oid = obj.id
     for name, value in items:
-        if type(value) is str:
+        kind = type(value)
+        if kind is str:
             a = h5py.h5a.create(oid, name.encode(), _STR_FILE, _SCALAR)
             try:
                 a.write(np.array(value, dtype=_STR_DTYPE), mtype=_STR_MEMORY)
+            finally:
+                a.close()
+        elif kind in _NUMBER_TYPES:
+            dtype, htype = _NUMBER_TYPES[kind]
+            a = h5py.h5a.create(oid, name.encode(), htype, _SCALAR)
+            try:
+                a.write(np.array(value, dtype=dtype))
             finally:
                 a.close()
         else:
@@ -152,8 +177,8 @@ class Table:
             self._main[c.name] = _create(h5, c, chunk, None, compress=True).id
             tail_chunk = min(self.seal, max(16, _pow2_at_most(16384 / row_bytes[c.name])))
             self._tails[c.name] = _create(self.tail, c, tail_chunk, self.seal, compress=False)
-        h5.attrs["rows"] = np.int64(0)
-        self.tail.attrs["rows"] = np.int64(0)
+        put_attrs(h5, [("rows", np.int64(0))])
+        put_attrs(self.tail, [("rows", np.int64(0))])
         # the tails' current lengths
         self._tail_len = dict.fromkeys(self._tails, 0)
         self._tail_count = 0  # the tail's ``rows`` attribute as last written
@@ -316,8 +341,10 @@ class Table:
             set_scalar(self.tail, "rows", self.n - self._plan)
             self._tail_count = self.n - self._plan
 
-    def commit(self) -> None:
-        """The file now holds everything: update the in-memory state."""
+    def commit(self, final: bool = False) -> None:
+        """The file now holds everything: update the in-memory state. ``final``: the file is
+        finished (every row in the main datasets), no row will be added again, so the
+        buffers are left as they are instead of being emptied."""
         if self._plan is None:
             return
         n_seal, n = self._plan, self.n
@@ -325,7 +352,7 @@ class Table:
             self.last_committed = {
                 c.name: self.buf[c.name][n - 1].item() for c in self.cols if not c.shape
             }
-        if n_seal:
+        if n_seal and not final:
             for c in self.cols:
                 b = self.buf[c.name]
                 b[: n - n_seal] = b[n_seal:n]
