@@ -332,3 +332,38 @@ def test_attributes_written_directly_are_what_h5py_makes(tmp_path: Path):
             assert f.attrs[name] == ref.attrs[name] and type(f.attrs[name]) is type(
                 ref.attrs[name]
             ), name
+
+
+def test_all_zero_chunks_read_back_as_zeros_and_negative_zero_stays(tmp_path: Path):
+    # A chunk whose every bit is zero is not written (Table._write_chunks): HDF5 reads a
+    # chunk never written as the dataset's fill value. The truth: the rows given, bit for
+    # bit, read back by plain h5py and load_results, whole chunks and the last partial one.
+    table_mod.Table.SEAL_BYTES, seal = 2048, table_mod.Table.SEAL_BYTES
+    path = tmp_path / "zeros.h5"
+    n = 150  # 2 whole seals of 64 rows, then a partial chunk
+    q = np.zeros(n)
+    q[64:70] = -0.0  # all zero but the sign bit: must be written
+    v = np.zeros(n)
+    v[140] = 1e-300
+    try:
+        with ResultsWriter(path, model_info=INFO, scenario_toml="", dt=1e-3, duration=1.0) as w:
+            for k in range(n):
+                w.append_state(k * 1e-3, [q[k]], [v[k]], [0.0, 0.0, 0.0])
+                w.append_diagnostics(time=k * 1e-3, step=k, solver="none")
+                if k in (70, 140):
+                    w.flush()
+    finally:
+        table_mod.Table.SEAL_BYTES = seal
+    with h5py.File(path, "r") as f:
+        t = f["trajectory"]
+        for name, want in (("q", q), ("v", v), ("tau", np.zeros(n)), ("energy", np.zeros(n))):
+            got = t[name][:, 0]
+            assert got.tobytes() == want.tobytes(), name
+        assert np.array_equal(f["diagnostics/solver"][...], np.zeros(n, np.uint8))
+        assert np.array_equal(f["diagnostics/lcp_size"][...], np.zeros(n, np.int32))
+        # nothing stored for the columns that stayed zero; the -0.0 chunk and v's last are
+        assert t["tau"].id.get_num_chunks() == 0
+        assert t["q"].id.get_num_chunks() == 1 and t["v"].id.get_num_chunks() == 1
+    r = load_results(path)
+    assert r.q[:, 0].tobytes() == q.tobytes() and r.v[:, 0].tobytes() == v.tobytes()
+    assert np.array_equal(r.tau, np.zeros((n, 1))) and len(r.diagnostics["solver"]) == n

@@ -115,6 +115,16 @@ def _constant_stretch(byte: int, count: int) -> bytes:
     return z
 
 
+def _mem_level(count: int) -> int:
+    """zlib's ``memLevel`` for compressing planes of ``count`` bytes, each on its own (ended
+    by a full flush): the smallest whose symbol buffer (``2**(memLevel + 6) - 1`` symbols,
+    one block) holds the plane whole, as memLevel 8's does (16383). A run-length compressor
+    uses the level for nothing else (its hash table goes unused), so the bytes are memLevel
+    8's; but every full flush clears the hash table, 64 KiB at memLevel 8, and a partial
+    chunk flushes after each plane."""
+    return min(8, max(1, (count + 1).bit_length() - 6))
+
+
 def encode(block: np.ndarray, chunk_rows: int) -> bytes:
     """The stored form of one whole chunk of ``chunk_rows`` rows under the shuffle and gzip
     filters. ``block``: the rows holding data (at most ``chunk_rows``; a dataset's last chunk
@@ -141,6 +151,7 @@ def encode(block: np.ndarray, chunk_rows: int) -> bytes:
         deflate = np.ones(size, dtype=bool)
     deflate = deflate.tolist()
     zeros = _zero_stretch(pad) if pad else b""
+    level = _mem_level(used) if pad else 8
     out = [_HEADER]
     rle, open_, adler = None, False, 1
     for j in range(size):
@@ -153,7 +164,7 @@ def encode(block: np.ndarray, chunk_rows: int) -> bytes:
                 out.append(_constant_stretch(int(planes[j, 0]), used))
             elif deflate[j]:  # consecutive compressed planes are one stretch of one stream
                 if rle is None:
-                    rle = zlib.compressobj(1, zlib.DEFLATED, -15, 8, zlib.Z_RLE)
+                    rle = zlib.compressobj(1, zlib.DEFLATED, -15, level, zlib.Z_RLE)
                 out.append(rle.compress(plane))
                 open_ = True
             else:

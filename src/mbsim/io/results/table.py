@@ -303,12 +303,18 @@ class Table:
     def _write_chunks(self, dsid, data: np.ndarray, rows: int, chunk: int) -> None:
         """Rows ``data[:rows]`` to the dataset ``dsid`` (its HDF5 id) from row ``sealed`` (a
         chunk boundary), one encoded chunk at a time (the encoder pads a partial last chunk
-        with zeros)."""
+        with zeros). A chunk whose every bit is zero (a column unused over its rows: tau of
+        an unactuated robot, the LCP diagnostics of free steps) is not written: HDF5 reads a
+        chunk never written as the dataset's fill value, which is zero here (the default:
+        :func:`_create` sets none), so the rows read back the same, bit for bit (-0.0 is not
+        all zero bits and is written), at no write, chunk index entry or metadata flush.
+        Chunks are written once each, so a skipped chunk never hides an older one."""
         write = dsid.write_direct_chunk
         zeros = (0,) * (data.ndim - 1)
         for s in range(0, rows, chunk):
             block = data[s : min(rows, s + chunk)]
-            write((self.sealed + s, *zeros), _chunks.encode(block, chunk))
+            if block.reshape(-1).view(np.uint8).any():
+                write((self.sealed + s, *zeros), _chunks.encode(block, chunk))
 
     def mark_sealed(self) -> None:
         """Phase 2 (after a flush): count the new whole chunks, empty the tail."""
