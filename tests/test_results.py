@@ -203,6 +203,45 @@ def test_round_trip_matches_the_closed_form(tmp_path: Path, monkeypatch):
     assert (r.formulation, r.dt, r.duration) == ("os", DT, 1999 * DT)
 
 
+def test_two_models_written_one_after_the_other_keep_their_own_names(tmp_path: Path):
+    # the writer keeps what it can from one file to the next (property lists, encoded
+    # padding): two different models written in turn, in one process, must each read back
+    # their own names, shapes and rows (the truth: the model_info and rows given)
+    other = dict(
+        body_names=["base", "arm", "hand"],
+        joint_names=["slide", "shoulder", "wrist"],
+        joint_types=["prismatic", "revolute", "revolute"],
+        parents=[-1, 0, 1],
+        q_names=["slide", "shoulder", "wrist"],
+        v_names=["slide", "shoulder", "wrist"],
+        masses=[3.0, 1.5, 0.5],
+        tree_names=["robot"],
+        body_trees=[0, 0, 0],
+    )
+    runs = []
+    for k, info in enumerate((INFO, other, INFO)):
+        path = tmp_path / f"run{k}.h5"
+        n = len(info["q_names"])
+        rows = [(i * 1e-3, np.full(n, k + i * 0.5), np.full(n, -k - 1.0)) for i in range(7 + k)]
+        with ResultsWriter(path, model_info=info, scenario_toml="", dt=1e-3, duration=1.0) as w:
+            for t, q, v in rows:
+                w.append_state(t, q, v, [1.0, 2.0, 3.0])
+                w.append_diagnostics(time=t, step=int(round(t / 1e-3)))
+        runs.append((path, info, rows))
+    for path, info, rows in runs:
+        r = load_results(path)
+        assert r.status == "complete"
+        for key in ("body_names", "joint_names", "joint_types", "q_names", "v_names"):
+            assert list(getattr(r, key)) == info[key], (path.name, key)
+        assert list(r.tree_names) == info["tree_names"]
+        assert np.array_equal(r.parents, info["parents"])
+        assert np.array_equal(r.masses, info["masses"])
+        assert np.array_equal(r.q, np.array([q for _, q, _ in rows]))
+        assert np.array_equal(r.v, np.array([v for _, _, v in rows]))
+        assert np.array_equal(r.time, np.array([t for t, _, _ in rows]))
+        assert r.attrs["last_time"] == rows[-1][0]
+
+
 def test_layout_is_plain_h5py_readable(tmp_path: Path):
     path = tmp_path / "ball.h5"
     write_ball_file(path, 300)
@@ -549,11 +588,14 @@ def _run_child(tmp_path: Path, stop_after: float, sig: int, settle: float = 0.0)
         else:
             pytest.fail(f"writer process ended early: {proc.stderr.read()}")
         proc.send_signal(sig)
-        try:  # drain the rows printed before the signal landed; never hang the suite
-            rest, _ = proc.communicate(timeout=30)
+        try:  # never hang the suite
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             pytest.fail(f"writer process did not stop within 30 s of signal {sig}")
-        for line in rest.splitlines():
+        # the rows printed before the signal landed, read through proc.stdout: the loop
+        # above may have read lines ahead into its buffer, which communicate() (reading
+        # the pipe itself) would skip
+        for line in proc.stdout:
             last = int(line.split()[1])
     finally:
         if proc.poll() is None:

@@ -262,8 +262,11 @@ def test_sigkill_during_chunk_writes_keeps_every_flushed_row(tmp_path: Path, aft
         else:
             pytest.fail(f"writer process ended early: {proc.stderr.read()}")
         proc.send_signal(signal.SIGKILL)
-        rest, _ = proc.communicate(timeout=30)
-        for line in rest.splitlines():
+        proc.wait(timeout=30)
+        # the lines printed before the kill, read through proc.stdout: the loop above may
+        # have read lines ahead into its buffer, which communicate() (reading the pipe
+        # itself) would skip
+        for line in proc.stdout:
             last = int(line)
     finally:
         if proc.poll() is None:
@@ -281,3 +284,86 @@ def test_sigkill_during_chunk_writes_keeps_every_flushed_row(tmp_path: Path, aft
     assert np.array_equal(r.q[:, 0], z) and np.array_equal(r.v[:, 0], vz)
     assert np.array_equal(r.body_pose[:, 0, 2], z)
     assert len(r.diagnostics["time"]) == n
+
+
+def test_constant_planes_of_other_bytes_or_lengths_are_encoded_as_their_own(tmp_path: Path):
+    # A partial chunk's constant byte planes are compressed once per (byte, length) and kept
+    # (chunks._constant_stretch): chunks one after the other whose constant planes differ
+    # only in their byte value, or only in their length, must each inflate to their own rows
+    # and read back through HDF5's filters.
+    chunk = 64
+    blocks = []
+    for rows in (5, 6, 5, 40):
+        for top in (0, 1, 0x7F, 0xFF, 1):
+            # int64: byte 0 counts, bytes 1-6 zero, byte 7 the constant ``top``
+            a = np.arange(rows, dtype=np.int64) | np.int64(top - 256 if top > 127 else top) << 56
+            blocks.append(a)
+    path = tmp_path / "constant.h5"
+    with h5py.File(path, "w") as f:
+        for k, a in enumerate(blocks):
+            full = np.zeros(chunk, np.int64)
+            full[: len(a)] = a
+            data = encode(a, chunk)
+            assert zlib.decompress(data) == shuffled(full), k
+            ds = f.create_dataset(
+                f"b{k}", shape=(len(a),), maxshape=(None,), chunks=(chunk,), dtype=np.int64,
+                compression="gzip", shuffle=True,
+            )  # fmt: skip
+            ds.id.write_direct_chunk((0,), data)
+    with h5py.File(path, "r") as f:
+        for k, a in enumerate(blocks):
+            assert np.array_equal(f[f"b{k}"][...], a), k
+
+
+def test_attributes_written_directly_are_what_h5py_makes(tmp_path: Path):
+    # put_attrs creates text and scalar number attributes, set_text overwrites text, through
+    # HDF5's low-level calls: each must be what h5py's own item assignment makes
+    values = [("f", 0.25), ("f64", np.float64(-3.5)), ("i64", np.int64(7)), ("s", "a text")]
+    with h5py.File(tmp_path / "direct.h5", "w") as f, h5py.File(tmp_path / "ref.h5", "w") as ref:
+        table_mod.put_attrs(f, values)
+        for name, value in values:
+            ref.attrs[name] = value
+        table_mod.set_text(f, "s", "another, longer text é")
+        ref.attrs["s"] = "another, longer text é"
+        assert sorted(f.attrs) == sorted(ref.attrs)
+        for name in f.attrs:
+            a, b = f.attrs.get_id(name), ref.attrs.get_id(name)
+            assert a.get_type() == b.get_type() and a.shape == b.shape == (), name
+            assert f.attrs[name] == ref.attrs[name] and type(f.attrs[name]) is type(
+                ref.attrs[name]
+            ), name
+
+
+def test_all_zero_chunks_read_back_as_zeros_and_negative_zero_stays(tmp_path: Path):
+    # A chunk whose every bit is zero is not written (Table._write_chunks): HDF5 reads a
+    # chunk never written as the dataset's fill value. The truth: the rows given, bit for
+    # bit, read back by plain h5py and load_results, whole chunks and the last partial one.
+    table_mod.Table.SEAL_BYTES, seal = 2048, table_mod.Table.SEAL_BYTES
+    path = tmp_path / "zeros.h5"
+    n = 150  # 2 whole seals of 64 rows, then a partial chunk
+    q = np.zeros(n)
+    q[64:70] = -0.0  # all zero but the sign bit: must be written
+    v = np.zeros(n)
+    v[140] = 1e-300
+    try:
+        with ResultsWriter(path, model_info=INFO, scenario_toml="", dt=1e-3, duration=1.0) as w:
+            for k in range(n):
+                w.append_state(k * 1e-3, [q[k]], [v[k]], [0.0, 0.0, 0.0])
+                w.append_diagnostics(time=k * 1e-3, step=k, solver="none")
+                if k in (70, 140):
+                    w.flush()
+    finally:
+        table_mod.Table.SEAL_BYTES = seal
+    with h5py.File(path, "r") as f:
+        t = f["trajectory"]
+        for name, want in (("q", q), ("v", v), ("tau", np.zeros(n)), ("energy", np.zeros(n))):
+            got = t[name][:, 0]
+            assert got.tobytes() == want.tobytes(), name
+        assert np.array_equal(f["diagnostics/solver"][...], np.zeros(n, np.uint8))
+        assert np.array_equal(f["diagnostics/lcp_size"][...], np.zeros(n, np.int32))
+        # nothing stored for the columns that stayed zero; the -0.0 chunk and v's last are
+        assert t["tau"].id.get_num_chunks() == 0
+        assert t["q"].id.get_num_chunks() == 1 and t["v"].id.get_num_chunks() == 1
+    r = load_results(path)
+    assert r.q[:, 0].tobytes() == q.tobytes() and r.v[:, 0].tobytes() == v.tobytes()
+    assert np.array_equal(r.tau, np.zeros((n, 1))) and len(r.diagnostics["solver"]) == n

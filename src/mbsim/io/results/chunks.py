@@ -23,7 +23,11 @@ deflate data (RFC 1951) is built plane by plane (a plane = byte ``j`` of every e
 * the padding past the last row of a dataset's final, partial chunk (zeros, never read) is
   compressed the first way, once per length (:func:`_zero_stretch`), and follows each plane
   as a stretch of its own; a chunk whose every bit is zero (a column unused all run) is one
-  such stretch.
+  such stretch;
+* in such a partial chunk a plane that is one byte repeated (the zero top bytes of counters,
+  constant sign and exponent bytes) is compressed the first way too, but once per byte value
+  and length (:func:`_constant_stretch`): the previous plane's padding has flushed the
+  compressor, so the bytes are those a fresh compressor makes, whatever came before.
 
 Each stretch of compressed planes ends with a full flush (byte aligned, no reference to earlier
 bytes), so compressed stretches and stored blocks follow one another in one valid stream, closed
@@ -88,6 +92,39 @@ def _zero_stretch(count: int) -> bytes:
     return z
 
 
+#: Stretches of one repeated byte (:func:`_constant_stretch`), by (byte, length); bounded by
+#: :data:`_ZERO_STRETCHES_MAX` (cleared when full).
+_constant_stretches: dict[tuple[int, int], bytes] = {}
+
+
+def _constant_stretch(byte: int, count: int) -> bytes:
+    """``count`` bytes equal to ``byte`` compressed as :func:`encode` compresses a plane
+    followed by padding: by a run-length compressor that starts afresh (a full flush resets
+    it: no reference to earlier bytes, byte aligned) and ends with a full flush. The bytes
+    depend on nothing else, so they are made once per byte value and length: in a dataset's
+    last, partial chunk most high-order byte planes are constant (the zero top bytes of
+    counters, a column's sign and exponent bytes) and the same run after run."""
+    key = (byte, count)
+    z = _constant_stretches.get(key)
+    if z is None:
+        if len(_constant_stretches) >= _ZERO_STRETCHES_MAX:
+            _constant_stretches.clear()
+        c = zlib.compressobj(1, zlib.DEFLATED, -15, 8, zlib.Z_RLE)
+        z = c.compress(bytes((byte,)) * count) + c.flush(zlib.Z_FULL_FLUSH)
+        _constant_stretches[key] = z
+    return z
+
+
+def _mem_level(count: int) -> int:
+    """zlib's ``memLevel`` for compressing planes of ``count`` bytes, each on its own (ended
+    by a full flush): the smallest whose symbol buffer (``2**(memLevel + 6) - 1`` symbols,
+    one block) holds the plane whole, as memLevel 8's does (16383). A run-length compressor
+    uses the level for nothing else (its hash table goes unused), so the bytes are memLevel
+    8's; but every full flush clears the hash table, 64 KiB at memLevel 8, and a partial
+    chunk flushes after each plane."""
+    return min(8, max(1, (count + 1).bit_length() - 6))
+
+
 def encode(block: np.ndarray, chunk_rows: int) -> bytes:
     """The stored form of one whole chunk of ``chunk_rows`` rows under the shuffle and gzip
     filters. ``block``: the rows holding data (at most ``chunk_rows``; a dataset's last chunk
@@ -104,21 +141,30 @@ def encode(block: np.ndarray, chunk_rows: int) -> bytes:
     planes = np.ascontiguousarray(raw.reshape(used, size).T)
     # the run test looks at the first SAMPLE elements: enough to judge a plane
     m = min(used, SAMPLE)
+    constant = ()
     if m > 1:
         repeats = np.count_nonzero(planes[:, 1:m] == planes[:, : m - 1], axis=1)
         deflate = repeats >= RUN_FRACTION * (m - 1)
+        if pad and m == used:  # the whole plane was looked at: which planes are one byte
+            constant = (repeats == m - 1).tolist()
     else:
         deflate = np.ones(size, dtype=bool)
+    deflate = deflate.tolist()
     zeros = _zero_stretch(pad) if pad else b""
+    level = _mem_level(used) if pad else 8
     out = [_HEADER]
     rle, open_, adler = None, False, 1
     for j in range(size):
         plane = memoryview(planes[j])
         adler = zlib.adler32(plane, adler)
         if len(plane):
-            if deflate[j]:  # consecutive compressed planes are one stretch of one stream
+            if constant and constant[j]:
+                # followed by padding, so a stretch of its own: the compressor is fresh here
+                # (the previous plane's padding flushed it) and is flushed after it
+                out.append(_constant_stretch(int(planes[j, 0]), used))
+            elif deflate[j]:  # consecutive compressed planes are one stretch of one stream
                 if rle is None:
-                    rle = zlib.compressobj(1, zlib.DEFLATED, -15, 8, zlib.Z_RLE)
+                    rle = zlib.compressobj(1, zlib.DEFLATED, -15, level, zlib.Z_RLE)
                 out.append(rle.compress(plane))
                 open_ = True
             else:

@@ -31,20 +31,45 @@ _STR_DTYPE = h5py.string_dtype()
 _STR_FILE = h5py.h5t.py_create(_STR_DTYPE, logical=True)
 _STR_MEMORY = h5py.h5t.py_create(_STR_DTYPE)
 _SCALAR = h5py.h5s.create_simple(())
+#: the HDF5 types of scalar number attributes as h5py's ``attrs[name] = value`` makes them:
+#: a Python float is a float64, a numpy scalar keeps its type (by its exact Python type)
+_NUMBER_TYPES = {
+    t: (np.dtype(d), h5py.h5t.py_create(np.dtype(d), logical=True))
+    for t, d in ((float, np.float64), (np.float64, np.float64), (np.int64, np.int64))
+}
+
+
+def set_text(obj, name: str, value: str) -> None:
+    """Overwrite the existing text attribute ``name`` of ``obj`` (made by :func:`put_attrs`)
+    in place: h5py's item assignment deletes and creates it again, ~10x the time."""
+    a = h5py.h5a.open(obj.id, name.encode())
+    try:
+        a.write(np.array(value, dtype=_STR_DTYPE), mtype=_STR_MEMORY)
+    finally:
+        a.close()
 
 
 def put_attrs(obj, items) -> None:
     """Create the attributes ``items`` ((name, value) pairs) of ``obj`` (a new group,
     dataset or file: none of them exists yet), each as ``obj.attrs[name] = value`` would.
-    Text goes straight to HDF5 (h5py's item assignment infers the type, looks for an
-    attribute of that name and checks the shape first: ~4x the time, and a file's header
-    and tables have some 200 of them); any other value through h5py."""
+    Text and scalar numbers (float, numpy float64 and int64) go straight to HDF5 (h5py's
+    item assignment infers the type, looks for an attribute of that name and checks the
+    shape first: ~4x the time, and a file's header and tables have some 200 of them); any
+    other value through h5py."""
     oid = obj.id
     for name, value in items:
-        if type(value) is str:
+        kind = type(value)
+        if kind is str:
             a = h5py.h5a.create(oid, name.encode(), _STR_FILE, _SCALAR)
             try:
                 a.write(np.array(value, dtype=_STR_DTYPE), mtype=_STR_MEMORY)
+            finally:
+                a.close()
+        elif kind in _NUMBER_TYPES:
+            dtype, htype = _NUMBER_TYPES[kind]
+            a = h5py.h5a.create(oid, name.encode(), htype, _SCALAR)
+            try:
+                a.write(np.array(value, dtype=dtype))
             finally:
                 a.close()
         else:
@@ -152,8 +177,8 @@ class Table:
             self._main[c.name] = _create(h5, c, chunk, None, compress=True).id
             tail_chunk = min(self.seal, max(16, _pow2_at_most(16384 / row_bytes[c.name])))
             self._tails[c.name] = _create(self.tail, c, tail_chunk, self.seal, compress=False)
-        h5.attrs["rows"] = np.int64(0)
-        self.tail.attrs["rows"] = np.int64(0)
+        put_attrs(h5, [("rows", np.int64(0))])
+        put_attrs(self.tail, [("rows", np.int64(0))])
         # the tails' current lengths
         self._tail_len = dict.fromkeys(self._tails, 0)
         self._tail_count = 0  # the tail's ``rows`` attribute as last written
@@ -278,12 +303,18 @@ class Table:
     def _write_chunks(self, dsid, data: np.ndarray, rows: int, chunk: int) -> None:
         """Rows ``data[:rows]`` to the dataset ``dsid`` (its HDF5 id) from row ``sealed`` (a
         chunk boundary), one encoded chunk at a time (the encoder pads a partial last chunk
-        with zeros)."""
+        with zeros). A chunk whose every bit is zero (a column unused over its rows: tau of
+        an unactuated robot, the LCP diagnostics of free steps) is not written: HDF5 reads a
+        chunk never written as the dataset's fill value, which is zero here (the default:
+        :func:`_create` sets none), so the rows read back the same, bit for bit (-0.0 is not
+        all zero bits and is written), at no write, chunk index entry or metadata flush.
+        Chunks are written once each, so a skipped chunk never hides an older one."""
         write = dsid.write_direct_chunk
         zeros = (0,) * (data.ndim - 1)
         for s in range(0, rows, chunk):
             block = data[s : min(rows, s + chunk)]
-            write((self.sealed + s, *zeros), _chunks.encode(block, chunk))
+            if block.reshape(-1).view(np.uint8).any():
+                write((self.sealed + s, *zeros), _chunks.encode(block, chunk))
 
     def mark_sealed(self) -> None:
         """Phase 2 (after a flush): count the new whole chunks, empty the tail."""
@@ -316,8 +347,10 @@ class Table:
             set_scalar(self.tail, "rows", self.n - self._plan)
             self._tail_count = self.n - self._plan
 
-    def commit(self) -> None:
-        """The file now holds everything: update the in-memory state."""
+    def commit(self, final: bool = False) -> None:
+        """The file now holds everything: update the in-memory state. ``final``: the file is
+        finished (every row in the main datasets), no row will be added again, so the
+        buffers are left as they are instead of being emptied."""
         if self._plan is None:
             return
         n_seal, n = self._plan, self.n
@@ -325,7 +358,7 @@ class Table:
             self.last_committed = {
                 c.name: self.buf[c.name][n - 1].item() for c in self.cols if not c.shape
             }
-        if n_seal:
+        if n_seal and not final:
             for c in self.cols:
                 b = self.buf[c.name]
                 b[: n - n_seal] = b[n_seal:n]

@@ -64,7 +64,7 @@ from mbsim.io.results.schema import (
     _mib,
     _trajectory_cols,
 )
-from mbsim.io.results.table import Table, _column, _vector, put_attrs, set_scalar
+from mbsim.io.results.table import Table, _column, _vector, put_attrs, set_scalar, set_text
 
 #: HDF5 metadata, the global heap and attribute updates need some room beyond the raw data.
 SPACE_MARGIN_BYTES = 1 << 20
@@ -576,11 +576,11 @@ class ResultsWriter:
             for g in self._groups:
                 g.mark_tail()
         for g in self._groups:
-            g.commit()
+            g.commit(final)
         if self._last_time_set:
             set_scalar(self._file, "last_time", self._committed_time(), np.float64)
         else:
-            self._file.attrs["last_time"] = self._committed_time()
+            put_attrs(self._file, [("last_time", self._committed_time())])
             self._last_time_set = True
         self._file.flush()
         return True
@@ -632,16 +632,21 @@ class ResultsWriter:
         self.status = status
         self._closed = True
         try:
-            a = self._file.attrs
-            a["status"] = status
-            a["message"] = message
-            a["ended_utc"] = _utc_now()
-            a["wall_seconds"] = _time.monotonic() - self._started
-            self._file.flush()
+            f = self._file
+            set_text(f, "status", status)  # both written with the header
+            set_text(f, "message", message)
+            ended = (("ended_utc", _utc_now()), ("wall_seconds", _time.monotonic() - self._started))
+            if h5py.h5a.exists(f.id, b"ended_utc"):  # (a file is finished once; be safe)
+                for key, value in ended:
+                    f.attrs[key] = value
+            else:
+                put_attrs(f, ended)
         except Exception:  # the state is already as good as it gets; report the first error
             pass
         finally:
             try:
+                # closing flushes: the status reaches the file in the flush after the
+                # rows' (_write_rows), as an explicit flush here would write it
                 self._file.close()
             except Exception:
                 pass
