@@ -30,12 +30,13 @@ The guess, by the chain's selection (selection.py), in one compiled call (:func:
   (lstsq.active_set_least_change, accepted at rounding level only, as the compiled
   joint-limit step does), and while rows are on the wrong side on (M, q) (z_i < -tol in S,
   w_i < -tol outside) those rows swapped and the polish repeated from y, at most
-  ACTIVE_SET_FIXES times. When no polish passes (M_SS z_S = -q_S inconsistent), the chain
-  would solve the LCP restricted to its regularised set by Lemke (chain.py, "Restricted
-  LCP"); the guess solves that restricted LCP too, from the remembered set, by block
-  principal pivoting with least-squares solves (:func:`restricted_guess`). Without it, 18 %
-  of the Panda's hand pressed on the table's LCPs (240 of 1347) fell back to Lemke; with it
-  7 (docs/results.md, "panda-table: warm-start misses").
+  ACTIVE_SET_FIXES times. When no polish passes (M_SS z_S = -q_S inconsistent, or rows
+  still on the wrong side after the swaps), the chain would solve the LCP restricted to its
+  regularised set by Lemke (chain.py, "Restricted LCP"); the guess solves that restricted
+  LCP too, from the remembered set, by block principal pivoting with least-squares solves
+  (:func:`restricted_guess`). Without it, 18 % of the Panda's hand pressed on the table's
+  LCPs (240 of 1347) fell back to Lemke; with it 7 (docs/results.md, "panda-table:
+  warm-start misses").
 * ``vertex``: the same with delta = 0 and no polish (Lemke's terminal basis is the
   complementary basis of S, whose matrix is nonsingular exactly when M_SS is).
 
@@ -94,8 +95,8 @@ ROUNDS = 12
 #: rounds without fewer wrong rows before the swaps go one row at a time
 SAFEGUARD = 3
 #: sets tried by :func:`restricted_guess` (its working set may grow on the way; a set of the
-#: ~10 rows it meets costs a few us against ~65 us for Lemke's attempt on panda-table's
-#: 18-row LCP; measured: one of its LCPs needs 23)
+#: ~10 rows it meets costs ~2 us against ~35 us for the chain's first attempt on
+#: panda-table's 18-row LCP; measured: one of its LCPs needs 23)
 RESTRICTED_ROUNDS = 24
 #: blocks remembered per WarmStart (the oldest is dropped first): a few LCPs a step (the
 #: impact phase's and the step's) of a few islands each
@@ -362,18 +363,19 @@ def _polish(M, q, z, S, rcond, tol_rel, fixes, mnorm, qn):
 def restricted_guess(M, q, R, T, tol_rel, rcond, rounds, fixes, mnorm, qn, z, out_S, used):
     """chain.lemke_regularised's restricted LCP (chain docstring, "Restricted LCP"), solved
     from a guess instead of by Lemke: the regularised set R (sorted rows) whose polish on M
-    failed (M_RR z_R = -q_R inconsistent) is the working set, T (sorted rows, the remembered
-    set) the start. On the LCP restricted to R (z = 0 outside R) block principal pivoting
-    (as :func:`guess_kernel`: rows of the set S with z_i < -tol leave it, rows of R outside
-    S with w_i < -tol join it, one row at a time after SAFEGUARD rounds without fewer wrong
-    rows) from S = T n R, each set solved by the minimum-norm least squares solution of
-    M_SS z_S = -q_S (lcp/lstsq.py, rank rule ``rcond``: M_SS is often singular here, the
-    sigma row of a contact with no beta row in S is zero; a set whose system is not
-    consistent to rounding, ||M_SS z_S + q_S|| > 16 |S| eps (||M_SS|| ||z_S|| + ||q_S||), is
-    refused). z_i in [-tol, 0) in S is a degenerate zero, set to 0. When the restricted
-    answer leaves rows outside R with w_i < -tol they join R and the pivoting goes on, at
-    most ``fixes`` times (chain._restricted's working-set growth); ``rounds`` sets in all.
-    tol is problem.py's acceptance tolerance for (M, q, z) (``mnorm`` = ||M||_inf, ``qn`` =
+    failed (inconsistent, or rows left on the wrong side after the swaps) is the working
+    set, T (sorted rows, the remembered set) the start. On the LCP restricted to R (z = 0
+    outside R) block principal pivoting as in :func:`guess_kernel` (rows of the set S with
+    z_i < -tol leave it, rows of R outside S with w_i < -tol join it, one row at a time
+    after SAFEGUARD rounds without fewer wrong rows) from S = T n R, each set solved by the
+    minimum-norm least squares solution of M_SS z_S = -q_S (lcp/lstsq.py, rank rule
+    ``rcond``: M_SS is often singular here, the sigma row of a contact with no beta row in
+    S is zero; a set whose system is not consistent to rounding,
+    ||M_SS z_S + q_S|| > 16 |S| eps (||M_SS|| ||z_S|| + ||q_S||), is refused). z_i in
+    [-tol, 0) in S is a degenerate zero, set to 0. When the restricted answer leaves rows
+    outside R with w_i < -tol they join R and S and the pivoting goes on, at most ``fixes``
+    times (chain._restricted's working-set growth); ``rounds`` sets in all. tol is
+    problem.py's acceptance tolerance for (M, q, z) (``mnorm`` = ||M||_inf, ``qn`` =
     ||q||_inf). Returns (CANDIDATE, k, rounds used) with z the answer and out_S[:k] its
     final set (degenerate rows included), else (NO_RESTRICTED, 0, rounds used); ``used``
     rounds were spent before. The caller verifies the answer on (M, q) as every guess.
