@@ -30,8 +30,13 @@ The guess, by the chain's selection (selection.py), in one compiled call (:func:
   (lstsq.active_set_least_change, accepted at rounding level only, as the compiled
   joint-limit step does), and while rows are on the wrong side on (M, q) (z_i < -tol in S,
   w_i < -tol outside) those rows swapped and the polish repeated from y, at most
-  ACTIVE_SET_FIXES times. A set whose polish fails is refused (the chain then solves the
-  restricted LCP, chain.py, as on the Panda's hand pressed on the table, 1 step in 5).
+  ACTIVE_SET_FIXES times. When no polish passes (M_SS z_S = -q_S inconsistent, or rows
+  still on the wrong side after the swaps), the chain would solve the LCP restricted to its
+  regularised set by Lemke (chain.py, "Restricted LCP"); the guess solves that restricted
+  LCP too, from the remembered set, by block principal pivoting with least-squares solves
+  (:func:`restricted_guess`). Without it, 18 % of the Panda's hand pressed on the table's
+  LCPs (240 of 1347) fell back to Lemke; with it 7 (docs/results.md, "panda-table:
+  warm-start misses").
 * ``vertex``: the same with delta = 0 and no polish (Lemke's terminal basis is the
   complementary basis of S, whose matrix is nonsingular exactly when M_SS is).
 
@@ -89,17 +94,22 @@ ENABLED = True
 ROUNDS = 12
 #: rounds without fewer wrong rows before the swaps go one row at a time
 SAFEGUARD = 3
+#: sets tried by :func:`restricted_guess` (its working set may grow on the way; a set of the
+#: ~10 rows it meets costs ~2 us against ~35 us for the chain's first attempt on
+#: panda-table's 18-row LCP; measured: one of its LCPs needs 23)
+RESTRICTED_ROUNDS = 24
 #: blocks remembered per WarmStart (the oldest is dropped first): a few LCPs a step (the
 #: impact phase's and the step's) of a few islands each
 MAX_BLOCKS = 64
 
 # guess_kernel's codes
-CANDIDATE, SINGULAR, NEGATIVE_Z, NEGATIVE_W, NO_POLISH = 0, 1, 2, 3, 4
+CANDIDATE, SINGULAR, NEGATIVE_Z, NEGATIVE_W, NO_POLISH, NO_RESTRICTED = 0, 1, 2, 3, 4, 5
 REASONS = {
     SINGULAR: "the guessed principal block is singular",
     NEGATIVE_Z: "a guessed z is negative",
     NEGATIVE_W: "a row outside the guess has w < 0",
     NO_POLISH: "the least-change polish is not at rounding level",
+    NO_RESTRICTED: "the polish failed and the restricted LCP was not solved from the guess",
 }
 
 
@@ -225,7 +235,9 @@ def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
     (absolute), ``rcond`` the polish's rank rule (chain.LSTSQ_RCOND), ``rounds`` how many
     sets are tried: after a set whose z_S has negatives or whose w has negatives outside
     it, the next swaps those rows (the block principal pivoting step); ``fixes`` the
-    polish's active-set corrections (chain.ACTIVE_SET_FIXES, :func:`_polish`)."""
+    polish's active-set corrections (chain.ACTIVE_SET_FIXES, :func:`_polish`) and the
+    restricted LCP's growths (:func:`restricted_guess`, which takes the least-norm guess
+    whose polish fails: the code NO_RESTRICTED when it fails too)."""
     n = q.shape[0]
     shift = delta if least_norm else 0.0
     inside = np.zeros(n, dtype=np.bool_)
@@ -288,9 +300,13 @@ def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
     else:
         return code, 0, rounds
     if least_norm:
-        cur = _polish(M, q, z, cur, rcond, tol_rel, fixes, mraw, qn)
-        if cur.shape[0] == 1 and cur[0] < 0:
-            return NO_POLISH, 0, r + 1
+        fin = _polish(M, q, z, cur, rcond, tol_rel, fixes, mraw, qn)
+        if fin.shape[0] == 1 and fin[0] < 0:
+            # the chain's restricted LCP on the regularised set, from the remembered one
+            return restricted_guess(
+                M, q, cur, S, tol_rel, rcond, RESTRICTED_ROUNDS, fixes, mraw, qn, z, out_S, r + 1
+            )
+        cur = fin
     else:
         _snap_kernel(z)
     ns = cur.shape[0]
@@ -341,3 +357,114 @@ def _polish(M, q, z, S, rcond, tol_rel, fixes, mnorm, qn):
                 inside[i] = not inside[i]
         S = np.flatnonzero(inside)
     return np.full(1, -1, dtype=np.int64)
+
+
+@njit(cache=True)
+def restricted_guess(M, q, R, T, tol_rel, rcond, rounds, fixes, mnorm, qn, z, out_S, used):
+    """chain.lemke_regularised's restricted LCP (chain docstring, "Restricted LCP"), solved
+    from a guess instead of by Lemke: the regularised set R (sorted rows) whose polish on M
+    failed (inconsistent, or rows left on the wrong side after the swaps) is the working
+    set, T (sorted rows, the remembered set) the start. On the LCP restricted to R (z = 0
+    outside R) block principal pivoting as in :func:`guess_kernel` (rows of the set S with
+    z_i < -tol leave it, rows of R outside S with w_i < -tol join it, one row at a time
+    after SAFEGUARD rounds without fewer wrong rows) from S = T n R, each set solved by the
+    minimum-norm least squares solution of M_SS z_S = -q_S (lcp/lstsq.py, rank rule
+    ``rcond``: M_SS is often singular here, the sigma row of a contact with no beta row in
+    S is zero; a set whose system is not consistent to rounding,
+    ||M_SS z_S + q_S|| > 16 |S| eps (||M_SS|| ||z_S|| + ||q_S||), is refused). z_i in
+    [-tol, 0) in S is a degenerate zero, set to 0. When the restricted answer leaves rows
+    outside R with w_i < -tol they join R and S and the pivoting goes on, at most ``fixes``
+    times (chain._restricted's working-set growth); ``rounds`` sets in all. tol is
+    problem.py's acceptance tolerance for (M, q, z) (``mnorm`` = ||M||_inf, ``qn`` =
+    ||q||_inf). Returns (CANDIDATE, k, rounds used) with z the answer and out_S[:k] its
+    final set (degenerate rows included), else (NO_RESTRICTED, 0, rounds used); ``used``
+    rounds were spent before. The caller verifies the answer on (M, q) as every guess.
+
+    Why: on the Panda's hand pressed on the table (docs/results.md, "panda-table: warm-start
+    misses") one contact carries the load and two others, open within the margin, have
+    beta = 0 and a free sigma (any sigma at or above their tangential speed solves the LCP);
+    the regularised set holds their rows, its polish fails, and the chain's answer is the
+    restricted LCP's vertex. Same answer: when the restricted LCP has one solution, the one
+    that passes is it; otherwise it is a vertex of the restricted LCP as Lemke's is,
+    possibly another one (the one keeping the remembered set), verified the same way."""
+    n = q.shape[0]
+    inr = np.zeros(n, dtype=np.bool_)
+    for a in range(R.shape[0]):
+        inr[R[a]] = True
+    inside = np.zeros(n, dtype=np.bool_)
+    for a in range(T.shape[0]):
+        inside[T[a]] = inr[T[a]]
+    flip = np.zeros(n, dtype=np.bool_)
+    zero = np.zeros(n)
+    grown = 0
+    best = n + 1
+    tries = SAFEGUARD
+    for r in range(rounds):
+        cur = np.flatnonzero(inside)
+        ns = cur.shape[0]
+        for i in range(n):
+            z[i] = 0.0
+        if ns:
+            c = np.empty(ns)
+            ok, err, bound = active_set_least_change(M, q, zero, cur, rcond, c)
+            if not (ok and err <= bound):
+                return NO_RESTRICTED, 0, used + r + 1
+            for a in range(ns):
+                z[cur[a]] = c[a]
+        tol = tolerance_kernel(tol_rel, n, mnorm, qn, _max_abs(z))
+        nflip = 0
+        for a in range(ns):
+            i = cur[a]
+            flip[i] = z[i] < -tol
+            if flip[i]:
+                nflip += 1
+            elif z[i] < 0.0:
+                z[i] = 0.0
+        # w = M z + q outside S: rows of R join S, rows outside R grow R once S is settled
+        outside = 0
+        for i in range(n):
+            if inside[i]:
+                continue
+            s = q[i]
+            for a in range(ns):
+                s += M[i, cur[a]] * z[cur[a]]
+            wrong = not s >= -tol
+            flip[i] = wrong and inr[i]
+            if flip[i]:
+                nflip += 1
+            elif wrong:
+                outside += 1
+        if nflip == 0:
+            if outside == 0:
+                for a in range(ns):
+                    out_S[a] = cur[a]
+                return CANDIDATE, ns, used + r + 1
+            if grown == fixes:
+                return NO_RESTRICTED, 0, used + r + 1
+            grown += 1
+            for i in range(n):
+                if not inside[i] and not inr[i]:
+                    s = q[i]
+                    for a in range(ns):
+                        s += M[i, cur[a]] * z[cur[a]]
+                    if not s >= -tol:
+                        inr[i] = True
+                        inside[i] = True
+            best, tries = n + 1, SAFEGUARD
+            continue
+        if nflip < best:
+            best, tries = nflip, SAFEGUARD
+        else:
+            tries -= 1
+        if tries <= 0:
+            # no progress: the last wrong row alone (as guess_kernel)
+            last = -1
+            for i in range(n):
+                if flip[i]:
+                    last = i
+            for i in range(n):
+                flip[i] = i == last
+        for i in range(n):
+            if flip[i]:
+                inside[i] = not inside[i]
+    return NO_RESTRICTED, 0, used + rounds
