@@ -21,7 +21,8 @@ order, so the two agree bit for bit; tests/test_contact_fused.py compares whole 
 4. the nodes and their transforms (``contact.contact_nodes``, ``kinematics.node_transforms``),
    Upsilon and Lambda on the factorisation ABA left in Data (``delassus.upsilon_after_aba``,
    000 Eqs. 64-69; only Lambda's linear-linear blocks, all that W reads),
-   W = Q_u Lambda Q_u^T (``contact.relative_compliance``, Eq. 49);
+   W = Q_u Lambda Q_u^T (``contact.relative_compliance``, Eq. 49), both per contact island
+   (contact_islands.py: zero between islands, never built; the same entries);
 5. with a collision, the impact phase (``stepper.impact_phase``, 000 Eqs. 54-58): the
    compression LCP (dt = 0, no gap allowance) from v; with restitution eps the recovered
    impulse theta = eps (n . P_c) n applied by the impulse response and the decompression LCP
@@ -32,7 +33,8 @@ order, so the two agree bit for bit; tests/test_contact_fused.py compares whole 
 6. its solve, as ``lcp.chain.solve_lcp`` solves it (:func:`_solve_rows`): an M that splits
    into independent blocks (islands, lcp/islands.py: the same ``_component_labels`` and
    ``block_order``) block by block as ``islands.solve_blocks`` does, each with the whole LCP's
-   ||M||_inf for its regularisation, the assembled z verified on the whole (M, q); each block
+   ||M||_inf for its regularisation, the assembled z verified on the whole (M, q) from its
+   blocks (``contact_islands.verify_blocks``; M built per island, never whole); each block
    (or the unsplit LCP, :func:`_solve_block`): with the warm start on (lcp/warm.py, the OS
    formulation's store) the active set remembered under its key first ((n, None) unsplit,
    (n, rows) for a block; ``chain._warm_attempt``: ``warm.guess_kernel``, the same acceptance
