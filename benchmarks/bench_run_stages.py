@@ -21,9 +21,10 @@ the table at the run's end) the contact step's stages too, as the loop calls the
 (``contact_loop.contact_set``: the narrowphase, ``finish`` and the smooth radii), the
 narrowphase alone (``narrowphase.narrowphase``) and the compiled contact step
 (``contact_loop.fused_step``: ``contact_step_kernel`` from the contacts to v+, its warm start
-as the run leaves it). Prints one line each, in ms or ns.
+as the run leaves it); the same for ``box-pile`` (bench_peers' 20 boxes, 0.1 s: its 4
+stacks landed, 80 contacts). Prints one line each, in ms or ns.
 
-Usage: ``PYTHONPATH=src python benchmarks/bench_run_stages.py [--scene panda-free]
+Usage: ``PYTHONPATH=src python benchmarks/bench_run_stages.py [--scene panda-free|box-pile]
 [--repeat 7] [--reps 20000]``.
 """
 
@@ -75,7 +76,10 @@ def simulator(scene: str):
     from mbsim.simulator import Simulator
 
     path = Path(tempfile.mkdtemp(prefix="mbsim-stages-")) / "run.h5"
-    sc = bench_peers.panda_scenario(scene, 1.5, str(path))
+    if scene == "box-pile":  # 0.1 s: the layers have landed (bench_peers' pile duration)
+        sc = bench_peers.scene_scenario(scene, 0.1, str(path))
+    else:
+        sc = bench_peers.panda_scenario(scene, 1.5, str(path))
     return Simulator(dataclasses.replace(sc, source=None))
 
 
@@ -212,7 +216,7 @@ def contact_costs(sim, reps: int) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    scenes = ("panda-free", "panda-pd", "panda-table")
+    scenes = ("panda-free", "panda-pd", "panda-table", "box-pile")
     ap.add_argument("--scene", default="panda-free", choices=scenes)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--reps", type=int, default=20000)

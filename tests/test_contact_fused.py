@@ -292,3 +292,25 @@ def test_separate_bodies_and_a_stack_bit_for_bit(tmp_path, monkeypatch):
             np.testing.assert_array_equal(qa, qb, err_msg=f"q at step {i}")
             np.testing.assert_array_equal(va, vb, err_msg=f"v at step {i}")
             assert ra == rb, f"report at step {i}"
+
+
+@pytest.mark.parametrize("warm_on", [False, True], ids=["cold", "warm"])
+def test_stacks_apart_bit_for_bit(warm_on, tmp_path, monkeypatch):
+    # two stacks of two boxes and a lone box, apart on the floor: three contact islands
+    # (contact_islands.py), two of them joining two trees, each built and solved alone
+    # (Lambda, W and M never over the whole); the Python path assembles the whole LCP and
+    # splits it (lcp/islands.py). Every step's q, v and report agree bit for bit, the warm
+    # start's store too (its keys are the whole LCP's rows of each block)
+    from mbsim.simcore.lcp import warm
+
+    monkeypatch.setattr(warm, "ENABLED", warm_on)
+    centres = [(0.0, 0.0, 0.0505), (0.01, 0.0, 0.152), (0.5, 0.0, 0.0505), (0.49, 0.01, 0.152)]
+    sc = _boxes(tmp_path, [*centres, (0.0, 0.5, 0.0505)])
+    a, fused = _stepped(sc, 300, {}, True, monkeypatch)
+    b, _ = _stepped(sc, 300, {}, False, monkeypatch)
+    assert fused >= 200
+    for i, ((qa, va, ra), (qb, vb, rb)) in enumerate(zip(a, b, strict=True)):
+        np.testing.assert_array_equal(qa, qb, err_msg=f"q at step {i}")
+        np.testing.assert_array_equal(va, vb, err_msg=f"v at step {i}")
+        assert ra == rb, f"report at step {i}"
+    assert max(r[1] for _q, _v, r in a) >= 5 * 4 * 6  # all five boxes in contact: 120 rows

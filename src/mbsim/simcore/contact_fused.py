@@ -21,7 +21,8 @@ order, so the two agree bit for bit; tests/test_contact_fused.py compares whole 
 4. the nodes and their transforms (``contact.contact_nodes``, ``kinematics.node_transforms``),
    Upsilon and Lambda on the factorisation ABA left in Data (``delassus.upsilon_after_aba``,
    000 Eqs. 64-69; only Lambda's linear-linear blocks, all that W reads),
-   W = Q_u Lambda Q_u^T (``contact.relative_compliance``, Eq. 49);
+   W = Q_u Lambda Q_u^T (``contact.relative_compliance``, Eq. 49), both per contact island
+   (contact_islands.py: zero between islands, never built; the same entries);
 5. with a collision, the impact phase (``stepper.impact_phase``, 000 Eqs. 54-58): the
    compression LCP (dt = 0, no gap allowance) from v; with restitution eps the recovered
    impulse theta = eps (n . P_c) n applied by the impulse response and the decompression LCP
@@ -32,7 +33,8 @@ order, so the two agree bit for bit; tests/test_contact_fused.py compares whole 
 6. its solve, as ``lcp.chain.solve_lcp`` solves it (:func:`_solve_rows`): an M that splits
    into independent blocks (islands, lcp/islands.py: the same ``_component_labels`` and
    ``block_order``) block by block as ``islands.solve_blocks`` does, each with the whole LCP's
-   ||M||_inf for its regularisation, the assembled z verified on the whole (M, q); each block
+   ||M||_inf for its regularisation, the assembled z verified on the whole (M, q) from its
+   blocks (``contact_islands.verify_blocks``; M built per island, never whole); each block
    (or the unsplit LCP, :func:`_solve_block`): with the warm start on (lcp/warm.py, the OS
    formulation's store) the active set remembered under its key first ((n, None) unsplit,
    (n, rows) for a block; ``chain._warm_attempt``: ``warm.guess_kernel``, the same acceptance
@@ -90,10 +92,15 @@ from mbsim.simcore.contact import (
     _edge_angles,
     _friction_kernel,
     _node_impulses_kernel,
-    _relative_compliance_kernel,
+)
+from mbsim.simcore.contact_islands import (
+    contact_islands,
+    global_rows,
+    island_compliance,
+    verify_blocks,
 )
 from mbsim.simcore.contact_stages import _gap_allowance_kernel, _impacting_kernel, _split_kernel
-from mbsim.simcore.delassus.upsilon_body import lambda_linear_kernel, upsilon_kernel
+from mbsim.simcore.delassus.upsilon_body import upsilon_kernel
 from mbsim.simcore.dynamics import aba_kernel, impulse_response_kernel
 from mbsim.simcore.kinematics import (
     node_transforms_kernel,
@@ -332,7 +339,6 @@ def _vertex_solve(M, q, tol_rel, caps, z, w):
 _least_norm_solve_call = native(_least_norm_solve)
 _vertex_solve_call = native(_vertex_solve)
 guess_kernel_call = native(guess_kernel)
-lambda_linear_kernel_call = native(lambda_linear_kernel)
 
 
 @njit(cache=True)
@@ -396,45 +402,102 @@ _solve_block_call = native(_solve_block)
 
 
 @njit(cache=True)
-def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab, und, z):
+def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_rel, caps, warm,
+                tab, und, z):  # fmt: skip
     """The contact LCP of Eq. 53 (``contact.contact_lcp``; the sigma rows' q the friction
     budget, empty for none) for row velocities vu (nu, 3), solved as ``chain.solve_lcp``
-    solves it up to the first attempt of its chain: an M that splits into independent
-    blocks (lcp/islands.py: ``_component_labels``, ``block_order``) block by block as
-    ``islands.solve_blocks`` does, each block by :func:`_solve_block` with the whole LCP's
-    mscale, the assembled z verified on the whole (M, q); an M that does not split by
-    :func:`_solve_block` on the whole. With ``warm`` the answer's sets then go to the warm
-    table (``WarmStart.remember`` of every key, in block order; ``und`` the table's undo
-    log, lcp/warm_table.py). Returns (accepted, pivots (summed over the blocks), worst
-    residual, solver code); z gets [beta; sigma]. Not accepted where the Python chain goes
-    on (a block or the assembled z not accepted: the unsplit solve, the next attempts)."""
+    solves it up to the first attempt of its chain. It is built per contact island
+    (contact_islands.py: island I's contacts corder[cstarts[I]:cstarts[I + 1]], its W in
+    W[wstart[I]:wstart[I + 1]]), each island's M split further into independent blocks
+    (lcp/islands.py: ``_component_labels``, ``block_order``): the whole M's blocks, entry for
+    entry, never assembled. One block in all: :func:`_solve_block` on the whole. Else the
+    blocks in the order of their first row, as ``islands.solve_blocks`` takes them, each by
+    :func:`_solve_block` with the whole LCP's mscale (the largest island's ||M||_inf), the
+    assembled z verified on the whole from its blocks (``contact_islands.verify_blocks``).
+    With ``warm`` the answer's sets then go to the warm table (``WarmStart.remember`` of
+    every key, in block order; ``und`` the table's undo log, lcp/warm_table.py). Returns
+    (accepted, pivots (summed over the blocks), worst residual, solver code); z gets
+    [beta; sigma]. Not accepted where the Python chain goes on (a block or the assembled z
+    not accepted: the unsplit solve, the next attempts)."""
     nu, _, k = D.shape
     n = nu * (k + 1)
-    M = np.zeros((n, n))
-    q = np.zeros(n)
-    _contact_lcp_kernel(W, D, mu, vu, M, q)
-    for i in range(budget.shape[0]):
-        q[nu * k + i] = budget[i]
-    w = np.empty(n)
     code = 1 if least_norm else 0
-    mscale = _mscale(M)
-    label = np.empty(n, dtype=np.int64)
-    count = _component_labels(M, label) if n > 1 else 1
-    if count == 1:
+    count = cstarts.shape[0] - 1
+    Ms = []
+    qs = []
+    gs = []
+    mscale = 0.0
+    for g in range(count):
+        contacts = corder[cstarts[g] : cstarts[g + 1]]
+        m = contacts.shape[0]
+        ng = m * (k + 1)
+        Dg = np.empty((m, 3, k))
+        mug = np.empty(m)
+        vug = np.empty((m, 3))
+        for a in range(m):
+            c = contacts[a]
+            mug[a] = mu[c]
+            for x in range(3):
+                vug[a, x] = vu[c, x]
+                for y in range(k):
+                    Dg[a, x, y] = D[c, x, y]
+        Mg = np.zeros((ng, ng))
+        qg = np.zeros(ng)
+        _contact_lcp_kernel(W[wstart[g] : wstart[g + 1]].reshape((3 * m, 3 * m)), Dg, mug, vug,
+                            Mg, qg)  # fmt: skip
+        if budget.shape[0]:
+            for a in range(m):
+                qg[m * k + a] = budget[contacts[a]]
+        rows = np.empty(ng, dtype=np.int64)
+        global_rows(contacts, nu, k, rows)
+        mscale = max(mscale, _inf_norm(Mg))
+        Ms.append(Mg)
+        qs.append(qg)
+        gs.append(rows)
+    if not (mscale > 0.0 and np.isfinite(mscale)):
+        mscale = 1.0  # _mscale's rule
+    # the blocks of every island, in the order of their first (global) row
+    bisl = np.empty(n, dtype=np.int64)
+    bloc = []
+    first = np.empty(n, dtype=np.int64)
+    nblk = 0
+    for g in range(count):
+        ng = Ms[g].shape[0]
+        label = np.empty(ng, dtype=np.int64)
+        cnt = _component_labels(Ms[g], label) if ng > 1 else 1
+        if cnt == 1:
+            label[:] = 0
+        order, starts = block_order(label, cnt)
+        for b in range(cnt):
+            local = order[starts[b] : starts[b + 1]]
+            bisl[nblk] = g
+            first[nblk] = gs[g][local[0]]
+            bloc.append(local)
+            nblk += 1
+    if nblk == 1:  # one island (all contacts, in the whole LCP's row order) that does not split
         none = np.empty(0, dtype=np.int64)
+        w = np.empty(n)
         ok, pivots, worst, S = _solve_block_call(
-            M, q, mscale, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
+            Ms[0], qs[0], mscale, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
         )
         if ok and warm:
             warm_remember(tab, und, n, True, none, S)
         return ok, pivots, worst, code
-    order, starts = block_order(label, count)
+    seq = np.argsort(first[:nblk])
     sets = []
+    keys = []
+    Mbs = []
+    qbs = []
+    zbs = []
+    wbs = []
     pivots = 0
-    for b in range(count):
-        rows = order[starts[b] : starts[b + 1]]
+    for t in range(nblk):
+        b = seq[t]
+        g = bisl[b]
+        local = bloc[b]
+        rows = gs[g][local]
         m = rows.shape[0]
-        Mb, qb = principal_kernel(M, q, rows)
+        Mb, qb = principal_kernel(Ms[g], qs[g], local)
         zb = np.empty(m)
         wb = np.empty(m)
         ok, piv, _worst, S = _solve_block_call(
@@ -446,12 +509,17 @@ def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab, und,
             z[rows[a]] = zb[a]
         pivots += piv
         sets.append(S)
-    ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
+        keys.append(rows)
+        Mbs.append(Mb)
+        qbs.append(qb)
+        zbs.append(zb)
+        wbs.append(wb)
+    ok, worst, _tol = verify_blocks(n, tol_rel, Mbs, qbs, zbs, wbs)
     if not ok:
         return False, 0, np.inf, code
     if warm:
-        for b in range(count):
-            warm_remember(tab, und, n, False, order[starts[b] : starts[b + 1]], sets[b])
+        for t in range(nblk):
+            warm_remember(tab, und, n, False, keys[t], sets[t])
     return True, pivots, worst, code
 
 
@@ -537,11 +605,12 @@ def contact_step_kernel(
     node_X = np.empty((nn, 6, 6))
     node_transforms_kernel(node_body, node_point, R_world, node_X)
     upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch66)
-    Lam = np.empty((6 * nn, 6 * nn))
+    # Lambda and W per contact island (contact_islands.py: zero between islands, never built);
     # W reads only Lambda's linear-linear blocks: the same entries, bit for bit
-    lambda_linear_kernel_call(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam)
-    W = np.zeros((3 * nu, 3 * nu))
-    _relative_compliance_kernel(Lam, ia, ib, W)
+    cisl = np.empty(nu, dtype=np.int64)
+    corder, cstarts = block_order(cisl, contact_islands(parent, body_a, body_b, cisl))
+    W, wstart = island_compliance(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, ia, ib,
+                                  corder, cstarts)  # fmt: skip
     no_budget = np.empty(0)
     info[I_IMPACT] = 0.0
     info[I_E_IMPACTS] = 0.0
@@ -555,8 +624,9 @@ def contact_step_kernel(
         )
         zc = np.empty(nu * (k + 1))
         ok, _p, _w, _s = _solve_rows_call(
-            W, D, mu, vu, no_budget, least_norm, tol_rel, caps, warm, tab, und, zc
-        )
+            W, wstart, corder, cstarts, D, mu, vu, no_budget, least_norm, tol_rel, caps,
+            warm, tab, und, zc,
+        )  # fmt: skip
         if not ok:
             return FALLBACK
         Fc = np.empty((nu, 3))
@@ -586,8 +656,9 @@ def contact_step_kernel(
                                        body_b, local_b, vu)  # fmt: skip
             zd = np.empty(nu * (k + 1))
             ok, _p, _w, _s = _solve_rows_call(
-                W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab, und, zd
-            )
+                W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_rel, caps,
+                warm, tab, und, zd,
+            )  # fmt: skip
             if not ok:
                 return FALLBACK
             Fd = np.empty((nu, 3))
@@ -636,8 +707,9 @@ def contact_step_kernel(
         for c in range(3):
             vu[i, c] = vu[i, c] + gv[i] * normal[i, c]
     ok, pivots, worst, solver = _solve_rows_call(
-        W, D, mu, vu, no_budget, least_norm, tol_rel, caps, warm, tab, und, z
-    )
+        W, wstart, corder, cstarts, D, mu, vu, no_budget, least_norm, tol_rel, caps,
+        warm, tab, und, z,
+    )  # fmt: skip
     if not ok:
         if colliding:  # the Data arrays back at (q, v), as the Python path starts from them
             aba_kernel(

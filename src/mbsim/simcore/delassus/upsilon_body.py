@@ -254,7 +254,10 @@ def _blocks(node_body, vid, vbody, cparent, cdepth, F, ups, Lam, lo):
     trees). ``ups`` is indexed by body. Only the entries (x, y >= lo) of each block are
     filled, from the factors' columns lo .. 5 (:func:`lambda_linear_kernel`)."""
     nc = node_body.shape[0]
-    G = np.empty((6, 6))
+    # G = Upsilon(k) F_b(k) depends on b and k's depth only (k is b's compressed ancestor at
+    # that depth): formed once per (b, depth), not once per pair (the same products)
+    Gs = np.empty(F.shape)
+    done = np.zeros((nc, F.shape[1]), dtype=np.bool_)
     for a in range(nc):
         for b in range(a, nc):
             va = common_vertex(vid[node_body[a]], vid[node_body[b]], cparent, cdepth)
@@ -262,7 +265,10 @@ def _blocks(node_body, vid, vbody, cparent, cdepth, F, ups, Lam, lo):
                 zero_blocks(Lam, a, b)
                 continue
             d = cdepth[va]
-            _matmul6_cols(ups[vbody[va]], F[b, d], G, lo)
+            G = Gs[b, d]
+            if not done[b, d]:
+                _matmul6_cols(ups[vbody[va]], F[b, d], G, lo)
+                done[b, d] = True
             for x in range(lo, 6):
                 for y in range(lo, 6):
                     s = 0.0

@@ -17,7 +17,10 @@ Acceptance. Each block is solved by the caller's solver (``chain.solve_lcp``'s f
 on the block) and accepted by the usual test on the block's own (M_bb, q_b) (problem.py),
 whose tolerance is never larger than the whole problem's (its norms are sub-norms). The
 assembled z is then verified on the whole (M, q) by :func:`problem.evaluate`, as an unsplit
-solve's is. If a block is not accepted, or the assembled z is not, the whole (M, q) is solved
+solve's is, but each row of w = M z + q summed over its block only (M is exactly zero off the
+blocks; a dense pass differs by the rounding of its sums only): the compiled contact step,
+which never assembles the whole M (simcore/contact_islands.py), takes the same test. If a
+block is not accepted, or the assembled z is not, the whole (M, q) is solved
 unsplit (the path without islands); if that fails too, the failure's message names the rows
 of the block that failed and how its attempts ended, then the unsplit attempts. A block that
 ran out of the step's time budget (budget.py) ends the solve at once with that block's
@@ -163,7 +166,7 @@ def solve_blocks(
     whole = evaluate(
         M, q, z, Status.SOLVED, pivots, solver, delta, tol_rel,
         f"solved as {len(parts)} independent blocks of sizes {sizes}",
-        attempts=merge_attempts(runs),
+        attempts=merge_attempts(runs), parts=parts,
     )  # fmt: skip
     if whole.ok:
         return whole
