@@ -48,8 +48,9 @@ order, so the two agree bit for bit; tests/test_contact_fused.py compares whole 
    two interleaved lanes, even and odd k, then adds them; checked for k <= 7, MAX_K), the
    impulse response v+ = v_f + M^-1 J^T Q_u^T F (``dynamics.impulse_response_kernel``);
 8. the stabilisation share of the kinetic energy (``energy_sources.step_shares``: the normal
-   rows of penetrating contacts, fn (n . u_f + n . u+) / 2, BLAS dot as there) and the
-   report's split of the impulses (``contact_stages.split_impulses``).
+   rows of penetrating contacts, fn (n . u_f + n . u+) / 2, BLAS dot as there; u_f the slip
+   reference's rows when no collision changed v_f) and the report's split of the impulses
+   (``contact_stages.split_impulses``).
 
 n . x is numpy's ``einsum("ij,ij->i")`` order, (x0 y0 + x2 y2) + x1 y1, as everywhere in the
 Python path; the Impact records of the report are built by the wrapper from the kernel's
@@ -99,7 +100,6 @@ from mbsim.simcore.kinematics import (
     node_transforms_kernel,
     propagate_bias,
     relative_velocities_kernel,
-    relative_velocity_sums_kernel,
 )
 from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp import warm as warm_start
@@ -671,24 +671,27 @@ def contact_step_kernel(
                 rec[nr] = i
                 nr += 1
         if nr:
-            ba = np.empty(nr, dtype=np.int64)
-            bb = np.empty(nr, dtype=np.int64)
-            la = np.empty((nr, 3))
-            lb = np.empty((nr, 3))
-            nr3 = np.empty((nr, 3))
+            # u(v_f) + u(v+) of the rows, each u computed on its own and then added as
+            # ``relative_velocity_sums`` does. A row's u depends on that row alone (the body
+            # velocities at v, then its own points), so the slip reference's rows at the same
+            # v_f (no collision changed v_f) are the same numbers and are reused.
+            uf = ref
+            if not (slip and not colliding):
+                uf = np.empty((nu, 3))
+                relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_free, body_a,
+                                           local_a, body_b, local_b, uf)  # fmt: skip
+            u2 = np.empty((nu, 3))
+            relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_new, body_a,
+                                       local_a, body_b, local_b, u2)  # fmt: skip
             fr = np.empty(nr)
-            for a in range(nr):
-                i = rec[a]
-                ba[a], bb[a] = body_a[i], body_b[i]
-                for c in range(3):
-                    la[a, c], lb[a, c], nr3[a, c] = local_a[i, c], local_b[i, c], normal[i, c]
-                fr[a] = _ndot(F, i, normal, i)
-            us = np.empty((nr, 3))
-            relative_velocity_sums_kernel(parent, vi, nvj, S, E, r, R_world, v_free, v_new, ba,
-                                          la, bb, lb, us)  # fmt: skip
             un = np.empty(nr)
             for a in range(nr):
-                un[a] = _ndot(us, a, nr3, a)
+                i = rec[a]
+                fr[a] = _ndot(F, i, normal, i)
+                x0 = uf[i, 0] + u2[i, 0]
+                x1 = uf[i, 1] + u2[i, 1]
+                x2 = uf[i, 2] + u2[i, 2]
+                un[a] = (x0 * normal[i, 0] + x2 * normal[i, 2]) + x1 * normal[i, 1]
             info[I_E_STAB] = 0.0 + 0.5 * np.dot(fr, un)
     for i in range(nu):
         fn[i] = _ndot(P, i, normal, i)
