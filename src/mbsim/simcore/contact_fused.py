@@ -109,7 +109,7 @@ from mbsim.simcore.lcp.lemke import _SOLVED, REFACTOR_EVERY, ZERO_REL, _lemke_on
 from mbsim.simcore.lcp.lstsq import active_set_least_change
 from mbsim.simcore.lcp.problem import _inf_norm, _snap_kernel, principal_kernel
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
-from mbsim.simcore.lcp.warm import CANDIDATE, guess_kernel
+from mbsim.simcore.lcp.warm import CANDIDATE, guess_normed
 from mbsim.simcore.lcp.warm import ROUNDS as WARM_ROUNDS
 from mbsim.simcore.lcp.warm_table import ACCEPTED, TRIED, WarmTable
 from mbsim.simcore.lcp.warm_table import find as warm_find
@@ -331,7 +331,7 @@ def _vertex_solve(M, q, tol_rel, caps, z, w):
 #: which made the contact step most of a first run's compile time (docs/results.md)
 _least_norm_solve_call = native(_least_norm_solve)
 _vertex_solve_call = native(_vertex_solve)
-guess_kernel_call = native(guess_kernel)
+guess_normed_call = native(guess_normed)
 lambda_linear_kernel_call = native(lambda_linear_kernel)
 
 
@@ -357,7 +357,9 @@ def vertex_attempt(M, q, tol_rel, caps, z, w):
 
 
 @njit(cache=True)
-def _solve_block(M, q, mscale, n_all, whole, rows, least_norm, tol_rel, caps, warm, tab, z, w):
+def _solve_block(
+    M, q, mscale, mraw, n_all, whole, rows, least_norm, tol_rel, caps, warm, tab, z, w
+):
     """One block (M, q) of an LCP of n_all rows, or the whole of one that does not split
     (``whole``), solved as ``chain._solve_warm`` / ``chain.solve_lcp`` solve it, up to the
     first attempt of the chain: with ``warm``, the set the warm table holds under the key
@@ -366,7 +368,9 @@ def _solve_block(M, q, mscale, n_all, whole, rows, least_norm, tol_rel, caps, wa
     selection, 0 in the vertex one; the same acceptance test, on the block), else the
     chain's first attempt with the same regularisation. Returns (accepted, pivots, worst
     residual, the set to remember: the guess's final set, else the rows with z > 0); the
-    table's TRIED and ACCEPTED counters go up as the store's ``tried`` and ``accepted``."""
+    table's TRIED and ACCEPTED counters go up as the store's ``tried`` and ``accepted``.
+    ``mraw``: ||M||_inf of this block when the caller has it (the whole LCP's), else < 0
+    (a block of a split LCP: the guess takes its own, as ``guess_kernel`` does)."""
     n = q.shape[0]
     delta = LEAST_NORM_DELTA * mscale if least_norm else 0.0
     if warm:
@@ -376,9 +380,9 @@ def _solve_block(M, q, mscale, n_all, whole, rows, least_norm, tol_rel, caps, wa
             meta[TRIED] += 1
             S = tab[4][e, : tab[3][e]].copy()
             final = np.empty(n, dtype=np.int64)
-            code, ns, _rounds = guess_kernel_call(
+            code, ns, _rounds = guess_normed_call(
                 M, q, S, delta, least_norm, tol_rel, LSTSQ_RCOND, WARM_ROUNDS,
-                ACTIVE_SET_FIXES, z, final,
+                ACTIVE_SET_FIXES, z, final, mraw if mraw >= 0.0 else _inf_norm(M),
             )  # fmt: skip
             if code == CANDIDATE:
                 ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
@@ -417,13 +421,14 @@ def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab, und,
         q[nu * k + i] = budget[i]
     w = np.empty(n)
     code = 1 if least_norm else 0
-    mscale = _mscale(M)
+    mraw = _inf_norm(M)  # once: the regularisation's scale and the guess's norm
+    mscale = mraw if mraw > 0.0 and np.isfinite(mraw) else 1.0  # _mscale(M)
     label = np.empty(n, dtype=np.int64)
     count = _component_labels(M, label) if n > 1 else 1
     if count == 1:
         none = np.empty(0, dtype=np.int64)
         ok, pivots, worst, S = _solve_block_call(
-            M, q, mscale, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
+            M, q, mscale, mraw, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
         )
         if ok and warm:
             warm_remember(tab, und, n, True, none, S)
@@ -438,7 +443,7 @@ def _solve_rows(W, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab, und,
         zb = np.empty(m)
         wb = np.empty(m)
         ok, piv, _worst, S = _solve_block_call(
-            Mb, qb, mscale, n, False, rows, least_norm, tol_rel, caps, warm, tab, zb, wb
+            Mb, qb, mscale, -1.0, n, False, rows, least_norm, tol_rel, caps, warm, tab, zb, wb
         )
         if not ok:
             return False, 0, np.inf, code
