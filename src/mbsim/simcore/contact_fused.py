@@ -50,8 +50,9 @@ order, so the two agree bit for bit; tests/test_contact_fused.py compares whole 
    two interleaved lanes, even and odd k, then adds them; checked for k <= 7, MAX_K), the
    impulse response v+ = v_f + M^-1 J^T Q_u^T F (``dynamics.impulse_response_kernel``);
 8. the stabilisation share of the kinetic energy (``energy_sources.step_shares``: the normal
-   rows of penetrating contacts, fn (n . u_f + n . u+) / 2, BLAS dot as there) and the
-   report's split of the impulses (``contact_stages.split_impulses``).
+   rows of penetrating contacts, fn (n . u_f + n . u+) / 2, BLAS dot as there; u_f the slip
+   reference's rows when no collision changed v_f) and the report's split of the impulses
+   (``contact_stages.split_impulses``).
 
 n . x is numpy's ``einsum("ij,ij->i")`` order, (x0 y0 + x2 y2) + x1 y1, as everywhere in the
 Python path; the Impact records of the report are built by the wrapper from the kernel's
@@ -106,7 +107,6 @@ from mbsim.simcore.kinematics import (
     node_transforms_kernel,
     propagate_bias,
     relative_velocities_kernel,
-    relative_velocity_sums_kernel,
 )
 from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp import warm as warm_start
@@ -116,7 +116,7 @@ from mbsim.simcore.lcp.lemke import _SOLVED, REFACTOR_EVERY, ZERO_REL, _lemke_on
 from mbsim.simcore.lcp.lstsq import active_set_least_change
 from mbsim.simcore.lcp.problem import _inf_norm, _snap_kernel, principal_kernel
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
-from mbsim.simcore.lcp.warm import CANDIDATE, guess_kernel
+from mbsim.simcore.lcp.warm import CANDIDATE, guess_normed
 from mbsim.simcore.lcp.warm import ROUNDS as WARM_ROUNDS
 from mbsim.simcore.lcp.warm_table import ACCEPTED, TRIED, WarmTable
 from mbsim.simcore.lcp.warm_table import find as warm_find
@@ -338,7 +338,7 @@ def _vertex_solve(M, q, tol_rel, caps, z, w):
 #: which made the contact step most of a first run's compile time (docs/results.md)
 _least_norm_solve_call = native(_least_norm_solve)
 _vertex_solve_call = native(_vertex_solve)
-guess_kernel_call = native(guess_kernel)
+guess_normed_call = native(guess_normed)
 
 
 @njit(cache=True)
@@ -363,7 +363,9 @@ def vertex_attempt(M, q, tol_rel, caps, z, w):
 
 
 @njit(cache=True)
-def _solve_block(M, q, mscale, n_all, whole, rows, least_norm, tol_rel, caps, warm, tab, z, w):
+def _solve_block(
+    M, q, mscale, mraw, n_all, whole, rows, least_norm, tol_rel, caps, warm, tab, z, w
+):
     """One block (M, q) of an LCP of n_all rows, or the whole of one that does not split
     (``whole``), solved as ``chain._solve_warm`` / ``chain.solve_lcp`` solve it, up to the
     first attempt of the chain: with ``warm``, the set the warm table holds under the key
@@ -372,7 +374,9 @@ def _solve_block(M, q, mscale, n_all, whole, rows, least_norm, tol_rel, caps, wa
     selection, 0 in the vertex one; the same acceptance test, on the block), else the
     chain's first attempt with the same regularisation. Returns (accepted, pivots, worst
     residual, the set to remember: the guess's final set, else the rows with z > 0); the
-    table's TRIED and ACCEPTED counters go up as the store's ``tried`` and ``accepted``."""
+    table's TRIED and ACCEPTED counters go up as the store's ``tried`` and ``accepted``.
+    ``mraw``: ||M||_inf of this block when the caller has it (the whole LCP's), else < 0
+    (a block of a split LCP: the guess takes its own, as ``guess_kernel`` does)."""
     n = q.shape[0]
     delta = LEAST_NORM_DELTA * mscale if least_norm else 0.0
     if warm:
@@ -382,9 +386,9 @@ def _solve_block(M, q, mscale, n_all, whole, rows, least_norm, tol_rel, caps, wa
             meta[TRIED] += 1
             S = tab[4][e, : tab[3][e]].copy()
             final = np.empty(n, dtype=np.int64)
-            code, ns, _rounds = guess_kernel_call(
+            code, ns, _rounds = guess_normed_call(
                 M, q, S, delta, least_norm, tol_rel, LSTSQ_RCOND, WARM_ROUNDS,
-                ACTIVE_SET_FIXES, z, final,
+                ACTIVE_SET_FIXES, z, final, mraw if mraw >= 0.0 else _inf_norm(M),
             )  # fmt: skip
             if code == CANDIDATE:
                 ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
@@ -426,7 +430,7 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
     Ms = []
     qs = []
     gs = []
-    mscale = 0.0
+    mraw = 0.0  # ||M||_inf of the whole LCP: the largest island's, taken once
     for g in range(count):
         contacts = corder[cstarts[g] : cstarts[g + 1]]
         m = contacts.shape[0]
@@ -450,12 +454,11 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
                 qg[m * k + a] = budget[contacts[a]]
         rows = np.empty(ng, dtype=np.int64)
         global_rows(contacts, nu, k, rows)
-        mscale = max(mscale, _inf_norm(Mg))
+        mraw = max(mraw, _inf_norm(Mg))
         Ms.append(Mg)
         qs.append(qg)
         gs.append(rows)
-    if not (mscale > 0.0 and np.isfinite(mscale)):
-        mscale = 1.0  # _mscale's rule
+    mscale = mraw if mraw > 0.0 and np.isfinite(mraw) else 1.0  # _mscale's rule
     # the blocks of every island, in the order of their first (global) row
     bisl = np.empty(n, dtype=np.int64)
     bloc = []
@@ -478,7 +481,7 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
         none = np.empty(0, dtype=np.int64)
         w = np.empty(n)
         ok, pivots, worst, S = _solve_block_call(
-            Ms[0], qs[0], mscale, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
+            Ms[0], qs[0], mscale, mraw, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
         )
         if ok and warm:
             warm_remember(tab, und, n, True, none, S)
@@ -501,7 +504,7 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
         zb = np.empty(m)
         wb = np.empty(m)
         ok, piv, _worst, S = _solve_block_call(
-            Mb, qb, mscale, n, False, rows, least_norm, tol_rel, caps, warm, tab, zb, wb
+            Mb, qb, mscale, -1.0, n, False, rows, least_norm, tol_rel, caps, warm, tab, zb, wb
         )
         if not ok:
             return False, 0, np.inf, code
@@ -743,24 +746,27 @@ def contact_step_kernel(
                 rec[nr] = i
                 nr += 1
         if nr:
-            ba = np.empty(nr, dtype=np.int64)
-            bb = np.empty(nr, dtype=np.int64)
-            la = np.empty((nr, 3))
-            lb = np.empty((nr, 3))
-            nr3 = np.empty((nr, 3))
+            # u(v_f) + u(v+) of the rows, each u computed on its own and then added as
+            # ``relative_velocity_sums`` does. A row's u depends on that row alone (the body
+            # velocities at v, then its own points), so the slip reference's rows at the same
+            # v_f (no collision changed v_f) are the same numbers and are reused.
+            uf = ref
+            if not (slip and not colliding):
+                uf = np.empty((nu, 3))
+                relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_free, body_a,
+                                           local_a, body_b, local_b, uf)  # fmt: skip
+            u2 = np.empty((nu, 3))
+            relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_new, body_a,
+                                       local_a, body_b, local_b, u2)  # fmt: skip
             fr = np.empty(nr)
-            for a in range(nr):
-                i = rec[a]
-                ba[a], bb[a] = body_a[i], body_b[i]
-                for c in range(3):
-                    la[a, c], lb[a, c], nr3[a, c] = local_a[i, c], local_b[i, c], normal[i, c]
-                fr[a] = _ndot(F, i, normal, i)
-            us = np.empty((nr, 3))
-            relative_velocity_sums_kernel(parent, vi, nvj, S, E, r, R_world, v_free, v_new, ba,
-                                          la, bb, lb, us)  # fmt: skip
             un = np.empty(nr)
             for a in range(nr):
-                un[a] = _ndot(us, a, nr3, a)
+                i = rec[a]
+                fr[a] = _ndot(F, i, normal, i)
+                x0 = uf[i, 0] + u2[i, 0]
+                x1 = uf[i, 1] + u2[i, 1]
+                x2 = uf[i, 2] + u2[i, 2]
+                un[a] = (x0 * normal[i, 0] + x2 * normal[i, 2]) + x1 * normal[i, 1]
             info[I_E_STAB] = 0.0 + 0.5 * np.dot(fr, un)
     for i in range(nu):
         fn[i] = _ndot(P, i, normal, i)

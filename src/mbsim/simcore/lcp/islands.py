@@ -11,7 +11,8 @@ each other nor a common moving body give exact zeros in Lambda (a pile of separa
 free boxes), hence separate blocks.
 
 Cost. Lemke costs O(n^2) per pivot and about n pivots; k equal blocks cost k (n/k)^3, k^2
-times less. Finding the blocks is one O(n^2) pass of a compiled union-find over M.
+times less. Finding the blocks is a compiled search over the pattern of M, O(n) checks for
+an M that does not split and at most O(n^2).
 
 Acceptance. Each block is solved by the caller's solver (``chain.solve_lcp``'s fallback chain
 on the block) and accepted by the usual test on the block's own (M_bb, q_b) (problem.py),
@@ -46,36 +47,39 @@ BlockSolver = Callable[[np.ndarray, np.ndarray], LcpResult]
 @njit(cache=True)
 def _component_labels(M, label):
     """label[i] = the block of row i, blocks numbered 0, 1, ... in order of their first row;
-    returns the number of blocks. Union-find with path halving over the pattern of M + M'."""
+    returns the number of blocks. A search over the pattern of M + M' from the first row not
+    yet labelled, each row it reaches compared only with the rows still unlabelled: O(n)
+    checks for an M that does not split (the usual contact LCP), O(n^2) at most."""
     n = M.shape[0]
-    parent = np.arange(n)
+    rest = np.empty(n, dtype=np.int64)  # the unlabelled rows, ascending
+    stack = np.empty(n, dtype=np.int64)
     for i in range(n):
-        for j in range(i + 1, n):
-            if M[i, j] != 0.0 or M[j, i] != 0.0:
-                a = i
-                while parent[a] != a:
-                    parent[a] = parent[parent[a]]
-                    a = parent[a]
-                b = j
-                while parent[b] != b:
-                    parent[b] = parent[parent[b]]
-                    b = parent[b]
-                if a != b:
-                    # the smaller root wins, so a block's root is its first row
-                    if a < b:
-                        parent[b] = a
-                    else:
-                        parent[a] = b
+        rest[i] = i
+    nrest = n
     count = 0
-    for i in range(n):
-        r = i
-        while parent[r] != r:
-            r = parent[r]
-        if r == i:
-            label[i] = count
-            count += 1
-        else:
-            label[i] = label[r]  # r < i: already labelled
+    while nrest > 0:
+        first = rest[0]
+        label[first] = count
+        for a in range(1, nrest):
+            rest[a - 1] = rest[a]
+        nrest -= 1
+        stack[0] = first
+        top = 1
+        while top > 0 and nrest > 0:
+            top -= 1
+            i = stack[top]
+            m = 0
+            for a in range(nrest):
+                j = rest[a]
+                if M[i, j] != 0.0 or M[j, i] != 0.0:  # nan couples too
+                    label[j] = count
+                    stack[top] = j
+                    top += 1
+                else:
+                    rest[m] = j
+                    m += 1
+            nrest = m
+        count += 1
     return count
 
 

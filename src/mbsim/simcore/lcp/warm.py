@@ -238,12 +238,20 @@ def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
     polish's active-set corrections (chain.ACTIVE_SET_FIXES, :func:`_polish`) and the
     restricted LCP's growths (:func:`restricted_guess`, which takes the least-norm guess
     whose polish fails: the code NO_RESTRICTED when it fails too)."""
+    return guess_normed(
+        M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, out_S, _inf_norm(M)
+    )
+
+
+@njit(cache=True)
+def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, out_S, mraw):
+    """:func:`guess_kernel` with ``mraw`` = ||M||_inf given (the compiled contact step has
+    it: its LCP's norm is taken once, for the regularisation and for this)."""
     n = q.shape[0]
     shift = delta if least_norm else 0.0
     inside = np.zeros(n, dtype=np.bool_)
     for a in range(S.shape[0]):
         inside[S[a]] = True
-    mraw = _inf_norm(M)
     mnorm = mraw + shift
     qn = _max_abs(q)
     code = SINGULAR
