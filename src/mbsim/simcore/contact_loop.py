@@ -36,13 +36,15 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, types
+from numba.experimental import structref
+from numba.extending import overload
 
 from mbsim.collision.manifold import BODY_PAIR
 from mbsim.collision.narrowphase import finish, narrowphase
 from mbsim.collision.scene import Contacts, _smooth_radii_kernel
 from mbsim.simcore.contact_fused import ContactFuser, contact_step_kernel
 from mbsim.simcore.lcp import warm as warm_start
-from mbsim.simcore.lcp.warm_table import WarmTable, undo
+from mbsim.simcore.lcp.warm_table import WarmTable, mark, undo
 from mbsim.simcore.native_call import address_table, native_caller
 
 #: the contact event kinds of the loop's rows (Simulator.events_of's names: EVENT_NAMES)
@@ -64,17 +66,82 @@ ALL_KERNELS = (True, True, True, True)
 _call_code = native_caller(types.int64)
 
 
+#: the fields of the loop's contact stage (:class:`StageType`), in the order
+#: :func:`make_stage` takes them: ``detect`` and ``kernel`` the detection and kernel tuples
+#: (:meth:`ContactStage.__init__`), the contacts acting and the last step's contacts
+#: (``act_pf``, ``act_is``, ``last_i``, ``last_v``, ``last_f``), the kernel's info slots,
+#: the counters ``cst`` (contacts acting, last step's contacts, event rows, contact rows,
+#: contact steps), the event and contact row buffers, the recorded rows' (contacts,
+#: penetration), the run's (max penetration, worst LCP residual), the gain row's info slots,
+#: the penetration bound, the empty contact set (``e_*``: a step without contacts) and the
+#: warm start's flag, table and undo log (lcp/warm_table.py)
+STAGE_FIELDS = (
+    "detect", "kernel", "act_pf", "act_is", "last_i", "last_v", "last_f", "info", "cst",
+    "ev_i", "ev_f", "rc_i", "rc_f", "rec_cd", "stats", "gain", "max_pen", "e_ints", "e_vecs",
+    "e_f", "e_f3", "e_b", "warm", "wtab", "wund",
+)  # fmt: skip
+
+
+@structref.register
+class StageType(types.StructRef):
+    """numba type of the loop's contact stage: one reference to a record of the stage's
+    arrays and tuples (:data:`STAGE_FIELDS`). The loop's kernel takes it, and hands it to
+    the stage's kernels, as one pointer: as a tuple of its ~100 arrays passed and copied by
+    value, it made LLVM's SROA pass most of the loop's compile time (docs/results.md,
+    "Compile time of the contact loop")."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(t)) for name, t in fields)
+
+
+class StageRef(structref.StructRefProxy):
+    """A contact stage record (:class:`StageType`) held in Python: made by
+    :func:`make_stage`, read only by compiled code (Python keeps its own references to the
+    same arrays, :class:`ContactStage`)."""
+
+
+structref.define_boxing(StageType, StageRef)
+
+
+def _new_stage(*fields):
+    raise NotImplementedError("compiled code only")
+
+
+@overload(_new_stage)
+def _new_stage_impl(*fields):
+    stage_type = StageType(list(zip(STAGE_FIELDS, fields, strict=True)))
+    body = "".join(f"    s.{n} = fields[{i}]\n" for i, n in enumerate(STAGE_FIELDS))
+    src = f"def impl(*fields):\n    s = new(stage_type)\n{body}    return s\n"
+    scope = {"new": structref.new, "stage_type": stage_type, "__name__": __name__}
+    exec(src, scope)  # one assignment per field: the record's constructor
+    return scope["impl"]
+
+
 @njit(cache=True)
-def contact_set(pairs, Rw, pw, bc, R_world, p_world, cd):
+def make_stage(
+    detect, kernel, act_pf, act_is, last_i, last_v, last_f, info, cst, ev_i, ev_f, rc_i, rc_f,
+    rec_cd, stats, gain, max_pen, e_ints, e_vecs, e_f, e_f3, e_b, warm, wtab, wund,
+):  # fmt: skip
+    """The contact stage record (:class:`StageType`) of these fields (:data:`STAGE_FIELDS`);
+    it holds the arrays themselves, not copies."""
+    return _new_stage(
+        detect, kernel, act_pf, act_is, last_i, last_v, last_f, info, cst, ev_i, ev_f, rc_i,
+        rc_f, rec_cd, stats, gain, max_pen, e_ints, e_vecs, e_f, e_f3, e_b, warm, wtab, wund,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def contact_set(pairs, Rw, pw, bc, R_world, p_world, stage):
     """The step's contacts (module docstring, 1) for the shape poses Rw, pw, bc and the body
     poses R_world, p_world: (nc, or -1 when Python must detect them; ints (6, nc): body_a,
     body_b, geom_a, geom_b, pair_id, feature_key; vecs (5, nc, 3): point_a, point_b,
     local_a, local_b, normal; gap (nc,); radius_a, radius_b (nc,)), as CollisionScene.detect
-    returns them. ``cd``: :meth:`ContactStage.build`'s detection tuple."""
+    returns them. ``stage``: the stage record (:func:`make_stage`), whose ``detect`` is
+    :class:`ContactStage`'s detection tuple."""
     (
         allowed, fpack, ipack, offs, ground, params, buf, keys, out_i, out_f, fcl_out,
         polytopes, meshes, cylinders, fcl, n_shapes, shape_kind, shape_radius, body_pair_cap,
-    ) = cd  # fmt: skip
+    ) = stage.detect  # fmt: skip
     nc, nfcl = narrowphase(
         pairs, allowed, fpack, ipack, offs, Rw, pw, bc, ground, params, buf, keys, out_i,
         out_f, fcl_out, polytopes, meshes, cylinders, fcl,
@@ -91,25 +158,26 @@ def contact_set(pairs, Rw, pw, bc, R_world, p_world, cd):
 
 
 @njit(cache=True)
-def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info, warm, wtab, wund):
+def fused_step(stage, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new):
     """``contact_step_kernel`` on the step's contacts as ``ContactFuser.step`` calls it
-    (module docstring, 2). ``ch``: :meth:`ContactStage.build`'s kernel tuple; ``warm``:
-    whether the warm start is on, ``wtab``/``wund`` the loop's copy of its store and the
-    copy's undo log (lcp/warm_table.py: the kernel updates the copy, the loop marks it
-    after a step it keeps). Returns (the kernel's code, or -1 for an LCP of more rows than
-    the kernel takes or when the table ``ch`` ends with (:meth:`ContactStage.link`) holds
-    no compilation of it for these argument types; z; fn; tangent; sliding; hit;
-    vn_before; vn_after; p_impact: the kernel's collision outputs); v_new gets v+, info the
-    kernel's info slots. The kernel is called through its address (native_call.py):
-    compiled with this function, it would be compiled again inside it and again inside the
-    loop."""
+    (module docstring, 2). ``stage``: the stage record (:func:`make_stage`): its ``kernel``
+    is :class:`ContactStage`'s kernel tuple, its ``info`` gets the kernel's info slots,
+    ``warm`` whether the warm start is on, ``wtab``/``wund`` the loop's copy of its store
+    and the copy's undo log (lcp/warm_table.py: the kernel updates the copy, the loop marks
+    it after a step it keeps). Returns (the kernel's code, or -1 for an LCP of more rows
+    than the kernel takes or when the table the kernel tuple ends with
+    (:meth:`ContactStage.link`) holds no compilation of it for these argument types; z; fn;
+    tangent; sliding; hit; vn_before; vn_after; p_impact: the kernel's collision outputs);
+    v_new gets v+. The kernel is called through its address (native_call.py): compiled
+    with this function, it would be compiled again inside it and again inside the loop."""
     (
         parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
         R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch66, qdd_ws,
         armature, ups, bv, cos_a, sin_a, dt, stabilization, max_recovery_speed, use_floor,
         gap_floor, curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm,
         tol_rel, caps, max_rows, core, mu_table, eps_table, table,
-    ) = ch  # fmt: skip
+    ) = stage.kernel  # fmt: skip
+    info, warm, wtab, wund = stage.info, stage.warm, stage.wtab, stage.wund
     nu = gap.shape[0]
     k = cos_a.shape[0] + 1
     z = np.empty(nu * (k + 1))
@@ -245,6 +313,13 @@ def record_events(
 
 
 @njit(cache=True)
+def keep_warm(stage):
+    """The loop keeps the step: so are its changes to the loop's copy of the warm store
+    (lcp/warm_table.mark on the record's ``wtab``, ``wund``)."""
+    mark(stage.wtab, stage.wund)
+
+
+@njit(cache=True)
 def keep_last(nc, ints, vecs, gap, ra, rb, last_i, last_v, last_f):
     """The step's contacts as the last step's (``last_f`` (3, C): gap, radius_a,
     radius_b)."""
@@ -361,11 +436,12 @@ class ContactStage:
 
         return self._settings == (budget.CHUNK_FLOPS, lemke_module.default_max_pivots)
 
-    def arrays(self, sim, summary, n_max: int, rows: int) -> tuple:
-        """free_run_kernel's ``cl``: the tuples and the state of the contacts acting and of
-        the last step's contacts, from the simulator's (``Simulator._active``,
-        ``_prev_contacts``: the step-by-step path's own bookkeeping, so either path may take
-        the next step), buffers for ``n_max`` steps and ``rows`` recorded rows."""
+    def arrays(self, sim, summary, n_max: int, rows: int) -> StageRef:
+        """free_run_kernel's ``cl``: the stage record (:func:`make_stage`) of the tuples and
+        the state of the contacts acting and of the last step's contacts, from the
+        simulator's (``Simulator._active``, ``_prev_contacts``: the step-by-step path's own
+        bookkeeping, so either path may take the next step), buffers for ``n_max`` steps and
+        ``rows`` recorded rows."""
         had = sim.stepper._fast._last_had_contact
         n_act = len(sim._active) if had else 0
         for j, ((p, f), (i, sliding)) in enumerate(sim._active.items() if had else ()):
@@ -401,12 +477,17 @@ class ContactStage:
             self.wtable.load(store)
         self.stats = np.array([summary.max_penetration, summary.worst_lcp_residual])
         o = sim.stepper.opt
-        return (
-            self.detect, self.kernel, self.act_pf, self.act_is, self.last_i, self.last_v,
-            self.last_f, self.info, self.cst, *self._ev, *self._rc, self._cd, self.stats,
-            self.gain, float(o.max_penetration), *self._empty, warm, self.wtable.tab,
-            self.wtable.und,
+        self._fields = (
+            self.act_pf, self.act_is, self.last_i, self.last_v, self.last_f, self.info, self.cst,
+            *self._ev, *self._rc, self._cd, self.stats, self.gain, float(o.max_penetration),
+            *self._empty, warm, self.wtable.tab, self.wtable.und,
         )  # fmt: skip
+        return self.record()
+
+    def record(self) -> StageRef:
+        """The stage record of :meth:`arrays`' last call, with the kernel tuple as it is now
+        (:meth:`link` puts the contact step's address in it)."""
+        return make_stage(self.detect, self.kernel, *self._fields)
 
     def results(self, sim, n: int, summary) -> tuple:
         """After a call that took ``n`` steps: (contact steps, event rows, recorded contact
@@ -450,6 +531,7 @@ class ContactStage:
 
 
 __all__ = [
-    "ContactStage", "EVENT_NAMES", "MAX_CONTACTS", "contact_set", "fused_step", "keep_last",
-    "record_contacts", "record_events",
+    "ContactStage", "EVENT_NAMES", "MAX_CONTACTS", "STAGE_FIELDS", "StageRef", "StageType",
+    "contact_set", "fused_step", "keep_last", "keep_warm", "make_stage", "record_contacts",
+    "record_events",
 ]  # fmt: skip

@@ -123,6 +123,7 @@ from mbsim.simcore.contact_loop import (
     contact_set,
     fused_step,
     keep_last,
+    keep_warm,
     record_contacts,
     record_events,
 )
@@ -141,7 +142,6 @@ from mbsim.simcore.kinematics import (
     forward_kinematics_kernel,
     integrate_kernel,
 )
-from mbsim.simcore.lcp.warm_table import mark as warm_mark
 from mbsim.simcore.limit_step import (
     BAD as LIMIT_BAD,
 )
@@ -294,12 +294,29 @@ def free_run_kernel(
     nrec = 0
     nev = np.int64(0)  # not a literal: one compile of _event_row
     touch = False
-    if cl is not None:  # the contact stage (contact_loop.ContactStage.arrays)
-        (
-            _cd, _ch, act_pf, act_is, last_i, last_v, last_f, cinfo, cst, ev_ci, ev_cf, rc_i,
-            rc_f, rec_cd, cstats, gi, max_pen, e_ints, e_vecs, e_f, e_f3, e_b, warm, wtab,
-            wund,
-        ) = cl  # fmt: skip
+    if cl is not None:  # the contact stage's record (contact_loop.ContactStage.arrays):
+        # one field a statement, no tuple of them built (a first run's compile time)
+        act_pf = cl.act_pf
+        act_is = cl.act_is
+        last_i = cl.last_i
+        last_v = cl.last_v
+        last_f = cl.last_f
+        cinfo = cl.info
+        cst = cl.cst
+        ev_ci = cl.ev_i
+        ev_cf = cl.ev_f
+        rc_i = cl.rc_i
+        rc_f = cl.rc_f
+        rec_cd = cl.rec_cd
+        cstats = cl.stats
+        gi = cl.gain
+        max_pen = cl.max_pen
+        e_ints = cl.e_ints
+        e_vecs = cl.e_vecs
+        e_f = cl.e_f
+        e_f3 = cl.e_f3
+        e_b = cl.e_b
+        warm = cl.warm
     nv = v.shape[0]
     nq = q.shape[0]
     a0 = np.zeros(6)
@@ -393,7 +410,7 @@ def free_run_kernel(
         if cl is not None:
             if touch:  # the step's contacts and, with any, its contact step (contact_loop.py)
                 nc, c_ints, c_vecs, c_gap, c_ra, c_rb = _contact_set(
-                    pairs, Rw, pw, bc, R_world, p_world, cl[0]
+                    pairs, Rw, pw, bc, R_world, p_world, cl
                 )
                 if nc < 0:
                     return step, CONTACT, nrec, nev  # a pair Python's detection must take
@@ -403,9 +420,8 @@ def free_run_kernel(
                     ):
                         return step, CONTACT, nrec, nev  # joint rows with the contacts
                     ccode, c_z, c_fn, c_tan, c_sl, c_hit, c_vb, c_va, c_pi = _fused_step(
-                        cl[1], c_ints, c_vecs, c_gap, c_ra, c_rb, q, v, tau, qdd, v_new, cinfo,
-                        warm, wtab, wund,
-                    )  # fmt: skip
+                        cl, c_ints, c_vecs, c_gap, c_ra, c_rb, q, v, tau, qdd, v_new
+                    )
                     if ccode != 0:
                         return step, CONTACT, nrec, nev  # Python's contact step decides
                     if saturable is not None:
@@ -517,7 +533,7 @@ def free_run_kernel(
             if nc > 0:
                 cst[4] += 1  # contact steps taken
                 if warm:  # the step is kept: so are its changes to the warm store
-                    warm_mark(wtab, wund)
+                    keep_warm(cl)
                 if pen > cstats[0]:
                     cstats[0] = pen
                 if cinfo[C_RESIDUAL] > cstats[1]:
@@ -847,7 +863,7 @@ class FreeLoop:
             free_run_kernel.compile(tuple(free_run_kernel.typeof_pyval(a) for a in args))
             warmup.wait()
             stage.link()
-            cl = (cl[0], stage.kernel, *cl[2:])
+            cl = stage.record()
             args = (*args[:-1], cl)
         n, why, nrec, nev = free_run_kernel(*args)
         self.why = int(why)
@@ -877,7 +893,7 @@ class FreeLoop:
                 "solver": self._rec_solver[:nrec].copy(),
             }
             if csteps:  # contact steps: their contacts and penetration too
-                cd = cl[13]
+                cd = stage._cd
                 lcp["n_contacts"] = cd[:nrec, 0].astype(np.int64)
                 lcp["max_penetration"] = cd[:nrec, 1].copy()
         self.records = (
