@@ -1,7 +1,7 @@
 """Contact steps inside the compiled loop of steps (free_loop.py, issue 15).
 
 :func:`~mbsim.simcore.free_loop.free_run_kernel` stops at the first step in which a pair may
-touch unless it is handed the tuples built here (:class:`ContactStage`); with them it takes
+touch unless it is handed the stage built here (:class:`ContactStage`); with it it takes
 that step itself, compiled, as the step-by-step path would take it through
 ``OSStepper._general_step`` and the compiled contact step (contact_fused.py):
 
@@ -27,6 +27,11 @@ that step itself, compiled, as the step-by-step path would take it through
    what ``Simulator._write_events`` writes: the bodies, the mid point of the two contact
    points, the normal and the step's normal and tangent impulses (zero at contact_end).
 
+The loop's kernel takes the stage as one record (:class:`StageType`, a numba structref:
+one pointer, however many arrays it holds) and hands it to the stage's kernels
+(:func:`stage_contacts`, :func:`stage_step`, :func:`stage_events`, :func:`stage_rows`),
+which keep the step's contacts and the contact step's outputs in it.
+
 The recorded rows of a contact step get the contacts ``Simulator._record`` writes (bodies,
 mid point, normal, impulses, gap) and the diagnostics (LCP size, pivots, residual, solver,
 contacts, penetration). Units: SI (m, N s).
@@ -42,7 +47,13 @@ from numba.extending import overload
 from mbsim.collision.manifold import BODY_PAIR
 from mbsim.collision.narrowphase import finish, narrowphase
 from mbsim.collision.scene import Contacts, _smooth_radii_kernel
-from mbsim.simcore.contact_fused import ContactFuser, contact_step_kernel
+from mbsim.simcore.contact_fused import (
+    I_IMPACT,
+    I_KE_AFTER,
+    I_KE_BEFORE,
+    ContactFuser,
+    contact_step_kernel,
+)
 from mbsim.simcore.lcp import warm as warm_start
 from mbsim.simcore.lcp.warm_table import WarmTable, mark, undo
 from mbsim.simcore.native_call import address_table, native_caller
@@ -73,12 +84,14 @@ _call_code = native_caller(types.int64)
 #: the counters ``cst`` (contacts acting, last step's contacts, event rows, contact rows,
 #: contact steps), the event and contact row buffers, the recorded rows' (contacts,
 #: penetration), the run's (max penetration, worst LCP residual), the gain row's info slots,
-#: the penetration bound, the empty contact set (``e_*``: a step without contacts) and the
-#: warm start's flag, table and undo log (lcp/warm_table.py)
+#: the penetration bound, the warm start's flag, table and undo log (lcp/warm_table.py),
+#: and the step's contacts and contact step outputs (:func:`stage_contacts`,
+#: :func:`stage_step`; empty before the first)
 STAGE_FIELDS = (
     "detect", "kernel", "act_pf", "act_is", "last_i", "last_v", "last_f", "info", "cst",
-    "ev_i", "ev_f", "rc_i", "rc_f", "rec_cd", "stats", "gain", "max_pen", "e_ints", "e_vecs",
-    "e_f", "e_f3", "e_b", "warm", "wtab", "wund",
+    "ev_i", "ev_f", "rc_i", "rc_f", "rec_cd", "stats", "gain", "max_pen", "warm", "wtab",
+    "wund", "ints", "vecs", "gap", "ra", "rb", "z", "fn", "tangent", "sliding", "hit",
+    "vn_before", "vn_after", "p_impact",
 )  # fmt: skip
 
 
@@ -120,13 +133,15 @@ def _new_stage_impl(*fields):
 @njit(cache=True)
 def make_stage(
     detect, kernel, act_pf, act_is, last_i, last_v, last_f, info, cst, ev_i, ev_f, rc_i, rc_f,
-    rec_cd, stats, gain, max_pen, e_ints, e_vecs, e_f, e_f3, e_b, warm, wtab, wund,
+    rec_cd, stats, gain, max_pen, warm, wtab, wund, ints, vecs, gap, ra, rb, z, fn, tangent,
+    sliding, hit, vn_before, vn_after, p_impact,
 ):  # fmt: skip
     """The contact stage record (:class:`StageType`) of these fields (:data:`STAGE_FIELDS`);
     it holds the arrays themselves, not copies."""
     return _new_stage(
         detect, kernel, act_pf, act_is, last_i, last_v, last_f, info, cst, ev_i, ev_f, rc_i,
-        rc_f, rec_cd, stats, gain, max_pen, e_ints, e_vecs, e_f, e_f3, e_b, warm, wtab, wund,
+        rc_f, rec_cd, stats, gain, max_pen, warm, wtab, wund, ints, vecs, gap, ra, rb, z, fn,
+        tangent, sliding, hit, vn_before, vn_after, p_impact,
     )  # fmt: skip
 
 
@@ -353,8 +368,69 @@ def record_contacts(step, nc, ints, vecs, gap, fn, tangent, rc_i, rc_f, n):
     return n
 
 
+@njit(cache=True)
+def stage_contacts(pairs, Rw, pw, bc, R_world, p_world, stage):
+    """:func:`contact_set` into the stage record: its contacts become the record's ``ints``,
+    ``vecs``, ``gap``, ``ra``, ``rb``. Returns nc (-1: Python must detect them)."""
+    nc, ints, vecs, gap, ra, rb = contact_set(pairs, Rw, pw, bc, R_world, p_world, stage)
+    stage.ints = ints
+    stage.vecs = vecs
+    stage.gap = gap
+    stage.ra = ra
+    stage.rb = rb
+    return nc
+
+
+@njit(cache=True)
+def stage_step(stage, q, v, tau, qdd, v_new):
+    """:func:`fused_step` on the record's contacts (:func:`stage_contacts`), its outputs into
+    the record (``z``, ``fn``, ``tangent``, ``sliding``, ``hit``, ``vn_before``,
+    ``vn_after``, ``p_impact``), v_new gets v+. Returns (its code, the LCP's rows)."""
+    code, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact = fused_step(
+        stage, stage.ints, stage.vecs, stage.gap, stage.ra, stage.rb, q, v, tau, qdd, v_new
+    )
+    stage.z = z
+    stage.fn = fn
+    stage.tangent = tangent
+    stage.sliding = sliding
+    stage.hit = hit
+    stage.vn_before = vn_before
+    stage.vn_after = vn_after
+    stage.p_impact = p_impact
+    return code, z.shape[0]
+
+
+@njit(cache=True)
+def stage_events(stage, step, nc):
+    """The contact events of step ``step`` (:func:`record_events`) from the record's
+    ``nc`` contacts and contact step (none: ``nc`` 0), then those contacts as the last
+    step's (:func:`keep_last`); the record's counters ``cst`` updated."""
+    info = stage.info
+    cst = stage.cst
+    cst[2], cst[0] = record_events(
+        step, nc, stage.ints, stage.vecs, stage.fn, stage.tangent, stage.sliding,
+        nc > 0 and info[I_IMPACT] != 0.0, stage.hit, stage.p_impact, stage.vn_before,
+        stage.vn_after, info[I_KE_BEFORE], info[I_KE_AFTER], stage.act_pf, stage.act_is,
+        cst[0], stage.last_i, stage.last_v, stage.ev_i, stage.ev_f, cst[2],
+    )  # fmt: skip
+    keep_last(nc, stage.ints, stage.vecs, stage.gap, stage.ra, stage.rb, stage.last_i,
+              stage.last_v, stage.last_f)  # fmt: skip
+    cst[1] = nc
+
+
+@njit(cache=True)
+def stage_rows(stage, step, nc):
+    """The contact rows of recorded step ``step`` (:func:`record_contacts`) from the
+    record's ``nc`` contacts and contact step."""
+    cst = stage.cst
+    cst[3] = record_contacts(
+        step, nc, stage.ints, stage.vecs, stage.gap, stage.fn, stage.tangent, stage.rc_i,
+        stage.rc_f, cst[3],
+    )  # fmt: skip
+
+
 class ContactStage:
-    """The contact stage of one :class:`~mbsim.simcore.free_loop.FreeLoop`: the tuples
+    """The contact stage of one :class:`~mbsim.simcore.free_loop.FreeLoop`: the record
     :func:`free_run_kernel` takes (module docstring) and the state it carries between
     calls (the contacts acting, the last step's contacts)."""
 
@@ -413,9 +489,11 @@ class ContactStage:
         self.gain = np.zeros(7)  # the limit step's info slots of a gain row (free_loop.py)
         self.key = (st, m, d, o, c)
         self._ev = self._rc = self._cd = None
+        e, e3, eb = np.zeros(0), np.zeros((0, 3)), np.zeros(0, np.bool_)
+        #: the record's step contacts and contact step outputs before the first
         self._empty = (
-            np.zeros((6, 0), np.int64), np.zeros((5, 0, 3)), np.zeros(0), np.zeros((0, 3)),
-            np.zeros(0, np.bool_),
+            np.zeros((6, 0), np.int64), np.zeros((5, 0, 3)), e, e, e, e, e, e3, eb, eb, e, e,
+            e3,
         )  # fmt: skip
 
     def link(self) -> None:
@@ -480,7 +558,7 @@ class ContactStage:
         self._fields = (
             self.act_pf, self.act_is, self.last_i, self.last_v, self.last_f, self.info, self.cst,
             *self._ev, *self._rc, self._cd, self.stats, self.gain, float(o.max_penetration),
-            *self._empty, warm, self.wtable.tab, self.wtable.und,
+            warm, self.wtable.tab, self.wtable.und, *self._empty,
         )  # fmt: skip
         return self.record()
 
@@ -533,5 +611,5 @@ class ContactStage:
 __all__ = [
     "ContactStage", "EVENT_NAMES", "MAX_CONTACTS", "STAGE_FIELDS", "StageRef", "StageType",
     "contact_set", "fused_step", "keep_last", "keep_warm", "make_stage", "record_contacts",
-    "record_events",
+    "record_events", "stage_contacts", "stage_events", "stage_rows", "stage_step",
 ]  # fmt: skip
