@@ -180,7 +180,8 @@ def contact_costs(sim, reps: int) -> dict[str, float]:
     broad = (*bp[:7], Rw, pw, *bp[7:])
     pairs = aabb_candidates(*broad)
     cd = stage.detect
-    cset = (pairs, Rw, pw, bc, d.R_world, d.p_world, cd)
+    rec = stage.record()  # the stage record of the run's last loop call (contact_loop.py)
+    cset = (pairs, Rw, pw, bc, d.R_world, d.p_world, rec)
     narrow = (pairs, *cd[:4], Rw, pw, bc, *cd[4:15])
     nc, ints, vecs, gap, ra, rb = contact_set(*cset)
     out = {}
@@ -206,9 +207,7 @@ def contact_costs(sim, reps: int) -> dict[str, float]:
                     d.Dinv, tau, d.pA, d.u)  # fmt: skip
     aba_accel_kernel(m.parent, m.vi, m.nvj, d.S, d.E, d.r, d.cbias, d.U, d.Dinv, d.u, a0, d.acc,
                      d.qdd)  # fmt: skip
-    warm = stage._store is not None
-    fused = (stage.kernel, ints, vecs, gap, ra, rb, q, v, tau, d.qdd.copy(), np.zeros(m.nv),
-             np.zeros(10), warm, stage.wtable.tab, stage.wtable.und)  # fmt: skip
+    fused = (rec, ints, vecs, gap, ra, rb, q, v, tau, d.qdd.copy(), np.zeros(m.nv))
     out["fused_step"] = ns_per_call(fused_step, fused, max(reps // 10, 1))
     out["lcp_rows"] = fused_step(*fused)[1].shape[0]
     return out

@@ -1,7 +1,7 @@
 """Contact steps inside the compiled loop of steps (free_loop.py, issue 15).
 
 :func:`~mbsim.simcore.free_loop.free_run_kernel` stops at the first step in which a pair may
-touch unless it is handed the tuples built here (:class:`ContactStage`); with them it takes
+touch unless it is handed the stage built here (:class:`ContactStage`); with it it takes
 that step itself, compiled, as the step-by-step path would take it through
 ``OSStepper._general_step`` and the compiled contact step (contact_fused.py):
 
@@ -27,6 +27,11 @@ that step itself, compiled, as the step-by-step path would take it through
    what ``Simulator._write_events`` writes: the bodies, the mid point of the two contact
    points, the normal and the step's normal and tangent impulses (zero at contact_end).
 
+The loop's kernel takes the stage as one record (:class:`StageType`, a numba structref:
+one pointer, however many arrays it holds) and hands it to the stage's kernels
+(:func:`stage_contacts`, :func:`stage_step`, :func:`stage_events`, :func:`stage_rows`),
+which keep the step's contacts and the contact step's outputs in it.
+
 The recorded rows of a contact step get the contacts ``Simulator._record`` writes (bodies,
 mid point, normal, impulses, gap) and the diagnostics (LCP size, pivots, residual, solver,
 contacts, penetration). Units: SI (m, N s).
@@ -36,13 +41,21 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, types
+from numba.experimental import structref
+from numba.extending import overload
 
 from mbsim.collision.manifold import BODY_PAIR
 from mbsim.collision.narrowphase import finish, narrowphase
 from mbsim.collision.scene import Contacts, _smooth_radii_kernel
-from mbsim.simcore.contact_fused import ContactFuser, contact_step_kernel
+from mbsim.simcore.contact_fused import (
+    I_IMPACT,
+    I_KE_AFTER,
+    I_KE_BEFORE,
+    ContactFuser,
+    contact_step_kernel,
+)
 from mbsim.simcore.lcp import warm as warm_start
-from mbsim.simcore.lcp.warm_table import WarmTable, undo
+from mbsim.simcore.lcp.warm_table import WarmTable, mark, undo
 from mbsim.simcore.native_call import address_table, native_caller
 
 #: the contact event kinds of the loop's rows (Simulator.events_of's names: EVENT_NAMES)
@@ -64,17 +77,86 @@ ALL_KERNELS = (True, True, True, True)
 _call_code = native_caller(types.int64)
 
 
+#: the fields of the loop's contact stage (:class:`StageType`), in the order
+#: :func:`make_stage` takes them: ``detect`` and ``kernel`` the detection and kernel tuples
+#: (:meth:`ContactStage.__init__`), the contacts acting and the last step's contacts
+#: (``act_pf``, ``act_is``, ``last_i``, ``last_v``, ``last_f``), the kernel's info slots,
+#: the counters ``cst`` (contacts acting, last step's contacts, event rows, contact rows,
+#: contact steps), the event and contact row buffers, the recorded rows' (contacts,
+#: penetration), the run's (max penetration, worst LCP residual), the gain row's info slots,
+#: the penetration bound, the warm start's flag, table and undo log (lcp/warm_table.py),
+#: and the step's contacts and contact step outputs (:func:`stage_contacts`,
+#: :func:`stage_step`; empty before the first)
+STAGE_FIELDS = (
+    "detect", "kernel", "act_pf", "act_is", "last_i", "last_v", "last_f", "info", "cst",
+    "ev_i", "ev_f", "rc_i", "rc_f", "rec_cd", "stats", "gain", "max_pen", "warm", "wtab",
+    "wund", "ints", "vecs", "gap", "ra", "rb", "z", "fn", "tangent", "sliding", "hit",
+    "vn_before", "vn_after", "p_impact",
+)  # fmt: skip
+
+
+@structref.register
+class StageType(types.StructRef):
+    """numba type of the loop's contact stage: one reference to a record of the stage's
+    arrays and tuples (:data:`STAGE_FIELDS`). The loop's kernel takes it, and hands it to
+    the stage's kernels, as one pointer: as a tuple of its ~100 arrays passed and copied by
+    value, it made LLVM's SROA pass most of the loop's compile time (docs/results.md,
+    "Compile time of the contact loop")."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(t)) for name, t in fields)
+
+
+class StageRef(structref.StructRefProxy):
+    """A contact stage record (:class:`StageType`) held in Python: made by
+    :func:`make_stage`, read only by compiled code (Python keeps its own references to the
+    same arrays, :class:`ContactStage`)."""
+
+
+structref.define_boxing(StageType, StageRef)
+
+
+def _new_stage(*fields):
+    raise NotImplementedError("compiled code only")
+
+
+@overload(_new_stage)
+def _new_stage_impl(*fields):
+    stage_type = StageType(list(zip(STAGE_FIELDS, fields, strict=True)))
+    body = "".join(f"    s.{n} = fields[{i}]\n" for i, n in enumerate(STAGE_FIELDS))
+    src = f"def impl(*fields):\n    s = new(stage_type)\n{body}    return s\n"
+    scope = {"new": structref.new, "stage_type": stage_type, "__name__": __name__}
+    exec(src, scope)  # one assignment per field: the record's constructor
+    return scope["impl"]
+
+
 @njit(cache=True)
-def contact_set(pairs, Rw, pw, bc, R_world, p_world, cd):
+def make_stage(
+    detect, kernel, act_pf, act_is, last_i, last_v, last_f, info, cst, ev_i, ev_f, rc_i, rc_f,
+    rec_cd, stats, gain, max_pen, warm, wtab, wund, ints, vecs, gap, ra, rb, z, fn, tangent,
+    sliding, hit, vn_before, vn_after, p_impact,
+):  # fmt: skip
+    """The contact stage record (:class:`StageType`) of these fields (:data:`STAGE_FIELDS`);
+    it holds the arrays themselves, not copies."""
+    return _new_stage(
+        detect, kernel, act_pf, act_is, last_i, last_v, last_f, info, cst, ev_i, ev_f, rc_i,
+        rc_f, rec_cd, stats, gain, max_pen, warm, wtab, wund, ints, vecs, gap, ra, rb, z, fn,
+        tangent, sliding, hit, vn_before, vn_after, p_impact,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def contact_set(pairs, Rw, pw, bc, R_world, p_world, stage):
     """The step's contacts (module docstring, 1) for the shape poses Rw, pw, bc and the body
     poses R_world, p_world: (nc, or -1 when Python must detect them; ints (6, nc): body_a,
     body_b, geom_a, geom_b, pair_id, feature_key; vecs (5, nc, 3): point_a, point_b,
     local_a, local_b, normal; gap (nc,); radius_a, radius_b (nc,)), as CollisionScene.detect
-    returns them. ``cd``: :meth:`ContactStage.build`'s detection tuple."""
+    returns them. ``stage``: the stage record (:func:`make_stage`), whose ``detect`` is
+    :class:`ContactStage`'s detection tuple."""
     (
         allowed, fpack, ipack, offs, ground, params, buf, keys, out_i, out_f, fcl_out,
         polytopes, meshes, cylinders, fcl, n_shapes, shape_kind, shape_radius, body_pair_cap,
-    ) = cd  # fmt: skip
+    ) = stage.detect  # fmt: skip
     nc, nfcl = narrowphase(
         pairs, allowed, fpack, ipack, offs, Rw, pw, bc, ground, params, buf, keys, out_i,
         out_f, fcl_out, polytopes, meshes, cylinders, fcl,
@@ -91,25 +173,26 @@ def contact_set(pairs, Rw, pw, bc, R_world, p_world, cd):
 
 
 @njit(cache=True)
-def fused_step(ch, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new, info, warm, wtab, wund):
+def fused_step(stage, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new):
     """``contact_step_kernel`` on the step's contacts as ``ContactFuser.step`` calls it
-    (module docstring, 2). ``ch``: :meth:`ContactStage.build`'s kernel tuple; ``warm``:
-    whether the warm start is on, ``wtab``/``wund`` the loop's copy of its store and the
-    copy's undo log (lcp/warm_table.py: the kernel updates the copy, the loop marks it
-    after a step it keeps). Returns (the kernel's code, or -1 for an LCP of more rows than
-    the kernel takes or when the table ``ch`` ends with (:meth:`ContactStage.link`) holds
-    no compilation of it for these argument types; z; fn; tangent; sliding; hit;
-    vn_before; vn_after; p_impact: the kernel's collision outputs); v_new gets v+, info the
-    kernel's info slots. The kernel is called through its address (native_call.py):
-    compiled with this function, it would be compiled again inside it and again inside the
-    loop."""
+    (module docstring, 2). ``stage``: the stage record (:func:`make_stage`): its ``kernel``
+    is :class:`ContactStage`'s kernel tuple, its ``info`` gets the kernel's info slots,
+    ``warm`` whether the warm start is on, ``wtab``/``wund`` the loop's copy of its store
+    and the copy's undo log (lcp/warm_table.py: the kernel updates the copy, the loop marks
+    it after a step it keeps). Returns (the kernel's code, or -1 for an LCP of more rows
+    than the kernel takes or when the table the kernel tuple ends with
+    (:meth:`ContactStage.link`) holds no compilation of it for these argument types; z; fn;
+    tangent; sliding; hit; vn_before; vn_after; p_impact: the kernel's collision outputs);
+    v_new gets v+. The kernel is called through its address (native_call.py): compiled
+    with this function, it would be compiled again inside it and again inside the loop."""
     (
         parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
         R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch66, qdd_ws,
         armature, ups, bv, cos_a, sin_a, dt, stabilization, max_recovery_speed, use_floor,
         gap_floor, curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm,
         tol_rel, caps, max_rows, core, mu_table, eps_table, table,
-    ) = ch  # fmt: skip
+    ) = stage.kernel  # fmt: skip
+    info, warm, wtab, wund = stage.info, stage.warm, stage.wtab, stage.wund
     nu = gap.shape[0]
     k = cos_a.shape[0] + 1
     z = np.empty(nu * (k + 1))
@@ -245,6 +328,13 @@ def record_events(
 
 
 @njit(cache=True)
+def keep_warm(stage):
+    """The loop keeps the step: so are its changes to the loop's copy of the warm store
+    (lcp/warm_table.mark on the record's ``wtab``, ``wund``)."""
+    mark(stage.wtab, stage.wund)
+
+
+@njit(cache=True)
 def keep_last(nc, ints, vecs, gap, ra, rb, last_i, last_v, last_f):
     """The step's contacts as the last step's (``last_f`` (3, C): gap, radius_a,
     radius_b)."""
@@ -278,8 +368,69 @@ def record_contacts(step, nc, ints, vecs, gap, fn, tangent, rc_i, rc_f, n):
     return n
 
 
+@njit(cache=True)
+def stage_contacts(pairs, Rw, pw, bc, R_world, p_world, stage):
+    """:func:`contact_set` into the stage record: its contacts become the record's ``ints``,
+    ``vecs``, ``gap``, ``ra``, ``rb``. Returns nc (-1: Python must detect them)."""
+    nc, ints, vecs, gap, ra, rb = contact_set(pairs, Rw, pw, bc, R_world, p_world, stage)
+    stage.ints = ints
+    stage.vecs = vecs
+    stage.gap = gap
+    stage.ra = ra
+    stage.rb = rb
+    return nc
+
+
+@njit(cache=True)
+def stage_step(stage, q, v, tau, qdd, v_new):
+    """:func:`fused_step` on the record's contacts (:func:`stage_contacts`), its outputs into
+    the record (``z``, ``fn``, ``tangent``, ``sliding``, ``hit``, ``vn_before``,
+    ``vn_after``, ``p_impact``), v_new gets v+. Returns (its code, the LCP's rows)."""
+    code, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact = fused_step(
+        stage, stage.ints, stage.vecs, stage.gap, stage.ra, stage.rb, q, v, tau, qdd, v_new
+    )
+    stage.z = z
+    stage.fn = fn
+    stage.tangent = tangent
+    stage.sliding = sliding
+    stage.hit = hit
+    stage.vn_before = vn_before
+    stage.vn_after = vn_after
+    stage.p_impact = p_impact
+    return code, z.shape[0]
+
+
+@njit(cache=True)
+def stage_events(stage, step, nc):
+    """The contact events of step ``step`` (:func:`record_events`) from the record's
+    ``nc`` contacts and contact step (none: ``nc`` 0), then those contacts as the last
+    step's (:func:`keep_last`); the record's counters ``cst`` updated."""
+    info = stage.info
+    cst = stage.cst
+    cst[2], cst[0] = record_events(
+        step, nc, stage.ints, stage.vecs, stage.fn, stage.tangent, stage.sliding,
+        nc > 0 and info[I_IMPACT] != 0.0, stage.hit, stage.p_impact, stage.vn_before,
+        stage.vn_after, info[I_KE_BEFORE], info[I_KE_AFTER], stage.act_pf, stage.act_is,
+        cst[0], stage.last_i, stage.last_v, stage.ev_i, stage.ev_f, cst[2],
+    )  # fmt: skip
+    keep_last(nc, stage.ints, stage.vecs, stage.gap, stage.ra, stage.rb, stage.last_i,
+              stage.last_v, stage.last_f)  # fmt: skip
+    cst[1] = nc
+
+
+@njit(cache=True)
+def stage_rows(stage, step, nc):
+    """The contact rows of recorded step ``step`` (:func:`record_contacts`) from the
+    record's ``nc`` contacts and contact step."""
+    cst = stage.cst
+    cst[3] = record_contacts(
+        step, nc, stage.ints, stage.vecs, stage.gap, stage.fn, stage.tangent, stage.rc_i,
+        stage.rc_f, cst[3],
+    )  # fmt: skip
+
+
 class ContactStage:
-    """The contact stage of one :class:`~mbsim.simcore.free_loop.FreeLoop`: the tuples
+    """The contact stage of one :class:`~mbsim.simcore.free_loop.FreeLoop`: the record
     :func:`free_run_kernel` takes (module docstring) and the state it carries between
     calls (the contacts acting, the last step's contacts)."""
 
@@ -338,9 +489,11 @@ class ContactStage:
         self.gain = np.zeros(7)  # the limit step's info slots of a gain row (free_loop.py)
         self.key = (st, m, d, o, c)
         self._ev = self._rc = self._cd = None
+        e, e3, eb = np.zeros(0), np.zeros((0, 3)), np.zeros(0, np.bool_)
+        #: the record's step contacts and contact step outputs before the first
         self._empty = (
-            np.zeros((6, 0), np.int64), np.zeros((5, 0, 3)), np.zeros(0), np.zeros((0, 3)),
-            np.zeros(0, np.bool_),
+            np.zeros((6, 0), np.int64), np.zeros((5, 0, 3)), e, e, e, e, e, e3, eb, eb, e, e,
+            e3,
         )  # fmt: skip
 
     def link(self) -> None:
@@ -361,11 +514,12 @@ class ContactStage:
 
         return self._settings == (budget.CHUNK_FLOPS, lemke_module.default_max_pivots)
 
-    def arrays(self, sim, summary, n_max: int, rows: int) -> tuple:
-        """free_run_kernel's ``cl``: the tuples and the state of the contacts acting and of
-        the last step's contacts, from the simulator's (``Simulator._active``,
-        ``_prev_contacts``: the step-by-step path's own bookkeeping, so either path may take
-        the next step), buffers for ``n_max`` steps and ``rows`` recorded rows."""
+    def arrays(self, sim, summary, n_max: int, rows: int) -> StageRef:
+        """free_run_kernel's ``cl``: the stage record (:func:`make_stage`) of the tuples and
+        the state of the contacts acting and of the last step's contacts, from the
+        simulator's (``Simulator._active``, ``_prev_contacts``: the step-by-step path's own
+        bookkeeping, so either path may take the next step), buffers for ``n_max`` steps and
+        ``rows`` recorded rows."""
         had = sim.stepper._fast._last_had_contact
         n_act = len(sim._active) if had else 0
         for j, ((p, f), (i, sliding)) in enumerate(sim._active.items() if had else ()):
@@ -401,12 +555,17 @@ class ContactStage:
             self.wtable.load(store)
         self.stats = np.array([summary.max_penetration, summary.worst_lcp_residual])
         o = sim.stepper.opt
-        return (
-            self.detect, self.kernel, self.act_pf, self.act_is, self.last_i, self.last_v,
-            self.last_f, self.info, self.cst, *self._ev, *self._rc, self._cd, self.stats,
-            self.gain, float(o.max_penetration), *self._empty, warm, self.wtable.tab,
-            self.wtable.und,
+        self._fields = (
+            self.act_pf, self.act_is, self.last_i, self.last_v, self.last_f, self.info, self.cst,
+            *self._ev, *self._rc, self._cd, self.stats, self.gain, float(o.max_penetration),
+            warm, self.wtable.tab, self.wtable.und, *self._empty,
         )  # fmt: skip
+        return self.record()
+
+    def record(self) -> StageRef:
+        """The stage record of :meth:`arrays`' last call, with the kernel tuple as it is now
+        (:meth:`link` puts the contact step's address in it)."""
+        return make_stage(self.detect, self.kernel, *self._fields)
 
     def results(self, sim, n: int, summary) -> tuple:
         """After a call that took ``n`` steps: (contact steps, event rows, recorded contact
@@ -450,6 +609,7 @@ class ContactStage:
 
 
 __all__ = [
-    "ContactStage", "EVENT_NAMES", "MAX_CONTACTS", "contact_set", "fused_step", "keep_last",
-    "record_contacts", "record_events",
+    "ContactStage", "EVENT_NAMES", "MAX_CONTACTS", "STAGE_FIELDS", "StageRef", "StageType",
+    "contact_set", "fused_step", "keep_last", "keep_warm", "make_stage", "record_contacts",
+    "record_events", "stage_contacts", "stage_events", "stage_rows", "stage_step",
 ]  # fmt: skip

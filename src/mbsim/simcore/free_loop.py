@@ -28,7 +28,10 @@ limit_step.LimitStepper.step for the steps it hands on):
    compiled with it the kernel is much larger (~30-45 s CPU more to compile on an empty
    numba cache), which a free run should not wait for. The stage's kernels, the contact step
    among them, are called through their addresses (native_call.py), not compiled again
-   inside this one;
+   inside this one, and the stage is handed over as one record (``contact_loop.StageType``,
+   a pointer): its arrays, the step's contacts and the contact step's outputs stay in it, so
+   this kernel carries no tuple of them (as a nested tuple of ~100 arrays it made LLVM's
+   SROA pass most of this kernel's compile time);
 3. tau = -D v + tau_a, as ``OSStepper._joint_forces`` computes it: tau_a the scenario's
    actuators (position, velocity and torque modes on their signals, gravity compensation,
    constant forces, the URDF effort clamp) by the same compiled law as the step-by-step path
@@ -111,20 +114,17 @@ from mbsim.simcore import warmup
 from mbsim.simcore.contact_fused import I_DEEPEST as C_DEEPEST
 from mbsim.simcore.contact_fused import I_E_IMPACTS as C_E_IMPACTS
 from mbsim.simcore.contact_fused import I_E_STAB as C_E_STAB
-from mbsim.simcore.contact_fused import I_IMPACT as C_IMPACT
-from mbsim.simcore.contact_fused import I_KE_AFTER as C_KE_AFTER
-from mbsim.simcore.contact_fused import I_KE_BEFORE as C_KE_BEFORE
 from mbsim.simcore.contact_fused import I_PIVOTS as C_PIVOTS
 from mbsim.simcore.contact_fused import I_RESIDUAL as C_RESIDUAL
 from mbsim.simcore.contact_fused import I_SOLVER as C_SOLVER
 from mbsim.simcore.contact_loop import (
     MAX_CONTACTS,
     ContactStage,
-    contact_set,
-    fused_step,
-    keep_last,
-    record_contacts,
-    record_events,
+    keep_warm,
+    stage_contacts,
+    stage_events,
+    stage_rows,
+    stage_step,
 )
 from mbsim.simcore.dynamics import (
     aba_accel_kernel,
@@ -141,7 +141,6 @@ from mbsim.simcore.kinematics import (
     forward_kinematics_kernel,
     integrate_kernel,
 )
-from mbsim.simcore.lcp.warm_table import mark as warm_mark
 from mbsim.simcore.limit_step import (
     BAD as LIMIT_BAD,
 )
@@ -170,9 +169,10 @@ DONE, LIMIT, CONTACT, BAD, DIVERGED, BUFFERS = 0, 1, 2, 3, 4, 5
 CONTACT_STEPS = True
 #: the contact stage's larger kernels, called through their addresses (native_call.py): each
 #: is compiled once, on its own, not again inside each compilation of the loop's kernel
-_contact_set = native(contact_set)
-_fused_step = native(fused_step)
-_record_events = native(record_events)
+_stage_contacts = native(stage_contacts)
+_stage_step = native(stage_step)
+_stage_events = native(stage_events)
+_stage_rows = native(stage_rows)
 #: the bits of an event row's kind (module docstring, step 5c): the limits acting changed
 #: (limit_begin / limit_end events), a source's energy share exceeds GAIN_TOL_ABS
 LIMITS, GAIN = 1, 2
@@ -294,12 +294,17 @@ def free_run_kernel(
     nrec = 0
     nev = np.int64(0)  # not a literal: one compile of _event_row
     touch = False
-    if cl is not None:  # the contact stage (contact_loop.ContactStage.arrays)
-        (
-            _cd, _ch, act_pf, act_is, last_i, last_v, last_f, cinfo, cst, ev_ci, ev_cf, rc_i,
-            rc_f, rec_cd, cstats, gi, max_pen, e_ints, e_vecs, e_f, e_f3, e_b, warm, wtab,
-            wund,
-        ) = cl  # fmt: skip
+    if cl is not None:  # the contact stage's record (contact_loop.ContactStage.arrays):
+        # one field a statement, no tuple of them built (a first run's compile time)
+        cinfo = cl.info
+        cst = cl.cst
+        ev_ci = cl.ev_i
+        rc_i = cl.rc_i
+        rec_cd = cl.rec_cd
+        cstats = cl.stats
+        gi = cl.gain
+        max_pen = cl.max_pen
+        warm = cl.warm
     nv = v.shape[0]
     nq = q.shape[0]
     a0 = np.zeros(6)
@@ -325,6 +330,7 @@ def free_run_kernel(
             if touch and cl is None:
                 return step, CONTACT, nrec, nev
         nc = 0
+        nz = 0  # the contact step's LCP rows
         had = False
         if cl is not None:  # contact steps in the loop (contact_loop.py); pruned without
             had = cst[1] > 0  # the last step had contacts: Python's general path's step
@@ -332,8 +338,6 @@ def free_run_kernel(
                 return step, CONTACT, nrec, nev  # joint rows or limit events with contacts
             if cst[2] + 3 * MAX_CONTACTS > ev_ci.shape[0] or cst[3] + MAX_CONTACTS > rc_i.shape[0]:
                 return step, BUFFERS, nrec, nev
-            c_ints, c_vecs, c_gap, c_fn, c_tan, c_sl = e_ints, e_vecs, e_f, e_f, e_f3, e_b
-            c_ra, c_rb, c_hit, c_vb, c_va, c_pi = e_f, e_f, e_b, e_f, e_f, e_f3
         if act_on:
             # the actuators of step k0 + step at t = (k0 + step) dt (control/actuator_law.py);
             # the gravity torque as Actuators.forces computes it, in the actuators' own Data
@@ -391,10 +395,9 @@ def free_run_kernel(
                 tau[i] = -damping[i] * v[i] + act_tau[i]
         pen = 0.0
         if cl is not None:
-            if touch:  # the step's contacts and, with any, its contact step (contact_loop.py)
-                nc, c_ints, c_vecs, c_gap, c_ra, c_rb = _contact_set(
-                    pairs, Rw, pw, bc, R_world, p_world, cl[0]
-                )
+            if touch:  # the step's contacts and, with any, its contact step (contact_loop.py;
+                # both kept in the stage's record, read there by the events and rows below)
+                nc = _stage_contacts(pairs, Rw, pw, bc, R_world, p_world, cl)
                 if nc < 0:
                     return step, CONTACT, nrec, nev  # a pair Python's detection must take
                 if nc > 0:
@@ -402,10 +405,7 @@ def free_run_kernel(
                         lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
                     ):
                         return step, CONTACT, nrec, nev  # joint rows with the contacts
-                    ccode, c_z, c_fn, c_tan, c_sl, c_hit, c_vb, c_va, c_pi = _fused_step(
-                        cl[1], c_ints, c_vecs, c_gap, c_ra, c_rb, q, v, tau, qdd, v_new, cinfo,
-                        warm, wtab, wund,
-                    )  # fmt: skip
+                    ccode, nz = _stage_step(cl, q, v, tau, qdd, v_new)
                     if ccode != 0:
                         return step, CONTACT, nrec, nev  # Python's contact step decides
                     if saturable is not None:
@@ -517,20 +517,13 @@ def free_run_kernel(
             if nc > 0:
                 cst[4] += 1  # contact steps taken
                 if warm:  # the step is kept: so are its changes to the warm store
-                    warm_mark(wtab, wund)
+                    keep_warm(cl)
                 if pen > cstats[0]:
                     cstats[0] = pen
                 if cinfo[C_RESIDUAL] > cstats[1]:
                     cstats[1] = cinfo[C_RESIDUAL]
             if nc > 0 or had:  # the contact events of the step (Simulator.events_of)
-                cst[2], cst[0] = _record_events(
-                    k0 + step + 1, nc, c_ints, c_vecs, c_fn, c_tan, c_sl,
-                    nc > 0 and cinfo[C_IMPACT] != 0.0, c_hit, c_pi, c_vb, c_va,
-                    cinfo[C_KE_BEFORE], cinfo[C_KE_AFTER], act_pf, act_is, cst[0], last_i,
-                    last_v, ev_ci, ev_cf, cst[2],
-                )  # fmt: skip
-                keep_last(nc, c_ints, c_vecs, c_gap, c_ra, c_rb, last_i, last_v, last_f)
-                cst[1] = nc
+                _stage_events(cl, k0 + step + 1, nc)
         for i in range(nq):
             q[i] = q_new[i]
         for i in range(nv):
@@ -581,13 +574,11 @@ def free_run_kernel(
                 rec_cd[nrec, 0] = nc
                 rec_cd[nrec, 1] = pen
                 if nc > 0:
-                    rec_lcp[nrec, 0] = c_z.shape[0]
+                    rec_lcp[nrec, 0] = nz
                     rec_lcp[nrec, 1] = cinfo[C_PIVOTS]
                     rec_lcp[nrec, 2] = cinfo[C_RESIDUAL]
                     rec_solver[nrec] = 1 + int(cinfo[C_SOLVER])
-                    cst[3] = record_contacts(
-                        k0 + step + 1, nc, c_ints, c_vecs, c_gap, c_fn, c_tan, rc_i, rc_f, cst[3]
-                    )
+                    _stage_rows(cl, k0 + step + 1, nc)
             nrec += 1
         if check and not e_now[2] <= e_bound:  # step 8: Simulator._check_energy fails
             return step + 1, DIVERGED, nrec, nev
@@ -847,7 +838,7 @@ class FreeLoop:
             free_run_kernel.compile(tuple(free_run_kernel.typeof_pyval(a) for a in args))
             warmup.wait()
             stage.link()
-            cl = (cl[0], stage.kernel, *cl[2:])
+            cl = stage.record()
             args = (*args[:-1], cl)
         n, why, nrec, nev = free_run_kernel(*args)
         self.why = int(why)
@@ -877,7 +868,7 @@ class FreeLoop:
                 "solver": self._rec_solver[:nrec].copy(),
             }
             if csteps:  # contact steps: their contacts and penetration too
-                cd = cl[13]
+                cd = stage._cd
                 lcp["n_contacts"] = cd[:nrec, 0].astype(np.int64)
                 lcp["max_penetration"] = cd[:nrec, 1].copy()
         self.records = (
