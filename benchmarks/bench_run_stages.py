@@ -21,8 +21,9 @@ the table at the run's end) the contact step's stages too, as the loop calls the
 (``contact_loop.contact_set``: the narrowphase, ``finish`` and the smooth radii), the
 narrowphase alone (``narrowphase.narrowphase``) and the compiled contact step
 (``contact_loop.fused_step``: ``contact_step_kernel`` from the contacts to v+, its warm start
-as the run leaves it); the same for ``box-pile`` (bench_peers' 20 boxes, 0.1 s: its 4
-stacks landed, 80 contacts). Prints one line each, in ms or ns.
+as the run leaves it) and the loop's own work around them (``_may_touch``, the contact events
+of a step whose contacts persist, ``keep_last``); the same for ``box-pile`` (bench_peers' 20
+boxes, 0.1 s: its 4 stacks landed, 80 contacts). Prints one line each, in ms or ns.
 
 Usage: ``PYTHONPATH=src python benchmarks/bench_run_stages.py [--scene panda-free|box-pile]
 [--repeat 7] [--reps 20000]``.
@@ -46,7 +47,12 @@ import bench_peers  # noqa: E402
 from mbsim.collision.broadphase import aabb_candidates  # noqa: E402
 from mbsim.collision.narrowphase import narrowphase, shape_poses  # noqa: E402
 from mbsim.simcore import free_loop  # noqa: E402
-from mbsim.simcore.contact_loop import contact_set, fused_step  # noqa: E402
+from mbsim.simcore.contact_loop import (  # noqa: E402
+    contact_set,
+    fused_step,
+    keep_last,
+    record_events,
+)
 from mbsim.simcore.dynamics import (  # noqa: E402
     aba_accel_kernel,
     aba_bias_kernel,
@@ -209,7 +215,23 @@ def contact_costs(sim, reps: int) -> dict[str, float]:
                      d.qdd)  # fmt: skip
     fused = (rec, ints, vecs, gap, ra, rb, q, v, tau, d.qdd.copy(), np.zeros(m.nv))
     out["fused_step"] = ns_per_call(fused_step, fused, max(reps // 10, 1))
-    out["lcp_rows"] = fused_step(*fused)[1].shape[0]
+    res = fused_step(*fused)
+    out["lcp_rows"] = res[1].shape[0]
+    # the loop's own per-step work around the stages (free_loop's contact branch): the
+    # touch test on the candidates, the contact events of a step whose contacts persist
+    # (the acting set is the step's after the first call) and keeping its contacts
+    out["may_touch"] = ns_per_call(
+        free_loop._may_touch, (pairs, _allowed, si, sf, bc, _ground, _reach), reps
+    )
+    _, z, fn, tan, sl, hit, vb, va, p_imp = res
+    act_pf, act_is, last_i, last_v = stage.act_pf, stage.act_is, stage.last_i, stage.last_v
+    ev_i, ev_f = stage._ev[0], stage._ev[1]
+    events = (np.int64(1), nc, ints, vecs, fn, tan, sl, False, hit, p_imp, vb, va, 0.0, 0.0,
+              act_pf.copy(), act_is.copy(), np.int64(nc), last_i.copy(), last_v.copy(),
+              ev_i.copy(), ev_f.copy(), np.int64(0))  # fmt: skip
+    out["events"] = ns_per_call(record_events, events, reps)
+    keep = (nc, ints, vecs, gap, ra, rb, last_i.copy(), last_v.copy(), stage.last_f.copy())
+    out["keep_last"] = ns_per_call(keep_last, keep, reps)
     return out
 
 
