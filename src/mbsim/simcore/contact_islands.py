@@ -40,7 +40,7 @@ from numba import njit
 
 from mbsim.simcore.contact import _relative_compliance_kernel
 from mbsim.simcore.delassus.upsilon_body import lambda_linear_kernel
-from mbsim.simcore.lcp.problem import EPS, GROWTH, ROUND, _verify_kernel, tolerance_kernel
+from mbsim.simcore.lcp.problem import _verify_kernel, accept_kernel
 from mbsim.simcore.native_call import native
 
 #: Lambda's linear-linear blocks through the kernel's address (native_call.py: compiled once)
@@ -186,14 +186,7 @@ def verify_blocks(n, tol_rel, Ms, qs, zs, ws):
         zn = max(zn, zb)
         if not vb <= mv:  # also propagates nan, as _verify_kernel does
             mv = vb
-    if np.isfinite(qn) and np.isfinite(zn) and np.isfinite(mnorm):
-        tol = tolerance_kernel(tol_rel, n, mnorm, qn, zn)
-    else:
-        tol = 0.0
-    worst = max(res, sv, 0.0)
-    if zn != 0.0 and not ROUND * n * EPS * mv <= tol_rel * (GROWTH + 1.0) * qn:
-        return False, worst, tol  # unverifiable (problem.verifiable)
-    return bool(np.isfinite(res) and worst <= tol), worst, tol
+    return accept_kernel(tol_rel, n, res, sv, mnorm, qn, zn, mv)
 
 
 __all__ = ["contact_islands", "global_rows", "island_compliance", "verify_blocks"]

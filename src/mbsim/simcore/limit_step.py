@@ -96,13 +96,10 @@ from mbsim.simcore.lcp.lstsq import (
     active_set_work,
 )
 from mbsim.simcore.lcp.problem import (
-    EPS,
-    GROWTH,
-    ROUND,
     _inf_norm,
     _snap_kernel,
     _verify_kernel,
-    tolerance_kernel,
+    accept_kernel,
 )
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
 
@@ -181,14 +178,7 @@ def evaluate_candidate(M, q, z, tol_rel, w):
     test."""
     n = q.shape[0]
     res, sv, _eq, mnorm, qn, zn, mv = _verify_kernel(M, q, z, 0, w)
-    if np.isfinite(qn) and np.isfinite(zn) and np.isfinite(mnorm):
-        tol = tolerance_kernel(tol_rel, n, mnorm, qn, zn)
-    else:
-        tol = 0.0
-    worst = max(res, sv, 0.0)
-    if zn != 0.0 and not ROUND * n * EPS * mv <= tol_rel * (GROWTH + 1.0) * qn:
-        return False, worst, tol  # unverifiable (problem.verifiable)
-    return bool(np.isfinite(res) and worst <= tol), worst, tol
+    return accept_kernel(tol_rel, n, res, sv, mnorm, qn, zn, mv)
 
 
 @njit(cache=True)

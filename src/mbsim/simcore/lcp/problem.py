@@ -347,6 +347,23 @@ def tolerance_kernel(tol_rel, n, mnorm, qn, zn):
     return tol_rel * (min(mz, GROWTH * qn) + qn) + ROUND * n * EPS * mz
 
 
+@njit(cache=True)
+def accept_kernel(tol_rel, n, res, sv, mnorm, qn, zn, mv):
+    """(ok, worst residual, tol) of an LCP of n rows from :func:`_verify_kernel`'s numbers
+    (residual, sign violation, ||M||, ||q||, ||z||, || |M| |z| ||): accepted when the worst
+    of them is within :func:`tolerance_kernel`'s tolerance (0 if a norm is not finite) and
+    the candidate is :func:`verifiable`. The compiled kernels' acceptance test, as
+    ``evaluate`` decides it with status solved."""
+    if np.isfinite(qn) and np.isfinite(zn) and np.isfinite(mnorm):
+        tol = tolerance_kernel(tol_rel, n, mnorm, qn, zn)
+    else:
+        tol = 0.0
+    worst = max(res, sv, 0.0)
+    if zn != 0.0 and not ROUND * n * EPS * mv <= tol_rel * (GROWTH + 1.0) * qn:
+        return False, worst, tol  # unverifiable (verifiable)
+    return bool(np.isfinite(res) and worst <= tol), worst, tol
+
+
 def verifiable(tol_rel: float, n: int, mz_abs: float, qn: float, zn: float) -> bool:
     """Whether a candidate z can be verified at all: the rounding bound ROUND n eps
     || |M| |z| ||_inf (``mz_abs``, from :func:`_verify_kernel`) of the computed w = M z + q

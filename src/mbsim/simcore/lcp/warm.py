@@ -228,6 +228,19 @@ def _solve_on(M, q, S, shift, z):
 
 
 @njit(cache=True)
+def _last_flip_only(flip):
+    """Keep only the last row marked in ``flip``: the pivoting's step when a round made no
+    progress (Murty's least-index rule counted from the end, Judice & Pires' safeguard of
+    block principal pivoting)."""
+    last = -1
+    for i in range(flip.shape[0]):
+        if flip[i]:
+            last = i
+    for i in range(flip.shape[0]):
+        flip[i] = i == last
+
+
+@njit(cache=True)
 def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, out_S):
     """The candidate of the guess S (sorted rows) for (M, q) (module docstring): z gets it,
     out_S[:k] the final set, and (CANDIDATE, k, rounds used) is returned, else the code of
@@ -293,14 +306,7 @@ def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
         else:
             tries -= 1
         if tries <= 0:
-            # no progress: swap the last wrong row alone (Murty's least-index rule counted
-            # from the end, Judice & Pires' safeguard of block principal pivoting)
-            last = -1
-            for i in range(n):
-                if flip[i]:
-                    last = i
-            for i in range(n):
-                flip[i] = i == last
+            _last_flip_only(flip)
         for i in range(n):
             if flip[i]:
                 inside[i] = not inside[i]
@@ -465,13 +471,7 @@ def restricted_guess(M, q, R, T, tol_rel, rcond, rounds, fixes, mnorm, qn, z, ou
         else:
             tries -= 1
         if tries <= 0:
-            # no progress: the last wrong row alone (as guess_kernel)
-            last = -1
-            for i in range(n):
-                if flip[i]:
-                    last = i
-            for i in range(n):
-                flip[i] = i == last
+            _last_flip_only(flip)
         for i in range(n):
             if flip[i]:
                 inside[i] = not inside[i]
