@@ -217,6 +217,20 @@ def _stepped(sc, steps, options, fused, monkeypatch):
         return out, sim.stepper._fused.steps
 
 
+def _assert_fused_matches_python(sc, steps, options, monkeypatch, min_fused):
+    """Step ``sc`` with the compiled contact step and with the Python one: every step's q, v
+    and report agree bit for bit, and at least ``min_fused`` steps were compiled ones.
+    Returns the compiled run's steps."""
+    a, fused = _stepped(sc, steps, options, True, monkeypatch)
+    b, _ = _stepped(sc, steps, options, False, monkeypatch)
+    assert fused >= min_fused
+    for i, ((qa, va, ra), (qb, vb, rb)) in enumerate(zip(a, b, strict=True)):
+        np.testing.assert_array_equal(qa, qb, err_msg=f"q at step {i}")
+        np.testing.assert_array_equal(va, vb, err_msg=f"v at step {i}")
+        assert ra == rb, f"report at step {i}"
+    return a
+
+
 @pytest.mark.parametrize(
     "options",
     [
@@ -244,13 +258,7 @@ def test_step_options_bit_for_bit(options, monkeypatch):
     except pytest.skip.Exception:
         sc = load_scenario("sample:panda-table.toml", overrides={"simulation.duration": 0.3})
         steps = 300
-    a, fused = _stepped(sc, steps, options, True, monkeypatch)
-    b, _ = _stepped(sc, steps, options, False, monkeypatch)
-    assert fused >= 100
-    for i, ((qa, va, ra), (qb, vb, rb)) in enumerate(zip(a, b, strict=True)):
-        np.testing.assert_array_equal(qa, qb, err_msg=f"q at step {i}")
-        np.testing.assert_array_equal(va, vb, err_msg=f"v at step {i}")
-        assert ra == rb, f"report at step {i}"
+    _assert_fused_matches_python(sc, steps, options, monkeypatch, 100)
 
 
 BOX = """<?xml version="1.0"?>
@@ -285,13 +293,7 @@ def test_separate_bodies_and_a_stack_bit_for_bit(tmp_path, monkeypatch):
         [(0.0, 0.0, 0.0505), (0.01, 0.0, 0.152)],
     ):
         sc = _boxes(tmp_path, centres)
-        a, fused = _stepped(sc, 300, {}, True, monkeypatch)
-        b, _ = _stepped(sc, 300, {}, False, monkeypatch)
-        assert fused >= 200
-        for i, ((qa, va, ra), (qb, vb, rb)) in enumerate(zip(a, b, strict=True)):
-            np.testing.assert_array_equal(qa, qb, err_msg=f"q at step {i}")
-            np.testing.assert_array_equal(va, vb, err_msg=f"v at step {i}")
-            assert ra == rb, f"report at step {i}"
+        _assert_fused_matches_python(sc, 300, {}, monkeypatch, 200)
 
 
 @pytest.mark.parametrize("warm_on", [False, True], ids=["cold", "warm"])
@@ -306,11 +308,5 @@ def test_stacks_apart_bit_for_bit(warm_on, tmp_path, monkeypatch):
     monkeypatch.setattr(warm, "ENABLED", warm_on)
     centres = [(0.0, 0.0, 0.0505), (0.01, 0.0, 0.152), (0.5, 0.0, 0.0505), (0.49, 0.01, 0.152)]
     sc = _boxes(tmp_path, [*centres, (0.0, 0.5, 0.0505)])
-    a, fused = _stepped(sc, 300, {}, True, monkeypatch)
-    b, _ = _stepped(sc, 300, {}, False, monkeypatch)
-    assert fused >= 200
-    for i, ((qa, va, ra), (qb, vb, rb)) in enumerate(zip(a, b, strict=True)):
-        np.testing.assert_array_equal(qa, qb, err_msg=f"q at step {i}")
-        np.testing.assert_array_equal(va, vb, err_msg=f"v at step {i}")
-        assert ra == rb, f"report at step {i}"
+    a = _assert_fused_matches_python(sc, 300, {}, monkeypatch, 200)
     assert max(r[1] for _q, _v, r in a) >= 5 * 4 * 6  # all five boxes in contact: 120 rows
