@@ -228,16 +228,27 @@ def _solve_on(M, q, S, shift, z):
 
 
 @njit(cache=True)
-def _last_flip_only(flip):
-    """Keep only the last row marked in ``flip``: the pivoting's step when a round made no
-    progress (Murty's least-index rule counted from the end, Judice & Pires' safeguard of
-    block principal pivoting)."""
-    last = -1
+def _pivot_step(flip, nflip, inside, best, tries):
+    """One block principal pivoting step: the rows marked in ``flip`` (``nflip`` of them)
+    change sides of ``inside``; a round that does not lower the fewest wrong rows seen
+    (``best``) spends one of SAFEGUARD ``tries``, and with none left only the last marked
+    row changes side (Murty's least-index rule counted from the end, Judice & Pires'
+    safeguard). Returns the new (best, tries)."""
+    if nflip < best:
+        best, tries = nflip, SAFEGUARD
+    else:
+        tries -= 1
+    if tries <= 0:
+        last = -1
+        for i in range(flip.shape[0]):
+            if flip[i]:
+                last = i
+        for i in range(flip.shape[0]):
+            flip[i] = i == last
     for i in range(flip.shape[0]):
         if flip[i]:
-            last = i
-    for i in range(flip.shape[0]):
-        flip[i] = i == last
+            inside[i] = not inside[i]
+    return best, tries
 
 
 @njit(cache=True)
@@ -301,15 +312,7 @@ def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
                         code = NEGATIVE_W
         if nflip == 0:
             break
-        if nflip < best:
-            best, tries = nflip, SAFEGUARD
-        else:
-            tries -= 1
-        if tries <= 0:
-            _last_flip_only(flip)
-        for i in range(n):
-            if flip[i]:
-                inside[i] = not inside[i]
+        best, tries = _pivot_step(flip, nflip, inside, best, tries)
         cur = np.flatnonzero(inside)
     else:
         return code, 0, rounds
@@ -466,13 +469,5 @@ def restricted_guess(M, q, R, T, tol_rel, rcond, rounds, fixes, mnorm, qn, z, ou
                         inside[i] = True
             best, tries = n + 1, SAFEGUARD
             continue
-        if nflip < best:
-            best, tries = nflip, SAFEGUARD
-        else:
-            tries -= 1
-        if tries <= 0:
-            _last_flip_only(flip)
-        for i in range(n):
-            if flip[i]:
-                inside[i] = not inside[i]
+        best, tries = _pivot_step(flip, nflip, inside, best, tries)
     return NO_RESTRICTED, 0, used + rounds
