@@ -5,7 +5,6 @@ Truth is always independent of the solver: hand enumeration of complementary bas
 enumeration over all 2^n bases for small n, or w = M z + q recomputed here from (M, q).
 """
 
-import itertools
 from fractions import Fraction
 
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lcp_oracle import complementary_solutions
 from mbsim.simcore.lcp import Status, lemke, solve_lcp
 from mbsim.simcore.lcp.lemke import default_max_pivots
 
@@ -29,24 +29,8 @@ def assert_lcp_solution(M, q, z, tol=1e-8):
 
 
 def enumerate_solutions(M, q, tol=1e-10):
-    """Distinct solutions by brute force over the 2^n complementary bases (z_S = -M_SS^-1 q_S);
-    a degenerate solution (z_i = w_i = 0) is found from several bases and kept once."""
-    n = len(q)
-    sols = []
-    for k in range(n + 1):
-        for S in itertools.combinations(range(n), k):
-            S = list(S)
-            z = np.zeros(n)
-            if S:
-                MSS = M[np.ix_(S, S)]
-                if abs(np.linalg.det(MSS)) < 1e-12:
-                    continue
-                z[S] = np.linalg.solve(MSS, -q[S])
-            w = M @ z + q
-            if z.min() >= -tol and w.min() >= -tol:
-                if not any(np.allclose(z, s, atol=1e-9) for s in sols):
-                    sols.append(z)
-    return sols
+    """Distinct solutions by brute force over the 2^n complementary bases (lcp_oracle)."""
+    return complementary_solutions(M, q, tol, distinct=True)
 
 
 # ---------------------------------------------------------------- hand-solved

@@ -22,12 +22,12 @@ by block principal pivoting from the remembered set. Truth:
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from lcp_oracle import complementary_solutions
 from mbsim.simcore.contact import contact_lcp, friction_matrix
 from mbsim.simcore.lcp import solve_lcp, warm
 from mbsim.simcore.lcp.chain import ACTIVE_SET_FIXES, LSTSQ_RCOND
@@ -44,25 +44,8 @@ def violation(M, q, z) -> float:
 
 
 def enumerate_lcp(M, q, tol=1e-10):
-    """Every solution of the LCP (M, q) by enumeration of the complementary sets S: z_S
-    solves M_SS z_S = -q_S (nonsingular blocks only), z >= 0, w >= 0 (to ``tol`` of the
-    data's scale). Independent of the solvers under test."""
-    n = q.shape[0]
-    scale = np.abs(M).sum(1).max() + np.abs(q).max()
-    found = []
-    for k in range(n + 1):
-        for S in itertools.combinations(range(n), k):
-            S = list(S)
-            z = np.zeros(n)
-            if S:
-                A = M[np.ix_(S, S)]
-                if abs(np.linalg.det(A)) < 1e-12 * max(1.0, np.abs(A).max()) ** len(S):
-                    continue
-                z[S] = np.linalg.solve(A, -q[S])
-            w = M @ z + q
-            if z.min() >= -tol * scale and w.min() >= -tol * scale:
-                found.append(z)
-    return found
+    """Every solution of the LCP (M, q) (lcp_oracle, tol relative to the data's scale)."""
+    return complementary_solutions(M, q, tol, relative=True)
 
 
 def p_matrix_lcp(rng, n):
