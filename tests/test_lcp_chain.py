@@ -107,8 +107,10 @@ def near_duplicate_contacts(seed):
 
 
 def test_regularised_lemke_rescues_near_singular_problems():
+    # Which seeds defeat plain Lemke depends on the BLAS rounding of J J' (about 2 % of them
+    # do): 600 seeds give a dozen failures here, so the floor below holds on any numpy build.
     rescued = 0
-    for seed in range(120):
+    for seed in range(600):
         M, q = near_duplicate_contacts(seed)
         if lemke(M, q).ok:
             continue
@@ -119,7 +121,7 @@ def test_regularised_lemke_rescues_near_singular_problems():
         # polished on the original M: the residual is at rounding level, not delta ||z||
         assert independent_residual(M, q, r.z) <= 1e-9 * max(1.0, np.abs(q).max())
         rescued += 1
-    assert rescued >= 3  # the family really exercises the fallback
+    assert rescued >= 5  # the family really exercises the fallback
 
 
 def test_lemke_regularised_is_verified_on_the_original_problem():
