@@ -165,13 +165,67 @@ def test_no_flush_falls_between_a_steps_state_and_its_diagnostics(tmp_path: Path
         z, vz, ke, pe = ball(k * DT)
         w.append_state(k * DT, z, vz, [ke[0], pe[0], ke[0] + pe[0]])
         with h5py.File(path, "r", locking=False) as f:  # what a SIGKILL here would leave
-            rows = {
-                g: int(f[g].attrs["rows"]) + int(f[g]["_tail"].attrs["rows"])
+            rows = {  # no _tail before the first flush
+                g: int(f[g].attrs["rows"])
+                + (int(f[g]["_tail"].attrs["rows"]) if "_tail" in f[g] else 0)
                 for g in ("trajectory", "diagnostics")
             }
         assert rows["trajectory"] == rows["diagnostics"] == k, rows
         w.append_diagnostics(time=k * DT, step=k, solver="none")
     w.finish("complete")
+
+
+KILLED_AT_FIRST_FLUSH = """
+import os, signal, sys
+sys.path[:0] = sys.argv[3:]
+import h5py
+from mbsim.io.results import ResultsWriter
+from mbsim.io.results import table
+from test_results import DT, INFO, ball
+
+where = sys.argv[2]
+made = table.Table.make_tail
+flush = h5py.File.flush
+def make_tail(self):
+    made(self)
+    if where == "tails made" and self.h5.name == "/diagnostics":  # the last table's
+        os.kill(os.getpid(), signal.SIGKILL)
+def flushed(self):
+    flush(self)
+    if where == "tails flushed" and "_tail" in self["diagnostics"]:
+        os.kill(os.getpid(), signal.SIGKILL)
+table.Table.make_tail = make_tail
+h5py.File.flush = flushed
+w = ResultsWriter(sys.argv[1], model_info=INFO, scenario_toml="", dt=DT, duration=1.0,
+                  flush_seconds=0.0)
+for k in range(10):
+    z, vz, ke, pe = ball(k * DT)
+    w.append_state(k * DT, z, vz, [ke[0], pe[0], ke[0] + pe[0]])
+    w.append_diagnostics(time=k * DT, step=k, solver="none")
+"""
+
+
+@pytest.mark.parametrize("where", ["tails made", "tails flushed"])
+def test_a_kill_while_the_first_flush_makes_the_tails_leaves_a_running_file(
+    tmp_path: Path, where: str
+):
+    # the tails are made at the first flush (Table.make_tail), flushed on their own before
+    # any row: killed there, the file reads as running with no row, as before any flush
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED_AT_FIRST_FLUSH)
+    path = tmp_path / "killed.h5"
+    here = str(Path(__file__).parent)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(path), where, here, *sys.path],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == -9, proc.stderr
+    with h5py.File(path, "r") as f:  # plain h5py opens it
+        assert f.attrs["status"] == "running"
+        assert int(f["trajectory"].attrs["rows"]) == 0
+    r = load_results(path)
+    assert r.status == "running" and r.writer_alive is False
+    assert len(r.time) == len(r.diagnostics["time"]) == 0
 
 
 def test_the_reader_trims_tables_of_a_killed_run_to_one_length(tmp_path: Path):

@@ -145,7 +145,8 @@ class Table:
     group attribute ``rows`` counts committed rows in the main datasets, ``_tail`` attribute
     ``rows`` those in the tail; both change only after the data they cover is flushed.
     :meth:`ResultsWriter.finish` writes every row to the main datasets (the last chunk
-    partial) and deletes ``_tail``.
+    partial) and deletes ``_tail``. ``_tail`` is made by :meth:`make_tail` at the file's first
+    flush before its end, not with the table: a run that ends before it never has one.
 
     Rows are kept in one preallocated array per column (grown by doubling): the committed
     tail rows first (``n_tail``), then the pending ones, up to ``n``; the rows past ``n`` are
@@ -164,25 +165,26 @@ class Table:
         }
         self.row_bytes = sum(row_bytes.values())
         self.seal = min(8192, max(64, _pow2_at_most(self.SEAL_BYTES / self.row_bytes)))
-        self.tail = h5.create_group("_tail")
-        put_attrs(self.tail, [("description", _TAIL_DESCRIPTION)])
         self.chunk_rows: dict[str, int] = {}
+        self._tail_chunk: dict[str, int] = {}
         # the datasets' HDF5 ids (the main datasets' extent set through them, rather than
         # h5py's resize, which asks HDF5 for the layout and shape again every time)
         self._main = {}
-        self._tails = {}
         for c in cols:
             chunk = min(self.seal, max(16, _pow2_at_most(CHUNK_BYTES / row_bytes[c.name])))
             self.chunk_rows[c.name] = chunk
             self._main[c.name] = _create(h5, c, chunk, None, compress=True).id
-            tail_chunk = min(self.seal, max(16, _pow2_at_most(16384 / row_bytes[c.name])))
-            self._tails[c.name] = _create(self.tail, c, tail_chunk, self.seal, compress=False)
+            self._tail_chunk[c.name] = min(
+                self.seal, max(16, _pow2_at_most(16384 / row_bytes[c.name]))
+            )
         put_attrs(h5, [("rows", np.int64(0))])
-        put_attrs(self.tail, [("rows", np.int64(0))])
-        # the tails' current lengths
-        self._tail_len = dict.fromkeys(self._tails, 0)
+        # ``_tail`` is made by :meth:`make_tail`, at the file's first flush before its end: a
+        # run that ends before it (short, or under a second of wall time) never has one
+        self.tail: h5py.Group | None = None
+        self._tails: dict[str, h5py.Dataset] = {}
+        self._tail_len: dict[str, int] = {}  # the tails' current lengths
         self._tail_count = 0  # the tail's ``rows`` attribute as last written
-        self._has_tail = True
+        self._has_tail = False
         self._empty = {c.name: 0 in c.shape for c in cols}  # no bytes to write
         self.buf = {c.name: np.zeros((self.seal, *c.shape), c.dtype) for c in cols}
         self.n = 0  # rows in the buffers: the committed tail, then the pending rows
@@ -283,6 +285,23 @@ class Table:
     # The phases below are separated by file flushes (ResultsWriter._write). Each is
     # idempotent until commit(): a Ctrl-C in between makes the next flush redo them.
 
+    def make_tail(self) -> None:
+        """Create the empty ``_tail`` (its columns, none of them holding a row, and ``rows`` =
+        0), once: :meth:`ResultsWriter._write_rows` calls it at the file's first flush that is
+        not its last, and flushes before any row is written, while every table of the file
+        still counts no committed row (so a kill during that flush loses no row)."""
+        if self._has_tail:
+            return
+        self.tail = self.h5.create_group("_tail")
+        put_attrs(self.tail, [("description", _TAIL_DESCRIPTION)])
+        for c in self.cols:
+            self._tails[c.name] = _create(
+                self.tail, c, self._tail_chunk[c.name], self.seal, compress=False
+            )
+        put_attrs(self.tail, [("rows", np.int64(0))])
+        self._tail_len = dict.fromkeys(self._tails, 0)
+        self._has_tail = True
+
     def write_sealed(self, final: bool = False) -> bool:
         """Phase 1: whole chunks to the compressed datasets, or with ``final`` every row (the
         last chunk partial). True if any rows were written."""
@@ -368,10 +387,12 @@ class Table:
         self._plan = None
 
     def delete_tail(self) -> None:
-        """At the end of the run (every row in the main datasets): delete ``_tail``."""
+        """At the end of the run (every row in the main datasets): delete ``_tail`` if the
+        file has one."""
         if self._has_tail:
             del self.h5["_tail"]
             self._has_tail = False
+            self.tail = None
         self._tails = {}
 
 

@@ -29,8 +29,10 @@ Writing (:class:`ResultsWriter`, a context manager):
   length), so a killed run leaves tables that agree.
 * Whole chunks are encoded here (:mod:`mbsim.io.results.chunks`: the shuffle + gzip bytes,
   built cheaply) and written with ``write_direct_chunk``; HDF5 compresses nothing itself.
+* The tables' ``_tail`` groups are made at the first flush before the end (and flushed
+  before any row is written): a run that ends before it never has them.
 * Finishing writes every remaining row straight to the main datasets (the last chunk partial),
-  then counts them in ``rows`` and deletes the tails.
+  then counts them in ``rows`` and deletes the tails (if made).
 * Leaving the ``with`` block normally marks the file ``complete``; a KeyboardInterrupt marks it
   ``interrupted``; any other exception ``failed`` with the exception as the message.
 
@@ -196,6 +198,7 @@ class ResultsWriter:
         self._last_flush = _time.monotonic()
         self._started = _time.monotonic()
         self._last_time_set = False  # the file's last_time attribute exists
+        self._tails_made = False  # the tables' _tail groups exist (Table.make_tail)
         self.last_time = float("nan")
 
     # ----------------------------------------------------------------- set-up
@@ -560,6 +563,13 @@ class ResultsWriter:
         # its own room on top (SPACE_MARGIN_BYTES covers the encoding's overhead).
         if reserve:
             self._make_room(pending + self._finish_bytes())
+        if not final and not self._tails_made:
+            # the tails, made at the first flush before the end (Table.make_tail) and
+            # flushed on their own: nothing is committed anywhere yet
+            for g in self._groups:
+                g.make_tail()
+            self._file.flush()
+            self._tails_made = True
         sealed = [g.write_sealed(final) for g in self._groups]
         if any(sealed):
             self._file.flush()
