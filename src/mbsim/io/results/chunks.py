@@ -125,15 +125,17 @@ def _mem_level(count: int) -> int:
     return min(8, max(1, (count + 1).bit_length() - 6))
 
 
-def encode(block: np.ndarray, chunk_rows: int) -> bytes:
+def encode(block: np.ndarray, chunk_rows: int, nonzero: bool = False) -> bytes:
     """The stored form of one whole chunk of ``chunk_rows`` rows under the shuffle and gzip
     filters. ``block``: the rows holding data (at most ``chunk_rows``; a dataset's last chunk
-    has fewer, the rest is zero padding, never read)."""
+    has fewer, the rest is zero padding, never read). ``nonzero``: the caller knows a bit of
+    ``block`` is set (the all-zero test is skipped)."""
     size = block.dtype.itemsize
     used = block.size  # elements holding data
     pad = (used // len(block) * chunk_rows if len(block) else 0) - used
     raw = block.reshape(-1).view(np.uint8)
-    if used and not raw.any():  # every bit zero (a column unused all run): one zero stretch
+    # every bit zero (a column unused all run): one zero stretch
+    if used and not nonzero and not raw.any():
         total = (used + pad) * size
         return b"".join(
             (_HEADER, _zero_stretch(total), _FINAL, _adler_zeros(1, total).to_bytes(4, "big"))
@@ -144,24 +146,26 @@ def encode(block: np.ndarray, chunk_rows: int) -> bytes:
     constant = ()
     if m > 1:
         repeats = np.count_nonzero(planes[:, 1:m] == planes[:, : m - 1], axis=1)
-        deflate = repeats >= RUN_FRACTION * (m - 1)
+        deflate = (repeats >= RUN_FRACTION * (m - 1)).tolist()
         if pad and m == used:  # the whole plane was looked at: which planes are one byte
             constant = (repeats == m - 1).tolist()
     else:
-        deflate = np.ones(size, dtype=bool)
-    deflate = deflate.tolist()
+        deflate = [True] * size
+    # the planes one after the other (the shuffled chunk without its padding), sliced as
+    # memoryviews: cheaper than a numpy row each
+    flat = memoryview(planes.reshape(-1))
     zeros = _zero_stretch(pad) if pad else b""
     level = _mem_level(used) if pad else 8
     out = [_HEADER]
     rle, open_, adler = None, False, 1
     for j in range(size):
-        plane = memoryview(planes[j])
+        plane = flat[j * used : (j + 1) * used]
         adler = zlib.adler32(plane, adler)
-        if len(plane):
+        if used:
             if constant and constant[j]:
                 # followed by padding, so a stretch of its own: the compressor is fresh here
                 # (the previous plane's padding flushed it) and is flushed after it
-                out.append(_constant_stretch(int(planes[j, 0]), used))
+                out.append(_constant_stretch(plane[0], used))
             elif deflate[j]:  # consecutive compressed planes are one stretch of one stream
                 if rle is None:
                     rle = zlib.compressobj(1, zlib.DEFLATED, -15, level, zlib.Z_RLE)

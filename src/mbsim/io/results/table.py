@@ -333,7 +333,7 @@ class Table:
         for s in range(0, rows, chunk):
             block = data[s : min(rows, s + chunk)]
             if block.reshape(-1).view(np.uint8).any():
-                write((self.sealed + s, *zeros), _chunks.encode(block, chunk))
+                write((self.sealed + s, *zeros), _chunks.encode(block, chunk, nonzero=True))
 
     def mark_sealed(self) -> None:
         """Phase 2 (after a flush): count the new whole chunks, empty the tail."""
