@@ -34,7 +34,7 @@ at once, on row slices: numba vectorises those loops, where the column-by-column
 A with a stride and indexed from k + 1 did not. Every entry still gets the same operations
 in the same order (each column's sums over i ascending; no fused multiply-add), so the
 factors are the same bits; the box pile's ~55-row active sets (rank 30) factor ~2.5x faster
-(docs/results.md, "box-pile: the polish's factorisation").
+(docs/results.md, "box-pile: the polish's factorisation vectorised").
 """
 
 from __future__ import annotations
