@@ -176,7 +176,7 @@ def _lu_solve(K, b, y):
     for i in range(m):
         y[i] = 0.0
     t = np.empty(m)
-    for _ in range(3):  # the solve, then two refinements: y += K^-1 (b - K y)
+    for it in range(3):  # the solve, then two refinements: y += K^-1 (b - K y)
         for i in range(m):
             t[i] = r[perm[i]]
         for i in range(m):
@@ -191,6 +191,8 @@ def _lu_solve(K, b, y):
             t[i] = s / LU[i, i]
         for i in range(m):
             y[i] += t[i]
+        if it == 2:
+            break  # the last residual would not be used
         for i in range(m):
             s = b[i]
             for j in range(m):
