@@ -23,9 +23,10 @@ narrowphase alone (``narrowphase.narrowphase``) and the compiled contact step
 (``contact_loop.fused_step``: ``contact_step_kernel`` from the contacts to v+, its warm start
 as the run leaves it) and the loop's own work around them (``_may_touch``, the contact events
 of a step whose contacts persist, ``keep_last``); the same for ``box-pile`` (bench_peers' 20
-boxes, 0.1 s: its 4 stacks landed, 80 contacts). Prints one line each, in ms or ns.
+boxes, 0.1 s: its 4 stacks landed, 80 contacts) and ``a1-stand`` / ``laikago-stand``
+(bench_peers' quadrupeds standing, 1.5 s). Prints one line each, in ms or ns.
 
-Usage: ``PYTHONPATH=src python benchmarks/bench_run_stages.py [--scene panda-free|box-pile]
+Usage: ``PYTHONPATH=src python benchmarks/bench_run_stages.py [--scene panda-free|a1-stand|...]
 [--repeat 7] [--reps 20000]``.
 """
 
@@ -84,6 +85,8 @@ def simulator(scene: str):
     path = Path(tempfile.mkdtemp(prefix="mbsim-stages-")) / "run.h5"
     if scene == "box-pile":  # 0.1 s: the layers have landed (bench_peers' pile duration)
         sc = bench_peers.scene_scenario(scene, 0.1, str(path))
+    elif scene in bench_peers.STAND_SCENES:  # 1.5 s standing (bench_peers' duration)
+        sc = bench_peers.scene_scenario(scene, 1.5, str(path))
     else:
         sc = bench_peers.panda_scenario(scene, 1.5, str(path))
     return Simulator(dataclasses.replace(sc, source=None))
@@ -237,7 +240,7 @@ def contact_costs(sim, reps: int) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    scenes = ("panda-free", "panda-pd", "panda-table", "box-pile")
+    scenes = ("panda-free", "panda-pd", "panda-table", "box-pile", *bench_peers.STAND_SCENES)
     ap.add_argument("--scene", default="panda-free", choices=scenes)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--reps", type=int, default=20000)

@@ -427,6 +427,27 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
     n = nu * (k + 1)
     code = 1 if least_norm else 0
     count = cstarts.shape[0] - 1
+    if count == 1:
+        # one island: all contacts in order (corder 0 .. nu - 1, its rows the whole LCP's),
+        # its M the whole M, from the step's own arrays (the same entries as below)
+        M = np.zeros((n, n))
+        q = np.zeros(n)
+        _contact_lcp_kernel(W.reshape((3 * nu, 3 * nu)), D, mu, vu, M, q)
+        if budget.shape[0]:
+            for a in range(nu):
+                q[nu * k + a] = budget[a]
+        label = np.empty(n, dtype=np.int64)
+        if n <= 1 or _component_labels(M, label) == 1:  # one block: solved whole
+            mraw = _inf_norm(M)
+            mscale = mraw if mraw > 0.0 and np.isfinite(mraw) else 1.0  # _mscale's rule
+            none = np.empty(0, dtype=np.int64)
+            w = np.empty(n)
+            ok, pivots, worst, S = _solve_block_call(
+                M, q, mscale, mraw, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
+            )
+            if ok and warm:
+                warm_remember(tab, und, n, True, none, S)
+            return ok, pivots, worst, code
     Ms = []
     qs = []
     gs = []

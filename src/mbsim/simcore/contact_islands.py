@@ -110,6 +110,15 @@ def island_compliance(
         m = cstarts[g + 1] - cstarts[g]
         wstart[g + 1] = wstart[g] + 9 * m * m
     w = np.zeros(wstart[count])
+    if count == 1:
+        # one island: its contacts are all of them in order (corder 0 .. nu - 1) and its
+        # nodes all nodes in order, so the local numbering below is the identity; Lambda
+        # and W from the step's own arrays, without the copies (the same entries)
+        m = cstarts[1]
+        lam = np.empty((6 * nn, 6 * nn))
+        lambda_linear_kernel_call(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, lam)
+        _relative_compliance_kernel(lam, ia, ib, w.reshape((3 * m, 3 * m)))
+        return w, wstart
     local = np.full(nn, -1, dtype=np.int64)
     for g in range(count):
         c0, c1 = cstarts[g], cstarts[g + 1]
