@@ -268,10 +268,11 @@ def test_tilted_ell_dropped_onto_ell_lands_on_an_edge_and_settles_flat(ell_dir):
 def test_tilted_ell_drop_settles_whatever_the_rounding_of_its_roll(ell_dir, rel):
     """The same drop with the roll changed by a relative -1e-12, 1e-8 or -1e-6 (paths that
     differ from the landing on, at rounding level at first): each L is at rest on the face
-    over the last 0.5 of 2 s: every |v_i| < 1e-6 (m/s, rad/s; at rest they are ~1e-14,
+    over the last 1 of 2 s: every |v_i| < 1e-6 (m/s, rad/s; at rest they are ~1e-14,
     while an L rocking on its edge or on two diagonal corners moves at 1e-2-1e-1) and
-    |z - H| < 1e-5 m. Before mesh_pairs.EDGE_ON_COS the first kept rocking past 3 s and the
-    second started again at 1.76 s from rest, when the rounding of its tilt (1e-17 rad)
+    |z - H| < 1e-5 m (each settles within 0.14 s). Before mesh_pairs.EDGE_ON_COS the first
+    kept rocking past 3 s, the second started again at 1.76 s from rest and the third
+    rocked until 1.5 s and started again after 2 s, when the rounding of its tilt (1e-17 rad)
     turned a side face's edge-on pair into contacts with a sideways normal that displaced
     two corners of its support polygon (docs/results.md, "branch edge")."""
     a = 0.05 * (1.0 + rel)
@@ -287,8 +288,8 @@ def test_tilted_ell_drop_settles_whatever_the_rounding_of_its_roll(ell_dir, rel)
         sim.step()
         z.append(sim.q[2])
         v.append(np.abs(sim.v).max())
-    assert np.abs(np.array(z[-500:]) - H).max() < 1e-5
-    assert max(v[-500:]) < 1e-6
+    assert np.abs(np.array(z[-1000:]) - H).max() < 1e-5
+    assert max(v[-1000:]) < 1e-6
 
 
 def _peg_case(tmp_path, contact_extra=""):
