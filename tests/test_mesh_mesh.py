@@ -264,6 +264,34 @@ def test_tilted_ell_dropped_onto_ell_lands_on_an_edge_and_settles_flat(ell_dir):
     assert abs(sim.q[4]) < 1e-6 and abs(sim.q[5]) < 1e-6
 
 
+@pytest.mark.parametrize("rel", [-1e-12, 1e-8, -1e-6])
+def test_tilted_ell_drop_settles_whatever_the_rounding_of_its_roll(ell_dir, rel):
+    """The same drop with the roll changed by a relative -1e-12, 1e-8 or -1e-6 (paths that
+    differ from the landing on, at rounding level at first): each L is at rest on the face
+    over the last 1 of 2 s: every |v_i| < 1e-6 (m/s, rad/s; at rest they are ~1e-14,
+    while an L rocking on its edge or on two diagonal corners moves at 1e-2-1e-1) and
+    |z - H| < 1e-5 m (each settles within 0.14 s). Before mesh_pairs.EDGE_ON_COS the first
+    kept rocking past 3 s, the second started again at 1.76 s from rest and the third
+    rocked until 1.5 s and started again after 2 s, when the rounding of its tilt (1e-17 rad)
+    turned a side face's edge-on pair into contacts with a sideways normal that displaced
+    two corners of its support polygon (docs/results.md, "branch edge")."""
+    a = 0.05 * (1.0 + rel)
+    text = _scenario(ell_dir, _ell_urdf("up"), _ell_urdf("low"), H + 0.03, 2.0)
+    text = text.replace(
+        '"root_joint.x" = 0.0 }',
+        f'"root_joint.x" = 0.0, "root_joint.qw" = {math.cos(a / 2)!r}, '
+        f'"root_joint.qx" = {math.sin(a / 2)!r} }}',
+    )
+    sim = Simulator(load_scenario_text(text))
+    z, v = [], []
+    for _ in range(2000):
+        sim.step()
+        z.append(sim.q[2])
+        v.append(np.abs(sim.v).max())
+    assert np.abs(np.array(z[-1000:]) - H).max() < 1e-5
+    assert max(v[-1000:]) < 1e-6
+
+
 def _peg_case(tmp_path, contact_extra=""):
     write_slot(tmp_path / "slot.stl")
     slot = _MESH_URDF.format(name="low", c=0.125, cz=0.125, m=1.0, i=1e-2, mesh="slot.stl")
@@ -324,3 +352,27 @@ def test_scenario_bad_mesh_contact_is_one_sentence(tmp_path, extra, message):
     with pytest.raises(MbsimError, match=message) as err:
         Simulator(load_scenario_text(_peg_case(tmp_path, extra)))
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("axis", ["x", "y"])
+@pytest.mark.parametrize("tilt", [1e-17, -1e-17, 1e-15, -1e-15, 1e-5, -1e-5])
+def test_ell_resting_on_ell_has_no_sideways_contact_whatever_the_tilts_sign(ell, axis, tilt):
+    """The upper L on the lower one, shifted by (2.5e-6, -1e-4) so that side faces of the two
+    are 2.5e-6 and 1e-4 apart, tilted by a rounding-level (1e-17, 1e-15 rad) or rocking-level
+    (1e-5 rad) angle of either sign: every contact has the face normal (within the tilt), and
+    the default 4 kept corners enclose the L's centroid. A side face of one L is edge-on to
+    the top face of the other (mesh_pairs.EDGE_ON_COS); counted as an oblique pair when the
+    tilt's sign made n_inc . n_ref negative, it gave contacts with a sideways normal at the
+    corners of the support polygon, which displaced the support points there, and the L
+    resting on two diagonal corners rocked (docs/results.md, "branch edge")."""
+    at = pose(rot(axis, tilt), (2.5e-6, -1e-4, H))
+    c = _ell_scene(ell, manifold_cap=8).detect({"up": at})
+    assert len(c) == 8
+    np.testing.assert_allclose(c.normal, np.tile(Z, (8, 1)), atol=2e-5)
+    c = _ell_scene(ell).detect({"up": at})
+    assert len(c) == 4
+    np.testing.assert_allclose(c.normal, np.tile(Z, (4, 1)), atol=2e-5)
+    from scipy.spatial import ConvexHull
+
+    hull = ConvexHull(c.point_b[:, :2])
+    assert (hull.equations @ [L_CX, L_CX, 1.0] < -1e-3).all()

@@ -334,6 +334,15 @@ INSIDE_TOL = 1e-9
 #: point strictly outside the reference mesh), because a point of an oblique face on or
 #: inside the other mesh belongs to the face it penetrates, not to a side face it grazes.
 FACING_COS = 0.5
+#: An incident triangle within this cosine of perpendicular to the reference triangle
+#: (|n_inc . n_ref| < EDGE_ON_COS, 0.057 deg) is seen edge-on and gives no contact: its
+#: points nearest the reference plane are on its edge, which the face on the edge's other
+#: side gives with a definite orientation; what the edge-on face adds is a sideways normal
+#: at the rim of a face resting on a face (the side face of one L beside the top face of the
+#: other, which it can slide over) or points down its own side under the other face, and
+#: whether it counts flipped with the rounding of a resting body's tilt (1e-17 rad), so the
+#: contact set of an L resting on an L changed from one step to the next.
+EDGE_ON_COS = 1e-3
 
 
 @njit(cache=True)
@@ -462,7 +471,7 @@ def _mesh_clip_pass(gr, gi, ref_is_b, si, sf, MV, MT, MB, Rw, pw, margin, buf, k
         for ii in range(nnear):
             i = near[ii]
             c = dot3(nr, Ni[i])
-            if c >= 0.0:  # turned away from the reference triangle
+            if c > -EDGE_ON_COS:  # turned away from the reference triangle, or edge-on
                 continue
             facing = c <= -FACING_COS
             dx = Sr[r, 0] - Si[i, 0]
