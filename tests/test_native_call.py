@@ -73,3 +73,38 @@ def test_table_finds_the_compilation_or_answers_not_found():
     assert ok and s == s_ref and np.array_equal(out, out_ref)
     ok, _ = _by_table(address_table(_kernel), a.astype(np.float32), b, 2.0)
     assert not ok  # no compilation for float32 arrays in the table
+
+
+@njit
+def _square(x):
+    return x * x
+
+
+_square_call = native(_square)
+
+
+@njit
+def _square_by_address(x):
+    return _square_call(x)
+
+
+def test_ctrl_c_while_the_callee_is_found_is_a_keyboard_interrupt(monkeypatch):
+    # a Ctrl-C raised while the first call finds its callee (cli/sigint.py raises a remembered
+    # one at the end of the callee's compile or cache load) reaches the caller's caller as a
+    # KeyboardInterrupt, not as the call's "no compiled ..." RuntimeError; the next call finds
+    # the callee
+    import types as pytypes
+
+    from mbsim.simcore import native_call
+
+    _square_by_address.compile((types.float64,))  # compiled before the interrupt, not called
+
+    def interrupted(name):
+        raise KeyboardInterrupt
+
+    fake = pytypes.SimpleNamespace(import_module=interrupted)
+    monkeypatch.setattr(native_call, "importlib", fake)
+    with pytest.raises(KeyboardInterrupt):
+        _square_by_address(3.0)
+    monkeypatch.undo()
+    assert _square_by_address(3.0) == 9.0

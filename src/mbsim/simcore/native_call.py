@@ -109,10 +109,18 @@ def native_caller(restype):
     return call
 
 
+#: what :func:`_resolve` answers when a Ctrl-C (KeyboardInterrupt) cut it short: the caller
+#: raises KeyboardInterrupt then, not its RuntimeError (cli/sigint.py raises a remembered
+#: Ctrl-C at the end of a compile, which may be the callee's compile or cache load here)
+INTERRUPTED = -1
+
+
 def _resolve(spec: int, size: int) -> int:
     """The address of the compilation :func:`native_call` describes in the ``size`` bytes
     at ``spec`` (a pickled (module, function name, argument types, return type)), compiled
-    or loaded from numba's cache now; 0 when there is none (the caller raises then)."""
+    or loaded from numba's cache now; 0 when there is none (the caller raises then);
+    :data:`INTERRUPTED` after a KeyboardInterrupt (the caller raises it again: an
+    exception cannot cross the C callback itself, ctypes would print and drop it)."""
     try:
         module, name, args, restype = pickle.loads(ctypes.string_at(spec, size))
         dispatcher = getattr(importlib.import_module(module), name)
@@ -121,6 +129,8 @@ def _resolve(spec: int, size: int) -> int:
         if cres.signature.return_type != restype:
             return 0
         return int(cres.library.get_pointer_to_function(cres.fndesc.mangled_name) or 0)
+    except KeyboardInterrupt:
+        return INTERRUPTED
     except Exception:  # the caller raises its own error: no address
         return 0
 
@@ -177,6 +187,9 @@ def _typed(typingctx, fn, py, args):
                 mod, ir.FunctionType(i64, [ir.IntType(8).as_pointer(), i64]), RESOLVE
             )
             found = builder.call(resolve, [ptr, i64(len(spec))])
+            cut = builder.icmp_signed("==", found, i64(INTERRUPTED))
+            with builder.if_then(cut, likely=False):
+                context.call_conv.return_user_exc(builder, KeyboardInterrupt, ())
             with builder.if_then(builder.icmp_unsigned("==", found, i64(0)), likely=False):
                 context.call_conv.return_user_exc(
                     builder, RuntimeError, (f"mbsim: no compiled {py.__name__} to call",)
