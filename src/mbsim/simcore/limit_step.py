@@ -74,6 +74,7 @@ from mbsim.simcore.dynamics import (
     aba_kernel,
     articulated_kernel,
     energy_kernel,
+    joint_response_kernel,
 )
 from mbsim.simcore.joint_rows import JointLimits, _near_limits, limit_rows_needed
 from mbsim.simcore.kinematics import (
@@ -457,10 +458,16 @@ def limit_step_from(
     for k in range(6):
         a0[k] = 0.0
     for j in range(nl):
-        g[dof[j]] = side[j]
-        aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, zero6, zero6, IA, U, Dinv, g, wpA, wu)
-        aba_accel_kernel(parent, vi, nvj, S, E, r, zero6, U, Dinv, wu, a0, wacc, col)
-        g[dof[j]] = 0.0
+        # the two sweeps on the force side_j e_k in one call, else (bodies of more DoFs) each
+        if not joint_response_kernel(
+            parent, vi, nvj, S, E, r, U, Dinv, dof[j], side[j], wu, wacc, col
+        ):
+            g[dof[j]] = side[j]
+            aba_bias_kernel(
+                parent, vi, nvj, S, inertia, E, r, zero6, zero6, IA, U, Dinv, g, wpA, wu
+            )
+            aba_accel_kernel(parent, vi, nvj, S, E, r, zero6, U, Dinv, wu, a0, wacc, col)
+            g[dof[j]] = 0.0
         for i in range(nv):
             W[i, j] = col[i]
     for i in range(nl):
