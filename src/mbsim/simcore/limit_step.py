@@ -21,7 +21,8 @@ row, are exact either way):
 3. the joint Delassus matrix (``OS.prepare`` -> ``joint_row_delassus``): W = (M +
    diag(armature))^-1 G^T column by column, the two ABA sweeps with zero velocity and
    gravity and the row s e_k as joint force on the factorisation of step 1
-   (``AbaDynamics.solve_joint``), and K = G W, i.e. K_ij = s_i W_(k_i, j);
+   (``AbaDynamics.solve_joint``; both in one call, ``dynamics.joint_response_kernel``, for
+   trees of revolute and prismatic bodies), and K = G W, i.e. K_ij = s_i W_(k_i, j);
 4. the impact phase (``stepper.impact_phase``, 000 Eqs. 54-58), when a stop is approached
    faster than ``impact_velocity`` and would be closed within the step: the compression LCP
    (dt = 0, q = G v, Eq. 54) gives v_c = v + W lambda_c; with restitution eps the recovered
