@@ -328,20 +328,33 @@ def aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, 
 @njit(cache=True)
 def aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd):
     """Base-to-tips accelerations: a_i = Xup a_p + c_i; qdd_i = Dinv (u_i - U^T a_i);
-    a_i += S qdd_i. ``a0`` is the world's spatial acceleration (-g for gravity)."""
+    a_i += S qdd_i. ``a0`` is the world's spatial acceleration (-g for gravity).
+
+    Written with scalar indices (``spatial.xform_motion`` and :func:`axis_block` spelled
+    out, the same operations), one return and every array argument read at the end: no
+    array views, so numba's reference-count pruning removes the increfs and decrefs of the
+    arguments and of the work array (a view per body and call cost ~12 ns each)."""
     nb = parent.shape[0]
-    tmp = np.empty(6)
-    w = np.empty(6)
     for i in range(nb):
         p = parent[i]
         if p >= 0:
-            xform_motion(E[i], r[i], acc[p], tmp)
+            w0, w1, w2 = acc[p, 0], acc[p, 1], acc[p, 2]
+            m3, m4, m5 = acc[p, 3], acc[p, 4], acc[p, 5]
         else:
-            xform_motion(E[i], r[i], a0, tmp)
+            w0, w1, w2, m3, m4, m5 = a0[0], a0[1], a0[2], a0[3], a0[4], a0[5]
+        t0 = m3 - (r[i, 1] * w2 - r[i, 2] * w1)
+        t1 = m4 - (r[i, 2] * w0 - r[i, 0] * w2)
+        t2 = m5 - (r[i, 0] * w1 - r[i, 1] * w0)
+        for a in range(3):
+            acc[i, a] = (E[i, a, 0] * w0 + E[i, a, 1] * w1 + E[i, a, 2] * w2) + cbias[i, a]
+            acc[i, a + 3] = (E[i, a, 0] * t0 + E[i, a, 1] * t1 + E[i, a, 2] * t2) + cbias[i, a + 3]
         n = nvj[i]
-        for a in range(6):
-            acc[i, a] = tmp[a] + cbias[i, a]
-        lo = axis_block(S, i) if n == 1 else -1
+        lo = -1
+        if n == 1:
+            if S[i, 3, 0] == 0.0 and S[i, 4, 0] == 0.0 and S[i, 5, 0] == 0.0:
+                lo = 0
+            elif S[i, 0, 0] == 0.0 and S[i, 1, 0] == 0.0 and S[i, 2, 0] == 0.0:
+                lo = 3
         if lo >= 0:  # 1-DoF: qdd = D^-1 (u - U . a), a += S qdd on the axis block only
             s = u[i, 0]
             for a in range(6):
@@ -351,22 +364,48 @@ def aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd):
             acc[i, lo] += S[i, lo, 0] * qk
             acc[i, lo + 1] += S[i, lo + 1, 0] * qk
             acc[i, lo + 2] += S[i, lo + 2, 0] * qk
-            continue
-        for k in range(n):
-            s = u[i, k]
-            for a in range(6):
-                s -= U[i, a, k] * acc[i, a]
-            w[k] = s
-        for k in range(n):
-            s = 0.0
-            for m in range(n):
-                s += Dinv[i, k, m] * w[m]
-            qdd[vi[i] + k] = s
-        for a in range(6):
-            s = 0.0
+        else:
+            w0 = w1 = w2 = w3 = w4 = w5 = 0.0  # w = u - U^T a (n <= 6), no work array
             for k in range(n):
-                s += S[i, a, k] * qdd[vi[i] + k]
-            acc[i, a] += s
+                s = u[i, k]
+                for a in range(6):
+                    s -= U[i, a, k] * acc[i, a]
+                if k == 0:
+                    w0 = s
+                elif k == 1:
+                    w1 = s
+                elif k == 2:
+                    w2 = s
+                elif k == 3:
+                    w3 = s
+                elif k == 4:
+                    w4 = s
+                else:
+                    w5 = s
+            for k in range(n):
+                s = 0.0
+                for m in range(n):
+                    if m == 0:
+                        wm = w0
+                    elif m == 1:
+                        wm = w1
+                    elif m == 2:
+                        wm = w2
+                    elif m == 3:
+                        wm = w3
+                    elif m == 4:
+                        wm = w4
+                    else:
+                        wm = w5
+                    s += Dinv[i, k, m] * wm
+                qdd[vi[i] + k] = s
+            for a in range(6):
+                s = 0.0
+                for k in range(n):
+                    s += S[i, a, k] * qdd[vi[i] + k]
+                acc[i, a] += s
+    # read last (no effect): the arrays then all live to this one return
+    return parent.shape[0] + vi.shape[0] + nvj.shape[0] + a0.shape[0] + qdd.shape[0] > 0
 
 
 @njit(cache=True)
@@ -386,6 +425,102 @@ def aba_kernel(
     for k in range(3):
         a0[3 + k] = -gravity[k]
     aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd)
+
+
+@njit(cache=True)
+def joint_response_kernel(parent, vi, nvj, S, E, r, U, Dinv, k, s, u, acc, col):
+    """col = (M + diag(armature))^-1 (s e_k), the joint-space response to the force s on DoF
+    k, on the factorisation of :func:`articulated_kernel` (U, Dinv): the two sweeps
+    :func:`aba_bias_kernel` and :func:`aba_accel_kernel` make with zero velocity, bias and
+    gravity and the force s e_k, in one call, without temporaries (``u`` and ``acc`` (nb, 6)
+    work). The tips-to-base sweep walks only the path from DoF k's body to the root: every
+    other body's bias force and u are exact zeros there, so leaving them out (and the
+    products with the zero velocity and bias) changes no value but the sign of an exact zero
+    (a zero term in a sum, :func:`axis_block`); the base-to-tips sweep is aba_accel_kernel's
+    operations with the zero bias added, as there. For trees of 1-DoF bodies whose axis lies
+    in one block (revolute and prismatic joints): returns False, col untouched, when a body
+    is not one, and the caller takes the two sweeps."""
+    nb = parent.shape[0]
+    # one return, no helper call (axis_block, S passed, would incref S) and no array dying
+    # before it: numba's reference-count pruning then removes the argument increfs and decrefs
+    b = -1
+    for i in range(nb):
+        rot = S[i, 3, 0] == 0.0 and S[i, 4, 0] == 0.0 and S[i, 5, 0] == 0.0
+        pri = S[i, 0, 0] == 0.0 and S[i, 1, 0] == 0.0 and S[i, 2, 0] == 0.0
+        if nvj[i] != 1 or not (rot or pri):
+            b = -2
+            break
+        if vi[i] == k:
+            b = i
+    if b >= 0:
+        for i in range(nb):
+            u[i, 0] = 0.0
+        # tips to base on the path: f = pA_i (from the path child), u_i = tau_i - S^T f
+        f0 = f1 = f2 = f3 = f4 = f5 = 0.0
+        i = b
+        tau = s
+        while True:
+            lo = 0 if S[i, 3, 0] == 0.0 and S[i, 4, 0] == 0.0 and S[i, 5, 0] == 0.0 else 3
+            if lo == 0:
+                fa, fb, fc = f0, f1, f2
+            else:
+                fa, fb, fc = f3, f4, f5
+            u1 = tau
+            u1 -= S[i, lo, 0] * fa
+            u1 -= S[i, lo + 1, 0] * fb
+            u1 -= S[i, lo + 2, 0] * fc
+            u[i, 0] = u1
+            p = parent[i]
+            if p < 0:
+                break
+            g = Dinv[i, 0, 0] * u1
+            p0 = f0 + U[i, 0, 0] * g
+            p1 = f1 + U[i, 1, 0] * g
+            p2 = f2 + U[i, 2, 0] * g
+            p3 = f3 + U[i, 3, 0] * g
+            p4 = f4 + U[i, 4, 0] * g
+            p5 = f5 + U[i, 5, 0] * g
+            # xform_force_T(E[i], r[i], pa)
+            n0 = E[i, 0, 0] * p0 + E[i, 1, 0] * p1 + E[i, 2, 0] * p2
+            n1 = E[i, 0, 1] * p0 + E[i, 1, 1] * p1 + E[i, 2, 1] * p2
+            n2 = E[i, 0, 2] * p0 + E[i, 1, 2] * p1 + E[i, 2, 2] * p2
+            g0 = E[i, 0, 0] * p3 + E[i, 1, 0] * p4 + E[i, 2, 0] * p5
+            g1 = E[i, 0, 1] * p3 + E[i, 1, 1] * p4 + E[i, 2, 1] * p5
+            g2 = E[i, 0, 2] * p3 + E[i, 1, 2] * p4 + E[i, 2, 2] * p5
+            f0 = n0 + r[i, 1] * g2 - r[i, 2] * g1
+            f1 = n1 + r[i, 2] * g0 - r[i, 0] * g2
+            f2 = n2 + r[i, 0] * g1 - r[i, 1] * g0
+            f3 = g0
+            f4 = g1
+            f5 = g2
+            i = p
+            tau = 0.0
+        # base to tips: aba_accel_kernel with a0 = 0 and zero bias
+        for i in range(nb):
+            p = parent[i]
+            if p >= 0:
+                w0, w1, w2 = acc[p, 0], acc[p, 1], acc[p, 2]
+                m3, m4, m5 = acc[p, 3], acc[p, 4], acc[p, 5]
+            else:
+                w0 = w1 = w2 = m3 = m4 = m5 = 0.0
+            # xform_motion(E[i], r[i], m)
+            t0 = m3 - (r[i, 1] * w2 - r[i, 2] * w1)
+            t1 = m4 - (r[i, 2] * w0 - r[i, 0] * w2)
+            t2 = m5 - (r[i, 0] * w1 - r[i, 1] * w0)
+            for a in range(3):
+                acc[i, a] = (E[i, a, 0] * w0 + E[i, a, 1] * w1 + E[i, a, 2] * w2) + 0.0
+                acc[i, a + 3] = (E[i, a, 0] * t0 + E[i, a, 1] * t1 + E[i, a, 2] * t2) + 0.0
+            lo = 0 if S[i, 3, 0] == 0.0 and S[i, 4, 0] == 0.0 and S[i, 5, 0] == 0.0 else 3
+            sm = u[i, 0]
+            for a in range(6):
+                sm -= U[i, a, 0] * acc[i, a]
+            qk = Dinv[i, 0, 0] * sm
+            col[vi[i]] = qk
+            acc[i, lo] += S[i, lo, 0] * qk
+            acc[i, lo + 1] += S[i, lo + 1, 0] * qk
+            acc[i, lo + 2] += S[i, lo + 2, 0] * qk
+    # nvj read here again (always true): every array argument then lives to this one return
+    return (b >= 0) & (nvj.shape[0] == nb)
 
 
 def articulated_factor(model, data) -> None:

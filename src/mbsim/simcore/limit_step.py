@@ -21,7 +21,8 @@ row, are exact either way):
 3. the joint Delassus matrix (``OS.prepare`` -> ``joint_row_delassus``): W = (M +
    diag(armature))^-1 G^T column by column, the two ABA sweeps with zero velocity and
    gravity and the row s e_k as joint force on the factorisation of step 1
-   (``AbaDynamics.solve_joint``), and K = G W, i.e. K_ij = s_i W_(k_i, j);
+   (``AbaDynamics.solve_joint``; both in one call, ``dynamics.joint_response_kernel``, for
+   trees of revolute and prismatic bodies), and K = G W, i.e. K_ij = s_i W_(k_i, j);
 4. the impact phase (``stepper.impact_phase``, 000 Eqs. 54-58), when a stop is approached
    faster than ``impact_velocity`` and would be closed within the step: the compression LCP
    (dt = 0, q = G v, Eq. 54) gives v_c = v + W lambda_c; with restitution eps the recovered
@@ -74,6 +75,7 @@ from mbsim.simcore.dynamics import (
     aba_kernel,
     articulated_kernel,
     energy_kernel,
+    joint_response_kernel,
 )
 from mbsim.simcore.joint_rows import JointLimits, _near_limits, limit_rows_needed
 from mbsim.simcore.kinematics import (
@@ -457,10 +459,16 @@ def limit_step_from(
     for k in range(6):
         a0[k] = 0.0
     for j in range(nl):
-        g[dof[j]] = side[j]
-        aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, zero6, zero6, IA, U, Dinv, g, wpA, wu)
-        aba_accel_kernel(parent, vi, nvj, S, E, r, zero6, U, Dinv, wu, a0, wacc, col)
-        g[dof[j]] = 0.0
+        # the two sweeps on the force side_j e_k in one call, else (bodies of more DoFs) each
+        if not joint_response_kernel(
+            parent, vi, nvj, S, E, r, U, Dinv, dof[j], side[j], wu, wacc, col
+        ):
+            g[dof[j]] = side[j]
+            aba_bias_kernel(
+                parent, vi, nvj, S, inertia, E, r, zero6, zero6, IA, U, Dinv, g, wpA, wu
+            )
+            aba_accel_kernel(parent, vi, nvj, S, E, r, zero6, U, Dinv, wu, a0, wacc, col)
+            g[dof[j]] = 0.0
         for i in range(nv):
             W[i, j] = col[i]
     for i in range(nl):
