@@ -34,7 +34,10 @@ at once, on row slices: numba vectorises those loops, where the column-by-column
 A with a stride and indexed from k + 1 did not. Every entry still gets the same operations
 in the same order (each column's sums over i ascending; no fused multiply-add), so the
 factors are the same bits; the box pile's ~55-row active sets (rank 30) factor ~2.5x faster
-(docs/results.md, "box-pile: the polish's factorisation vectorised").
+(docs/results.md, "box-pile: the polish's factorisation vectorised"). The remaining columns'
+norms after a reflection are summed in its update pass, as each row is done
+(:func:`_reflect_norms`; same sums, same order: ~5 % of the factorisation, docs/results.md
+"... (issue 15, branch wguess)").
 """
 
 from __future__ import annotations
@@ -88,6 +91,52 @@ def _reflect(A, k, rows, cols, s, v, beta, d):
             ai[j] -= dk[j] * vi
 
 
+@njit(cache=True, inline="always")
+def _reflect_norms(A, k, rows, cols, s, v, beta, d, nrm):
+    """:func:`_reflect` that also leaves in nrm[k+1:cols] the squared norms of columns
+    k+1.. over rows k+1.. of the image, each summed i ascending as the row pass it saves
+    (the same bits): added as each row's update is done."""
+    norm = np.sqrt(s)
+    x0 = A[k, k]
+    alpha = -norm if x0 >= 0.0 else norm
+    for i in range(rows):
+        v[k, i] = 0.0
+    v[k, k] = x0 - alpha
+    for i in range(k + 1, rows):
+        v[k, i] = A[i, k]
+    vn = v[k, k] * v[k, k] + (s - x0 * x0)
+    b = 2.0 / vn if vn > 0.0 else 0.0
+    beta[k] = b
+    A[k, k] = alpha
+    for i in range(k + 1, rows):
+        A[i, k] = 0.0
+    k1 = k + 1
+    wd = cols - k1
+    dk = d[k1:cols]
+    nk = nrm[k1:cols]
+    for j in range(wd):
+        dk[j] = 0.0
+        nk[j] = 0.0
+    for i in range(k, rows):
+        vi = v[k, i]
+        ai = A[i, k1:cols]
+        for j in range(wd):
+            dk[j] += vi * ai[j]
+    for j in range(wd):
+        dk[j] *= b
+    ak = A[k, k1:cols]
+    vk = v[k, k]
+    for j in range(wd):
+        ak[j] -= dk[j] * vk
+    for i in range(k1, rows):
+        vi = v[k, i]
+        ai = A[i, k1:cols]
+        for j in range(wd):
+            x = ai[j] - dk[j] * vi
+            ai[j] = x
+            nk[j] += x * x
+
+
 @njit(cache=True)
 def cod_factor(A, rcond, R, perm, hv, hbeta, T, zv, zbeta):
     """Steps 1-2 of the module docstring. R (m x n) gets the pivoted triangular factor,
@@ -116,6 +165,7 @@ def cod_factor_into(A, rcond, R, perm, hv, hbeta, T, zv, zbeta, norms):
     kmax = min(m, n)
     rank = 0
     r00 = 0.0
+    dwork = np.empty(n)
     for k in range(kmax):
         p = k
         for j in range(k + 1, n):
@@ -140,15 +190,9 @@ def cod_factor_into(A, rcond, R, perm, hv, hbeta, T, zv, zbeta, norms):
             r00 = norm
         if not norm > rcond * r00 or norm == 0.0:
             break
-        _reflect(R, k, m, n, s, hv, hbeta, norms)  # norms[k+1:] as its work: recomputed next
-        # row by row (R is row-major), each sum i ascending as a column loop's: same bits
-        nk = norms[k + 1 : n]
-        for j in range(n - k - 1):
-            nk[j] = 0.0
-        for i in range(k + 1, m):
-            ri = R[i, k + 1 : n]
-            for j in range(n - k - 1):
-                nk[j] += ri[j] * ri[j]
+        # the reflection, and the remaining columns' norms over rows k+1.. summed as each
+        # row is updated (each sum i ascending as a column loop's: same bits)
+        _reflect_norms(R, k, m, n, s, hv, hbeta, dwork, norms)
         rank = k + 1
     r = rank
     if r == n:
