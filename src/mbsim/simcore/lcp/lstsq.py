@@ -49,13 +49,13 @@ EPS = float(np.finfo(np.float64).eps)
 
 
 @njit(cache=True, inline="always")
-def _reflect(A, k, rows, cols, s, v, beta, d):
+def _reflector_products(A, k, rows, cols, s, v, beta, d):
     """The Householder reflector H = I - beta_k v_k v_k^T that maps column k of A (rows x
     cols, entries k.. of it, s = their squared norm) to (alpha, 0, ...), alpha = -sign(A_kk)
-    sqrt(s); stores v_k, beta_k, writes the column's image and applies H to columns k+1..cols-1.
-    d (cols,) is work: the products d_j = beta_k v_k^T A_j are summed row by row for all
+    sqrt(s): stores v_k, beta_k and the column's image, and leaves in d[k+1:cols] the
+    products d_j = beta_k v_k^T A_j of the columns to its right, summed row by row for all
     columns at once (A is row-major; each d_j adds the same terms in the same order, i
-    ascending, as a column-by-column loop, so the same bits) and A_j -= d_j v_k likewise."""
+    ascending, as a column-by-column loop, so the same bits)."""
     norm = np.sqrt(s)
     x0 = A[k, k]
     alpha = -norm if x0 >= 0.0 else norm
@@ -84,6 +84,16 @@ def _reflect(A, k, rows, cols, s, v, beta, d):
             dk[j] += vi * ai[j]
     for j in range(wd):
         dk[j] *= b
+
+
+@njit(cache=True, inline="always")
+def _reflect(A, k, rows, cols, s, v, beta, d):
+    """Apply the reflector of :func:`_reflector_products` to column k and to columns
+    k+1..cols-1 (A_j -= d_j v_k, d (cols,) work)."""
+    _reflector_products(A, k, rows, cols, s, v, beta, d)
+    k1 = k + 1
+    wd = cols - k1
+    dk = d[k1:cols]
     for i in range(k, rows):
         vi = v[k, i]
         ai = A[i, k1:cols]
@@ -96,34 +106,13 @@ def _reflect_norms(A, k, rows, cols, s, v, beta, d, nrm):
     """:func:`_reflect` that also leaves in nrm[k+1:cols] the squared norms of columns
     k+1.. over rows k+1.. of the image, each summed i ascending as the row pass it saves
     (the same bits): added as each row's update is done."""
-    norm = np.sqrt(s)
-    x0 = A[k, k]
-    alpha = -norm if x0 >= 0.0 else norm
-    for i in range(rows):
-        v[k, i] = 0.0
-    v[k, k] = x0 - alpha
-    for i in range(k + 1, rows):
-        v[k, i] = A[i, k]
-    vn = v[k, k] * v[k, k] + (s - x0 * x0)
-    b = 2.0 / vn if vn > 0.0 else 0.0
-    beta[k] = b
-    A[k, k] = alpha
-    for i in range(k + 1, rows):
-        A[i, k] = 0.0
+    _reflector_products(A, k, rows, cols, s, v, beta, d)
     k1 = k + 1
     wd = cols - k1
     dk = d[k1:cols]
     nk = nrm[k1:cols]
     for j in range(wd):
-        dk[j] = 0.0
         nk[j] = 0.0
-    for i in range(k, rows):
-        vi = v[k, i]
-        ai = A[i, k1:cols]
-        for j in range(wd):
-            dk[j] += vi * ai[j]
-    for j in range(wd):
-        dk[j] *= b
     ak = A[k, k1:cols]
     vk = v[k, k]
     for j in range(wd):
