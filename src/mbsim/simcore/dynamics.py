@@ -205,7 +205,7 @@ def _put6(k, s, x0, x1, x2, x3, x4, x5):
     return x0, x1, x2, x3, x4, s
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature):
     """Tips-to-base articulated inertias (004 Appendix: P(k), D, G, tau-bar).
 
@@ -223,7 +223,10 @@ def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, s
     ``congruence_T_sym``, ``xform_force_T``, :func:`axis_block` and :func:`spd_inverse`
     spelled out with the same operations in the same order; the multi-DoF work matrices in
     ``scratch``), one return: no array view and no work array, so numba's reference-count
-    pruning removes every incref and decref.
+    pruning removes every incref and decref. ``error_model="numpy"``: no ZeroDivisionError
+    paths, whose exits keep the argument reference counts (no division here can have a zero
+    divisor: ``1 / d`` is guarded by ``d > 0`` and the Cholesky diagonal is ``sqrt(s)`` with
+    ``s > 0``), so the values are those of the default model.
     """
     nb = parent.shape[0]
     for i in range(nb):
