@@ -173,7 +173,39 @@ def crba_kernel(parent, vi, nvj, S, inertia, E, r, Ic, M, scratch):
             j = pj
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _pick6(k, x0, x1, x2, x3, x4, x5):
+    """x_k of six scalars (k < 6): a work vector's entry without a work array."""
+    if k == 0:
+        return x0
+    if k == 1:
+        return x1
+    if k == 2:
+        return x2
+    if k == 3:
+        return x3
+    if k == 4:
+        return x4
+    return x5
+
+
+@njit(cache=True, inline="always")
+def _put6(k, s, x0, x1, x2, x3, x4, x5):
+    """The six scalars with x_k replaced by s (k < 6)."""
+    if k == 0:
+        return s, x1, x2, x3, x4, x5
+    if k == 1:
+        return x0, s, x2, x3, x4, x5
+    if k == 2:
+        return x0, x1, s, x3, x4, x5
+    if k == 3:
+        return x0, x1, x2, s, x4, x5
+    if k == 4:
+        return x0, x1, x2, x3, s, x5
+    return x0, x1, x2, x3, x4, s
+
+
+@njit(cache=True, error_model="numpy")
 def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature):
     """Tips-to-base articulated inertias (004 Appendix: P(k), D, G, tau-bar).
 
@@ -186,33 +218,42 @@ def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, s
     M + diag(armature) exactly (a joint-space inertia enters only the joint's own D_i, as a
     rotor inertia does). The stepper puts dt * damping there: implicit joint damping (see
     :func:`aba`). Zero leaves M itself, bit for bit.
+
+    Written with scalar indices like :func:`aba_accel_kernel` (``spatial.copy6x6``,
+    ``congruence_T_sym``, ``xform_force_T``, :func:`axis_block` and :func:`spd_inverse`
+    spelled out with the same operations in the same order; the multi-DoF work matrices in
+    ``scratch``), one return: no array view and no work array, so numba's reference-count
+    pruning removes every incref and decref. ``error_model="numpy"``: no ZeroDivisionError
+    paths, whose exits keep the argument reference counts (no division here can have a zero
+    divisor: ``1 / d`` is guarded by ``d > 0`` and the Cholesky diagonal is ``sqrt(s)`` with
+    ``s > 0``), so the values are those of the default model.
     """
     nb = parent.shape[0]
     for i in range(nb):
-        copy6x6(inertia[i], IA[i])
-    D = scratch[2]
-    Ia = scratch[3]
-    xu = np.empty(6)
-    L = np.empty((6, 6))
-    Li = np.empty((6, 6))
+        for a in range(6):
+            for b in range(6):
+                IA[i, a, b] = inertia[i, a, b]
     for i in range(nb - 1, -1, -1):
         n = nvj[i]
-        A = IA[i]
         if n == 1:
             # revolute/prismatic: S is one column, D a scalar, Ia = IA - g U U^T, so
             # Xup^T Ia Xup = Xup^T IA Xup - g (Xup^T U)(Xup^T U)^T: no 6x6 temporary.
-            lo = axis_block(S, i)
+            lo = -1  # axis_block
+            if S[i, 3, 0] == 0.0 and S[i, 4, 0] == 0.0 and S[i, 5, 0] == 0.0:
+                lo = 0
+            elif S[i, 0, 0] == 0.0 and S[i, 1, 0] == 0.0 and S[i, 2, 0] == 0.0:
+                lo = 3
             d = 0.0
             if lo >= 0:  # U = IA S from the axis block only (axis_block)
                 k0, k1, k2 = S[i, lo, 0], S[i, lo + 1, 0], S[i, lo + 2, 0]
                 for a in range(6):
-                    U[i, a, 0] = A[a, lo] * k0 + A[a, lo + 1] * k1 + A[a, lo + 2] * k2
+                    U[i, a, 0] = IA[i, a, lo] * k0 + IA[i, a, lo + 1] * k1 + IA[i, a, lo + 2] * k2
                 d = U[i, lo, 0] * k0 + U[i, lo + 1, 0] * k1 + U[i, lo + 2, 0] * k2
             else:
                 for a in range(6):
                     s = 0.0
                     for k in range(6):
-                        s += A[a, k] * S[i, k, 0]
+                        s += IA[i, a, k] * S[i, k, 0]
                     U[i, a, 0] = s
                     d += S[i, a, 0] * s
             d += armature[vi[i]]
@@ -221,45 +262,450 @@ def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, s
             Dinv[i, 0, 0] = g
             p = parent[i]
             if p >= 0:
-                congruence_T_sym(E[i], r[i], A, IA[p], True)
-                xform_force_T(E[i], r[i], U[i, :, 0], xu)
+                # IA_p += Xup^T IA_i Xup (spatial.congruence_T_sym written out)
+                t00 = IA[i, 0, 0] * E[i, 0, 0] + IA[i, 0, 1] * E[i, 1, 0] + IA[i, 0, 2] * E[i, 2, 0]
+                t01 = IA[i, 0, 0] * E[i, 0, 1] + IA[i, 0, 1] * E[i, 1, 1] + IA[i, 0, 2] * E[i, 2, 1]
+                t02 = IA[i, 0, 0] * E[i, 0, 2] + IA[i, 0, 1] * E[i, 1, 2] + IA[i, 0, 2] * E[i, 2, 2]
+                t10 = IA[i, 1, 0] * E[i, 0, 0] + IA[i, 1, 1] * E[i, 1, 0] + IA[i, 1, 2] * E[i, 2, 0]
+                t11 = IA[i, 1, 0] * E[i, 0, 1] + IA[i, 1, 1] * E[i, 1, 1] + IA[i, 1, 2] * E[i, 2, 1]
+                t12 = IA[i, 1, 0] * E[i, 0, 2] + IA[i, 1, 1] * E[i, 1, 2] + IA[i, 1, 2] * E[i, 2, 2]
+                t20 = IA[i, 2, 0] * E[i, 0, 0] + IA[i, 2, 1] * E[i, 1, 0] + IA[i, 2, 2] * E[i, 2, 0]
+                t21 = IA[i, 2, 0] * E[i, 0, 1] + IA[i, 2, 1] * E[i, 1, 1] + IA[i, 2, 2] * E[i, 2, 1]
+                t22 = IA[i, 2, 0] * E[i, 0, 2] + IA[i, 2, 1] * E[i, 1, 2] + IA[i, 2, 2] * E[i, 2, 2]
+                a00 = E[i, 0, 0] * t00 + E[i, 1, 0] * t10 + E[i, 2, 0] * t20
+                a01 = E[i, 0, 0] * t01 + E[i, 1, 0] * t11 + E[i, 2, 0] * t21
+                a02 = E[i, 0, 0] * t02 + E[i, 1, 0] * t12 + E[i, 2, 0] * t22
+                a10 = E[i, 0, 1] * t00 + E[i, 1, 1] * t10 + E[i, 2, 1] * t20
+                a11 = E[i, 0, 1] * t01 + E[i, 1, 1] * t11 + E[i, 2, 1] * t21
+                a12 = E[i, 0, 1] * t02 + E[i, 1, 1] * t12 + E[i, 2, 1] * t22
+                a20 = E[i, 0, 2] * t00 + E[i, 1, 2] * t10 + E[i, 2, 2] * t20
+                a21 = E[i, 0, 2] * t01 + E[i, 1, 2] * t11 + E[i, 2, 2] * t21
+                a22 = E[i, 0, 2] * t02 + E[i, 1, 2] * t12 + E[i, 2, 2] * t22
+                t00 = IA[i, 0, 3] * E[i, 0, 0] + IA[i, 0, 4] * E[i, 1, 0] + IA[i, 0, 5] * E[i, 2, 0]
+                t01 = IA[i, 0, 3] * E[i, 0, 1] + IA[i, 0, 4] * E[i, 1, 1] + IA[i, 0, 5] * E[i, 2, 1]
+                t02 = IA[i, 0, 3] * E[i, 0, 2] + IA[i, 0, 4] * E[i, 1, 2] + IA[i, 0, 5] * E[i, 2, 2]
+                t10 = IA[i, 1, 3] * E[i, 0, 0] + IA[i, 1, 4] * E[i, 1, 0] + IA[i, 1, 5] * E[i, 2, 0]
+                t11 = IA[i, 1, 3] * E[i, 0, 1] + IA[i, 1, 4] * E[i, 1, 1] + IA[i, 1, 5] * E[i, 2, 1]
+                t12 = IA[i, 1, 3] * E[i, 0, 2] + IA[i, 1, 4] * E[i, 1, 2] + IA[i, 1, 5] * E[i, 2, 2]
+                t20 = IA[i, 2, 3] * E[i, 0, 0] + IA[i, 2, 4] * E[i, 1, 0] + IA[i, 2, 5] * E[i, 2, 0]
+                t21 = IA[i, 2, 3] * E[i, 0, 1] + IA[i, 2, 4] * E[i, 1, 1] + IA[i, 2, 5] * E[i, 2, 1]
+                t22 = IA[i, 2, 3] * E[i, 0, 2] + IA[i, 2, 4] * E[i, 1, 2] + IA[i, 2, 5] * E[i, 2, 2]
+                b00 = E[i, 0, 0] * t00 + E[i, 1, 0] * t10 + E[i, 2, 0] * t20
+                b01 = E[i, 0, 0] * t01 + E[i, 1, 0] * t11 + E[i, 2, 0] * t21
+                b02 = E[i, 0, 0] * t02 + E[i, 1, 0] * t12 + E[i, 2, 0] * t22
+                b10 = E[i, 0, 1] * t00 + E[i, 1, 1] * t10 + E[i, 2, 1] * t20
+                b11 = E[i, 0, 1] * t01 + E[i, 1, 1] * t11 + E[i, 2, 1] * t21
+                b12 = E[i, 0, 1] * t02 + E[i, 1, 1] * t12 + E[i, 2, 1] * t22
+                b20 = E[i, 0, 2] * t00 + E[i, 1, 2] * t10 + E[i, 2, 2] * t20
+                b21 = E[i, 0, 2] * t01 + E[i, 1, 2] * t11 + E[i, 2, 2] * t21
+                b22 = E[i, 0, 2] * t02 + E[i, 1, 2] * t12 + E[i, 2, 2] * t22
+                t00 = IA[i, 3, 3] * E[i, 0, 0] + IA[i, 3, 4] * E[i, 1, 0] + IA[i, 3, 5] * E[i, 2, 0]
+                t01 = IA[i, 3, 3] * E[i, 0, 1] + IA[i, 3, 4] * E[i, 1, 1] + IA[i, 3, 5] * E[i, 2, 1]
+                t02 = IA[i, 3, 3] * E[i, 0, 2] + IA[i, 3, 4] * E[i, 1, 2] + IA[i, 3, 5] * E[i, 2, 2]
+                t10 = IA[i, 4, 3] * E[i, 0, 0] + IA[i, 4, 4] * E[i, 1, 0] + IA[i, 4, 5] * E[i, 2, 0]
+                t11 = IA[i, 4, 3] * E[i, 0, 1] + IA[i, 4, 4] * E[i, 1, 1] + IA[i, 4, 5] * E[i, 2, 1]
+                t12 = IA[i, 4, 3] * E[i, 0, 2] + IA[i, 4, 4] * E[i, 1, 2] + IA[i, 4, 5] * E[i, 2, 2]
+                t20 = IA[i, 5, 3] * E[i, 0, 0] + IA[i, 5, 4] * E[i, 1, 0] + IA[i, 5, 5] * E[i, 2, 0]
+                t21 = IA[i, 5, 3] * E[i, 0, 1] + IA[i, 5, 4] * E[i, 1, 1] + IA[i, 5, 5] * E[i, 2, 1]
+                t22 = IA[i, 5, 3] * E[i, 0, 2] + IA[i, 5, 4] * E[i, 1, 2] + IA[i, 5, 5] * E[i, 2, 2]
+                d00 = E[i, 0, 0] * t00 + E[i, 1, 0] * t10 + E[i, 2, 0] * t20
+                d01 = E[i, 0, 0] * t01 + E[i, 1, 0] * t11 + E[i, 2, 0] * t21
+                d02 = E[i, 0, 0] * t02 + E[i, 1, 0] * t12 + E[i, 2, 0] * t22
+                d10 = E[i, 0, 1] * t00 + E[i, 1, 1] * t10 + E[i, 2, 1] * t20
+                d11 = E[i, 0, 1] * t01 + E[i, 1, 1] * t11 + E[i, 2, 1] * t21
+                d12 = E[i, 0, 1] * t02 + E[i, 1, 1] * t12 + E[i, 2, 1] * t22
+                d20 = E[i, 0, 2] * t00 + E[i, 1, 2] * t10 + E[i, 2, 2] * t20
+                d21 = E[i, 0, 2] * t01 + E[i, 1, 2] * t11 + E[i, 2, 2] * t21
+                d22 = E[i, 0, 2] * t02 + E[i, 1, 2] * t12 + E[i, 2, 2] * t22
+                x, y, z = r[i, 0], r[i, 1], r[i, 2]
+                # B = A'12 + r^ A'22 (column j: b_j + r x d_j)
+                B00 = b00 + (y * d20 - z * d10)
+                B10 = b10 + (z * d00 - x * d20)
+                B20 = b20 + (x * d10 - y * d00)
+                B01 = b01 + (y * d21 - z * d11)
+                B11 = b11 + (z * d01 - x * d21)
+                B21 = b21 + (x * d11 - y * d01)
+                B02 = b02 + (y * d22 - z * d12)
+                B12 = b12 + (z * d02 - x * d22)
+                B22 = b22 + (x * d12 - y * d02)
+                # C = A'11 + r^ A'21, A'21 = A'12^T (column j of A'21 is row j of A'12)
+                C00 = a00 + (y * b02 - z * b01)
+                C10 = a10 + (z * b00 - x * b02)
+                C20 = a20 + (x * b01 - y * b00)
+                C01 = a01 + (y * b12 - z * b11)
+                C11 = a11 + (z * b10 - x * b12)
+                C21 = a21 + (x * b11 - y * b10)
+                C02 = a02 + (y * b22 - z * b21)
+                C12 = a12 + (z * b20 - x * b22)
+                C22 = a22 + (x * b21 - y * b20)
+                # 11 = C - B r^ ; row i of B r^ = (Bi1 z - Bi2 y, Bi2 x - Bi0 z, Bi0 y - Bi1 x)
+                o00 = C00 - (B01 * z - B02 * y)
+                o01 = C01 - (B02 * x - B00 * z)
+                o02 = C02 - (B00 * y - B01 * x)
+                o10 = C10 - (B11 * z - B12 * y)
+                o11 = C11 - (B12 * x - B10 * z)
+                o12 = C12 - (B10 * y - B11 * x)
+                o20 = C20 - (B21 * z - B22 * y)
+                o21 = C21 - (B22 * x - B20 * z)
+                o22 = C22 - (B20 * y - B21 * x)
+                w = 1.0  # accumulate
+                IA[p, 0, 0] = w * IA[p, 0, 0] + o00
+                IA[p, 0, 1] = w * IA[p, 0, 1] + o01
+                IA[p, 0, 2] = w * IA[p, 0, 2] + o02
+                IA[p, 1, 0] = w * IA[p, 1, 0] + o10
+                IA[p, 1, 1] = w * IA[p, 1, 1] + o11
+                IA[p, 1, 2] = w * IA[p, 1, 2] + o12
+                IA[p, 2, 0] = w * IA[p, 2, 0] + o20
+                IA[p, 2, 1] = w * IA[p, 2, 1] + o21
+                IA[p, 2, 2] = w * IA[p, 2, 2] + o22
+                IA[p, 0, 3] = w * IA[p, 0, 3] + B00
+                IA[p, 0, 4] = w * IA[p, 0, 4] + B01
+                IA[p, 0, 5] = w * IA[p, 0, 5] + B02
+                IA[p, 1, 3] = w * IA[p, 1, 3] + B10
+                IA[p, 1, 4] = w * IA[p, 1, 4] + B11
+                IA[p, 1, 5] = w * IA[p, 1, 5] + B12
+                IA[p, 2, 3] = w * IA[p, 2, 3] + B20
+                IA[p, 2, 4] = w * IA[p, 2, 4] + B21
+                IA[p, 2, 5] = w * IA[p, 2, 5] + B22
+                IA[p, 3, 0] = w * IA[p, 3, 0] + B00
+                IA[p, 4, 0] = w * IA[p, 4, 0] + B01
+                IA[p, 5, 0] = w * IA[p, 5, 0] + B02
+                IA[p, 3, 1] = w * IA[p, 3, 1] + B10
+                IA[p, 4, 1] = w * IA[p, 4, 1] + B11
+                IA[p, 5, 1] = w * IA[p, 5, 1] + B12
+                IA[p, 3, 2] = w * IA[p, 3, 2] + B20
+                IA[p, 4, 2] = w * IA[p, 4, 2] + B21
+                IA[p, 5, 2] = w * IA[p, 5, 2] + B22
+                IA[p, 3, 3] = w * IA[p, 3, 3] + d00
+                IA[p, 3, 4] = w * IA[p, 3, 4] + d01
+                IA[p, 3, 5] = w * IA[p, 3, 5] + d02
+                IA[p, 4, 3] = w * IA[p, 4, 3] + d10
+                IA[p, 4, 4] = w * IA[p, 4, 4] + d11
+                IA[p, 4, 5] = w * IA[p, 4, 5] + d12
+                IA[p, 5, 3] = w * IA[p, 5, 3] + d20
+                IA[p, 5, 4] = w * IA[p, 5, 4] + d21
+                IA[p, 5, 5] = w * IA[p, 5, 5] + d22
+                # xu = Xup^T U (xform_force_T)
+                f0, f1, f2 = U[i, 0, 0], U[i, 1, 0], U[i, 2, 0]
+                f3, f4, f5 = U[i, 3, 0], U[i, 4, 0], U[i, 5, 0]
+                n0 = E[i, 0, 0] * f0 + E[i, 1, 0] * f1 + E[i, 2, 0] * f2
+                n1 = E[i, 0, 1] * f0 + E[i, 1, 1] * f1 + E[i, 2, 1] * f2
+                n2 = E[i, 0, 2] * f0 + E[i, 1, 2] * f1 + E[i, 2, 2] * f2
+                x3 = E[i, 0, 0] * f3 + E[i, 1, 0] * f4 + E[i, 2, 0] * f5
+                x4 = E[i, 0, 1] * f3 + E[i, 1, 1] * f4 + E[i, 2, 1] * f5
+                x5 = E[i, 0, 2] * f3 + E[i, 1, 2] * f4 + E[i, 2, 2] * f5
+                x0 = n0 + r[i, 1] * x5 - r[i, 2] * x4
+                x1 = n1 + r[i, 2] * x3 - r[i, 0] * x5
+                x2 = n2 + r[i, 0] * x4 - r[i, 1] * x3
                 for a in range(6):
-                    ga = g * xu[a]
-                    for b in range(6):
-                        IA[p, a, b] -= ga * xu[b]
+                    ga = g * _pick6(a, x0, x1, x2, x3, x4, x5)
+                    IA[p, a, 0] -= ga * x0
+                    IA[p, a, 1] -= ga * x1
+                    IA[p, a, 2] -= ga * x2
+                    IA[p, a, 3] -= ga * x3
+                    IA[p, a, 4] -= ga * x4
+                    IA[p, a, 5] -= ga * x5
             continue
+        # general (multi-DoF) body: D, Ia and G in scratch[2], scratch[3] and scratch[0]
         for a in range(6):
             for c in range(n):
                 s = 0.0
                 for k in range(6):
-                    s += A[a, k] * S[i, k, c]
+                    s += IA[i, a, k] * S[i, k, c]
                 U[i, a, c] = s
         for rr in range(n):
             for c in range(n):
                 s = 0.0
                 for k in range(6):
                     s += S[i, k, rr] * U[i, k, c]
-                D[rr, c] = s
-            D[rr, rr] += armature[vi[i] + rr]
-        dmin = spd_inverse(D, n, Dinv[i], L, Li)
+                scratch[2, rr, c] = s
+            scratch[2, rr, rr] += armature[vi[i] + rr]
+        # Dinv_i = D^-1 (spd_inverse with L = scratch[0], Li = scratch[1], written out)
+        dmin = np.inf
+        fail = False
+        for j in range(n):
+            s = scratch[2, j, j]
+            for k in range(j):
+                s -= scratch[0, j, k] * scratch[0, j, k]
+            if s < dmin:
+                dmin = s
+            if s <= 0.0:
+                for a in range(n):
+                    for b in range(n):
+                        Dinv[i, a, b] = 0.0
+                dmin = s
+                fail = True
+                break
+            scratch[0, j, j] = np.sqrt(s)
+            for ii in range(j + 1, n):
+                t = scratch[2, ii, j]
+                for k in range(j):
+                    t -= scratch[0, ii, k] * scratch[0, j, k]
+                scratch[0, ii, j] = t / scratch[0, j, j]
+        if not fail:
+            for j in range(n):
+                scratch[1, j, j] = 1.0 / scratch[0, j, j]
+                for ii in range(j + 1, n):
+                    t = 0.0
+                    for k in range(j, ii):
+                        t -= scratch[0, ii, k] * scratch[1, k, j]
+                    scratch[1, ii, j] = t / scratch[0, ii, ii]
+            for ii in range(n):
+                for j in range(ii, n):
+                    t = 0.0
+                    for k in range(j, n):
+                        t += scratch[1, k, ii] * scratch[1, k, j]
+                    Dinv[i, ii, j] = t
+                    Dinv[i, j, ii] = t
         for rr in range(n):
             pivots[vi[i] + rr] = dmin
-        if parent[i] >= 0:
+        p = parent[i]
+        if p >= 0:
             for a in range(6):
                 for c in range(n):
                     s = 0.0
                     for k in range(n):
                         s += U[i, a, k] * Dinv[i, k, c]
-                    L[a, c] = s  # G = U Dinv
+                    scratch[0, a, c] = s  # G = U Dinv
             for a in range(6):
                 for b in range(6):
                     s = 0.0
                     for k in range(n):
-                        s += L[a, k] * U[i, b, k]
-                    Ia[a, b] = A[a, b] - s
-        p = parent[i]
-        if p >= 0:
-            congruence_T_sym(E[i], r[i], Ia, IA[p], True)
+                        s += scratch[0, a, k] * U[i, b, k]
+                    scratch[3, a, b] = IA[i, a, b] - s
+            # IA_p += Xup^T Ia Xup (spatial.congruence_T_sym written out)
+            t00 = (
+                scratch[3, 0, 0] * E[i, 0, 0]
+                + scratch[3, 0, 1] * E[i, 1, 0]
+                + scratch[3, 0, 2] * E[i, 2, 0]
+            )
+            t01 = (
+                scratch[3, 0, 0] * E[i, 0, 1]
+                + scratch[3, 0, 1] * E[i, 1, 1]
+                + scratch[3, 0, 2] * E[i, 2, 1]
+            )
+            t02 = (
+                scratch[3, 0, 0] * E[i, 0, 2]
+                + scratch[3, 0, 1] * E[i, 1, 2]
+                + scratch[3, 0, 2] * E[i, 2, 2]
+            )
+            t10 = (
+                scratch[3, 1, 0] * E[i, 0, 0]
+                + scratch[3, 1, 1] * E[i, 1, 0]
+                + scratch[3, 1, 2] * E[i, 2, 0]
+            )
+            t11 = (
+                scratch[3, 1, 0] * E[i, 0, 1]
+                + scratch[3, 1, 1] * E[i, 1, 1]
+                + scratch[3, 1, 2] * E[i, 2, 1]
+            )
+            t12 = (
+                scratch[3, 1, 0] * E[i, 0, 2]
+                + scratch[3, 1, 1] * E[i, 1, 2]
+                + scratch[3, 1, 2] * E[i, 2, 2]
+            )
+            t20 = (
+                scratch[3, 2, 0] * E[i, 0, 0]
+                + scratch[3, 2, 1] * E[i, 1, 0]
+                + scratch[3, 2, 2] * E[i, 2, 0]
+            )
+            t21 = (
+                scratch[3, 2, 0] * E[i, 0, 1]
+                + scratch[3, 2, 1] * E[i, 1, 1]
+                + scratch[3, 2, 2] * E[i, 2, 1]
+            )
+            t22 = (
+                scratch[3, 2, 0] * E[i, 0, 2]
+                + scratch[3, 2, 1] * E[i, 1, 2]
+                + scratch[3, 2, 2] * E[i, 2, 2]
+            )
+            a00 = E[i, 0, 0] * t00 + E[i, 1, 0] * t10 + E[i, 2, 0] * t20
+            a01 = E[i, 0, 0] * t01 + E[i, 1, 0] * t11 + E[i, 2, 0] * t21
+            a02 = E[i, 0, 0] * t02 + E[i, 1, 0] * t12 + E[i, 2, 0] * t22
+            a10 = E[i, 0, 1] * t00 + E[i, 1, 1] * t10 + E[i, 2, 1] * t20
+            a11 = E[i, 0, 1] * t01 + E[i, 1, 1] * t11 + E[i, 2, 1] * t21
+            a12 = E[i, 0, 1] * t02 + E[i, 1, 1] * t12 + E[i, 2, 1] * t22
+            a20 = E[i, 0, 2] * t00 + E[i, 1, 2] * t10 + E[i, 2, 2] * t20
+            a21 = E[i, 0, 2] * t01 + E[i, 1, 2] * t11 + E[i, 2, 2] * t21
+            a22 = E[i, 0, 2] * t02 + E[i, 1, 2] * t12 + E[i, 2, 2] * t22
+            t00 = (
+                scratch[3, 0, 3] * E[i, 0, 0]
+                + scratch[3, 0, 4] * E[i, 1, 0]
+                + scratch[3, 0, 5] * E[i, 2, 0]
+            )
+            t01 = (
+                scratch[3, 0, 3] * E[i, 0, 1]
+                + scratch[3, 0, 4] * E[i, 1, 1]
+                + scratch[3, 0, 5] * E[i, 2, 1]
+            )
+            t02 = (
+                scratch[3, 0, 3] * E[i, 0, 2]
+                + scratch[3, 0, 4] * E[i, 1, 2]
+                + scratch[3, 0, 5] * E[i, 2, 2]
+            )
+            t10 = (
+                scratch[3, 1, 3] * E[i, 0, 0]
+                + scratch[3, 1, 4] * E[i, 1, 0]
+                + scratch[3, 1, 5] * E[i, 2, 0]
+            )
+            t11 = (
+                scratch[3, 1, 3] * E[i, 0, 1]
+                + scratch[3, 1, 4] * E[i, 1, 1]
+                + scratch[3, 1, 5] * E[i, 2, 1]
+            )
+            t12 = (
+                scratch[3, 1, 3] * E[i, 0, 2]
+                + scratch[3, 1, 4] * E[i, 1, 2]
+                + scratch[3, 1, 5] * E[i, 2, 2]
+            )
+            t20 = (
+                scratch[3, 2, 3] * E[i, 0, 0]
+                + scratch[3, 2, 4] * E[i, 1, 0]
+                + scratch[3, 2, 5] * E[i, 2, 0]
+            )
+            t21 = (
+                scratch[3, 2, 3] * E[i, 0, 1]
+                + scratch[3, 2, 4] * E[i, 1, 1]
+                + scratch[3, 2, 5] * E[i, 2, 1]
+            )
+            t22 = (
+                scratch[3, 2, 3] * E[i, 0, 2]
+                + scratch[3, 2, 4] * E[i, 1, 2]
+                + scratch[3, 2, 5] * E[i, 2, 2]
+            )
+            b00 = E[i, 0, 0] * t00 + E[i, 1, 0] * t10 + E[i, 2, 0] * t20
+            b01 = E[i, 0, 0] * t01 + E[i, 1, 0] * t11 + E[i, 2, 0] * t21
+            b02 = E[i, 0, 0] * t02 + E[i, 1, 0] * t12 + E[i, 2, 0] * t22
+            b10 = E[i, 0, 1] * t00 + E[i, 1, 1] * t10 + E[i, 2, 1] * t20
+            b11 = E[i, 0, 1] * t01 + E[i, 1, 1] * t11 + E[i, 2, 1] * t21
+            b12 = E[i, 0, 1] * t02 + E[i, 1, 1] * t12 + E[i, 2, 1] * t22
+            b20 = E[i, 0, 2] * t00 + E[i, 1, 2] * t10 + E[i, 2, 2] * t20
+            b21 = E[i, 0, 2] * t01 + E[i, 1, 2] * t11 + E[i, 2, 2] * t21
+            b22 = E[i, 0, 2] * t02 + E[i, 1, 2] * t12 + E[i, 2, 2] * t22
+            t00 = (
+                scratch[3, 3, 3] * E[i, 0, 0]
+                + scratch[3, 3, 4] * E[i, 1, 0]
+                + scratch[3, 3, 5] * E[i, 2, 0]
+            )
+            t01 = (
+                scratch[3, 3, 3] * E[i, 0, 1]
+                + scratch[3, 3, 4] * E[i, 1, 1]
+                + scratch[3, 3, 5] * E[i, 2, 1]
+            )
+            t02 = (
+                scratch[3, 3, 3] * E[i, 0, 2]
+                + scratch[3, 3, 4] * E[i, 1, 2]
+                + scratch[3, 3, 5] * E[i, 2, 2]
+            )
+            t10 = (
+                scratch[3, 4, 3] * E[i, 0, 0]
+                + scratch[3, 4, 4] * E[i, 1, 0]
+                + scratch[3, 4, 5] * E[i, 2, 0]
+            )
+            t11 = (
+                scratch[3, 4, 3] * E[i, 0, 1]
+                + scratch[3, 4, 4] * E[i, 1, 1]
+                + scratch[3, 4, 5] * E[i, 2, 1]
+            )
+            t12 = (
+                scratch[3, 4, 3] * E[i, 0, 2]
+                + scratch[3, 4, 4] * E[i, 1, 2]
+                + scratch[3, 4, 5] * E[i, 2, 2]
+            )
+            t20 = (
+                scratch[3, 5, 3] * E[i, 0, 0]
+                + scratch[3, 5, 4] * E[i, 1, 0]
+                + scratch[3, 5, 5] * E[i, 2, 0]
+            )
+            t21 = (
+                scratch[3, 5, 3] * E[i, 0, 1]
+                + scratch[3, 5, 4] * E[i, 1, 1]
+                + scratch[3, 5, 5] * E[i, 2, 1]
+            )
+            t22 = (
+                scratch[3, 5, 3] * E[i, 0, 2]
+                + scratch[3, 5, 4] * E[i, 1, 2]
+                + scratch[3, 5, 5] * E[i, 2, 2]
+            )
+            d00 = E[i, 0, 0] * t00 + E[i, 1, 0] * t10 + E[i, 2, 0] * t20
+            d01 = E[i, 0, 0] * t01 + E[i, 1, 0] * t11 + E[i, 2, 0] * t21
+            d02 = E[i, 0, 0] * t02 + E[i, 1, 0] * t12 + E[i, 2, 0] * t22
+            d10 = E[i, 0, 1] * t00 + E[i, 1, 1] * t10 + E[i, 2, 1] * t20
+            d11 = E[i, 0, 1] * t01 + E[i, 1, 1] * t11 + E[i, 2, 1] * t21
+            d12 = E[i, 0, 1] * t02 + E[i, 1, 1] * t12 + E[i, 2, 1] * t22
+            d20 = E[i, 0, 2] * t00 + E[i, 1, 2] * t10 + E[i, 2, 2] * t20
+            d21 = E[i, 0, 2] * t01 + E[i, 1, 2] * t11 + E[i, 2, 2] * t21
+            d22 = E[i, 0, 2] * t02 + E[i, 1, 2] * t12 + E[i, 2, 2] * t22
+            x, y, z = r[i, 0], r[i, 1], r[i, 2]
+            # B = A'12 + r^ A'22 (column j: b_j + r x d_j)
+            B00 = b00 + (y * d20 - z * d10)
+            B10 = b10 + (z * d00 - x * d20)
+            B20 = b20 + (x * d10 - y * d00)
+            B01 = b01 + (y * d21 - z * d11)
+            B11 = b11 + (z * d01 - x * d21)
+            B21 = b21 + (x * d11 - y * d01)
+            B02 = b02 + (y * d22 - z * d12)
+            B12 = b12 + (z * d02 - x * d22)
+            B22 = b22 + (x * d12 - y * d02)
+            # C = A'11 + r^ A'21, A'21 = A'12^T (column j of A'21 is row j of A'12)
+            C00 = a00 + (y * b02 - z * b01)
+            C10 = a10 + (z * b00 - x * b02)
+            C20 = a20 + (x * b01 - y * b00)
+            C01 = a01 + (y * b12 - z * b11)
+            C11 = a11 + (z * b10 - x * b12)
+            C21 = a21 + (x * b11 - y * b10)
+            C02 = a02 + (y * b22 - z * b21)
+            C12 = a12 + (z * b20 - x * b22)
+            C22 = a22 + (x * b21 - y * b20)
+            # 11 = C - B r^ ; row i of B r^ = (Bi1 z - Bi2 y, Bi2 x - Bi0 z, Bi0 y - Bi1 x)
+            o00 = C00 - (B01 * z - B02 * y)
+            o01 = C01 - (B02 * x - B00 * z)
+            o02 = C02 - (B00 * y - B01 * x)
+            o10 = C10 - (B11 * z - B12 * y)
+            o11 = C11 - (B12 * x - B10 * z)
+            o12 = C12 - (B10 * y - B11 * x)
+            o20 = C20 - (B21 * z - B22 * y)
+            o21 = C21 - (B22 * x - B20 * z)
+            o22 = C22 - (B20 * y - B21 * x)
+            w = 1.0  # accumulate
+            IA[p, 0, 0] = w * IA[p, 0, 0] + o00
+            IA[p, 0, 1] = w * IA[p, 0, 1] + o01
+            IA[p, 0, 2] = w * IA[p, 0, 2] + o02
+            IA[p, 1, 0] = w * IA[p, 1, 0] + o10
+            IA[p, 1, 1] = w * IA[p, 1, 1] + o11
+            IA[p, 1, 2] = w * IA[p, 1, 2] + o12
+            IA[p, 2, 0] = w * IA[p, 2, 0] + o20
+            IA[p, 2, 1] = w * IA[p, 2, 1] + o21
+            IA[p, 2, 2] = w * IA[p, 2, 2] + o22
+            IA[p, 0, 3] = w * IA[p, 0, 3] + B00
+            IA[p, 0, 4] = w * IA[p, 0, 4] + B01
+            IA[p, 0, 5] = w * IA[p, 0, 5] + B02
+            IA[p, 1, 3] = w * IA[p, 1, 3] + B10
+            IA[p, 1, 4] = w * IA[p, 1, 4] + B11
+            IA[p, 1, 5] = w * IA[p, 1, 5] + B12
+            IA[p, 2, 3] = w * IA[p, 2, 3] + B20
+            IA[p, 2, 4] = w * IA[p, 2, 4] + B21
+            IA[p, 2, 5] = w * IA[p, 2, 5] + B22
+            IA[p, 3, 0] = w * IA[p, 3, 0] + B00
+            IA[p, 4, 0] = w * IA[p, 4, 0] + B01
+            IA[p, 5, 0] = w * IA[p, 5, 0] + B02
+            IA[p, 3, 1] = w * IA[p, 3, 1] + B10
+            IA[p, 4, 1] = w * IA[p, 4, 1] + B11
+            IA[p, 5, 1] = w * IA[p, 5, 1] + B12
+            IA[p, 3, 2] = w * IA[p, 3, 2] + B20
+            IA[p, 4, 2] = w * IA[p, 4, 2] + B21
+            IA[p, 5, 2] = w * IA[p, 5, 2] + B22
+            IA[p, 3, 3] = w * IA[p, 3, 3] + d00
+            IA[p, 3, 4] = w * IA[p, 3, 4] + d01
+            IA[p, 3, 5] = w * IA[p, 3, 5] + d02
+            IA[p, 4, 3] = w * IA[p, 4, 3] + d10
+            IA[p, 4, 4] = w * IA[p, 4, 4] + d11
+            IA[p, 4, 5] = w * IA[p, 4, 5] + d12
+            IA[p, 5, 3] = w * IA[p, 5, 3] + d20
+            IA[p, 5, 4] = w * IA[p, 5, 4] + d21
+            IA[p, 5, 5] = w * IA[p, 5, 5] + d22
+    # read last (no effect): the arrays then all live to this one return
+    return parent.shape[0] + inertia.shape[0] + pivots.shape[0] + armature.shape[0] > 0
 
 
 @njit(cache=True)
@@ -267,62 +713,112 @@ def aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, 
     """Tips-to-base bias forces: pA_i = V_i x* I_i V_i (+ children), u_i = tau_i - S^T pA_i.
 
     Children contribute Xup^T (pA + Ia c + U Dinv u) (Featherstone Table 7.1), computed as
-    Xup^T (pA + IA c + U Dinv (u - U^T c)) so Ia is never formed."""
+    Xup^T (pA + IA c + U Dinv (u - U^T c)) so Ia is never formed.
+
+    Written with scalar indices like :func:`aba_accel_kernel` (``spatial.mat6_vec``,
+    ``cross_force`` and ``xform_force_T`` spelled out, the same operations in the same order;
+    work vectors in scalars), one return: no array view and no work array, so numba's
+    reference-count pruning removes every incref and decref."""
     nb = parent.shape[0]
-    Iv = np.empty(6)
-    pa = np.empty(6)
-    tmp = np.empty(6)
     for i in range(nb):
-        mat6_vec(inertia[i], vel[i], Iv)
-        cross_force(vel[i], Iv, pA[i])
+        # Iv = inertia_i vel_i (mat6_vec), pA_i = vel_i x* Iv (cross_force)
+        f0 = f1 = f2 = f3 = f4 = f5 = 0.0
+        for j in range(6):
+            x = vel[i, j]
+            f0 += inertia[i, 0, j] * x
+            f1 += inertia[i, 1, j] * x
+            f2 += inertia[i, 2, j] * x
+            f3 += inertia[i, 3, j] * x
+            f4 += inertia[i, 4, j] * x
+            f5 += inertia[i, 5, j] * x
+        w0, w1, w2 = vel[i, 0], vel[i, 1], vel[i, 2]
+        u0, u1, u2 = vel[i, 3], vel[i, 4], vel[i, 5]
+        pA[i, 0] = w1 * f2 - w2 * f1 + u1 * f5 - u2 * f4
+        pA[i, 1] = w2 * f0 - w0 * f2 + u2 * f3 - u0 * f5
+        pA[i, 2] = w0 * f1 - w1 * f0 + u0 * f4 - u1 * f3
+        pA[i, 3] = w1 * f5 - w2 * f4
+        pA[i, 4] = w2 * f3 - w0 * f5
+        pA[i, 5] = w0 * f4 - w1 * f3
     for i in range(nb - 1, -1, -1):
         n = nvj[i]
-        lo = axis_block(S, i) if n == 1 else -1
-        if lo >= 0:  # 1-DoF: u = tau - a . pA[axis block], a scalar D^-1 (axis_block)
+        lo = -1
+        if n == 1:  # axis_block
+            if S[i, 3, 0] == 0.0 and S[i, 4, 0] == 0.0 and S[i, 5, 0] == 0.0:
+                lo = 0
+            elif S[i, 0, 0] == 0.0 and S[i, 1, 0] == 0.0 and S[i, 2, 0] == 0.0:
+                lo = 3
+        if lo < 0:
+            for k in range(n):
+                s = tau[vi[i] + k]
+                for a in range(6):
+                    s -= S[i, a, k] * pA[i, a]
+                u[i, k] = s
+        else:  # 1-DoF: u = tau - a . pA[axis block], a scalar D^-1 (axis_block)
             u1 = tau[vi[i]]
             u1 -= S[i, lo, 0] * pA[i, lo]
             u1 -= S[i, lo + 1, 0] * pA[i, lo + 1]
             u1 -= S[i, lo + 2, 0] * pA[i, lo + 2]
             u[i, 0] = u1
-            p = parent[i]
-            if p < 0:
-                continue
-            mat6_vec(IA[i], cbias[i], pa)
-            w = 0.0
-            for a in range(6):
-                w += U[i, a, 0] * cbias[i, a]
-            g = Dinv[i, 0, 0] * (u1 - w)
-            for a in range(6):
-                pa[a] += pA[i, a] + U[i, a, 0] * g
-            xform_force_T(E[i], r[i], pa, tmp)
-            for a in range(6):
-                pA[p, a] += tmp[a]
-            continue
-        for k in range(n):
-            s = tau[vi[i] + k]
-            for a in range(6):
-                s -= S[i, a, k] * pA[i, a]
-            u[i, k] = s
         p = parent[i]
         if p < 0:
             continue
-        mat6_vec(IA[i], cbias[i], pa)
-        for k in range(n):
+        # pa = IA_i c_i (mat6_vec)
+        f0 = f1 = f2 = f3 = f4 = f5 = 0.0
+        for j in range(6):
+            x = cbias[i, j]
+            f0 += IA[i, 0, j] * x
+            f1 += IA[i, 1, j] * x
+            f2 += IA[i, 2, j] * x
+            f3 += IA[i, 3, j] * x
+            f4 += IA[i, 4, j] * x
+            f5 += IA[i, 5, j] * x
+        if lo >= 0:
             w = 0.0
             for a in range(6):
-                w += U[i, a, k] * cbias[i, a]
-            tmp[k] = u[i, k] - w  # u - U^T c
-        for a in range(6):
-            s = 0.0
+                w += U[i, a, 0] * cbias[i, a]
+            g = Dinv[i, 0, 0] * (u[i, 0] - w)
+            f0 += pA[i, 0] + U[i, 0, 0] * g
+            f1 += pA[i, 1] + U[i, 1, 0] * g
+            f2 += pA[i, 2] + U[i, 2, 0] * g
+            f3 += pA[i, 3] + U[i, 3, 0] * g
+            f4 += pA[i, 4] + U[i, 4, 0] * g
+            f5 += pA[i, 5] + U[i, 5, 0] * g
+        else:
+            t0 = t1 = t2 = t3 = t4 = t5 = 0.0  # u - U^T c
+            for k in range(n):
+                w = 0.0
+                for a in range(6):
+                    w += U[i, a, k] * cbias[i, a]
+                t0, t1, t2, t3, t4, t5 = _put6(k, u[i, k] - w, t0, t1, t2, t3, t4, t5)
+            g0 = g1 = g2 = g3 = g4 = g5 = 0.0  # Dinv (u - U^T c)
             for k in range(n):
                 g = 0.0
                 for m in range(n):
-                    g += Dinv[i, k, m] * tmp[m]
-                s += U[i, a, k] * g
-            pa[a] += pA[i, a] + s
-        xform_force_T(E[i], r[i], pa, tmp)
-        for a in range(6):
-            pA[p, a] += tmp[a]
+                    g += Dinv[i, k, m] * _pick6(m, t0, t1, t2, t3, t4, t5)
+                g0, g1, g2, g3, g4, g5 = _put6(k, g, g0, g1, g2, g3, g4, g5)
+            for a in range(6):
+                s = 0.0
+                for k in range(n):
+                    s += U[i, a, k] * _pick6(k, g0, g1, g2, g3, g4, g5)
+                s = pA[i, a] + s
+                f0, f1, f2, f3, f4, f5 = _put6(
+                    a, _pick6(a, f0, f1, f2, f3, f4, f5) + s, f0, f1, f2, f3, f4, f5
+                )
+        # pA_p += Xup^T pa (xform_force_T)
+        n0 = E[i, 0, 0] * f0 + E[i, 1, 0] * f1 + E[i, 2, 0] * f2
+        n1 = E[i, 0, 1] * f0 + E[i, 1, 1] * f1 + E[i, 2, 1] * f2
+        n2 = E[i, 0, 2] * f0 + E[i, 1, 2] * f1 + E[i, 2, 2] * f2
+        g0 = E[i, 0, 0] * f3 + E[i, 1, 0] * f4 + E[i, 2, 0] * f5
+        g1 = E[i, 0, 1] * f3 + E[i, 1, 1] * f4 + E[i, 2, 1] * f5
+        g2 = E[i, 0, 2] * f3 + E[i, 1, 2] * f4 + E[i, 2, 2] * f5
+        pA[p, 0] += n0 + r[i, 1] * g2 - r[i, 2] * g1
+        pA[p, 1] += n1 + r[i, 2] * g0 - r[i, 0] * g2
+        pA[p, 2] += n2 + r[i, 0] * g1 - r[i, 1] * g0
+        pA[p, 3] += g0
+        pA[p, 4] += g1
+        pA[p, 5] += g2
+    # read last (no effect): the arrays then all live to this one return
+    return parent.shape[0] + vi.shape[0] + tau.shape[0] + u.shape[0] > 0
 
 
 @njit(cache=True)
