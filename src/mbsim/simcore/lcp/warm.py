@@ -334,6 +334,23 @@ def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
     return CANDIDATE, ns, r + 1
 
 
+@njit(cache=True, inline="always")
+def _least_change_on(M, q, y, S, rcond, z):
+    """z = the least-change answer of lstsq.active_set_least_change from y on the set S
+    (zero outside S); False, z then undefined, if it is not at rounding level."""
+    for i in range(q.shape[0]):
+        z[i] = 0.0
+    ns = S.shape[0]
+    if ns:
+        c = np.empty(ns)
+        ok, err, bound = active_set_least_change(M, q, y, S, rcond, c)
+        if not (ok and err <= bound):
+            return False
+        for a in range(ns):
+            z[S[a]] = c[a]
+    return True
+
+
 @njit(cache=True)
 def _polish(M, q, z, S, rcond, tol_rel, fixes, mnorm, qn):
     """chain.lemke_regularised's polish of the regularised answer z on the set S, in place:
@@ -350,15 +367,8 @@ def _polish(M, q, z, S, rcond, tol_rel, fixes, mnorm, qn):
     w = np.empty(n)
     for _ in range(fixes + 1):
         ns = S.shape[0]
-        for i in range(n):
-            z[i] = 0.0
-        if ns:
-            c = np.empty(ns)
-            ok, err, bound = active_set_least_change(M, q, y, S, rcond, c)
-            if not (ok and err <= bound):
-                return np.full(1, -1, dtype=np.int64)
-            for a in range(ns):
-                z[S[a]] = c[a]
+        if not _least_change_on(M, q, y, S, rcond, z):
+            return np.full(1, -1, dtype=np.int64)
         _snap_kernel(z)
         tol = tolerance_kernel(tol_rel, n, mnorm, qn, _max_abs(z))
         nflip = 0
@@ -421,15 +431,8 @@ def restricted_guess(M, q, R, T, tol_rel, rcond, rounds, fixes, mnorm, qn, z, ou
     for r in range(rounds):
         cur = np.flatnonzero(inside)
         ns = cur.shape[0]
-        for i in range(n):
-            z[i] = 0.0
-        if ns:
-            c = np.empty(ns)
-            ok, err, bound = active_set_least_change(M, q, zero, cur, rcond, c)
-            if not (ok and err <= bound):
-                return NO_RESTRICTED, 0, used + r + 1
-            for a in range(ns):
-                z[cur[a]] = c[a]
+        if not _least_change_on(M, q, zero, cur, rcond, z):
+            return NO_RESTRICTED, 0, used + r + 1
         tol = tolerance_kernel(tol_rel, n, mnorm, qn, _max_abs(z))
         nflip = 0
         for a in range(ns):
