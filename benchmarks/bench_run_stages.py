@@ -53,6 +53,7 @@ from mbsim.simcore.contact_loop import (  # noqa: E402
     fused_step,
     keep_last,
     record_events,
+    stage_contacts,
 )
 from mbsim.simcore.dynamics import (  # noqa: E402
     aba_accel_kernel,
@@ -216,17 +217,19 @@ def contact_costs(sim, reps: int) -> dict[str, float]:
                     d.Dinv, tau, d.pA, d.u)  # fmt: skip
     aba_accel_kernel(m.parent, m.vi, m.nvj, d.S, d.E, d.r, d.cbias, d.U, d.Dinv, d.u, a0, d.acc,
                      d.qdd)  # fmt: skip
-    fused = (rec, ints, vecs, gap, ra, rb, q, v, tau, d.qdd.copy(), np.zeros(m.nv))
+    stage_contacts(*cset)  # the step's contacts into the record, as the loop puts them
+    fused = (rec, q, v, tau, d.qdd.copy(), np.zeros(m.nv))
     out["fused_step"] = ns_per_call(fused_step, fused, max(reps // 10, 1))
     res = fused_step(*fused)
-    out["lcp_rows"] = res[1].shape[0]
+    out["lcp_rows"] = int(res[1])
     # the loop's own per-step work around the stages (free_loop's contact branch): the
     # touch test on the candidates, the contact events of a step whose contacts persist
     # (the acting set is the step's after the first call) and keeping its contacts
     out["may_touch"] = ns_per_call(
         free_loop._may_touch, (pairs, _allowed, si, sf, bc, _ground, _reach), reps
     )
-    _, z, fn, tan, sl, hit, vb, va, p_imp = res
+    # the contact step's outputs: the first rows of the stage's buffers (contact_loop.fused_step)
+    fn, tan, sl, hit, vb, va, p_imp = (b[:nc] for b in stage._bufs[3:])
     act_pf, act_is, last_i, last_v = stage.act_pf, stage.act_is, stage.last_i, stage.last_v
     ev_i, ev_f = stage._ev[0], stage._ev[1]
     events = (np.int64(1), nc, ints, vecs, fn, tan, sl, False, hit, p_imp, vb, va, 0.0, 0.0,

@@ -83,7 +83,10 @@ import importlib
 from types import SimpleNamespace
 
 import numpy as np
-from numba import njit
+from numba import njit, typeof, types
+from numba.core import cgutils
+from numba.experimental import structref
+from numba.extending import intrinsic, overload
 
 from mbsim.simcore import warmup
 from mbsim.simcore.contact import (
@@ -564,17 +567,134 @@ def _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, i
         out[i] = v0[i] + dv[i]
 
 
+#: the fields of the contact step's record (:class:`StepType`), in the order :func:`make_step`
+#: takes them: the Model and Data arrays (data.py; ``pivots_ws``, ``qdd_ws`` Data's pivots
+#: and qdd as ABA's scratch, ``bv`` a (nb, 6) scratch), the step's contacts (``radius_a``,
+#: ``radius_b`` empty unless the curvature term takes the core points), the pair
+#: parameters of each contact, the friction polyhedron's edge angles, the state (q, v), the
+#: joint forces and the free acceleration, the options (floats and bools), the Lemke pivot
+#: caps (:func:`pivot_caps`), the warm start's flag, table and undo log (lcp/warm_table.py),
+#: then the outputs (written by the kernel: v+, the velocity after the impact phase, the
+#: LCP's z, the report's impulses and sliding flags, the impact test's mask and normal
+#: velocities, the impact phase's impulses, the I_* info slots)
+STEP_FIELDS = (
+    "parent", "jtype", "qi", "vi", "nvj", "S", "tree_E", "tree_r", "axis", "inertia", "gravity",
+    "mass", "com", "E", "r", "R_world", "p_world", "vel", "cbias", "IA", "U", "Dinv",
+    "pivots_ws", "pA", "u", "acc", "scratch66", "qdd_ws", "armature", "ups", "bv", "body_a",
+    "local_a", "body_b", "local_b", "normal", "gap", "radius_a", "radius_b", "mu", "eps",
+    "cos_a", "sin_a", "q_pos", "v", "tau", "qdd", "dt", "stabilization", "max_recovery_speed",
+    "use_floor", "gap_floor", "curvature", "slip", "impact_velocity", "impacts_ok",
+    "friction_total", "least_norm", "tol_rel", "caps", "warm", "tab", "und", "v_new", "v_start",
+    "z", "fn", "tangent", "sliding", "hit", "vn_before", "vn_after", "p_impact", "info",
+)  # fmt: skip
+
+
+@structref.register
+class StepType(types.StructRef):
+    """numba type of the contact step's record: one reference to the arrays and options of
+    :func:`contact_step_kernel` (:data:`STEP_FIELDS`), the arrays held borrowed
+    (:func:`borrowed`: no owner, so no reference counts when the kernel reads them; the
+    record's maker keeps them alive: :meth:`ContactFuser.step` for its call,
+    contact_loop.ContactStage for the loop's). Passed as 75 arguments, numba counted a
+    reference of every one on each call (the loops and fallible calls before their last
+    uses keep numba from pruning the counts, and an owned field read passed to a fallible
+    call is counted too), and the callers unpacked and passed them all (docs/results.md,
+    "The compiled contact step's arguments as one record")."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(t)) for name, t in fields)
+
+
+class StepRef(structref.StructRefProxy):
+    """A contact step record (:class:`StepType`) held in Python: made by :func:`make_step`,
+    read and written only by compiled code (Python keeps its own references to the arrays:
+    :meth:`ContactFuser.step` reads the outputs from them)."""
+
+
+structref.define_boxing(StepType, StepRef)
+
+
+def step_type(values) -> StepType:
+    """The record type :func:`make_step` makes of ``values`` (Python values of the fields,
+    in :data:`STEP_FIELDS` order), found without compiling anything."""
+    return StepType(list(zip(STEP_FIELDS, (typeof(a) for a in values), strict=True)))
+
+
+@intrinsic
+def borrowed(typingctx, arr):
+    """``arr`` (an array) as a borrowed view: the same data, shape and strides, without its
+    owner (a null meminfo), so numba counts no references of it (NRT_incref and NRT_decref
+    return at once on a null meminfo). The caller keeps ``arr`` alive for as long as the view
+    is used (:class:`StepType`)."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+        ary.parent = cgutils.get_null_value(ary.parent.type)
+        return ary._getvalue()
+
+    return arr(arr), codegen
+
+
+def _new_step(*fields):
+    raise NotImplementedError("compiled code only")
+
+
+def _field_value(i, t) -> str:
+    """The constructor's expression of field ``i`` of numba type ``t``: an array (or a tuple
+    of arrays) borrowed (:func:`borrowed`), anything else as it is."""
+    if isinstance(t, types.Array):
+        return f"borrowed(fields[{i}])"
+    if isinstance(t, types.BaseTuple) and all(isinstance(x, types.Array) for x in t):
+        items = "".join(f"borrowed(fields[{i}][{j}]), " for j in range(len(t)))
+        return f"({items})"
+    return f"fields[{i}]"
+
+
+@overload(_new_step)
+def _new_step_impl(*fields):
+    record_type = StepType(list(zip(STEP_FIELDS, fields, strict=True)))
+    body = "".join(
+        f"    s.{n} = {_field_value(i, t)}\n"
+        for i, (n, t) in enumerate(zip(STEP_FIELDS, fields, strict=True))
+    )
+    src = f"def impl(*fields):\n    s = new(record_type)\n{body}    return s\n"
+    scope = {
+        "new": structref.new, "record_type": record_type, "borrowed": borrowed,
+        "__name__": __name__,
+    }  # fmt: skip
+    exec(src, scope)  # one assignment per field: the record's constructor
+    return scope["impl"]
+
+
 @njit(cache=True)
-def contact_step_kernel(
+def make_step(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
     R_world, p_world, vel, cbias, IA, U, Dinv, pivots_ws, pA, u, acc, scratch66, qdd_ws,
-    armature, ups, bv,
-    body_a, local_a, body_b, local_b, normal, gap, radius_a, radius_b, mu, eps, cos_a, sin_a,
-    q_pos, v, tau, qdd, dt, stabilization, max_recovery_speed, use_floor, gap_floor,
-    curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm, tol_rel, caps,
-    warm, tab, und, v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after,
-    p_impact, info,
+    armature, ups, bv, body_a, local_a, body_b, local_b, normal, gap, radius_a, radius_b, mu,
+    eps, cos_a, sin_a, q_pos, v, tau, qdd, dt, stabilization, max_recovery_speed, use_floor,
+    gap_floor, curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm,
+    tol_rel, caps, warm, tab, und, v_new, v_start, z, fn, tangent, sliding, hit, vn_before,
+    vn_after, p_impact, info,
 ):  # fmt: skip
+    """The contact step record (:class:`StepType`) of these fields (:data:`STEP_FIELDS`): the
+    arrays borrowed (:func:`borrowed`: the same data, not copies, and not owned: the caller
+    keeps every array alive while the record is used)."""
+    return _new_step(
+        parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
+        R_world, p_world, vel, cbias, IA, U, Dinv, pivots_ws, pA, u, acc, scratch66, qdd_ws,
+        armature, ups, bv, body_a, local_a, body_b, local_b, normal, gap, radius_a, radius_b,
+        mu, eps, cos_a, sin_a, q_pos, v, tau, qdd, dt, stabilization, max_recovery_speed,
+        use_floor, gap_floor, curvature, slip, impact_velocity, impacts_ok, friction_total,
+        least_norm, tol_rel, caps, warm, tab, und, v_new, v_start, z, fn, tangent, sliding, hit,
+        vn_before, vn_after, p_impact, info,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def contact_step_kernel(s):
     """One contact step from the contact set to v+ (module docstring, stages 1-8), at the
     kinematics and articulated factorisation of q that ABA at (q_pos, v) under the joint
     forces tau left in the Data arrays, qdd its free acceleration. Writes v_new (v+), v_start
@@ -583,141 +703,176 @@ def contact_step_kernel(
     mask ``hit`` and normal velocities before (and, after a collision, after) the impact
     phase, the impact phase's total impulses on A (N s), and info (the I_* slots). Returns
     OK, FALLBACK or IMPACT (module docstring)."""
-    nv = v.shape[0]
-    nu = gap.shape[0]
-    k = cos_a.shape[0] + 1
+    # the options (scalars: no reference counts) once; the arrays read where they are used
+    dt = s.dt
+    stabilization = s.stabilization
+    max_recovery_speed = s.max_recovery_speed
+    use_floor = s.use_floor
+    gap_floor = s.gap_floor
+    curvature = s.curvature
+    slip = s.slip
+    impact_velocity = s.impact_velocity
+    impacts_ok = s.impacts_ok
+    friction_total = s.friction_total
+    least_norm = s.least_norm
+    tol_rel = s.tol_rel
+    warm = s.warm
+    nv = s.v.shape[0]
+    nu = s.gap.shape[0]
+    k = s.cos_a.shape[0] + 1
     # 1. the impact test at v
     vu = np.empty((nu, 3))
-    relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v, body_a, local_a, body_b,
-                               local_b, vu)  # fmt: skip
+    relative_velocities_kernel(
+        s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, s.v, s.body_a, s.local_a, s.body_b,
+        s.local_b, vu,
+    )  # fmt: skip
     for i in range(nu):
-        vn_before[i] = _ndot(vu, i, normal, i)
-    colliding = _impacting_kernel(vn_before, gap, impact_velocity, dt, hit)
+        s.vn_before[i] = _ndot(vu, i, s.normal, i)
+    colliding = _impacting_kernel(s.vn_before, s.gap, impact_velocity, dt, s.hit)
     if colliding and not impacts_ok:
         return IMPACT
     # 2. the curvature term and the gap allowance
     drift = np.empty(nu if curvature else 0)
     if curvature:
-        chat = np.empty((parent.shape[0], 6))
-        propagate_bias(parent, E, r, cbias, chat)
-        _curvature_kernel(R_world, vel, chat, body_a, local_a, body_b, local_b, normal,
-                          radius_a, radius_b, 0.5 * dt * dt, drift)  # fmt: skip
+        chat = np.empty((s.parent.shape[0], 6))
+        propagate_bias(s.parent, s.E, s.r, s.cbias, chat)
+        _curvature_kernel(
+            s.R_world, s.vel, chat, s.body_a, s.local_a, s.body_b, s.local_b, s.normal, s.radius_a,
+            s.radius_b, 0.5 * dt * dt, drift,
+        )  # fmt: skip
     gv = np.empty(nu)
     demands, deepest = _gap_allowance_kernel(
-        gap, drift, stabilization, -max_recovery_speed * dt, use_floor, gap_floor, 1.0, dt, gv
+        s.gap, drift, stabilization, -max_recovery_speed * dt, use_floor, gap_floor, 1.0, dt, gv
     )
-    info[I_DEMANDS] = 1.0 if demands else 0.0
-    info[I_DEEPEST] = deepest
+    s.info[I_DEMANDS] = 1.0 if demands else 0.0
+    s.info[I_DEEPEST] = deepest
     # 3. the slip reference and D
     v_free = np.empty(nv)
     for i in range(nv):
-        v_free[i] = v[i] + dt * qdd[i]
+        v_free[i] = s.v[i] + dt * s.qdd[i]
     ref = np.empty((nu if slip else 0, 3))
     if slip:
-        relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_free, body_a, local_a,
-                                   body_b, local_b, ref)  # fmt: skip
+        relative_velocities_kernel(
+            s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_free, s.body_a, s.local_a, s.body_b,
+            s.local_b, ref,
+        )  # fmt: skip
     D = np.empty((nu, 3, k))
-    _friction_kernel(normal, cos_a, sin_a, ref, D)
+    _friction_kernel(s.normal, s.cos_a, s.sin_a, ref, D)
     # 4. nodes, Lambda, W
     nb_all = np.empty(2 * nu, dtype=np.int64)
     np_all = np.empty((2 * nu, 3))
     ia = np.empty(nu, dtype=np.int64)
     ib = np.empty(nu, dtype=np.int64)
-    nn = _contact_nodes_kernel(body_a, body_b, local_a, local_b, nb_all, np_all, ia, ib)
+    nn = _contact_nodes_kernel(s.body_a, s.body_b, s.local_a, s.local_b, nb_all, np_all, ia, ib)
     node_body = nb_all[:nn].copy()
     node_point = np_all[:nn].copy()
     node_X = np.empty((nn, 6, 6))
-    node_transforms_kernel(node_body, node_point, R_world, node_X)
-    upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch66)
+    node_transforms_kernel(node_body, node_point, s.R_world, node_X)
+    upsilon_kernel(s.parent, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.ups, s.scratch66)
     # Lambda and W per contact island (contact_islands.py: zero between islands, never built);
     # W reads only Lambda's linear-linear blocks: the same entries, bit for bit
     cisl = np.empty(nu, dtype=np.int64)
-    corder, cstarts = block_order(cisl, contact_islands(parent, body_a, body_b, cisl))
-    W, wstart = island_compliance(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, ia, ib,
-                                  corder, cstarts)  # fmt: skip
+    corder, cstarts = block_order(cisl, contact_islands(s.parent, s.body_a, s.body_b, cisl))
+    W, wstart = island_compliance(
+        s.parent, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.ups, node_body, node_X, ia, ib, corder,
+        cstarts,
+    )  # fmt: skip
     no_budget = np.empty(0)
-    info[I_IMPACT] = 0.0
-    info[I_E_IMPACTS] = 0.0
+    s.info[I_IMPACT] = 0.0
+    s.info[I_E_IMPACTS] = 0.0
     for i in range(nv):
-        v_start[i] = v[i]
+        s.v_start[i] = s.v[i]
     # the impact phase (stepper.impact_phase, 000 Eqs. 54-58): compression from v, then with
     # restitution the recovered impulse theta and decompression; then the free motion at v_c
     if colliding:
         ke_before = _kinetic(
-            parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v, bv
-        )
+            s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.inertia, s.mass, s.com, s.gravity, s.R_world,
+            s.p_world, s.v, s.bv,
+        )  # fmt: skip
         zc = np.empty(nu * (k + 1))
         ok, _p, _w, _s = _solve_rows_call(
-            W, wstart, corder, cstarts, D, mu, vu, no_budget, least_norm, tol_rel, caps,
-            warm, tab, und, zc,
+            W, wstart, corder, cstarts, D, s.mu, vu, no_budget, least_norm, tol_rel, s.caps,
+            warm, s.tab, s.und, zc,
         )  # fmt: skip
         if not ok:
             return FALLBACK
         Fc = np.empty((nu, 3))
         _impulses(D, zc, Fc)
         v_c = np.empty(nv)
-        _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib, Fc,
-                 v, v_c)  # fmt: skip
+        _respond(
+            s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.pA, s.u, s.acc, node_body, node_X,
+            ia, ib, Fc, s.v, v_c,
+        )  # fmt: skip
         for i in range(nu):
             for c in range(3):
-                p_impact[i, c] = Fc[i, c]
+                s.p_impact[i, c] = Fc[i, c]
         any_eps = False
         for i in range(nu):
-            any_eps = any_eps or eps[i] > 0.0
+            any_eps = any_eps or s.eps[i] > 0.0
         if any_eps:
             theta = np.empty((nu, 3))
             for i in range(nu):
-                e = eps[i] * _ndot(Fc, i, normal, i)
+                e = s.eps[i] * _ndot(Fc, i, s.normal, i)
                 for c in range(3):
-                    theta[i, c] = e * normal[i, c]
+                    theta[i, c] = e * s.normal[i, c]
             v_t = np.empty(nv)
-            _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib,
-                     theta, v_c, v_t)  # fmt: skip
+            _respond(
+                s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.pA, s.u, s.acc, node_body,
+                node_X, ia, ib, theta, v_c, v_t,
+            )  # fmt: skip
             budget = np.empty(nu if friction_total else 0)
             for i in range(budget.shape[0]):
-                budget[i] = (mu[i] * 1.0) * _ndot(theta, i, normal, i)
-            relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_t, body_a, local_a,
-                                       body_b, local_b, vu)  # fmt: skip
+                budget[i] = (s.mu[i] * 1.0) * _ndot(theta, i, s.normal, i)
+            relative_velocities_kernel(
+                s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_t, s.body_a, s.local_a, s.body_b,
+                s.local_b, vu,
+            )  # fmt: skip
             zd = np.empty(nu * (k + 1))
             ok, _p, _w, _s = _solve_rows_call(
-                W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_rel, caps,
-                warm, tab, und, zd,
+                W, wstart, corder, cstarts, D, s.mu, vu, budget, least_norm, tol_rel, s.caps,
+                warm, s.tab, s.und, zd,
             )  # fmt: skip
             if not ok:
                 return FALLBACK
             Fd = np.empty((nu, 3))
             _impulses(D, zd, Fd)
-            _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib,
-                     Fd, v_t, v_c)  # fmt: skip
+            _respond(
+                s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.pA, s.u, s.acc, node_body,
+                node_X, ia, ib, Fd, v_t, v_c,
+            )  # fmt: skip
             for i in range(nu):
                 for c in range(3):
-                    p_impact[i, c] = p_impact[i, c] + (Fd[i, c] + 1.0 * theta[i, c])
+                    s.p_impact[i, c] = s.p_impact[i, c] + (Fd[i, c] + 1.0 * theta[i, c])
         for i in range(nu):
             for c in range(3):
-                p_impact[i, c] = 0.0 + p_impact[i, c]  # impulse_total += impulse
+                s.p_impact[i, c] = 0.0 + s.p_impact[i, c]  # impulse_total += impulse
         ke_after = _kinetic(
-            parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v_c, bv
-        )
-        info[I_IMPACT] = 1.0
-        info[I_KE_BEFORE] = ke_before
-        info[I_KE_AFTER] = ke_after
-        info[I_E_IMPACTS] = (
-            ke_after - ke_before + _armature_energy(armature, v_c) - _armature_energy(armature, v)
-        )
-        relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_c, body_a, local_a,
-                                   body_b, local_b, vu)  # fmt: skip
+            s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.inertia, s.mass, s.com, s.gravity, s.R_world,
+            s.p_world, v_c, s.bv,
+        )  # fmt: skip
+        s.info[I_IMPACT] = 1.0
+        s.info[I_KE_BEFORE] = ke_before
+        s.info[I_KE_AFTER] = ke_after
+        s.info[I_E_IMPACTS] = (
+            ke_after - ke_before + _armature_energy(s.armature, v_c)
+            - _armature_energy(s.armature, s.v)
+        )  # fmt: skip
+        relative_velocities_kernel(
+            s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_c, s.body_a, s.local_a, s.body_b,
+            s.local_b, vu,
+        )  # fmt: skip
         for i in range(nu):
-            vn_after[i] = _ndot(vu, i, normal, i)
+            s.vn_after[i] = _ndot(vu, i, s.normal, i)
         for i in range(nv):
-            v_start[i] = v_c[i]
+            s.v_start[i] = v_c[i]
         # the step LCP's free motion from v_c (OS.solve with accel None: ABA again)
         aba_kernel(
-            parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, q_pos,
-            v_start, tau, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots_ws, pA, u,
-            acc, scratch66, qdd_ws, armature,
+            s.parent, s.jtype, s.qi, s.vi, s.nvj, s.S, s.tree_E, s.tree_r, s.axis, s.inertia,
+            s.gravity, s.q_pos, s.v_start, s.tau, s.E, s.r, s.R_world, s.p_world, s.vel, s.cbias,
+            s.IA, s.U, s.Dinv, s.pivots_ws, s.pA, s.u, s.acc, s.scratch66, s.qdd_ws, s.armature,
         )  # fmt: skip
         for i in range(nv):
-            v_free[i] = v_start[i] + dt * qdd_ws[i]
+            v_free[i] = s.v_start[i] + dt * s.qdd_ws[i]
     # 5.-6. the step's LCP at v_f, with the gap allowance on the normal rows (without a
     # collision v_f is the slip reference's: its velocities, the same numbers)
     if slip and not colliding:
@@ -725,45 +880,49 @@ def contact_step_kernel(
             for c in range(3):
                 vu[i, c] = ref[i, c]
     else:
-        relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_free, body_a, local_a,
-                                   body_b, local_b, vu)  # fmt: skip
+        relative_velocities_kernel(
+            s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_free, s.body_a, s.local_a, s.body_b,
+            s.local_b, vu,
+        )  # fmt: skip
     for i in range(nu):
         for c in range(3):
-            vu[i, c] = vu[i, c] + gv[i] * normal[i, c]
+            vu[i, c] = vu[i, c] + gv[i] * s.normal[i, c]
     ok, pivots, worst, solver = _solve_rows_call(
-        W, wstart, corder, cstarts, D, mu, vu, no_budget, least_norm, tol_rel, caps,
-        warm, tab, und, z,
+        W, wstart, corder, cstarts, D, s.mu, vu, no_budget, least_norm, tol_rel, s.caps,
+        warm, s.tab, s.und, s.z,
     )  # fmt: skip
     if not ok:
         if colliding:  # the Data arrays back at (q, v), as the Python path starts from them
             aba_kernel(
-                parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, q_pos, v,
-                tau, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots_ws, pA, u, acc,
-                scratch66, qdd_ws, armature,
+                s.parent, s.jtype, s.qi, s.vi, s.nvj, s.S, s.tree_E, s.tree_r, s.axis, s.inertia,
+                s.gravity, s.q_pos, s.v, s.tau, s.E, s.r, s.R_world, s.p_world, s.vel, s.cbias,
+                s.IA, s.U, s.Dinv, s.pivots_ws, s.pA, s.u, s.acc, s.scratch66, s.qdd_ws, s.armature,
             )  # fmt: skip
         return FALLBACK
-    info[I_PIVOTS] = pivots
-    info[I_RESIDUAL] = worst
-    info[I_SOLVER] = solver
+    s.info[I_PIVOTS] = pivots
+    s.info[I_RESIDUAL] = worst
+    s.info[I_SOLVER] = solver
     # 7. impulses and the impulse response
     F = np.empty((nu, 3))
-    _impulses(D, z, F)
-    _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib, F, v_free,
-             v_new)  # fmt: skip
+    _impulses(D, s.z, F)
+    _respond(
+        s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.pA, s.u, s.acc, node_body, node_X, ia,
+        ib, F, v_free, s.v_new,
+    )  # fmt: skip
     # 8. the stabilisation share and the report's split (impulse_total += F)
     P = np.empty((nu, 3))
     for i in range(nu):
         for c in range(3):
-            P[i, c] = (p_impact[i, c] if colliding else 0.0) + F[i, c]
-    info[I_E_STAB] = 0.0
+            P[i, c] = (s.p_impact[i, c] if colliding else 0.0) + F[i, c]
+    s.info[I_E_STAB] = 0.0
     any_deep = False
     for i in range(nu):
-        any_deep = any_deep or gap[i] < 0.0
+        any_deep = any_deep or s.gap[i] < 0.0
     if any_deep:
         rec = np.empty(nu, dtype=np.int64)
         nr = 0
         for i in range(nu):
-            if gap[i] < 0.0 and _ndot(F, i, normal, i) > 0.0:
+            if s.gap[i] < 0.0 and _ndot(F, i, s.normal, i) > 0.0:
                 rec[nr] = i
                 nr += 1
         if nr:
@@ -774,24 +933,28 @@ def contact_step_kernel(
             uf = ref
             if not (slip and not colliding):
                 uf = np.empty((nu, 3))
-                relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_free, body_a,
-                                           local_a, body_b, local_b, uf)  # fmt: skip
+                relative_velocities_kernel(
+                    s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_free, s.body_a, s.local_a,
+                    s.body_b, s.local_b, uf,
+                )  # fmt: skip
             u2 = np.empty((nu, 3))
-            relative_velocities_kernel(parent, vi, nvj, S, E, r, R_world, v_new, body_a,
-                                       local_a, body_b, local_b, u2)  # fmt: skip
+            relative_velocities_kernel(
+                s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, s.v_new, s.body_a, s.local_a,
+                s.body_b, s.local_b, u2,
+            )  # fmt: skip
             fr = np.empty(nr)
             un = np.empty(nr)
             for a in range(nr):
                 i = rec[a]
-                fr[a] = _ndot(F, i, normal, i)
+                fr[a] = _ndot(F, i, s.normal, i)
                 x0 = uf[i, 0] + u2[i, 0]
                 x1 = uf[i, 1] + u2[i, 1]
                 x2 = uf[i, 2] + u2[i, 2]
-                un[a] = (x0 * normal[i, 0] + x2 * normal[i, 2]) + x1 * normal[i, 1]
-            info[I_E_STAB] = 0.0 + 0.5 * np.dot(fr, un)
+                un[a] = (x0 * s.normal[i, 0] + x2 * s.normal[i, 2]) + x1 * s.normal[i, 1]
+            s.info[I_E_STAB] = 0.0 + 0.5 * np.dot(fr, un)
     for i in range(nu):
-        fn[i] = _ndot(P, i, normal, i)
-    _split_kernel(P, normal, z[nu * k :], fn, tangent, sliding)
+        s.fn[i] = _ndot(P, i, s.normal, i)
+    _split_kernel(P, s.normal, s.z[nu * k :], s.fn, s.tangent, s.sliding)
     return OK
 
 
@@ -856,9 +1019,9 @@ class ContactFuser:
             self._settings = settings
 
     def _arguments(self, q, v, tau, c, qdd, mu, eps, warm, table) -> tuple:
-        """The arguments of :func:`contact_step_kernel` for the contacts ``c`` (pair
-        parameters mu, eps; the warm start's flag and table, lcp/warm_table.py), its eleven
-        outputs last (fresh arrays)."""
+        """The fields of :func:`contact_step_kernel`'s record (:func:`make_step`) for the
+        contacts ``c`` (pair parameters mu, eps; the warm start's flag and table,
+        lcp/warm_table.py), its eleven outputs last (fresh arrays)."""
         nu = len(c.gap)
         k = self._k
         ra, rb = getattr(c, "radius_a", None), getattr(c, "radius_b", None)
@@ -880,11 +1043,9 @@ class ContactFuser:
         )  # fmt: skip
 
     def signature(self) -> tuple:
-        """The numba argument types :meth:`step` calls :func:`contact_step_kernel` with (for
-        one contact; the types do not depend on the sizes): what a helper process compiles
-        ahead (simcore/warmup.py)."""
-        from numba import typeof
-
+        """The numba argument types :meth:`step` calls :func:`contact_step_kernel` with: its
+        record's type (:func:`step_type`, for one contact; the types do not depend on the
+        sizes): what a helper process compiles ahead (simcore/warmup.py)."""
         self._bind()
         self._read_settings()
         nv = self.s.model.nv
@@ -898,7 +1059,7 @@ class ContactFuser:
             WarmTable(1, 0),
         )  # fmt: skip
         self._model = None  # bound again at the first step, which waits for the helper first
-        return tuple(typeof(a) for a in args)
+        return (step_type(args),)
 
     @staticmethod
     def eligible(stepper) -> bool:
@@ -945,7 +1106,8 @@ class ContactFuser:
         if warm:
             table.load(store, n)
         args = self._arguments(q, v, tau, c, qdd, mu, eps, warm, table)
-        code = contact_step_kernel(*args)
+        # the record borrows the arrays of args (contact_fused.StepType), alive for the call
+        code = contact_step_kernel(make_step(*args))
         v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info = args[
             -11:
         ]  # fmt: skip
@@ -982,6 +1144,8 @@ class ContactFuser:
 
 
 __all__ = [
-    "FALLBACK", "IMPACT", "MAX_K", "MAX_ROWS", "OK", "ContactFuser", "contact_signature",
-    "contact_step_kernel", "least_norm_attempt", "pivot_caps", "vertex_attempt",
+    "FALLBACK", "IMPACT", "MAX_K", "MAX_ROWS", "OK", "STEP_FIELDS", "ContactFuser", "StepRef",
+    "StepType", "borrowed", "contact_signature", "contact_step_kernel", "least_norm_attempt",
+    "make_step",
+    "pivot_caps", "step_type", "vertex_attempt",
 ]  # fmt: skip

@@ -52,7 +52,9 @@ from mbsim.simcore.contact_fused import (
     I_KE_AFTER,
     I_KE_BEFORE,
     ContactFuser,
+    borrowed,
     contact_step_kernel,
+    make_step,
 )
 from mbsim.simcore.lcp import warm as warm_start
 from mbsim.simcore.lcp.warm_table import WarmTable, mark, undo
@@ -78,20 +80,28 @@ _call_code = native_caller(types.int64)
 
 
 #: the fields of the loop's contact stage (:class:`StageType`), in the order
-#: :func:`make_stage` takes them: ``detect`` and ``kernel`` the detection and kernel tuples
-#: (:meth:`ContactStage.__init__`), the contacts acting and the last step's contacts
+#: :func:`make_stage` takes them: ``detect`` the detection tuple (:meth:`ContactStage.__init__`),
+#: ``step`` the contact step's record (contact_fused.StepType: the Model and Data arrays, the
+#: options, the warm table; the step's contacts and outputs, :func:`fused_step`), ``ktab``
+#: the table of contact_step_kernel's compilations (native_call.py; empty before
+#: :meth:`ContactStage.link`), the pair table's ``mu_tab`` and ``eps_tab``, whether the
+#: curvature term takes the core radii (``core``), the most LCP rows the kernel takes
+#: (``max_rows``), the contacts acting and the last step's contacts
 #: (``act_pf``, ``act_is``, ``last_i``, ``last_v``, ``last_f``), the kernel's info slots,
 #: the counters ``cst`` (contacts acting, last step's contacts, event rows, contact rows,
 #: contact steps), the event and contact row buffers, the recorded rows' (contacts,
 #: penetration), the run's (max penetration, worst LCP residual), the gain row's info slots,
 #: the penetration bound, the warm start's flag, table and undo log (lcp/warm_table.py),
-#: and the step's contacts and contact step outputs (:func:`stage_contacts`,
-#: :func:`stage_step`; empty before the first)
+#: the step's contacts (:func:`stage_contacts`; empty before the first), and the buffers of
+#: MAX_CONTACTS contacts whose first rows :func:`fused_step` lends the contact step's record
+#: (each contact's mu and restitution, then the kernel's outputs z, fn, tangent, sliding,
+#: hit, vn_before, vn_after, p_impact)
 STAGE_FIELDS = (
-    "detect", "kernel", "act_pf", "act_is", "last_i", "last_v", "last_f", "info", "cst",
-    "ev_i", "ev_f", "rc_i", "rc_f", "rec_cd", "stats", "gain", "max_pen", "warm", "wtab",
-    "wund", "ints", "vecs", "gap", "ra", "rb", "z", "fn", "tangent", "sliding", "hit",
-    "vn_before", "vn_after", "p_impact",
+    "detect", "step", "ktab", "mu_tab", "eps_tab", "core", "max_rows", "act_pf", "act_is",
+    "last_i", "last_v", "last_f", "info", "cst", "ev_i", "ev_f", "rc_i", "rc_f", "rec_cd",
+    "stats", "gain", "max_pen", "warm", "wtab", "wund", "ints", "vecs", "gap", "ra", "rb",
+    "b_mu", "b_eps", "b_z", "b_fn", "b_tangent", "b_sliding", "b_hit", "b_vn_before",
+    "b_vn_after", "b_p_impact",
 )  # fmt: skip
 
 
@@ -132,16 +142,18 @@ def _new_stage_impl(*fields):
 
 @njit(cache=True)
 def make_stage(
-    detect, kernel, act_pf, act_is, last_i, last_v, last_f, info, cst, ev_i, ev_f, rc_i, rc_f,
-    rec_cd, stats, gain, max_pen, warm, wtab, wund, ints, vecs, gap, ra, rb, z, fn, tangent,
-    sliding, hit, vn_before, vn_after, p_impact,
+    detect, step, ktab, mu_tab, eps_tab, core, max_rows, act_pf, act_is, last_i, last_v,
+    last_f, info, cst, ev_i, ev_f, rc_i, rc_f, rec_cd, stats, gain, max_pen, warm, wtab, wund,
+    ints, vecs, gap, ra, rb, b_mu, b_eps, b_z, b_fn, b_tangent, b_sliding, b_hit, b_vn_before,
+    b_vn_after, b_p_impact,
 ):  # fmt: skip
     """The contact stage record (:class:`StageType`) of these fields (:data:`STAGE_FIELDS`);
     it holds the arrays themselves, not copies."""
     return _new_stage(
-        detect, kernel, act_pf, act_is, last_i, last_v, last_f, info, cst, ev_i, ev_f, rc_i,
-        rc_f, rec_cd, stats, gain, max_pen, warm, wtab, wund, ints, vecs, gap, ra, rb, z, fn,
-        tangent, sliding, hit, vn_before, vn_after, p_impact,
+        detect, step, ktab, mu_tab, eps_tab, core, max_rows, act_pf, act_is, last_i, last_v,
+        last_f, info, cst, ev_i, ev_f, rc_i, rc_f, rec_cd, stats, gain, max_pen, warm, wtab,
+        wund, ints, vecs, gap, ra, rb, b_mu, b_eps, b_z, b_fn, b_tangent, b_sliding, b_hit,
+        b_vn_before, b_vn_after, b_p_impact,
     )  # fmt: skip
 
 
@@ -173,62 +185,68 @@ def contact_set(pairs, Rw, pw, bc, R_world, p_world, stage):
 
 
 @njit(cache=True)
-def fused_step(stage, ints, vecs, gap, ra, rb, q, v, tau, qdd, v_new):
-    """``contact_step_kernel`` on the step's contacts as ``ContactFuser.step`` calls it
-    (module docstring, 2). ``stage``: the stage record (:func:`make_stage`): its ``kernel``
-    is :class:`ContactStage`'s kernel tuple, its ``info`` gets the kernel's info slots,
-    ``warm`` whether the warm start is on, ``wtab``/``wund`` the loop's copy of its store
-    and the copy's undo log (lcp/warm_table.py: the kernel updates the copy, the loop marks
-    it after a step it keeps). Returns (the kernel's code, or -1 for an LCP of more rows
-    than the kernel takes or when the table the kernel tuple ends with
-    (:meth:`ContactStage.link`) holds no compilation of it for these argument types; z; fn;
-    tangent; sliding; hit; vn_before; vn_after; p_impact: the kernel's collision outputs);
-    v_new gets v+. The kernel is called through its address (native_call.py): compiled
-    with this function, it would be compiled again inside it and again inside the loop."""
-    (
-        parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
-        R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch66, qdd_ws,
-        armature, ups, bv, cos_a, sin_a, dt, stabilization, max_recovery_speed, use_floor,
-        gap_floor, curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm,
-        tol_rel, caps, max_rows, core, mu_table, eps_table, table,
-    ) = stage.kernel  # fmt: skip
-    info, warm, wtab, wund = stage.info, stage.warm, stage.wtab, stage.wund
-    nu = gap.shape[0]
-    k = cos_a.shape[0] + 1
-    z = np.empty(nu * (k + 1))
-    fn = np.empty(nu)
-    tangent = np.empty((nu, 3))
-    sliding = np.empty(nu, dtype=np.bool_)
-    hit = np.zeros(nu, dtype=np.bool_)
-    vn_before = np.empty(nu)
-    vn_after = np.empty(nu)
-    p_impact = np.empty((nu, 3))
-    if nu * (k + 1) > max_rows:
-        return -1, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact
-    mu = np.empty(nu)
-    eps = np.empty(nu)
+def fused_step(stage, q, v, tau, qdd, v_new):
+    """``contact_step_kernel`` on the step's contacts (the record's ``ints``, ``vecs``,
+    ``gap``, ``ra``, ``rb``: :func:`stage_contacts`) as ``ContactFuser.step`` calls it (module
+    docstring, 2). ``stage``: the stage record (:func:`make_stage`), whose ``step`` is the
+    kernel's record (contact_fused.StepType: the Model and Data arrays, the options, the info
+    slots ``info``, the warm start's flag and the loop's copy of its store with the copy's
+    undo log, lcp/warm_table.py: the kernel updates the copy, the loop marks it after a step
+    it keeps). This lends that record (contact_fused.borrowed: no reference counts) the
+    step's contacts, their pair parameters (from ``mu_tab``, ``eps_tab``), (q, v, tau, qdd),
+    v_new and the outputs (the first rows of the stage's buffers ``b_*``: z, fn, tangent,
+    sliding, hit (cleared), vn_before, vn_after, p_impact, read there by the events and rows),
+    then calls the kernel. Returns (the kernel's code, or -1 for an LCP of more rows than the
+    kernel takes or when ``ktab`` (:meth:`ContactStage.link`) holds no compilation of it for
+    the record's type; the LCP's rows); v_new gets v+. The kernel is called through its
+    address (native_call.py): compiled with this function, it would be compiled again inside
+    it and again inside the loop."""
+    s = stage.step
+    nu = stage.gap.shape[0]
+    k = s.cos_a.shape[0] + 1
+    n = nu * (k + 1)
+    if n > stage.max_rows:
+        return -1, n
+    s.z = borrowed(stage.b_z[:n])
+    s.fn = borrowed(stage.b_fn[:nu])
+    s.tangent = borrowed(stage.b_tangent[:nu])
+    s.sliding = borrowed(stage.b_sliding[:nu])
+    s.hit = borrowed(stage.b_hit[:nu])
+    s.vn_before = borrowed(stage.b_vn_before[:nu])
+    s.vn_after = borrowed(stage.b_vn_after[:nu])
+    s.p_impact = borrowed(stage.b_p_impact[:nu])
+    s.mu = borrowed(stage.b_mu[:nu])
+    s.eps = borrowed(stage.b_eps[:nu])
+    mu, eps, hit = s.mu, s.eps, s.hit
+    ints = stage.ints
+    mu_tab = stage.mu_tab
+    eps_tab = stage.eps_tab
     for i in range(nu):
-        mu[i] = mu_table[ints[2, i], ints[3, i]]
-        eps[i] = eps_table[ints[2, i], ints[3, i]]
-    if not core:
-        ra = np.empty(0)
-        rb = np.empty(0)
-    nv = v.shape[0]
-    v_start = np.empty(nv)
+        mu[i] = mu_tab[ints[2, i], ints[3, i]]
+        eps[i] = eps_tab[ints[2, i], ints[3, i]]
+        hit[i] = False
+    s.body_a = borrowed(ints[0])
+    s.body_b = borrowed(ints[1])
+    vecs = stage.vecs
+    s.local_a = borrowed(vecs[2])
+    s.local_b = borrowed(vecs[3])
+    s.normal = borrowed(vecs[4])
+    s.gap = borrowed(stage.gap)
+    if stage.core:  # else the record's radii stay empty
+        s.radius_a = borrowed(stage.ra)
+        s.radius_b = borrowed(stage.rb)
+    s.q_pos = borrowed(q)
+    s.v = borrowed(v)
+    s.tau = borrowed(tau)
+    s.qdd = borrowed(qdd)
+    s.v_new = borrowed(v_new)
+    info = s.info
     for i in range(info.shape[0]):
         info[i] = 0.0
-    linked, code = _call_code(
-        table, parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis,
-        inertia, gravity, mass, com, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots,
-        pA, u, acc, scratch66, qdd_ws, armature, ups, bv, ints[0], vecs[2], ints[1], vecs[3],
-        vecs[4], gap, ra, rb, mu, eps, cos_a, sin_a, q, v, tau, qdd, dt, stabilization,
-        max_recovery_speed, use_floor, gap_floor, curvature, slip, impact_velocity,
-        impacts_ok, friction_total, least_norm, tol_rel, caps, warm, wtab, wund, v_new,
-        v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
-    )  # fmt: skip
+    linked, code = _call_code(stage.ktab, s)
     if not linked:
-        return -1, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact
-    return code, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact
+        return -1, n
+    return code, n
 
 
 @njit(cache=True)
@@ -383,21 +401,9 @@ def stage_contacts(pairs, Rw, pw, bc, R_world, p_world, stage):
 
 @njit(cache=True)
 def stage_step(stage, q, v, tau, qdd, v_new):
-    """:func:`fused_step` on the record's contacts (:func:`stage_contacts`), its outputs into
-    the record (``z``, ``fn``, ``tangent``, ``sliding``, ``hit``, ``vn_before``,
-    ``vn_after``, ``p_impact``), v_new gets v+. Returns (its code, the LCP's rows)."""
-    code, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact = fused_step(
-        stage, stage.ints, stage.vecs, stage.gap, stage.ra, stage.rb, q, v, tau, qdd, v_new
-    )
-    stage.z = z
-    stage.fn = fn
-    stage.tangent = tangent
-    stage.sliding = sliding
-    stage.hit = hit
-    stage.vn_before = vn_before
-    stage.vn_after = vn_after
-    stage.p_impact = p_impact
-    return code, z.shape[0]
+    """:func:`fused_step` on the record's contacts (:func:`stage_contacts`), its outputs in
+    the record's ``step``; v_new gets v+. Returns (its code, the LCP's rows)."""
+    return fused_step(stage, q, v, tau, qdd, v_new)
 
 
 @njit(cache=True)
@@ -407,11 +413,12 @@ def stage_events(stage, step, nc):
     step's (:func:`keep_last`); the record's counters ``cst`` updated."""
     info = stage.info
     cst = stage.cst
+    s = stage.step  # the contact step's outputs
     cst[2], cst[0] = record_events(
-        step, nc, stage.ints, stage.vecs, stage.fn, stage.tangent, stage.sliding,
-        nc > 0 and info[I_IMPACT] != 0.0, stage.hit, stage.p_impact, stage.vn_before,
-        stage.vn_after, info[I_KE_BEFORE], info[I_KE_AFTER], stage.act_pf, stage.act_is,
-        cst[0], stage.last_i, stage.last_v, stage.ev_i, stage.ev_f, cst[2],
+        step, nc, stage.ints, stage.vecs, s.fn, s.tangent, s.sliding,
+        nc > 0 and info[I_IMPACT] != 0.0, s.hit, s.p_impact, s.vn_before, s.vn_after,
+        info[I_KE_BEFORE], info[I_KE_AFTER], stage.act_pf, stage.act_is, cst[0], stage.last_i,
+        stage.last_v, stage.ev_i, stage.ev_f, cst[2],
     )  # fmt: skip
     keep_last(nc, stage.ints, stage.vecs, stage.gap, stage.ra, stage.rb, stage.last_i,
               stage.last_v, stage.last_f)  # fmt: skip
@@ -423,9 +430,10 @@ def stage_rows(stage, step, nc):
     """The contact rows of recorded step ``step`` (:func:`record_contacts`) from the
     record's ``nc`` contacts and contact step."""
     cst = stage.cst
+    s = stage.step  # the contact step's outputs
     cst[3] = record_contacts(
-        step, nc, stage.ints, stage.vecs, stage.gap, stage.fn, stage.tangent, stage.rc_i,
-        stage.rc_f, cst[3],
+        step, nc, stage.ints, stage.vecs, stage.gap, s.fn, s.tangent, stage.rc_i, stage.rc_f,
+        cst[3],
     )  # fmt: skip
 
 
@@ -470,11 +478,15 @@ class ContactStage:
             np.zeros((rows, 10)), np.zeros((16, 3), np.int64), *kernels, int(c.n_shapes),
             c._shape_kind, c._shape_radius, int(c.cap) if c.manifold == BODY_PAIR else 0,
         )  # fmt: skip
-        self.kernel = (
-            *fuser._head, *fuser._angles, *fuser._opts, caps, int(max_rows),
-            o.curvature_point == "core", np.ascontiguousarray(mu, np.float64),
-            np.ascontiguousarray(eps, np.float64), np.zeros((0, 2), np.int64),
-        )  # fmt: skip
+        #: the contact step record's fields that do not change between the loop's calls
+        #: (:meth:`record` puts the warm start's in): the Model and Data arrays, the edge
+        #: angles, the options and the pivot caps
+        self._head = (*fuser._head,)
+        self._middle = (*fuser._angles,)
+        self._opts = (*fuser._opts, caps)
+        self._core = o.curvature_point == "core"
+        self._tabs = (np.ascontiguousarray(mu, np.float64), np.ascontiguousarray(eps, np.float64))
+        self.ktab = np.zeros((0, 2), np.int64)
         self.linked = False
         C = MAX_CONTACTS
         self.act_pf = np.zeros((C, 2), np.int64)
@@ -484,16 +496,20 @@ class ContactStage:
         self.last_f = np.zeros((3, C))
         self.info = np.zeros(10)
         self.max_rows = min(int(max_rows), MAX_CONTACTS * (fuser._k + 1))
+        self._kmax = int(max_rows)
         #: the loop's copy of the warm store (lcp/warm_table.py)
         self.wtable = WarmTable(self.max_rows)
         self.gain = np.zeros(7)  # the limit step's info slots of a gain row (free_loop.py)
         self.key = (st, m, d, o, c)
         self._ev = self._rc = self._cd = None
-        e, e3, eb = np.zeros(0), np.zeros((0, 3)), np.zeros(0, np.bool_)
-        #: the record's step contacts and contact step outputs before the first
-        self._empty = (
-            np.zeros((6, 0), np.int64), np.zeros((5, 0, 3)), e, e, e, e, e, e3, eb, eb, e, e,
-            e3,
+        e = np.zeros(0)
+        #: the record's step contacts before the first
+        self._empty = (np.zeros((6, 0), np.int64), np.zeros((5, 0, 3)), e, e, e)
+        #: the buffers of the contact step's pair parameters and outputs (:func:`fused_step`)
+        self._bufs = (
+            np.zeros(C), np.zeros(C), np.zeros(C * (fuser._k + 1)), np.zeros(C), np.zeros((C, 3)),
+            np.zeros(C, np.bool_), np.zeros(C, np.bool_), np.zeros(C), np.zeros(C),
+            np.zeros((C, 3)),
         )  # fmt: skip
 
     def link(self) -> None:
@@ -504,7 +520,7 @@ class ContactStage:
         from mbsim.simcore.contact_fused import contact_signature
 
         contact_step_kernel.compile(contact_signature())
-        self.kernel = (*self.kernel[:-1], address_table(contact_step_kernel))
+        self.ktab = address_table(contact_step_kernel)
         self.linked = True
 
     def current(self) -> bool:
@@ -560,12 +576,26 @@ class ContactStage:
             *self._ev, *self._rc, self._cd, self.stats, self.gain, float(o.max_penetration),
             warm, self.wtable.tab, self.wtable.und, *self._empty,
         )  # fmt: skip
+        # the contact step's record (contact_fused.StepType), its step fields empty (the
+        # loop's fused_step puts each step's in); the types ContactFuser.step's records have
+        nv = sim.stepper.model.nv
+        e, e3, ei, eb = np.zeros(0), np.zeros((0, 3)), np.zeros(0, np.int64), np.zeros(0, np.bool_)
+        #: the contact step record's fields (the record borrows them: kept alive here)
+        self._step_fields = (
+            *self._head, ei, e3, ei, e3, e3, e, e, e, e, e, *self._middle, np.zeros(nv),
+            np.zeros(nv), np.zeros(nv), np.zeros(nv), *self._opts, warm, self.wtable.tab,
+            self.wtable.und, np.zeros(nv), np.zeros(nv), e, e, e3, eb, eb, e, e, e3, self.info,
+        )  # fmt: skip
+        self._step = make_step(*self._step_fields)
         return self.record()
 
     def record(self) -> StageRef:
-        """The stage record of :meth:`arrays`' last call, with the kernel tuple as it is now
-        (:meth:`link` puts the contact step's address in it)."""
-        return make_stage(self.detect, self.kernel, *self._fields)
+        """The stage record of :meth:`arrays`' last call, with the table of the contact
+        step's compilations as it is now (:meth:`link` fills it)."""
+        return make_stage(
+            self.detect, self._step, self.ktab, *self._tabs, self._core, self._kmax,
+            *self._fields, *self._bufs,
+        )  # fmt: skip
 
     def results(self, sim, n: int, summary) -> tuple:
         """After a call that took ``n`` steps: (contact steps, event rows, recorded contact
