@@ -88,6 +88,14 @@ def test_quadruped_standing_bit_for_bit(scene, tmp_path, monkeypatch):
     kinds = set(res.event_kind_names().tolist())
     assert "contact_begin" in kinds, "the feet's contacts begin in the loop"
     assert len(res.contacts["gap"]) >= 4 * (150 // 7), "4 contacts recorded a row"
+    # the loop's contact step record (contact_fused.StepType) is of the type the kernel is
+    # compiled for ahead (warmup.contact_job) and ContactFuser.step's records have
+    from numba import typeof
+
+    from mbsim.simcore.contact_fused import contact_signature
+
+    stage = loop[2]._free_loop._stage
+    assert stage.linked and (typeof(stage._step),) == contact_signature()
 
 
 def test_panda_table_bit_for_bit(tmp_path, monkeypatch):

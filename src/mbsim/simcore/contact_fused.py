@@ -86,7 +86,7 @@ import numpy as np
 from numba import njit, typeof, types
 from numba.core import cgutils
 from numba.experimental import structref
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 from mbsim.simcore import warmup
 from mbsim.simcore.contact import (
@@ -638,35 +638,53 @@ def borrowed(typingctx, arr):
     return arr(arr), codegen
 
 
-def _new_step(*fields):
-    raise NotImplementedError("compiled code only")
-
-
-def _field_value(i, t) -> str:
-    """The constructor's expression of field ``i`` of numba type ``t``: an array (or a tuple
-    of arrays) borrowed (:func:`borrowed`), anything else as it is."""
+def _borrowed_value(context, builder, t, value):
+    """The LLVM value of a field of numba type ``t`` as :class:`StepType` holds it: an array
+    (or a tuple of arrays) borrowed (:func:`borrowed`), anything else as it is."""
     if isinstance(t, types.Array):
-        return f"borrowed(fields[{i}])"
+        ary = context.make_array(t)(context, builder, value)
+        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+        ary.parent = cgutils.get_null_value(ary.parent.type)
+        return ary._getvalue()
     if isinstance(t, types.BaseTuple) and all(isinstance(x, types.Array) for x in t):
-        items = "".join(f"borrowed(fields[{i}][{j}]), " for j in range(len(t)))
-        return f"({items})"
-    return f"fields[{i}]"
+        items = cgutils.unpack_tuple(builder, value, len(t))
+        items = [_borrowed_value(context, builder, x, v) for x, v in zip(t, items, strict=True)]
+        return context.make_tuple(builder, t, items)
+    return value
 
 
-@overload(_new_step)
-def _new_step_impl(*fields):
+@intrinsic
+def _new_step(typingctx, *fields):
+    """The record (:class:`StepType`) of ``fields`` (:data:`STEP_FIELDS` order), the arrays
+    borrowed: allocated and filled in one go (as ``structref.new`` allocates, without a
+    setattr, and so without a reference count, per field: the constructor's compile time)."""
+    from numba.experimental.jitclass.base import imp_dtor
+
+    fields = tuple(types.unliteral(t) for t in fields)
     record_type = StepType(list(zip(STEP_FIELDS, fields, strict=True)))
-    body = "".join(
-        f"    s.{n} = {_field_value(i, t)}\n"
-        for i, (n, t) in enumerate(zip(STEP_FIELDS, fields, strict=True))
-    )
-    src = f"def impl(*fields):\n    s = new(record_type)\n{body}    return s\n"
-    scope = {
-        "new": structref.new, "record_type": record_type, "borrowed": borrowed,
-        "__name__": __name__,
-    }  # fmt: skip
-    exec(src, scope)  # one assignment per field: the record's constructor
-    return scope["impl"]
+
+    def codegen(context, builder, signature, llargs):
+        values = cgutils.unpack_tuple(builder, llargs[0], len(fields))
+        data_type = record_type.get_data_type()
+        alloc_type = context.data_model_manager[data_type].get_value_type()
+        meminfo = context.nrt.meminfo_alloc_dtor(
+            builder,
+            context.get_constant(types.uintp, context.get_abi_sizeof(alloc_type)),
+            imp_dtor(context, builder.module, record_type),
+        )
+        data_pointer = context.nrt.meminfo_data(builder, meminfo)
+        data_pointer = builder.bitcast(data_pointer, alloc_type.as_pointer())
+        builder.store(cgutils.get_null_value(alloc_type), data_pointer)
+        data = cgutils.create_struct_proxy(data_type)(context, builder, ref=data_pointer)
+        argtys = signature.args[0]
+        for name, t, at, v in zip(STEP_FIELDS, fields, argtys, values, strict=True):
+            value = context.cast(builder, v, at, t)
+            setattr(data, name, _borrowed_value(context, builder, t, value))
+        record = context.make_helper(builder, record_type)
+        record.meminfo = meminfo
+        return record._getvalue()
+
+    return record_type(types.StarArgTuple.from_types(fields)), codegen
 
 
 @njit(cache=True)
