@@ -513,10 +513,10 @@ class ContactStage:
         )  # fmt: skip
 
     def link(self) -> None:
-        """Compile (or load from numba's cache) ``contact_step_kernel`` for the argument
-        types ContactFuser.step passes, which are those of :func:`fused_step`'s call, and put
-        its address in the kernel tuple (native_call.py). Called before the loop's first
-        call with this stage, after the compile-ahead helper is done (warmup.wait)."""
+        """Compile (or load from numba's cache) ``contact_step_kernel`` for the record type
+        ContactFuser.step passes, which is that of :func:`fused_step`'s call, and put its
+        address in ``ktab`` (native_call.py). Called before the loop's first call with this
+        stage, after the compile-ahead helper is done (warmup.wait)."""
         from mbsim.simcore.contact_fused import contact_signature
 
         contact_step_kernel.compile(contact_signature())
@@ -524,7 +524,7 @@ class ContactStage:
         self.linked = True
 
     def current(self) -> bool:
-        """Whether the Lemke pivot caps the kernel tuple holds are those of the Python path's
+        """Whether the Lemke pivot caps the step record holds are those of the Python path's
         settings now (ContactFuser.step reads them again when they change)."""
         from mbsim.simcore.contact_fused import budget, lemke_module
 
