@@ -94,16 +94,19 @@ acceptance test (problem.py) and the selection's meaning is kept:
   accepted at the decomposition's own rounding bound, and otherwise the decomposition runs
   as before (:func:`_fast_least_change`).
 
-Measured against main, the guess's outputs on the recorded LCPs of a1-stand, panda-table and
-box-pile (benchmarks/bench_warm_guess.py --load): the same codes, the same final sets, z within
-max |dz| / ||z||_inf 1e-15 (a1-stand, panda-table) and 7e-8 (box-pile's rank-30 blocks of
-~54 rows: the difference lies in null(M_SS) = null(J_S^T), components that the minimum-norm
-rule leaves at y's, which rounding amplified by 1/delta moves; J^T z, the generalised
-impulse, moves by rounding only). Over whole runs (a1-stand 1 s, panda-table 1.5 s,
-gripper-lift 2 s, pendulum-12 3 s, box-pile 100 steps) results move by at most the amounts
-tabled in docs/results.md; the documented tolerance of this code against main is: the same
-accepted/tried counts and active sets on the recorded LCPs, LCP answers within 1e-7 of
-||z||_inf, and trajectories within the table's max |dq|, |dv|.
+Measured against main (docs/results.md, the lcptol section), the guess's outputs on the
+recorded LCPs of a1-stand, panda-table and box-pile (benchmarks/bench_warm_guess.py --load):
+the same codes and final sets on all 3,158, z within max |dz| / ||z||_inf 1.1e-15 (a1-stand,
+panda-table) and 7e-10 (box-pile's rank-30 blocks of ~54 rows, where the minimum-norm answer
+itself carries y's rounding along null(M_SS) amplified by 1 / delta). Whole runs (a1-stand
+1 s, panda-table 1.5 s, gripper-lift 2 s, pendulum-12 3 s, box-pile 100 steps, every step
+recorded) moved by at most |dq| 9.5e-14, |dv| 6.6e-12 (box-pile; 1e-12 on the others) and
+contact impulses 2.1e-11 N s (gripper-lift's grasp; box-pile's aligned faces aside, whose
+manifold points are picked by rounding-level tilts: the same steps' contact counts, other
+points and impulse shares). The tolerance of this code against main's bits: the same codes
+and sets, z within 1e-9 ||z||_inf, trajectories within 1e-12 in q and 1e-10 in v over
+these runs; the cold chain is unchanged and test_lcp_warm's warm-against-cold bound (1e-9 of
+the largest impulse) holds.
 """
 
 from __future__ import annotations
