@@ -133,6 +133,23 @@ def run(data: dict[str, np.ndarray], reps: int) -> dict[str, np.ndarray]:
     return results
 
 
+def compare(results: dict[str, np.ndarray], saved: dict[str, np.ndarray]) -> None:
+    """How far the outputs moved from the saved ones: codes and final sets that differ, and
+    over the guesses accepted by both max |dz| / max(||z||_inf) and max |dz|."""
+    for key in sorted(k for k in results if k.startswith("codes")):
+        n = key[5:]
+        c, c0 = results[key], saved[key]
+        z, z0 = results[f"z{n}"], saved[f"z{n}"]
+        both = (c[:, 0] == 0) & (c0[:, 0] == 0)
+        dz = np.abs(z[both] - z0[both]).max(axis=1) if both.any() else np.zeros(1)
+        zn = np.abs(z0[both]).max(axis=1) if both.any() else np.ones(1)
+        rel = dz / np.maximum(zn, 1e-300)
+        print(f"n = {n}: codes differ {int((c[:, 0] != c0[:, 0]).sum())}, accepted "
+              f"{int((c[:, 0] == 0).sum())} (saved {int((c0[:, 0] == 0).sum())}), final sets "
+              f"differ {int((~np.all(results[f'sets{n}'] == saved[f'sets{n}'], axis=1)).sum())}, "
+              f"max |dz| {dz.max():.3g}, max |dz|/||z|| {rel.max():.3g}")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scene", default="a1-stand")
@@ -149,6 +166,8 @@ def main() -> None:
     if a.load:
         same = all(np.array_equal(results[k], saved[k]) for k in results)
         print("outputs (codes, z, sets) the same bits as the saved ones:", same)
+        if not same:
+            compare(results, saved)
     if a.save:
         np.savez(a.save, **data, **results)
 

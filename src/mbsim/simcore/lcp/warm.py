@@ -22,13 +22,15 @@ The guess, by the chain's selection (selection.py), in one compiled call (:func:
 * ``least_norm`` (the stepper's default; the chain's first attempt is Lemke on
   M + delta I, delta = LEAST_NORM_DELTA ||M||_inf of the whole LCP, then the least-change
   polish on M, chain.lemke_regularised): y solves (M_SS + delta I) y_S = -q_S, y = 0 outside
-  S (LU with partial pivoting and two steps of iterative refinement); it must solve the
+  S (LU with partial pivoting, refined while the residual is above its rounding level, at
+  most REFINEMENTS times; "Tolerance" below); it must solve the
   regularised LCP to the acceptance tolerance tol of problem.py for (M + delta I, q, y):
   y_i >= -tol in S (a y_i in [-tol, 0) is a degenerate zero and set to 0) and
   w_i = (M y + q)_i >= -tol outside S. Then the chain's polish
   (chain.lemke_regularised) gives z: the least-change correction on M_SS from y
   (lstsq.active_set_least_change, accepted at rounding level only, as the compiled
-  joint-limit step does), and while rows are on the wrong side on (M, q) (z_i < -tol in S,
+  joint-limit step does; computed from the LU factors when :func:`_fast_least_change`
+  applies, "Tolerance" below), and while rows are on the wrong side on (M, q) (z_i < -tol in S,
   w_i < -tol outside) those rows swapped and the polish repeated from y, at most
   ACTIVE_SET_FIXES times. When no polish passes (M_SS z_S = -q_S inconsistent, or rows
   still on the wrong side after the swaps), the chain would solve the LCP restricted to its
@@ -73,6 +75,38 @@ guess differs from the cold chain's answer by rounding, so runs with and without
 start are not bit-for-bit equal (``ENABLED = False`` turns it off). The compiled contact step
 (contact_fused.py) tries the same guess with the same kernel, so it agrees with the Python
 path bit for bit either way.
+
+Tolerance (issue 15, branch lcptol; docs/results.md, "The LCP's warm guess within a
+tolerance"). Two cuts make the guess's answers differ from the previous code's (main at
+daaa187) by rounding instead of being the same bits; every answer still passes the unchanged
+acceptance test (problem.py) and the selection's meaning is kept:
+
+* a set's solve refines y only while its residual max |b - K y| is above the rounding level
+  16 m eps (||K||_inf ||y||_inf + ||b||_inf) (the polish's bound, lstsq.active_set_error);
+  before, two refinements were always made. A backward-stable y whose residual is already
+  at that level usually takes none.
+* the polish's least change is computed without the complete orthogonal decomposition when
+  M_SS is symmetric to rounding (sticking contacts' normal and friction-direction rows,
+  J_S A J_S^T; then the corrections c += K^-1 M_SS K^-1 (-q_S - M_SS c), K = M_SS + delta I
+  with the regularised round's LU, from c = y_S stay in range(M_SS) = range(M_SS^T), whose
+  limit is the minimum-norm change the decomposition gives) or when M_SS's LU has no pivot below
+  FULL_RANK of the largest (nonsingular: the least change is its unique solution); it is
+  accepted at the decomposition's own rounding bound, and otherwise the decomposition runs
+  as before (:func:`_fast_least_change`).
+
+Measured against main (docs/results.md, the lcptol section), the guess's outputs on the
+recorded LCPs of a1-stand, panda-table and box-pile (benchmarks/bench_warm_guess.py --load):
+the same codes and final sets on all 3,158, z within max |dz| / ||z||_inf 1.1e-15 (a1-stand,
+panda-table) and 7e-10 (box-pile's rank-30 blocks of ~54 rows, where the minimum-norm answer
+itself carries y's rounding along null(M_SS) amplified by 1 / delta). Whole runs (a1-stand
+1 s, panda-table 1.5 s, gripper-lift 2 s, pendulum-12 3 s, box-pile 100 steps, every step
+recorded) moved by at most |dq| 9.5e-14, |dv| 6.6e-12 (box-pile; 1e-12 on the others) and
+contact impulses 2.1e-11 N s (gripper-lift's grasp; box-pile's aligned faces aside, whose
+manifold points are picked by rounding-level tilts: the same steps' contact counts, other
+points and impulse shares). The tolerance of this code against main's bits: the same codes
+and sets, z within 1e-9 ||z||_inf, trajectories within 1e-12 in q and 1e-10 in v over
+these runs; the cold chain is unchanged and test_lcp_warm's warm-against-cold bound (1e-9 of
+the largest impulse) holds.
 """
 
 from __future__ import annotations
@@ -80,7 +114,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mbsim.simcore.lcp.lstsq import active_set_least_change
+from mbsim.simcore.lcp.lstsq import EPS, active_set_least_change
 from mbsim.simcore.lcp.problem import (
     _inf_norm,
     _max_abs,
@@ -98,6 +132,14 @@ SAFEGUARD = 3
 #: ~10 rows it meets costs ~2 us against ~35 us for the chain's first attempt on
 #: panda-table's 18-row LCP; measured: one of its LCPs needs 23)
 RESTRICTED_ROUNDS = 24
+#: iterative refinements of a set's solve at most, each only while the residual is above its
+#: rounding level (:func:`_lu_solve`; main made two always)
+REFINEMENTS = 2
+#: refinement steps of the polish without the decomposition (:func:`_fast_least_change`)
+POLISH_STEPS = 6
+#: the smallest LU pivot, relative to the largest, for which :func:`_fast_least_change` takes
+#: an unsymmetric M_SS as nonsingular (else the decomposition decides the rank)
+FULL_RANK = 1e-6
 #: blocks remembered per WarmStart (the oldest is dropped first): a few LCPs a step (the
 #: impact phase's and the step's) of a few islands each
 MAX_BLOCKS = 64
@@ -142,12 +184,11 @@ class WarmStart:
 
 
 @njit(cache=True)
-def _lu_solve(K, b, y):
-    """y = K^-1 b by Gaussian elimination with partial pivoting and two steps of iterative
-    refinement against K; False if a pivot is zero or not finite (own loops, as lemke.py's
-    Gauss-Jordan: numba's LAPACK bindings take ~15 s to compile)."""
-    m = b.shape[0]
-    LU = K.copy()
+def _lu_factor(LU):
+    """LU (m, m) overwritten by its LU factors with partial pivoting (unit lower L below the
+    diagonal); returns (ok, perm), ok False if a pivot is zero or not finite (own loops, as
+    lemke.py's Gauss-Jordan: numba's LAPACK bindings take ~15 s to compile)."""
+    m = LU.shape[0]
     perm = np.arange(m)
     for k in range(m):
         p = k
@@ -156,7 +197,7 @@ def _lu_solve(K, b, y):
                 p = i
         piv = LU[p, k]
         if piv == 0.0 or not np.isfinite(piv):
-            return False
+            return False, perm
         if p != k:
             for j in range(m):
                 t = LU[k, j]
@@ -172,48 +213,92 @@ def _lu_solve(K, b, y):
             if f != 0.0:
                 for j in range(k + 1, m):
                     LU[i, j] -= f * LU[k, j]
-    r = b.copy()
+    return True, perm
+
+
+@njit(cache=True, inline="always")
+def _lu_apply(LU, perm, r, t):
+    """t = K^-1 r from K's factors (:func:`_lu_factor`)."""
+    m = r.shape[0]
     for i in range(m):
-        y[i] = 0.0
+        t[i] = r[perm[i]]
+    for i in range(m):
+        s = t[i]
+        for j in range(i):
+            s -= LU[i, j] * t[j]
+        t[i] = s
+    for i in range(m - 1, -1, -1):
+        s = t[i]
+        for j in range(i + 1, m):
+            s -= LU[i, j] * t[j]
+        t[i] = s / LU[i, i]
+
+
+@njit(cache=True, inline="always")
+def _residual(K, b, y, r, knorm):
+    """r = b - K y; returns (max |r|, its rounding level 16 m eps (||K||_inf ||y||_inf +
+    ||b||_inf)), the bound of lstsq.active_set_error (``knorm`` = ||K||_inf given)."""
+    m = b.shape[0]
+    e = 0.0
+    yn = 0.0
+    bn = 0.0
+    for i in range(m):
+        s = b[i]
+        for j in range(m):
+            s -= K[i, j] * y[j]
+        r[i] = s
+        e = max(e, abs(s))
+        yn = max(yn, abs(y[i]))
+        bn = max(bn, abs(b[i]))
+    return e, 16.0 * m * EPS * (knorm * yn + bn)
+
+
+@njit(cache=True)
+def _lu_solve(K, b, y, LU):
+    """y = K^-1 b by Gaussian elimination with partial pivoting (LU gets the factors), then
+    iterative refinement against K (y += K^-1 (b - K y)) while the residual is above its
+    rounding level (:func:`_residual`), at most REFINEMENTS times; returns (ok, perm), ok
+    False if a pivot is zero or not finite or y is not finite."""
+    m = b.shape[0]
+    for i in range(m):
+        for j in range(m):
+            LU[i, j] = K[i, j]
+    ok, perm = _lu_factor(LU)
+    if not ok:
+        return False, perm
+    knorm = 0.0
+    for i in range(m):
+        a = 0.0
+        for j in range(m):
+            a += abs(K[i, j])
+        knorm = max(knorm, a)
     t = np.empty(m)
-    for it in range(3):  # the solve, then two refinements: y += K^-1 (b - K y)
-        for i in range(m):
-            t[i] = r[perm[i]]
-        for i in range(m):
-            s = t[i]
-            for j in range(i):
-                s -= LU[i, j] * t[j]
-            t[i] = s
-        for i in range(m - 1, -1, -1):
-            s = t[i]
-            for j in range(i + 1, m):
-                s -= LU[i, j] * t[j]
-            t[i] = s / LU[i, i]
+    r = np.empty(m)
+    _lu_apply(LU, perm, b, y)
+    for _ in range(REFINEMENTS):
+        e, bound = _residual(K, b, y, r, knorm)
+        if e <= bound:
+            break
+        _lu_apply(LU, perm, r, t)
         for i in range(m):
             y[i] += t[i]
-        if it == 2:
-            break  # the last residual would not be used
-        for i in range(m):
-            s = b[i]
-            for j in range(m):
-                s -= K[i, j] * y[j]
-            r[i] = s
     for i in range(m):
         if not np.isfinite(y[i]):
-            return False
-    return True
+            return False, perm
+    return True, perm
 
 
 @njit(cache=True)
 def _solve_on(M, q, S, shift, z):
-    """z = the solution of (M_SS + shift I) z_S = -q_S, z = 0 outside S (sorted rows); False
-    if the block is singular."""
+    """z = the solution of (M_SS + shift I) z_S = -q_S, z = 0 outside S (sorted rows); returns
+    (ok, LU, perm) with the block's factors, ok False if the block is singular."""
     n = q.shape[0]
     ns = S.shape[0]
     for i in range(n):
         z[i] = 0.0
+    LU = np.empty((ns, ns))
     if ns == 0:
-        return True
+        return True, LU, np.arange(0)
     K = np.empty((ns, ns))
     b = np.empty(ns)
     for a in range(ns):
@@ -222,11 +307,108 @@ def _solve_on(M, q, S, shift, z):
             K[a, c] = M[S[a], S[c]]
         K[a, a] += shift
     y = np.empty(ns)
-    if not _lu_solve(K, b, y):
-        return False
+    ok, perm = _lu_solve(K, b, y, LU)
+    if not ok:
+        return False, LU, perm
     for a in range(ns):
         z[S[a]] = y[a]
-    return True
+    return True, LU, perm
+
+
+@njit(cache=True)
+def _fast_least_change(M, q, y, S, shift, LU, perm, have, z):
+    """The least-change answer of lstsq.active_set_least_change from y on the set S (z = 0
+    outside S) without its complete orthogonal decomposition, when one of two cases makes it
+    the solution of an LU-factored system (module docstring, "Tolerance"); False when neither
+    applies or the answer is not at the same rounding level (e <= bound of
+    lstsq.active_set_error), the caller then takes the decomposition.
+
+    * M_SS symmetric to rounding (|M_ab - M_ba| <= 16 |S| eps ||M_SS||_inf; the rows of
+      sticking contacts: J_S A J_S^T, possibly rank-deficient) and ``shift`` > 0: with K =
+      M_SS + shift I, c = y_S, then c += K^-1 M_SS K^-1 r, r = -q_S - M_SS c, until the
+      residual is at rounding level. Each correction lies in range(M_SS) = range(M_SS^T),
+      the least change's space, so the limit is the minimum-norm change (a singular
+      direction keeps y's component, as the decomposition's rank rule does). On an
+      eigenvalue l of M_SS a step leaves 1 - (l / (l + shift))^2 of the error (~2 shift / l);
+      on a singular direction the middle M_SS removes r's component (the rounding of q_S,
+      which K^-1 alone would add again each step, amplified by 1 / shift: the whole runs'
+      impulses moved 1e-9 that way on box-pile). A direction whose eigenvalue is near
+      ``shift`` or below converges slowly, and a step that does not halve the residual
+      gives up. K's factors are the regularised round's when ``have`` (same S).
+    * otherwise M_SS is factored (no shift) and kept only if every pivot is at least
+      FULL_RANK |largest pivot| (far above the decomposition's rank rule, rcond 1e-12): M_SS
+      nonsingular, the least change is its solution, reached from c = y_S by the same
+      refinement."""
+    ns = S.shape[0]
+    for i in range(q.shape[0]):
+        z[i] = 0.0
+    if ns == 0:
+        return True
+    A = np.empty((ns, ns))
+    rhs = np.empty(ns)
+    c = np.empty(ns)
+    anorm = 0.0
+    for a in range(ns):
+        rhs[a] = -q[S[a]]
+        c[a] = y[S[a]]
+        s = 0.0
+        for b in range(ns):
+            A[a, b] = M[S[a], S[b]]
+            s += abs(A[a, b])
+        anorm = max(anorm, s)
+    asym = 16.0 * ns * EPS * anorm
+    sym = shift > 0.0
+    for a in range(ns):
+        if not sym:
+            break
+        for b in range(a):
+            if abs(A[a, b] - A[b, a]) > asym:
+                sym = False
+                break
+    if sym and not have:
+        LU = A.copy()
+        for a in range(ns):
+            LU[a, a] += shift
+        ok, perm = _lu_factor(LU)
+        if not ok:
+            return False
+    elif not sym:
+        LU = A.copy()
+        ok, perm = _lu_factor(LU)
+        if not ok:
+            return False
+        umax = 0.0
+        for a in range(ns):
+            umax = max(umax, abs(LU[a, a]))
+        for a in range(ns):
+            if not abs(LU[a, a]) >= FULL_RANK * umax:
+                return False
+    r = np.empty(ns)
+    t = np.empty(ns)
+    u = np.empty(ns)
+    prev = np.inf
+    for _ in range(POLISH_STEPS + 1):
+        e, bound = _residual(A, rhs, c, r, anorm)
+        if e <= bound:
+            for a in range(ns):
+                if not np.isfinite(c[a]):
+                    return False
+                z[S[a]] = c[a]
+            return True
+        if not e <= 0.5 * prev:
+            return False
+        prev = e
+        _lu_apply(LU, perm, r, t)
+        if sym:  # t = K^-1 M_SS K^-1 r: filters r's component along null(M_SS)
+            for a in range(ns):
+                s = 0.0
+                for b in range(ns):
+                    s += A[a, b] * t[b]
+                u[a] = s
+            _lu_apply(LU, perm, u, t)
+        for a in range(ns):
+            c[a] += t[a]
+    return False
 
 
 @njit(cache=True)
@@ -285,8 +467,11 @@ def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
     r = 0
     best = n + 1  # the fewest wrong rows seen
     tries = SAFEGUARD  # rounds left before the single-row swaps
+    LU = np.empty((0, 0))  # the last set's factors
+    perm = np.arange(0)
     for r in range(rounds):
-        if not _solve_on(M, q, cur, shift, z):
+        ok, LU, perm = _solve_on(M, q, cur, shift, z)
+        if not ok:
             return SINGULAR, 0, r + 1
         flip = np.zeros(n, dtype=np.bool_)
         nflip = 0
@@ -319,7 +504,7 @@ def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
     else:
         return code, 0, rounds
     if least_norm:
-        fin = _polish(M, q, z, cur, rcond, tol_rel, fixes, mraw, qn)
+        fin = _polish(M, q, z, cur, rcond, tol_rel, fixes, mraw, qn, shift, LU, perm)
         if fin.shape[0] == 1 and fin[0] < 0:
             # the chain's restricted LCP on the regularised set, from the remembered one
             return restricted_guess(
@@ -352,9 +537,11 @@ def _least_change_on(M, q, y, S, rcond, z):
 
 
 @njit(cache=True)
-def _polish(M, q, z, S, rcond, tol_rel, fixes, mnorm, qn):
+def _polish(M, q, z, S, rcond, tol_rel, fixes, mnorm, qn, shift, LU, perm):
     """chain.lemke_regularised's polish of the regularised answer z on the set S, in place:
-    the least-change correction on M_SS (at rounding level only), then, while rows are on
+    the least-change correction on M_SS (at rounding level only; by
+    :func:`_fast_least_change` when it applies, LU and perm the factors of
+    M_SS + shift I that gave z, else lstsq's decomposition), then, while rows are on
     the wrong side on (M, q) (z_i < -tol in S, w_i < -tol outside; tol of problem.py), those
     rows swapped and the polish repeated from the same regularised answer, at most ``fixes``
     times. ``mnorm`` = ||M||_inf and ``qn`` = ||q||_inf (the caller's). Returns the final
@@ -365,10 +552,11 @@ def _polish(M, q, z, S, rcond, tol_rel, fixes, mnorm, qn):
     for a in range(S.shape[0]):
         inside[S[a]] = True
     w = np.empty(n)
-    for _ in range(fixes + 1):
+    for f in range(fixes + 1):
         ns = S.shape[0]
-        if not _least_change_on(M, q, y, S, rcond, z):
-            return np.full(1, -1, dtype=np.int64)
+        if not _fast_least_change(M, q, y, S, shift, LU, perm, f == 0, z):
+            if not _least_change_on(M, q, y, S, rcond, z):
+                return np.full(1, -1, dtype=np.int64)
         _snap_kernel(z)
         tol = tolerance_kernel(tol_rel, n, mnorm, qn, _max_abs(z))
         nflip = 0
