@@ -630,10 +630,7 @@ def borrowed(typingctx, arr):
         return None
 
     def codegen(context, builder, sig, args):
-        ary = context.make_array(sig.args[0])(context, builder, args[0])
-        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
-        ary.parent = cgutils.get_null_value(ary.parent.type)
-        return ary._getvalue()
+        return _borrowed_value(context, builder, sig.args[0], args[0])
 
     return arr(arr), codegen
 
