@@ -24,14 +24,18 @@ limit_step.LimitStepper.step for the steps it hands on):
    then Python takes it as a free step. With the contact stage (``cl``, contact_loop.py) it
    does not stop there: the step's free motion (steps 3-4) is followed by the detection and,
    with contacts, the compiled contact step (step 4b), so contact steps too run in the loop.
-   The run hands the stage over only once it has come to a contact (``FreeLoop.contacts_met``):
-   compiled with it the kernel is much larger (~30-45 s CPU more to compile on an empty
-   numba cache), which a free run should not wait for. The stage's kernels, the contact step
-   among them, are called through their addresses (native_call.py), not compiled again
-   inside this one, and the stage is handed over as one record (``contact_loop.StageType``,
-   a pointer): its arrays, the step's contacts and the contact step's outputs stay in it, so
-   this kernel carries no tuple of them (as a nested tuple of ~100 arrays it made LLVM's
-   SROA pass most of this kernel's compile time);
+   The run hands the stage over from its first call when the scene has pairs it may
+   collide (``FreeLoop.early_stage``), so that a run with contacts compiles this kernel once,
+   not once without the stage and again with it (each ~20 s on an empty numba cache); until
+   the run has come to a contact (``FreeLoop.contacts_met``) the stage is not linked to the
+   contact step (``ContactStage.link``): the loop stops at a step with contacts, and the run
+   links it then (waiting for the compile-ahead helper, warmup.py) and calls again. A
+   scene with nothing to collide never gets a stage (numba prunes it). The stage's kernels,
+   the contact step among them, are called through their addresses (native_call.py), not
+   compiled again inside this one, and the stage is handed over as one record
+   (``contact_loop.StageType``, a pointer): its arrays, the step's contacts and the contact
+   step's outputs stay in it, so this kernel carries no tuple of them (as a nested tuple of
+   ~100 arrays it made LLVM's SROA pass most of this kernel's compile time);
 3. tau = -D v + tau_a, as ``OSStepper._joint_forces`` computes it: tau_a the scenario's
    actuators (position, velocity and torque modes on their signals, gravity compensation,
    constant forces, the URDF effort clamp) by the same compiled law as the step-by-step path
@@ -612,13 +616,18 @@ class FreeLoop:
         self.contact_records = None
         self._stage = None
         #: whether the run has come to a contact step (the loop stopped at one, or the
-        #: step-by-step path took one): only then is the contact stage handed to the
-        #: kernel. Compiled with it, free_run_kernel holds the whole compiled contact step
-        #: (~80 s more to compile on an empty numba cache), which a run that never touches
-        #: anything should not wait for; without it numba prunes the stage (a separate,
-        #: smaller specialisation). The results are the same either way (bit for bit).
+        #: step-by-step path took one): only then is the contact stage linked to the
+        #: contact step (ContactStage.link waits for the compile-ahead helper), or handed to
+        #: the kernel at all without :data:`early_stage`. The results are the same either
+        #: way (bit for bit).
         self.contacts_met = False
         self.retry = False
+
+    #: hand the contact stage (not linked yet) to the kernel from the run's first call when
+    #: the scene has pairs it may collide (module docstring, step 2): one compilation of
+    #: free_run_kernel for a run with contacts (False: only from the first contact, as
+    #: before; for benchmarks and tests)
+    early_stage = True
 
     @staticmethod
     def eligible(sim) -> bool:
@@ -660,7 +669,9 @@ class FreeLoop:
         """The loop's contact stage (contact_loop.ContactStage) when the loop may take
         contact steps (``CONTACT_STEPS`` and ``ContactStage.eligible``), else None."""
         s = self.sim
-        if not CONTACT_STEPS or not self.contacts_met or not ContactStage.eligible(s):
+        if not CONTACT_STEPS or not ContactStage.eligible(s):
+            return None
+        if not self.contacts_met and not (self.early_stage and s.stepper.collision.allowed.any()):
             return None
         st = s.stepper
         key = (st, s.model, st.data, st.opt, st.collision)
@@ -831,7 +842,7 @@ class FreeLoop:
             len(s._limits_active), *self._ls_out, stats, LIMIT_IMPULSE_MIN, self._rec_lcp,
             self._rec_solver, *self._ev, int(check_every), float(e_bound), self._e_now, cl,
         )  # fmt: skip
-        if cl is not None and not stage.linked:
+        if cl is not None and not stage.linked and self.contacts_met:
             # the loop calls the contact step by its address (contact_loop.fused_step): the
             # loop's kernel compiles first, while a helper may still be compiling the contact
             # step (warmup.py), and the contact step's address is taken once that is done
@@ -847,7 +858,8 @@ class FreeLoop:
         self.retry = False
         if self.why == CONTACT and not self.contacts_met:
             self.contacts_met = True
-            self.retry = stage is None and self._contact_stage() is not None
+            # (an early stage not linked yet stops at the first step with contacts)
+            self.retry = (stage is None or not stage.linked) and self._contact_stage() is not None
         csteps = 0
         self.contact_events = self.contact_records = None
         if stage is not None:
