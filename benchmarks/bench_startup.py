@@ -35,6 +35,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -44,6 +45,7 @@ from pathlib import Path
 
 SRC = Path(__file__).parents[1] / "src"
 MBSIM = Path(sys.executable).with_name("mbsim")
+KEEP: Path | None = None  # --keep: where the cold runs' raw compile records are copied
 
 # Runs the CLI in-process with a numba listener that records every compilation (cache misses).
 _DRIVER = r"""
@@ -203,6 +205,10 @@ def bench_cold(scenario: str, duration: float | None = 0.01) -> dict:
                 args += ["--duration", str(duration)]
             wall, cpu = _time([sys.executable, "-c", driver, *args], env)
             records = json.loads(rec.read_text())
+            if KEEP is not None:  # the raw records, for a closer look
+                KEEP.mkdir(parents=True, exist_ok=True)
+                shutil.copy(rec, KEEP / rec.name)
+                shutil.copytree(evdir, KEEP / evdir.name, dirs_exist_ok=True)
             trace = json.loads(Path(str(rec) + ".waits").read_text())
             helpers = _helper_events(evdir, trace)
             top = [(name, round(sec, 2)) for name, sec, depth, _ in records if depth == 0]
@@ -237,7 +243,11 @@ def main() -> None:
     )
     ap.add_argument("--scenario", default="sample:pendulum-12.toml")
     ap.add_argument("--src", type=Path, help="time another checkout's src/ (e.g. main's)")
+    ap.add_argument("--keep", type=Path, help="copy the raw compile records to this folder")
     args = ap.parse_args()
+    if args.keep is not None:
+        global KEEP
+        KEEP = args.keep
     if args.src is not None:
         global SRC
         SRC = args.src.resolve()
