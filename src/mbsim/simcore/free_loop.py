@@ -177,6 +177,22 @@ _stage_contacts = native(stage_contacts)
 _stage_step = native(stage_step)
 _stage_events = native(stage_events)
 _stage_rows = native(stage_rows)
+#: the free step's kernels, the recording's and the limit step, called through their addresses
+#: too: each is compiled on its own anyway (the run calls it from Python, or another kernel
+#: links it), and linked here it was optimised and compiled to machine code again inside
+#: each compilation of this kernel (a first run's compile time; docs/results.md, branch frec)
+_forward_kinematics_kernel = native(forward_kinematics_kernel)
+_articulated_kernel = native(articulated_kernel)
+_aba_bias_kernel = native(aba_bias_kernel)
+_aba_accel_kernel = native(aba_accel_kernel)
+_integrate_kernel = native(integrate_kernel)
+_energy_kernel = native(energy_kernel)
+_body_poses_kernel = native(body_poses_kernel)
+_rnea_kernel = native(rnea_kernel)
+_actuator_forces_kernel = native(actuator_forces_kernel)
+_limit_step_from = native(limit_step_from)
+_shape_poses = native(shape_poses)
+_aabb_candidates = native(aabb_candidates)
 #: the bits of an event row's kind (module docstring, step 5c): the limits acting changed
 #: (limit_begin / limit_end events), a source's energy share exceeds GAIN_TOL_ABS
 LIMITS, GAIN = 1, 2
@@ -320,13 +336,13 @@ def free_run_kernel(
         )
         if near and ls_on is None:
             return step, LIMIT, nrec, nev
-        forward_kinematics_kernel(
+        _forward_kinematics_kernel(
             parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world,
             vel, cbias,
         )  # fmt: skip
         if collide:
-            shape_poses(si, sf, local_R, local_p, R_world, p_world, Rw, pw, bc, False)
-            pairs = aabb_candidates(
+            _shape_poses(si, sf, local_R, local_p, R_world, p_world, Rw, pw, bc, False)
+            pairs = _aabb_candidates(
                 bp_index, bp_moving, bp_mrow, bp_mindex, bp_msphere, bp_msize, bp_moffset, Rw,
                 pw, bp_lo, bp_hi, bp_out,
             )  # fmt: skip
@@ -346,15 +362,15 @@ def free_run_kernel(
             # the actuators of step k0 + step at t = (k0 + step) dt (control/actuator_law.py);
             # the gravity torque as Actuators.forces computes it, in the actuators' own Data
             if grav_any:
-                forward_kinematics_kernel(
+                _forward_kinematics_kernel(
                     parent, jtype, qi, vi, nvj, aS, tree_E, tree_r, axis, q, zv, aE, ar, aRw,
                     apw, avel, acbias,
                 )  # fmt: skip
-                rnea_kernel(
+                _rnea_kernel(
                     parent, vi, nvj, aS, inertia, gravity, aE, ar, avel, acbias, zv, aacc,
                     aforce, atau,
                 )  # fmt: skip
-            actuator_forces_kernel(
+            _actuator_forces_kernel(
                 constant, cmd_qi, cmd_vi, mode, kp, kd, gravity_comp, sig_u[step],
                 sig_ref[step], sig_dref[step], sig_ff[step], atau, zv, False, q, v, dt_pd,
                 implicit, limited, effort, act_tau, act_gain, act_flags,
@@ -377,11 +393,11 @@ def free_run_kernel(
         settle = act_on and saturable is not None
         passes = 0
         while not near or settle:  # solved again while the effort bound changes a side
-            articulated_kernel(
+            _articulated_kernel(
                 parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature
             )
-            aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, tau, pA, u)
-            aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd)
+            _aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, tau, pA, u)
+            _aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd)
             for i in range(nv):
                 v_new[i] = v[i] + dt * qdd[i]
             if not settle:
@@ -421,7 +437,7 @@ def free_run_kernel(
                     deepest = cinfo[C_DEEPEST]
                     pen = -deepest if -deepest > 0.0 else 0.0
         if not near:
-            integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
+            _integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
             for i in range(nq):
                 if not np.isfinite(q_new[i]):
                     return step, BAD, nrec, nev
@@ -448,7 +464,7 @@ def free_run_kernel(
             # the kinematics of (q, v) are in the Data (step 2), and the free motion too
             # unless a stop was near at v already (step 4 skipped): not computed again
             done = KINEMATICS_DONE if near else FREE_MOTION_DONE
-            code = limit_step_from(
+            code = _limit_step_from(
                 parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass,
                 com, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc,
                 scratch, qdd, armature, wpA, wu, wacc, zero6, bv, ls_lower, ls_upper, ls_eps,
@@ -547,16 +563,16 @@ def free_run_kernel(
         if record or check:
             # the energy as Simulator.energy computes it, for the row and the energy check
             # (step 8); one call site of each kernel: a first run's compile time
-            forward_kinematics_kernel(
+            _forward_kinematics_kernel(
                 parent, jtype, qi, vi, nvj, rS, tree_E, tree_r, axis, q, v, rE, rr, rRw, rpw,
                 rvel, rcbias,
             )  # fmt: skip
-            energy_kernel(inertia, mass, com, gravity, rRw, rpw, rvel, e_now)
+            _energy_kernel(inertia, mass, com, gravity, rRw, rpw, rvel, e_now)
         if record:
             for i in range(3):
                 rec_e[nrec, i] = e_now[i]
             if poses:
-                body_poses_kernel(rRw, rpw, rec_pose[nrec])
+                _body_poses_kernel(rRw, rpw, rec_pose[nrec])
             rec_step[nrec] = k0 + step + 1
             for i in range(nq):
                 rec_q[nrec, i] = q[i]
