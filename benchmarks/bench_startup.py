@@ -35,6 +35,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -44,10 +45,11 @@ from pathlib import Path
 
 SRC = Path(__file__).parents[1] / "src"
 MBSIM = Path(sys.executable).with_name("mbsim")
+KEEP: Path | None = None  # --keep: where the cold runs' raw compile records are copied
 
 # Runs the CLI in-process with a numba listener that records every compilation (cache misses).
 _DRIVER = r"""
-import json, sys, time
+import json, os, sys, time
 from numba.core import event
 
 records, stack = [], []
@@ -62,6 +64,15 @@ class Rec(event.Listener):
                         str(tuple(ev.data["args"]))))
 
 event.register("numba:compile", Rec())
+import mbsim.simcore.warmup as _w
+_wait = _w.wait
+def _timed_wait():
+    t0 = time.time()
+    _wait()
+    WAITS.append((t0, time.time()))
+WAITS = []
+_w.wait = _timed_wait
+T0 = time.time()
 from mbsim.cli.main import main
 sys.argv = ["mbsim", *sys.argv[1:]]
 try:
@@ -70,6 +81,34 @@ except SystemExit:
     pass
 with open(OUT, "w") as fh:
     json.dump(records, fh)
+with open(OUT + ".waits", "w") as fh:
+    json.dump({"t0": T0, "end": time.time(), "waits": WAITS, "pid": os.getpid()}, fh)
+"""
+
+# Put on the helper's PYTHONPATH (simcore/warmup.py): each process started with
+# MBSIM_BENCH_EVENTS set (the driver and its children: the compile-ahead helper) appends its
+# compilations (name, seconds, depth, end time, process CPU) to a file of its own, as they
+# end (the helper leaves with os._exit: no exit hook runs).
+_SITE = r"""
+import os
+if os.environ.get("MBSIM_BENCH_EVENTS"):
+    import json, time
+    from numba.core import event
+    _path = os.path.join(os.environ["MBSIM_BENCH_EVENTS"], "events-%d.jsonl" % os.getpid())
+    _stack = []
+    with open(_path, "a") as fh:
+        fh.write(json.dumps(["<start>", 0.0, 0, time.time(), time.process_time()]) + "\n")
+    class _Rec(event.Listener):
+        def on_start(self, ev):
+            _stack.append(time.perf_counter())
+        def on_end(self, ev):
+            d = ev.data["dispatcher"]
+            row = [d.py_func.__module__ + "." + d.py_func.__qualname__,
+                   time.perf_counter() - _stack.pop(), len(_stack), time.time(),
+                   time.process_time()]
+            with open(_path, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+    event.register("numba:compile", _Rec())
 """
 
 
@@ -120,14 +159,45 @@ def _exclusive(records: list) -> dict[str, float]:
     return own
 
 
+def _helper_events(evdir: Path, trace: dict) -> list[dict]:
+    """The compile-ahead helpers' compilations (the event files of processes that are not
+    the driver: the driver's own compilations are recorded by the driver): each helper's
+    start and end (s from the driver's start), process CPU and slowest own compiles."""
+    out = []
+    for f in sorted(evdir.glob("events-*.jsonl")):
+        rows = [json.loads(line) for line in f.read_text().splitlines()]
+        if f.name == f"events-{trace['pid']}.jsonl" or not rows or rows[0][0] != "<start>":
+            continue
+        start, evs = rows[0], rows[1:]
+        if not evs:
+            continue
+        recs = [(n, sec, depth, "") for n, sec, depth, _t, _c in evs]
+        own = sorted(_exclusive(recs).items(), key=lambda r: -r[1])
+        out.append({
+            "start_s": round(start[3] - trace["t0"], 1),
+            "end_s": round(evs[-1][3] - trace["t0"], 1),
+            "cpu_s": round(evs[-1][4], 1),
+            "compilations": len(evs),
+            "slowest_own": [(n, round(s, 2)) for n, s in own[:8]],
+        })  # fmt: skip
+    return out
+
+
 def bench_cold(scenario: str, duration: float | None = 0.01) -> dict:
     """A run of ``scenario`` (``duration`` seconds of it, None: the whole scenario) on an
     empty numba cache, then the same again warm."""
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
+        site = tmp / "site"
+        site.mkdir()
+        (site / "sitecustomize.py").write_text(_SITE)
         env = _env(NUMBA_CACHE_DIR=str(tmp / "numba-cache"))
+        env["PYTHONPATH"] = os.pathsep.join([str(site), env["PYTHONPATH"]])
         for phase in ("cold", "warm"):
+            evdir = tmp / f"{phase}-events"
+            evdir.mkdir()
+            env["MBSIM_BENCH_EVENTS"] = str(evdir)
             rec = tmp / f"{phase}.json"
             driver = _DRIVER.replace("OUT", repr(str(rec)))
             args = ["run", scenario, "--out", str(tmp / f"{phase}.h5"), "--quiet", "--force"]
@@ -135,6 +205,12 @@ def bench_cold(scenario: str, duration: float | None = 0.01) -> dict:
                 args += ["--duration", str(duration)]
             wall, cpu = _time([sys.executable, "-c", driver, *args], env)
             records = json.loads(rec.read_text())
+            if KEEP is not None:  # the raw records, for a closer look
+                KEEP.mkdir(parents=True, exist_ok=True)
+                shutil.copy(rec, KEEP / rec.name)
+                shutil.copytree(evdir, KEEP / evdir.name, dirs_exist_ok=True)
+            trace = json.loads(Path(str(rec) + ".waits").read_text())
+            helpers = _helper_events(evdir, trace)
             top = [(name, round(sec, 2)) for name, sec, depth, _ in records if depth == 0]
             top.sort(key=lambda r: -r[1])
             own = sorted(_exclusive(records).items(), key=lambda r: -r[1])
@@ -149,6 +225,9 @@ def bench_cold(scenario: str, duration: float | None = 0.01) -> dict:
                 "slowest": top[:10],
                 "slowest_own": [(name, round(sec, 2)) for name, sec in own[:10]],
                 "multiple_signatures": {n: len(s) for n, s in sigs.items() if len(s) > 1},
+                "run_s": round(trace["end"] - trace["t0"], 1),
+                "waits": [(round(a - trace["t0"], 1), round(b - a, 1)) for a, b in trace["waits"]],
+                "helpers": helpers,
             }
     return out
 
@@ -164,7 +243,11 @@ def main() -> None:
     )
     ap.add_argument("--scenario", default="sample:pendulum-12.toml")
     ap.add_argument("--src", type=Path, help="time another checkout's src/ (e.g. main's)")
+    ap.add_argument("--keep", type=Path, help="copy the raw compile records to this folder")
     args = ap.parse_args()
+    if args.keep is not None:
+        global KEEP
+        KEEP = args.keep
     if args.src is not None:
         global SRC
         SRC = args.src.resolve()
@@ -199,6 +282,15 @@ def main() -> None:
                 print(f"    {sec:7.2f} s  {name}")
             for name, n in sorted(row["multiple_signatures"].items()):
                 print(f"    compiled for {n} signatures: {name}")
+            print(f"  the run (driver) {row['run_s']} s from start to end; waits for the "
+                  f"helper (at s, for s): {row['waits']}")  # fmt: skip
+            for h in row["helpers"]:
+                print(
+                    f"  helper: {h['start_s']}-{h['end_s']} s, {h['cpu_s']} s CPU, "
+                    f"{h['compilations']} compilations; slowest own:"
+                )
+                for name, sec in h["slowest_own"]:
+                    print(f"    {sec:7.2f} s  {name}")
 
 
 if __name__ == "__main__":

@@ -24,14 +24,18 @@ limit_step.LimitStepper.step for the steps it hands on):
    then Python takes it as a free step. With the contact stage (``cl``, contact_loop.py) it
    does not stop there: the step's free motion (steps 3-4) is followed by the detection and,
    with contacts, the compiled contact step (step 4b), so contact steps too run in the loop.
-   The run hands the stage over only once it has come to a contact (``FreeLoop.contacts_met``):
-   compiled with it the kernel is much larger (~30-45 s CPU more to compile on an empty
-   numba cache), which a free run should not wait for. The stage's kernels, the contact step
-   among them, are called through their addresses (native_call.py), not compiled again
-   inside this one, and the stage is handed over as one record (``contact_loop.StageType``,
-   a pointer): its arrays, the step's contacts and the contact step's outputs stay in it, so
-   this kernel carries no tuple of them (as a nested tuple of ~100 arrays it made LLVM's
-   SROA pass most of this kernel's compile time);
+   The run hands the stage over from its first call when the scene has pairs it may
+   collide (``FreeLoop.early_stage``), so that a run with contacts compiles this kernel once,
+   not once without the stage and again with it (each ~20 s on an empty numba cache); until
+   the run has come to a contact (``FreeLoop.contacts_met``) the stage is not linked to the
+   contact step (``ContactStage.link``): the loop stops at a step with contacts, and the run
+   links it then (waiting for the compile-ahead helper, warmup.py) and calls again. A
+   scene with nothing to collide never gets a stage (numba prunes it). The stage's kernels,
+   the contact step among them, are called through their addresses (native_call.py), not
+   compiled again inside this one, and the stage is handed over as one record
+   (``contact_loop.StageType``, a pointer): its arrays, the step's contacts and the contact
+   step's outputs stay in it, so this kernel carries no tuple of them (as a nested tuple of
+   ~100 arrays it made LLVM's SROA pass most of this kernel's compile time);
 3. tau = -D v + tau_a, as ``OSStepper._joint_forces`` computes it: tau_a the scenario's
    actuators (position, velocity and torque modes on their signals, gravity compensation,
    constant forces, the URDF effort clamp) by the same compiled law as the step-by-step path
@@ -173,6 +177,22 @@ _stage_contacts = native(stage_contacts)
 _stage_step = native(stage_step)
 _stage_events = native(stage_events)
 _stage_rows = native(stage_rows)
+#: the free step's kernels, the recording's and the limit step, called through their addresses
+#: too: each is compiled on its own anyway (the run calls it from Python, or another kernel
+#: links it), and linked here it was optimised and compiled to machine code again inside
+#: each compilation of this kernel (a first run's compile time; docs/results.md, branch frec)
+_forward_kinematics_kernel = native(forward_kinematics_kernel)
+_articulated_kernel = native(articulated_kernel)
+_aba_bias_kernel = native(aba_bias_kernel)
+_aba_accel_kernel = native(aba_accel_kernel)
+_integrate_kernel = native(integrate_kernel)
+_energy_kernel = native(energy_kernel)
+_body_poses_kernel = native(body_poses_kernel)
+_rnea_kernel = native(rnea_kernel)
+_actuator_forces_kernel = native(actuator_forces_kernel)
+_limit_step_from = native(limit_step_from)
+_shape_poses = native(shape_poses)
+_aabb_candidates = native(aabb_candidates)
 #: the bits of an event row's kind (module docstring, step 5c): the limits acting changed
 #: (limit_begin / limit_end events), a source's energy share exceeds GAIN_TOL_ABS
 LIMITS, GAIN = 1, 2
@@ -316,13 +336,13 @@ def free_run_kernel(
         )
         if near and ls_on is None:
             return step, LIMIT, nrec, nev
-        forward_kinematics_kernel(
+        _forward_kinematics_kernel(
             parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world,
             vel, cbias,
         )  # fmt: skip
         if collide:
-            shape_poses(si, sf, local_R, local_p, R_world, p_world, Rw, pw, bc, False)
-            pairs = aabb_candidates(
+            _shape_poses(si, sf, local_R, local_p, R_world, p_world, Rw, pw, bc, False)
+            pairs = _aabb_candidates(
                 bp_index, bp_moving, bp_mrow, bp_mindex, bp_msphere, bp_msize, bp_moffset, Rw,
                 pw, bp_lo, bp_hi, bp_out,
             )  # fmt: skip
@@ -342,15 +362,15 @@ def free_run_kernel(
             # the actuators of step k0 + step at t = (k0 + step) dt (control/actuator_law.py);
             # the gravity torque as Actuators.forces computes it, in the actuators' own Data
             if grav_any:
-                forward_kinematics_kernel(
+                _forward_kinematics_kernel(
                     parent, jtype, qi, vi, nvj, aS, tree_E, tree_r, axis, q, zv, aE, ar, aRw,
                     apw, avel, acbias,
                 )  # fmt: skip
-                rnea_kernel(
+                _rnea_kernel(
                     parent, vi, nvj, aS, inertia, gravity, aE, ar, avel, acbias, zv, aacc,
                     aforce, atau,
                 )  # fmt: skip
-            actuator_forces_kernel(
+            _actuator_forces_kernel(
                 constant, cmd_qi, cmd_vi, mode, kp, kd, gravity_comp, sig_u[step],
                 sig_ref[step], sig_dref[step], sig_ff[step], atau, zv, False, q, v, dt_pd,
                 implicit, limited, effort, act_tau, act_gain, act_flags,
@@ -373,11 +393,11 @@ def free_run_kernel(
         settle = act_on and saturable is not None
         passes = 0
         while not near or settle:  # solved again while the effort bound changes a side
-            articulated_kernel(
+            _articulated_kernel(
                 parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature
             )
-            aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, tau, pA, u)
-            aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd)
+            _aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, tau, pA, u)
+            _aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd)
             for i in range(nv):
                 v_new[i] = v[i] + dt * qdd[i]
             if not settle:
@@ -417,7 +437,7 @@ def free_run_kernel(
                     deepest = cinfo[C_DEEPEST]
                     pen = -deepest if -deepest > 0.0 else 0.0
         if not near:
-            integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
+            _integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
             for i in range(nq):
                 if not np.isfinite(q_new[i]):
                     return step, BAD, nrec, nev
@@ -444,7 +464,7 @@ def free_run_kernel(
             # the kinematics of (q, v) are in the Data (step 2), and the free motion too
             # unless a stop was near at v already (step 4 skipped): not computed again
             done = KINEMATICS_DONE if near else FREE_MOTION_DONE
-            code = limit_step_from(
+            code = _limit_step_from(
                 parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass,
                 com, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc,
                 scratch, qdd, armature, wpA, wu, wacc, zero6, bv, ls_lower, ls_upper, ls_eps,
@@ -543,16 +563,16 @@ def free_run_kernel(
         if record or check:
             # the energy as Simulator.energy computes it, for the row and the energy check
             # (step 8); one call site of each kernel: a first run's compile time
-            forward_kinematics_kernel(
+            _forward_kinematics_kernel(
                 parent, jtype, qi, vi, nvj, rS, tree_E, tree_r, axis, q, v, rE, rr, rRw, rpw,
                 rvel, rcbias,
             )  # fmt: skip
-            energy_kernel(inertia, mass, com, gravity, rRw, rpw, rvel, e_now)
+            _energy_kernel(inertia, mass, com, gravity, rRw, rpw, rvel, e_now)
         if record:
             for i in range(3):
                 rec_e[nrec, i] = e_now[i]
             if poses:
-                body_poses_kernel(rRw, rpw, rec_pose[nrec])
+                _body_poses_kernel(rRw, rpw, rec_pose[nrec])
             rec_step[nrec] = k0 + step + 1
             for i in range(nq):
                 rec_q[nrec, i] = q[i]
@@ -612,13 +632,18 @@ class FreeLoop:
         self.contact_records = None
         self._stage = None
         #: whether the run has come to a contact step (the loop stopped at one, or the
-        #: step-by-step path took one): only then is the contact stage handed to the
-        #: kernel. Compiled with it, free_run_kernel holds the whole compiled contact step
-        #: (~80 s more to compile on an empty numba cache), which a run that never touches
-        #: anything should not wait for; without it numba prunes the stage (a separate,
-        #: smaller specialisation). The results are the same either way (bit for bit).
+        #: step-by-step path took one): only then is the contact stage linked to the
+        #: contact step (ContactStage.link waits for the compile-ahead helper), or handed to
+        #: the kernel at all without :data:`early_stage`. The results are the same either
+        #: way (bit for bit).
         self.contacts_met = False
         self.retry = False
+
+    #: hand the contact stage (not linked yet) to the kernel from the run's first call when
+    #: the scene has pairs it may collide (module docstring, step 2): one compilation of
+    #: free_run_kernel for a run with contacts (False: only from the first contact, as
+    #: before; for benchmarks and tests)
+    early_stage = True
 
     @staticmethod
     def eligible(sim) -> bool:
@@ -660,7 +685,9 @@ class FreeLoop:
         """The loop's contact stage (contact_loop.ContactStage) when the loop may take
         contact steps (``CONTACT_STEPS`` and ``ContactStage.eligible``), else None."""
         s = self.sim
-        if not CONTACT_STEPS or not self.contacts_met or not ContactStage.eligible(s):
+        if not CONTACT_STEPS or not ContactStage.eligible(s):
+            return None
+        if not self.contacts_met and not (self.early_stage and s.stepper.collision.allowed.any()):
             return None
         st = s.stepper
         key = (st, s.model, st.data, st.opt, st.collision)
@@ -831,7 +858,7 @@ class FreeLoop:
             len(s._limits_active), *self._ls_out, stats, LIMIT_IMPULSE_MIN, self._rec_lcp,
             self._rec_solver, *self._ev, int(check_every), float(e_bound), self._e_now, cl,
         )  # fmt: skip
-        if cl is not None and not stage.linked:
+        if cl is not None and not stage.linked and self.contacts_met:
             # the loop calls the contact step by its address (contact_loop.fused_step): the
             # loop's kernel compiles first, while a helper may still be compiling the contact
             # step (warmup.py), and the contact step's address is taken once that is done
@@ -847,7 +874,8 @@ class FreeLoop:
         self.retry = False
         if self.why == CONTACT and not self.contacts_met:
             self.contacts_met = True
-            self.retry = stage is None and self._contact_stage() is not None
+            # (an early stage not linked yet stops at the first step with contacts)
+            self.retry = (stage is None or not stage.linked) and self._contact_stage() is not None
         csteps = 0
         self.contact_events = self.contact_records = None
         if stage is not None:
