@@ -296,11 +296,20 @@ class AabbBroadphase:
 
     The proxies are FCL's (:class:`FclBroadphase` with slack 0): a sphere grown by margin/2,
     or the shape's own bounding box grown by margin/2 on every side, so both report the same
-    pairs. Static proxies' AABBs are computed once."""
+    pairs. Static proxies' AABBs are computed once.
 
-    def __init__(self, records, margin: float) -> None:
+    allowed: the scene's filter matrix (:mod:`~mbsim.collision.filters`) or None. A shape no
+    other shape may touch (no allowed pair with a moving shape in it; every shape of a robot
+    without self-collision on a floor: its contacts are the ground's, which the narrowphase
+    checks without the broadphase) then gets no proxy: its pairs, which the narrowphase would
+    skip as not allowed, are never reported (issue 15). The filter only ever loses pairs after
+    construction (``start_pose``), so the pairs left out stay ones it skips."""
+
+    def __init__(self, records, margin: float, allowed: np.ndarray | None = None) -> None:
         grow = 0.5 * margin
         recs = sorted(records, key=lambda r: r.index)
+        if allowed is not None:
+            recs = [r for r in recs if _has_partner(r, recs, allowed)]
         n = len(recs)
         self._index = np.array([r.index for r in recs], dtype=np.int64)
         self._moving = np.array([r.body >= 0 for r in recs], dtype=np.bool_)
@@ -342,6 +351,15 @@ class AabbBroadphase:
             self._index, self._moving, self._mrow, self._mindex, self._msphere, self._msize,
             self._moffset, Rw, pw, self._lo, self._hi, self._out,
         )  # fmt: skip
+
+
+def _has_partner(rec, recs, allowed) -> bool:
+    """Whether shape ``rec`` has an allowed pair with another of ``recs``, one of them moving
+    (the pairs the broadphase may report)."""
+    return any(
+        o.index != rec.index and (rec.body >= 0 or o.body >= 0) and allowed[rec.index, o.index]
+        for o in recs
+    )
 
 
 @njit(cache=True)

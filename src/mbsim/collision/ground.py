@@ -19,37 +19,45 @@ from numba import njit
 
 from mbsim.collision.manifold import K_CYL_RIM, K_GROUND, key_of, put
 from mbsim.collision.primitives import copy3, dot3
-from mbsim.collision.shapes import CYLINDER
-from mbsim.collision.table import HLEN, KIND, RAD, V0, VN
+from mbsim.collision.table import HLEN, RAD, V0, VN
 
 #: cos 45 deg: rim points on the cylinder's axes closer than this to the deepest are dropped.
 HALF_SQRT2 = 0.7071067811865476
 
 
 @njit(cache=True)
-def ground_contacts(g, si, sf, V, Rw, pw, hn, hd, margin, buf, keys, cylinders):
-    """Shape g (A) against the half-space hn . x <= hd (B). Returns the point count.
-    cylinders: True, or None when g is never a cylinder (numba then leaves out
-    :func:`cylinder_plane`)."""
-    R = Rw[g]
-    p = pw[g]
-    count = np.int64(0)  # not a literal 0: numba would compile put() for both types
-    pa = np.empty(3)
-    pb = np.empty(3)
-    if cylinders is not None and si[g, KIND] == CYLINDER:
-        return cylinder_plane(g, sf, R, p, hn, hd, margin, buf, keys)
+def ground_contacts(g, si, sf, V, Rw, pw, hn, hd, margin, buf, keys):
+    """Shape g (A) against the half-space hn . x <= hd (B), g not a cylinder (the caller
+    takes :func:`cylinder_plane` for those). Returns the point count.
+
+    Written with scalars and indices (no work arrays, no views: each costs an allocation or
+    a reference count, more than a vertex's arithmetic; issue 15): the vertex
+    v = R V_i + p, h = hn . v - hd and the points v - r hn, v - h hn are the operations of
+    ``dot3`` and ``put`` in their order. One exit, so numba prunes the reference counts of its
+    array arguments."""
+    count = np.int64(0)
     r = sf[g, RAD]
-    v = np.empty(3)
+    n0, n1, n2 = hn[0], hn[1], hn[2]
     for i in range(si[g, VN]):
         row = si[g, V0] + i
-        for a in range(3):
-            v[a] = R[a, 0] * V[row, 0] + R[a, 1] * V[row, 1] + R[a, 2] * V[row, 2] + p[a]
-        h = dot3(hn, v) - hd
-        if h - r <= margin:
-            for a in range(3):
-                pa[a] = v[a] - r * hn[a]
-                pb[a] = v[a] - h * hn[a]
-            count = put(buf, keys, count, pa, pb, hn, h - r, key_of(K_GROUND, i, 0, 0))
+        x0, x1, x2 = V[row, 0], V[row, 1], V[row, 2]
+        v0 = Rw[g, 0, 0] * x0 + Rw[g, 0, 1] * x1 + Rw[g, 0, 2] * x2 + pw[g, 0]
+        v1 = Rw[g, 1, 0] * x0 + Rw[g, 1, 1] * x1 + Rw[g, 1, 2] * x2 + pw[g, 1]
+        v2 = Rw[g, 2, 0] * x0 + Rw[g, 2, 1] * x1 + Rw[g, 2, 2] * x2 + pw[g, 2]
+        h = n0 * v0 + n1 * v1 + n2 * v2 - hd
+        if h - r <= margin and count < buf.shape[0]:  # put(): a full buffer keeps its rows
+            buf[count, 0] = v0 - r * n0
+            buf[count, 1] = v1 - r * n1
+            buf[count, 2] = v2 - r * n2
+            buf[count, 3] = v0 - h * n0
+            buf[count, 4] = v1 - h * n1
+            buf[count, 5] = v2 - h * n2
+            buf[count, 6] = n0
+            buf[count, 7] = n1
+            buf[count, 8] = n2
+            buf[count, 9] = h - r
+            keys[count] = key_of(K_GROUND, i, 0, 0)
+            count += 1
     return count
 
 

@@ -41,8 +41,11 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.core import types
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
-from mbsim.collision.ground import ground_contacts
+from mbsim.collision.ground import cylinder_plane, ground_contacts
 from mbsim.collision.manifold import reduce_manifold
 from mbsim.collision.mesh_pairs import capsule_mesh, mesh_mesh, mesh_polytope
 from mbsim.collision.polytope import (
@@ -104,9 +107,60 @@ def shape_poses(si, sf, local_R, local_p, R_world, p_world, Rw, pw, bc, include_
             )
 
 
+def _view_codegen(ndim):
+    def codegen(context, builder, sig, args):
+        ary = make_array(sig.args[0])(context, builder, args[0])
+        out = make_array(sig.return_type)(context, builder)
+        pairs = zip(args[1:], sig.args[1:], strict=True)
+        dims = [context.cast(builder, v, t, types.intp) for v, t in pairs]
+        item = context.get_constant(types.intp, context.get_abi_sizeof(ary.data.type.pointee))
+        shape = dims[1:]
+        strides = [item] if ndim == 1 else [builder.mul(shape[1], item), item]
+        populate_array(
+            out,
+            data=builder.gep(ary.data, [dims[0]], inbounds=True),
+            shape=shape,
+            strides=strides,
+            itemsize=item,
+            meminfo=None,
+            parent=None,
+        )
+        return out._getvalue()
+
+    return codegen
+
+
+def _c1(a):
+    return isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"
+
+
+@intrinsic
+def _rows(typingctx, a, start, nrows, ncols):
+    """The (nrows, ncols) C-contiguous view of the 1D C-contiguous array ``a`` from element
+    ``start``: ``a[start : start + nrows * ncols].reshape((nrows, ncols))`` without reshape's
+    run-time checks (~25 ns each) and without a reference to ``a``'s memory (no meminfo:
+    numba counts no references to it, an atomic update ~5 ns each way wherever a kernel
+    takes it; issue 15). Only for use while the caller holds ``a`` (the packed table, an
+    argument): never returned to Python. The caller guarantees the block lies inside ``a``
+    (the packed table's counts)."""
+    if not _c1(a):
+        return None
+    return a.copy(ndim=2, layout="C")(a, start, nrows, ncols), _view_codegen(2)
+
+
+@intrinsic
+def _block(typingctx, a, start, count):
+    """``a[start : start + count]`` for a 1D C-contiguous ``a``, unchecked and without a
+    reference to ``a``'s memory, as :func:`_rows`."""
+    if not _c1(a):
+        return None
+    return a.copy(layout="C")(a, start, count), _view_codegen(1)
+
+
 @njit(cache=True)
 def unpack(fpack, ipack, offs):
-    """The shape table's arrays (see :mod:`mbsim.collision.table`) from their packed form."""
+    """The shape table's arrays (see :mod:`mbsim.collision.table`) from their packed form
+    (views; from Python, tests: :func:`unpack_unowned` is the kernels')."""
     n, nv, nf, nfv, ne, nd, nmv, nmt = (
         offs[0],
         offs[1],
@@ -141,6 +195,49 @@ def unpack(fpack, ipack, offs):
     E = ipack[o : o + 2 * ne].reshape((ne, 2))
     o += 2 * ne
     MT = ipack[o : o + 3 * nmt].reshape((nmt, 3))
+    return si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB
+
+
+@njit(cache=True)
+def unpack_unowned(fpack, ipack, offs):
+    """:func:`unpack` for the kernels: views without references (:func:`_rows`,
+    :func:`_block`; ~10 ns for all, against ~300 ns for reshapes and their reference
+    counts), valid while the caller holds ``fpack`` and ``ipack``. Never return them to
+    Python (they would not keep the table alive): call :func:`unpack` there."""
+    n, nv, nf, nfv, ne, nd, nmv, nmt = (
+        offs[0],
+        offs[1],
+        offs[2],
+        offs[3],
+        offs[4],
+        offs[5],
+        offs[6],
+        offs[7],
+    )
+    o = 0
+    sf = _rows(fpack, o, n, 15)
+    o += 15 * n
+    V = _rows(fpack, o, nv, 3)
+    o += 3 * nv
+    FN_ = _rows(fpack, o, nf, 3)
+    o += 3 * nf
+    FD_ = _block(fpack, o, nf)
+    o += nf
+    ED = _rows(fpack, o, nd, 3)
+    o += 3 * nd
+    MV = _rows(fpack, o, nmv, 3)
+    o += 3 * nmv
+    MB = _rows(fpack, o, nmt, 4)
+    o = 0
+    si = _rows(ipack, o, n, 14)
+    o += 14 * n
+    FP = _rows(ipack, o, nf, 2)
+    o += 2 * nf
+    FV = _block(ipack, o, nfv)
+    o += nfv
+    E = _rows(ipack, o, ne, 2)
+    o += 2 * ne
+    MT = _rows(ipack, o, nmt, 3)
     return si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB
 
 
@@ -285,6 +382,9 @@ def _mesh_pair(
 
 @njit(cache=True)
 def _emit(ga, gb, buf, keys, count, cap, chosen, out_i, out_f, nc):
+    """Rows (A, B, key) and (point_a, point_b, normal, gap) of the pair's ``count`` points
+    reduced to the cap; returns the new row count. The narrowphase calls it for two or more
+    points, :func:`_emit_one` for one."""
     m = reduce_manifold(buf, keys, count, cap, chosen)
     for c in range(m):
         row = chosen[c]
@@ -296,6 +396,21 @@ def _emit(ga, gb, buf, keys, count, cap, chosen, out_i, out_f, nc):
                 out_f[nc, k] = buf[row, k]
         nc += 1
     return nc
+
+
+@njit(cache=True)
+def _emit_one(ga, gb, buf, keys, out_i, out_f, nc):
+    """:func:`_emit` of a pair with one point (a foot on the ground): the point as it is (what
+    :func:`reduce_manifold` keeps of one point), without its work array; one return reading
+    every array, so numba prunes their reference counts (~5 ns each way, issue 15)."""
+    if nc < out_i.shape[0]:
+        out_i[nc, 0] = ga
+        out_i[nc, 1] = gb
+        out_i[nc, 2] = keys[0]
+        for k in range(10):
+            out_f[nc, k] = buf[0, k]
+    # read last (no effect): the arrays then all live to this one return
+    return nc + 1 + 0 * (buf.shape[0] + keys.shape[0] + out_i.shape[0] + out_f.shape[0])
 
 
 @njit(cache=True)
@@ -316,7 +431,7 @@ def narrowphase(
     fcl: the scene's :func:`pair_kernel_set` (numba compiles one version per set, with only
     those kernels).
     """
-    si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB = unpack(fpack, ipack, offs)
+    si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB = unpack_unowned(fpack, ipack, offs)
     margin = params[0]
     cap = int(params[1])
     work_limit = int(params[2])
@@ -353,7 +468,10 @@ def narrowphase(
                 fcl_out[nfcl, 2] = 1 if count == -2 else 0
             nfcl += 1
             continue
-        nc = _emit(i, j, buf, keys, count, cap, chosen, out_i, out_f, nc)
+        if count == 1:
+            nc = _emit_one(i, j, buf, keys, out_i, out_f, nc)
+        elif count > 1:
+            nc = _emit(i, j, buf, keys, count, cap, chosen, out_i, out_f, nc)
     for k in range(ground.shape[0]):
         hn = ground[k, :3]
         hd = ground[k, 3]
@@ -363,8 +481,14 @@ def narrowphase(
                 continue
             if above_halfspace(g, sf, bc, ground, k, margin):
                 continue
-            count = ground_contacts(g, si, sf, V, Rw, pw, hn, hd, margin, buf, keys, cylinders)
-            nc = _emit(g, gh, buf, keys, count, cap, chosen, out_i, out_f, nc)
+            if cylinders is not None and si[g, KIND] == CYLINDER:
+                count = cylinder_plane(g, sf, Rw[g], pw[g], hn, hd, margin, buf, keys)
+            else:
+                count = ground_contacts(g, si, sf, V, Rw, pw, hn, hd, margin, buf, keys)
+            if count == 1:
+                nc = _emit_one(g, gh, buf, keys, out_i, out_f, nc)
+            elif count > 1:
+                nc = _emit(g, gh, buf, keys, count, cap, chosen, out_i, out_f, nc)
     return nc, nfcl
 
 
@@ -375,7 +499,7 @@ def finish(out_i, out_f, nc, ipack, offs, n_total, R_world, p_world):
     Local points are R_body^T (p - p_body); static points stay in world coordinates.
     pair_id = A * n_total + B."""
     n = offs[0]
-    si = ipack[: 14 * n].reshape((n, 14))
+    si = _rows(ipack, 0, n, 14)
     ints = np.empty((6, nc), np.int64)
     vecs = np.empty((5, nc, 3))
     gap = np.empty(nc)

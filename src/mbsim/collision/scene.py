@@ -278,7 +278,7 @@ class CollisionScene:
         if broadphase == "fcl":
             self._broad = FclBroadphase(self.records, self.reach, broadphase_slack)
         elif broadphase == "aabb":
-            self._broad = AabbBroadphase(self.records, self.reach)
+            self._broad = AabbBroadphase(self.records, self.reach, self.allowed)
         else:
             self._broad = BruteForceBroadphase(body[:n], self.allowed[:n, :n])
         self._fcl = FclNarrowphase(self.records, self.table, self.reach, self.cap)
