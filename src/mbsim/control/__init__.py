@@ -6,6 +6,7 @@ into the joint forces of each step.
 implicit PD split, gravity compensation by RNEA and the URDF effort limits.
 """
 
+from mbsim import kernel_cache  # noqa: F401  (first: keys the kernels' cache, kernel_cache.py)
 from mbsim.control.actuation import Actuators, JointCommand
 from mbsim.control.signals import SignalFn
 
