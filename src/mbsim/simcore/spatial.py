@@ -234,44 +234,74 @@ def xform_force_T(E, r, f, out):
 
 
 @njit(cache=True, forceinline=True)
-def _rotate_block(A, i0, j0, E):
-    """The 9 entries (row-major) of E^T A[i0:i0+3, j0:j0+3] E, as scalars (no temporaries)."""
-    t00 = A[i0, j0] * E[0, 0] + A[i0, j0 + 1] * E[1, 0] + A[i0, j0 + 2] * E[2, 0]
-    t01 = A[i0, j0] * E[0, 1] + A[i0, j0 + 1] * E[1, 1] + A[i0, j0 + 2] * E[2, 1]
-    t02 = A[i0, j0] * E[0, 2] + A[i0, j0 + 1] * E[1, 2] + A[i0, j0 + 2] * E[2, 2]
-    t10 = A[i0 + 1, j0] * E[0, 0] + A[i0 + 1, j0 + 1] * E[1, 0] + A[i0 + 1, j0 + 2] * E[2, 0]
-    t11 = A[i0 + 1, j0] * E[0, 1] + A[i0 + 1, j0 + 1] * E[1, 1] + A[i0 + 1, j0 + 2] * E[2, 1]
-    t12 = A[i0 + 1, j0] * E[0, 2] + A[i0 + 1, j0 + 1] * E[1, 2] + A[i0 + 1, j0 + 2] * E[2, 2]
-    t20 = A[i0 + 2, j0] * E[0, 0] + A[i0 + 2, j0 + 1] * E[1, 0] + A[i0 + 2, j0 + 2] * E[2, 0]
-    t21 = A[i0 + 2, j0] * E[0, 1] + A[i0 + 2, j0 + 1] * E[1, 1] + A[i0 + 2, j0 + 2] * E[2, 1]
-    t22 = A[i0 + 2, j0] * E[0, 2] + A[i0 + 2, j0 + 1] * E[1, 2] + A[i0 + 2, j0 + 2] * E[2, 2]
-    return (
-        E[0, 0] * t00 + E[1, 0] * t10 + E[2, 0] * t20,
-        E[0, 0] * t01 + E[1, 0] * t11 + E[2, 0] * t21,
-        E[0, 0] * t02 + E[1, 0] * t12 + E[2, 0] * t22,
-        E[0, 1] * t00 + E[1, 1] * t10 + E[2, 1] * t20,
-        E[0, 1] * t01 + E[1, 1] * t11 + E[2, 1] * t21,
-        E[0, 1] * t02 + E[1, 1] * t12 + E[2, 1] * t22,
-        E[0, 2] * t00 + E[1, 2] * t10 + E[2, 2] * t20,
-        E[0, 2] * t01 + E[1, 2] * t11 + E[2, 2] * t21,
-        E[0, 2] * t02 + E[1, 2] * t12 + E[2, 2] * t22,
-    )
-
-
-@njit(cache=True, forceinline=True)
-def congruence_T_sym(E, r, A, out, accumulate):
-    """out (+)= X^T A X for symmetric 6x6 A and X = X(E, r), exploiting X's structure.
+def congruence_T_scalars(
+    a00, a01, a02, a03, a04, a05, a10, a11, a12, a13, a14, a15, a20, a21, a22, a23, a24, a25,
+    a33, a34, a35, a43, a44, a45, a53, a54, a55,
+    e00, e01, e02, e10, e11, e12, e20, e21, e22, x, y, z,
+):  # fmt: skip
+    """The blocks 11, 12 and 22 (27 scalars, each row-major) of X^T A X for a symmetric 6x6 A
+    (given by its rows 0-2 and its 22 block, row-major) and X = X(E, r) (E row-major, r = x y z).
 
     X = blockdiag(E, E) T with T = [[1, 0], [-r^, 1]], so X^T A X = T^T A' T with
     A' = blockdiag(E, E)^T A blockdiag(E, E); then, with blocks A'11, A'12, A'22 and
     B = A'12 + r^ A'22:  11 = A'11 + r^ A'21 - B r^,  12 = B,  22 = A'22.
-    About 250 multiply-adds instead of 432 for the dense product, all in registers.
-    """
-    zero, three = np.int64(0), np.int64(3)  # not literals: one compile of _rotate_block
-    a00, a01, a02, a10, a11, a12, a20, a21, a22 = _rotate_block(A, zero, zero, E)
-    b00, b01, b02, b10, b11, b12, b20, b21, b22 = _rotate_block(A, zero, three, E)  # A'12
-    d00, d01, d02, d10, d11, d12, d20, d21, d22 = _rotate_block(A, three, three, E)  # A'22
-    x, y, z = r[0], r[1], r[2]
+    About 250 multiply-adds instead of 432 for the dense product, all in registers. Scalars
+    in and out: a kernel that calls it keeps no array reference counts for it."""
+    # A'11, A'12, A'22 = E^T A_bb E
+    t00 = a00 * e00 + a01 * e10 + a02 * e20
+    t01 = a00 * e01 + a01 * e11 + a02 * e21
+    t02 = a00 * e02 + a01 * e12 + a02 * e22
+    t10 = a10 * e00 + a11 * e10 + a12 * e20
+    t11 = a10 * e01 + a11 * e11 + a12 * e21
+    t12 = a10 * e02 + a11 * e12 + a12 * e22
+    t20 = a20 * e00 + a21 * e10 + a22 * e20
+    t21 = a20 * e01 + a21 * e11 + a22 * e21
+    t22 = a20 * e02 + a21 * e12 + a22 * e22
+    p00 = e00 * t00 + e10 * t10 + e20 * t20
+    p01 = e00 * t01 + e10 * t11 + e20 * t21
+    p02 = e00 * t02 + e10 * t12 + e20 * t22
+    p10 = e01 * t00 + e11 * t10 + e21 * t20
+    p11 = e01 * t01 + e11 * t11 + e21 * t21
+    p12 = e01 * t02 + e11 * t12 + e21 * t22
+    p20 = e02 * t00 + e12 * t10 + e22 * t20
+    p21 = e02 * t01 + e12 * t11 + e22 * t21
+    p22 = e02 * t02 + e12 * t12 + e22 * t22
+    t00 = a03 * e00 + a04 * e10 + a05 * e20
+    t01 = a03 * e01 + a04 * e11 + a05 * e21
+    t02 = a03 * e02 + a04 * e12 + a05 * e22
+    t10 = a13 * e00 + a14 * e10 + a15 * e20
+    t11 = a13 * e01 + a14 * e11 + a15 * e21
+    t12 = a13 * e02 + a14 * e12 + a15 * e22
+    t20 = a23 * e00 + a24 * e10 + a25 * e20
+    t21 = a23 * e01 + a24 * e11 + a25 * e21
+    t22 = a23 * e02 + a24 * e12 + a25 * e22
+    b00 = e00 * t00 + e10 * t10 + e20 * t20
+    b01 = e00 * t01 + e10 * t11 + e20 * t21
+    b02 = e00 * t02 + e10 * t12 + e20 * t22
+    b10 = e01 * t00 + e11 * t10 + e21 * t20
+    b11 = e01 * t01 + e11 * t11 + e21 * t21
+    b12 = e01 * t02 + e11 * t12 + e21 * t22
+    b20 = e02 * t00 + e12 * t10 + e22 * t20
+    b21 = e02 * t01 + e12 * t11 + e22 * t21
+    b22 = e02 * t02 + e12 * t12 + e22 * t22
+    t00 = a33 * e00 + a34 * e10 + a35 * e20
+    t01 = a33 * e01 + a34 * e11 + a35 * e21
+    t02 = a33 * e02 + a34 * e12 + a35 * e22
+    t10 = a43 * e00 + a44 * e10 + a45 * e20
+    t11 = a43 * e01 + a44 * e11 + a45 * e21
+    t12 = a43 * e02 + a44 * e12 + a45 * e22
+    t20 = a53 * e00 + a54 * e10 + a55 * e20
+    t21 = a53 * e01 + a54 * e11 + a55 * e21
+    t22 = a53 * e02 + a54 * e12 + a55 * e22
+    d00 = e00 * t00 + e10 * t10 + e20 * t20
+    d01 = e00 * t01 + e10 * t11 + e20 * t21
+    d02 = e00 * t02 + e10 * t12 + e20 * t22
+    d10 = e01 * t00 + e11 * t10 + e21 * t20
+    d11 = e01 * t01 + e11 * t11 + e21 * t21
+    d12 = e01 * t02 + e11 * t12 + e21 * t22
+    d20 = e02 * t00 + e12 * t10 + e22 * t20
+    d21 = e02 * t01 + e12 * t11 + e22 * t21
+    d22 = e02 * t02 + e12 * t12 + e22 * t22
     # B = A'12 + r^ A'22 (column j: b_j + r x d_j)
     B00 = b00 + (y * d20 - z * d10)
     B10 = b10 + (z * d00 - x * d20)
@@ -283,25 +313,46 @@ def congruence_T_sym(E, r, A, out, accumulate):
     B12 = b12 + (z * d02 - x * d22)
     B22 = b22 + (x * d12 - y * d02)
     # C = A'11 + r^ A'21, A'21 = A'12^T (column j of A'21 is row j of A'12)
-    C00 = a00 + (y * b02 - z * b01)
-    C10 = a10 + (z * b00 - x * b02)
-    C20 = a20 + (x * b01 - y * b00)
-    C01 = a01 + (y * b12 - z * b11)
-    C11 = a11 + (z * b10 - x * b12)
-    C21 = a21 + (x * b11 - y * b10)
-    C02 = a02 + (y * b22 - z * b21)
-    C12 = a12 + (z * b20 - x * b22)
-    C22 = a22 + (x * b21 - y * b20)
+    C00 = p00 + (y * b02 - z * b01)
+    C10 = p10 + (z * b00 - x * b02)
+    C20 = p20 + (x * b01 - y * b00)
+    C01 = p01 + (y * b12 - z * b11)
+    C11 = p11 + (z * b10 - x * b12)
+    C21 = p21 + (x * b11 - y * b10)
+    C02 = p02 + (y * b22 - z * b21)
+    C12 = p12 + (z * b20 - x * b22)
+    C22 = p22 + (x * b21 - y * b20)
     # 11 = C - B r^ ; row i of B r^ = (Bi1 z - Bi2 y, Bi2 x - Bi0 z, Bi0 y - Bi1 x)
-    o00 = C00 - (B01 * z - B02 * y)
-    o01 = C01 - (B02 * x - B00 * z)
-    o02 = C02 - (B00 * y - B01 * x)
-    o10 = C10 - (B11 * z - B12 * y)
-    o11 = C11 - (B12 * x - B10 * z)
-    o12 = C12 - (B10 * y - B11 * x)
-    o20 = C20 - (B21 * z - B22 * y)
-    o21 = C21 - (B22 * x - B20 * z)
-    o22 = C22 - (B20 * y - B21 * x)
+    return (
+        C00 - (B01 * z - B02 * y),
+        C01 - (B02 * x - B00 * z),
+        C02 - (B00 * y - B01 * x),
+        C10 - (B11 * z - B12 * y),
+        C11 - (B12 * x - B10 * z),
+        C12 - (B10 * y - B11 * x),
+        C20 - (B21 * z - B22 * y),
+        C21 - (B22 * x - B20 * z),
+        C22 - (B20 * y - B21 * x),
+        B00, B01, B02, B10, B11, B12, B20, B21, B22,
+        d00, d01, d02, d10, d11, d12, d20, d21, d22,
+    )  # fmt: skip
+
+
+@njit(cache=True, forceinline=True)
+def congruence_T_sym(E, r, A, out, accumulate):
+    """out (+)= X^T A X for symmetric 6x6 A and X = X(E, r) (:func:`congruence_T_scalars`)."""
+    (
+        o00, o01, o02, o10, o11, o12, o20, o21, o22,
+        B00, B01, B02, B10, B11, B12, B20, B21, B22,
+        d00, d01, d02, d10, d11, d12, d20, d21, d22,
+    ) = congruence_T_scalars(
+        A[0, 0], A[0, 1], A[0, 2], A[0, 3], A[0, 4], A[0, 5],
+        A[1, 0], A[1, 1], A[1, 2], A[1, 3], A[1, 4], A[1, 5],
+        A[2, 0], A[2, 1], A[2, 2], A[2, 3], A[2, 4], A[2, 5],
+        A[3, 3], A[3, 4], A[3, 5], A[4, 3], A[4, 4], A[4, 5], A[5, 3], A[5, 4], A[5, 5],
+        E[0, 0], E[0, 1], E[0, 2], E[1, 0], E[1, 1], E[1, 2], E[2, 0], E[2, 1], E[2, 2],
+        r[0], r[1], r[2],
+    )  # fmt: skip
     w = 1.0 if accumulate else 0.0
     out[0, 0] = w * out[0, 0] + o00
     out[0, 1] = w * out[0, 1] + o01
