@@ -75,33 +75,55 @@ def rotation_about_axis(axis, angle, out):
     out[2, 2] = t * z * z + c
 
 
+@njit(cache=True, forceinline=True, error_model="numpy")
+def quat_rotation(qw, qx, qy, qz):
+    """The rotation matrix of the quaternion (qw, qx, qy, qz), normalised first, as 9 scalars
+    (row-major)."""
+    n = np.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+    w, x, y, z = qw / n, qx / n, qy / n, qz / n
+    return (
+        1 - 2 * (y * y + z * z),
+        2 * (x * y - z * w),
+        2 * (x * z + y * w),
+        2 * (x * y + z * w),
+        1 - 2 * (x * x + z * z),
+        2 * (y * z - x * w),
+        2 * (x * z - y * w),
+        2 * (y * z + x * w),
+        1 - 2 * (x * x + y * y),
+    )
+
+
 @njit(cache=True, forceinline=True)
 def quat_to_rotation(qw, qx, qy, qz, out):
     """out = rotation matrix of the quaternion (qw, qx, qy, qz), normalised first."""
-    n = np.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
-    w, x, y, z = qw / n, qx / n, qy / n, qz / n
-    out[0, 0] = 1 - 2 * (y * y + z * z)
-    out[0, 1] = 2 * (x * y - z * w)
-    out[0, 2] = 2 * (x * z + y * w)
-    out[1, 0] = 2 * (x * y + z * w)
-    out[1, 1] = 1 - 2 * (x * x + z * z)
-    out[1, 2] = 2 * (y * z - x * w)
-    out[2, 0] = 2 * (x * z - y * w)
-    out[2, 1] = 2 * (y * z + x * w)
-    out[2, 2] = 1 - 2 * (x * x + y * y)
+    (
+        out[0, 0], out[0, 1], out[0, 2],
+        out[1, 0], out[1, 1], out[1, 2],
+        out[2, 0], out[2, 1], out[2, 2],
+    ) = quat_rotation(qw, qx, qy, qz)  # fmt: skip
+
+
+@njit(cache=True, forceinline=True)
+def cross_motion_scalars(w0, w1, w2, u0, u1, u2, m0, m1, m2, m3, m4, m5):
+    """v x m for spatial motion vectors v = [w; u] and m, as 6 scalars
+    (v x m = [w x mw; w x mv + u x mw])."""
+    return (
+        w1 * m2 - w2 * m1,
+        w2 * m0 - w0 * m2,
+        w0 * m1 - w1 * m0,
+        w1 * m5 - w2 * m4 + u1 * m2 - u2 * m1,
+        w2 * m3 - w0 * m5 + u2 * m0 - u0 * m2,
+        w0 * m4 - w1 * m3 + u0 * m1 - u1 * m0,
+    )
 
 
 @njit(cache=True, forceinline=True)
 def cross_motion(v, m, out):
-    """out = v x m for spatial motion vectors (v x m = [w x mw; w x mv + vv x mw])."""
-    w0, w1, w2 = v[0], v[1], v[2]
-    u0, u1, u2 = v[3], v[4], v[5]
-    out[0] = w1 * m[2] - w2 * m[1]
-    out[1] = w2 * m[0] - w0 * m[2]
-    out[2] = w0 * m[1] - w1 * m[0]
-    out[3] = w1 * m[5] - w2 * m[4] + u1 * m[2] - u2 * m[1]
-    out[4] = w2 * m[3] - w0 * m[5] + u2 * m[0] - u0 * m[2]
-    out[5] = w0 * m[4] - w1 * m[3] + u0 * m[1] - u1 * m[0]
+    """out = v x m for spatial motion vectors (:func:`cross_motion_scalars`)."""
+    out[0], out[1], out[2], out[3], out[4], out[5] = cross_motion_scalars(
+        v[0], v[1], v[2], v[3], v[4], v[5], m[0], m[1], m[2], m[3], m[4], m[5]
+    )
 
 
 @njit(cache=True, forceinline=True)
@@ -204,15 +226,31 @@ def plucker_np(E: np.ndarray, r: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, forceinline=True)
+def xform_motion_scalars(
+    e00, e01, e02, e10, e11, e12, e20, e21, e22, r0, r1, r2, w0, w1, w2, m3, m4, m5
+):  # fmt: skip
+    """X(E, r) m for a motion vector m = [w; m3 m4 m5] (E row-major), as 6 scalars:
+    w' = E w, v' = E (v - r x w)."""
+    t0 = m3 - (r1 * w2 - r2 * w1)
+    t1 = m4 - (r2 * w0 - r0 * w2)
+    t2 = m5 - (r0 * w1 - r1 * w0)
+    return (
+        e00 * w0 + e01 * w1 + e02 * w2,
+        e10 * w0 + e11 * w1 + e12 * w2,
+        e20 * w0 + e21 * w1 + e22 * w2,
+        e00 * t0 + e01 * t1 + e02 * t2,
+        e10 * t0 + e11 * t1 + e12 * t2,
+        e20 * t0 + e21 * t1 + e22 * t2,
+    )
+
+
+@njit(cache=True, forceinline=True)
 def xform_motion(E, r, m, out):
-    """out = X(E, r) m for a motion vector: w' = E w, v' = E (v - r x w)."""
-    w0, w1, w2 = m[0], m[1], m[2]
-    t0 = m[3] - (r[1] * w2 - r[2] * w1)
-    t1 = m[4] - (r[2] * w0 - r[0] * w2)
-    t2 = m[5] - (r[0] * w1 - r[1] * w0)
-    for a in range(3):
-        out[a] = E[a, 0] * w0 + E[a, 1] * w1 + E[a, 2] * w2
-        out[a + 3] = E[a, 0] * t0 + E[a, 1] * t1 + E[a, 2] * t2
+    """out = X(E, r) m for a motion vector (:func:`xform_motion_scalars`)."""
+    out[0], out[1], out[2], out[3], out[4], out[5] = xform_motion_scalars(
+        E[0, 0], E[0, 1], E[0, 2], E[1, 0], E[1, 1], E[1, 2], E[2, 0], E[2, 1], E[2, 2],
+        r[0], r[1], r[2], m[0], m[1], m[2], m[3], m[4], m[5],
+    )  # fmt: skip
 
 
 @njit(cache=True, forceinline=True)
