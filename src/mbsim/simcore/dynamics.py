@@ -25,9 +25,10 @@ from mbsim.simcore.spatial import (
     copy6x6,
     cross_force,
     mat6_vec,
-    mat6T_vec,
     xform_force_T,
+    xform_force_T_scalars,
     xform_motion,
+    xform_motion_scalars,
 )
 
 
@@ -860,17 +861,23 @@ def impulse_response_kernel(
     Node forces f_a (world-aligned node frames) become body forces X_a^T f_a; then the two
     articulated sweeps run with zero velocity, zero gravity and zero joint force, reusing the
     factorisation (IA, U, Dinv) of the current configuration.
+
+    Written with scalar indices like :func:`aba_accel_kernel` (``spatial.mat6T_vec``
+    spelled out, ``xform_force_T`` and ``xform_motion`` on scalars, the same operations in the
+    same order; work vectors in scalars), one return: no array view and no work array, so
+    numba's reference-count pruning removes every incref and decref.
     """
     nb = parent.shape[0]
     for i in range(nb):
         for c in range(6):
             pA[i, c] = 0.0
-    tmp = np.empty(6)
     for a in range(node_body.shape[0]):
-        mat6T_vec(node_X[a], node_f[a], tmp)
         k = node_body[a]
-        for c in range(6):
-            pA[k, c] -= tmp[c]  # an applied force enters the bias force with a minus sign
+        for c in range(6):  # (X_a^T f_a)_c (mat6T_vec)
+            s = 0.0
+            for j in range(6):
+                s += node_X[a, j, c] * node_f[a, j]
+            pA[k, c] -= s  # an applied force enters the bias force with a minus sign
     for i in range(nb - 1, -1, -1):
         n = nvj[i]
         for k in range(n):
@@ -881,41 +888,65 @@ def impulse_response_kernel(
         p = parent[i]
         if p < 0:
             continue
+        g0 = g1 = g2 = g3 = g4 = g5 = 0.0  # Dinv u
+        for k in range(n):
+            g = 0.0
+            for m in range(n):
+                g += Dinv[i, k, m] * u[i, m]
+            g0, g1, g2, g3, g4, g5 = _put6(k, g, g0, g1, g2, g3, g4, g5)
+        f0 = f1 = f2 = f3 = f4 = f5 = 0.0  # pA + U Dinv u
         for c in range(6):
             s = pA[i, c]
             for k in range(n):
-                g = 0.0
-                for m in range(n):
-                    g += Dinv[i, k, m] * u[i, m]
-                s += U[i, c, k] * g
-            tmp[c] = s
-        xform_force_T(E[i], r[i], tmp, acc[i])
-        for c in range(6):
-            pA[p, c] += acc[i, c]
-    w = np.empty(6)
+                s += U[i, c, k] * _pick6(k, g0, g1, g2, g3, g4, g5)
+            f0, f1, f2, f3, f4, f5 = _put6(c, s, f0, f1, f2, f3, f4, f5)
+        x0, x1, x2, x3, x4, x5 = xform_force_T_scalars(
+            E[i, 0, 0], E[i, 0, 1], E[i, 0, 2], E[i, 1, 0], E[i, 1, 1], E[i, 1, 2],
+            E[i, 2, 0], E[i, 2, 1], E[i, 2, 2], r[i, 0], r[i, 1], r[i, 2],
+            f0, f1, f2, f3, f4, f5,
+        )  # fmt: skip
+        acc[i, 0], acc[i, 1], acc[i, 2] = x0, x1, x2
+        acc[i, 3], acc[i, 4], acc[i, 5] = x3, x4, x5
+        pA[p, 0] += x0
+        pA[p, 1] += x1
+        pA[p, 2] += x2
+        pA[p, 3] += x3
+        pA[p, 4] += x4
+        pA[p, 5] += x5
     for i in range(nb):
         p = parent[i]
         if p >= 0:
-            xform_motion(E[i], r[i], acc[p], tmp)
+            m0, m1, m2, m3, m4, m5 = xform_motion_scalars(
+                E[i, 0, 0], E[i, 0, 1], E[i, 0, 2], E[i, 1, 0], E[i, 1, 1], E[i, 1, 2],
+                E[i, 2, 0], E[i, 2, 1], E[i, 2, 2], r[i, 0], r[i, 1], r[i, 2],
+                acc[p, 0], acc[p, 1], acc[p, 2], acc[p, 3], acc[p, 4], acc[p, 5],
+            )  # fmt: skip
         else:
-            for c in range(6):
-                tmp[c] = 0.0
+            m0 = m1 = m2 = m3 = m4 = m5 = 0.0
         n = nvj[i]
+        o = vi[i]
+        w0 = w1 = w2 = w3 = w4 = w5 = 0.0  # u - U^T a
         for k in range(n):
             s = u[i, k]
-            for c in range(6):
-                s -= U[i, c, k] * tmp[c]
-            w[k] = s
+            s -= U[i, 0, k] * m0
+            s -= U[i, 1, k] * m1
+            s -= U[i, 2, k] * m2
+            s -= U[i, 3, k] * m3
+            s -= U[i, 4, k] * m4
+            s -= U[i, 5, k] * m5
+            w0, w1, w2, w3, w4, w5 = _put6(k, s, w0, w1, w2, w3, w4, w5)
         for k in range(n):
             s = 0.0
             for m in range(n):
-                s += Dinv[i, k, m] * w[m]
-            dv[vi[i] + k] = s
+                s += Dinv[i, k, m] * _pick6(m, w0, w1, w2, w3, w4, w5)
+            dv[o + k] = s
         for c in range(6):
-            s = tmp[c]
+            s = _pick6(c, m0, m1, m2, m3, m4, m5)
             for k in range(n):
-                s += S[i, c, k] * dv[vi[i] + k]
+                s += S[i, c, k] * dv[o + k]
             acc[i, c] = s
+    # read last (no effect): the arrays then all live to this one return
+    return nb + vi.shape[0] + node_body.shape[0] + pA.shape[0] + u.shape[0] + dv.shape[0] > 0
 
 
 def impulse_response(model, data, node_body, node_X, node_f, out=None) -> np.ndarray:

@@ -254,21 +254,28 @@ def xform_motion(E, r, m, out):
 
 
 @njit(cache=True, forceinline=True)
+def xform_force_T_scalars(
+    e00, e01, e02, e10, e11, e12, e20, e21, e22, r0, r1, r2, f0, f1, f2, f3, f4, f5
+):  # fmt: skip
+    """X(E, r)^T f for a force f = [n; f] (E row-major), as 6 scalars: f' = E^T f,
+    n' = E^T n + r x f'."""
+    n0 = e00 * f0 + e10 * f1 + e20 * f2
+    n1 = e01 * f0 + e11 * f1 + e21 * f2
+    n2 = e02 * f0 + e12 * f1 + e22 * f2
+    g0 = e00 * f3 + e10 * f4 + e20 * f5
+    g1 = e01 * f3 + e11 * f4 + e21 * f5
+    g2 = e02 * f3 + e12 * f4 + e22 * f5
+    return n0 + r1 * g2 - r2 * g1, n1 + r2 * g0 - r0 * g2, n2 + r0 * g1 - r1 * g0, g0, g1, g2
+
+
+@njit(cache=True, forceinline=True)
 def xform_force_T(E, r, f, out):
-    """out = X(E, r)^T f: a force in B coordinates expressed in A coordinates,
-    f' = E^T f, n' = E^T n + r x f'."""
-    n0 = E[0, 0] * f[0] + E[1, 0] * f[1] + E[2, 0] * f[2]
-    n1 = E[0, 1] * f[0] + E[1, 1] * f[1] + E[2, 1] * f[2]
-    n2 = E[0, 2] * f[0] + E[1, 2] * f[1] + E[2, 2] * f[2]
-    g0 = E[0, 0] * f[3] + E[1, 0] * f[4] + E[2, 0] * f[5]
-    g1 = E[0, 1] * f[3] + E[1, 1] * f[4] + E[2, 1] * f[5]
-    g2 = E[0, 2] * f[3] + E[1, 2] * f[4] + E[2, 2] * f[5]
-    out[0] = n0 + r[1] * g2 - r[2] * g1
-    out[1] = n1 + r[2] * g0 - r[0] * g2
-    out[2] = n2 + r[0] * g1 - r[1] * g0
-    out[3] = g0
-    out[4] = g1
-    out[5] = g2
+    """out = X(E, r)^T f: a force in B coordinates expressed in A coordinates
+    (:func:`xform_force_T_scalars`)."""
+    out[0], out[1], out[2], out[3], out[4], out[5] = xform_force_T_scalars(
+        E[0, 0], E[0, 1], E[0, 2], E[1, 0], E[1, 1], E[1, 2], E[2, 0], E[2, 1], E[2, 2],
+        r[0], r[1], r[2], f[0], f[1], f[2], f[3], f[4], f[5],
+    )  # fmt: skip
 
 
 @njit(cache=True, forceinline=True)
