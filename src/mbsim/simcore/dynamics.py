@@ -864,8 +864,9 @@ def impulse_response_kernel(
 
     Written with scalar indices like :func:`aba_accel_kernel` (``spatial.mat6T_vec``
     spelled out, ``xform_force_T`` and ``xform_motion`` on scalars, the same operations in the
-    same order; work vectors in scalars), one return: no array view and no work array, so
-    numba's reference-count pruning removes every incref and decref.
+    same order; the work vectors in scalars or in the entries of ``dv`` and ``acc`` that are
+    written again later), one return: no array view and no work array, so numba's
+    reference-count pruning removes every incref and decref.
     """
     nb = parent.shape[0]
     for i in range(nb):
@@ -888,18 +889,19 @@ def impulse_response_kernel(
         p = parent[i]
         if p < 0:
             continue
-        g0 = g1 = g2 = g3 = g4 = g5 = 0.0  # Dinv u
-        for k in range(n):
+        o = vi[i]
+        for k in range(n):  # Dinv u, in dv (written again below)
             g = 0.0
             for m in range(n):
                 g += Dinv[i, k, m] * u[i, m]
-            g0, g1, g2, g3, g4, g5 = _put6(k, g, g0, g1, g2, g3, g4, g5)
-        f0 = f1 = f2 = f3 = f4 = f5 = 0.0  # pA + U Dinv u
-        for c in range(6):
+            dv[o + k] = g
+        for c in range(6):  # pA + U Dinv u, in acc[i] (written again below)
             s = pA[i, c]
             for k in range(n):
-                s += U[i, c, k] * _pick6(k, g0, g1, g2, g3, g4, g5)
-            f0, f1, f2, f3, f4, f5 = _put6(c, s, f0, f1, f2, f3, f4, f5)
+                s += U[i, c, k] * dv[o + k]
+            acc[i, c] = s
+        f0, f1, f2 = acc[i, 0], acc[i, 1], acc[i, 2]
+        f3, f4, f5 = acc[i, 3], acc[i, 4], acc[i, 5]
         x0, x1, x2, x3, x4, x5 = xform_force_T_scalars(
             E[i, 0, 0], E[i, 0, 1], E[i, 0, 2], E[i, 1, 0], E[i, 1, 1], E[i, 1, 2],
             E[i, 2, 0], E[i, 2, 1], E[i, 2, 2], r[i, 0], r[i, 1], r[i, 2],
@@ -925,8 +927,7 @@ def impulse_response_kernel(
             m0 = m1 = m2 = m3 = m4 = m5 = 0.0
         n = nvj[i]
         o = vi[i]
-        w0 = w1 = w2 = w3 = w4 = w5 = 0.0  # u - U^T a
-        for k in range(n):
+        for k in range(n):  # u - U^T a, in acc[i] (written again below)
             s = u[i, k]
             s -= U[i, 0, k] * m0
             s -= U[i, 1, k] * m1
@@ -934,17 +935,22 @@ def impulse_response_kernel(
             s -= U[i, 3, k] * m3
             s -= U[i, 4, k] * m4
             s -= U[i, 5, k] * m5
-            w0, w1, w2, w3, w4, w5 = _put6(k, s, w0, w1, w2, w3, w4, w5)
+            acc[i, k] = s
         for k in range(n):
             s = 0.0
             for m in range(n):
-                s += Dinv[i, k, m] * _pick6(m, w0, w1, w2, w3, w4, w5)
+                s += Dinv[i, k, m] * acc[i, m]
             dv[o + k] = s
-        for c in range(6):
-            s = _pick6(c, m0, m1, m2, m3, m4, m5)
-            for k in range(n):
-                s += S[i, c, k] * dv[o + k]
-            acc[i, c] = s
+        for k in range(n):  # a = Xup a_p + S dv
+            x = dv[o + k]
+            m0 += S[i, 0, k] * x
+            m1 += S[i, 1, k] * x
+            m2 += S[i, 2, k] * x
+            m3 += S[i, 3, k] * x
+            m4 += S[i, 4, k] * x
+            m5 += S[i, 5, k] * x
+        acc[i, 0], acc[i, 1], acc[i, 2] = m0, m1, m2
+        acc[i, 3], acc[i, 4], acc[i, 5] = m3, m4, m5
     # read last (no effect): the arrays then all live to this one return
     return nb + vi.shape[0] + node_body.shape[0] + pA.shape[0] + u.shape[0] + dv.shape[0] > 0
 
