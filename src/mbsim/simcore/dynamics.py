@@ -445,17 +445,11 @@ def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, s
         IA[p, 5, 5] = IA[p, 5, 5] + d22
         if n == 1:  # Xup^T Ia Xup = Xup^T IA Xup - g (Xup^T U)(Xup^T U)^T
             g = Dinv[i, 0, 0]
-            f0, f1, f2 = U[i, 0, 0], U[i, 1, 0], U[i, 2, 0]
-            f3, f4, f5 = U[i, 3, 0], U[i, 4, 0], U[i, 5, 0]
-            n0 = E[i, 0, 0] * f0 + E[i, 1, 0] * f1 + E[i, 2, 0] * f2
-            n1 = E[i, 0, 1] * f0 + E[i, 1, 1] * f1 + E[i, 2, 1] * f2
-            n2 = E[i, 0, 2] * f0 + E[i, 1, 2] * f1 + E[i, 2, 2] * f2
-            x3 = E[i, 0, 0] * f3 + E[i, 1, 0] * f4 + E[i, 2, 0] * f5
-            x4 = E[i, 0, 1] * f3 + E[i, 1, 1] * f4 + E[i, 2, 1] * f5
-            x5 = E[i, 0, 2] * f3 + E[i, 1, 2] * f4 + E[i, 2, 2] * f5
-            x0 = n0 + r[i, 1] * x5 - r[i, 2] * x4
-            x1 = n1 + r[i, 2] * x3 - r[i, 0] * x5
-            x2 = n2 + r[i, 0] * x4 - r[i, 1] * x3
+            x0, x1, x2, x3, x4, x5 = xform_force_T_scalars(  # Xup^T U
+                E[i, 0, 0], E[i, 0, 1], E[i, 0, 2], E[i, 1, 0], E[i, 1, 1], E[i, 1, 2],
+                E[i, 2, 0], E[i, 2, 1], E[i, 2, 2], r[i, 0], r[i, 1], r[i, 2],
+                U[i, 0, 0], U[i, 1, 0], U[i, 2, 0], U[i, 3, 0], U[i, 4, 0], U[i, 5, 0],
+            )  # fmt: skip
             for a in range(6):
                 ga = g * _pick6(a, x0, x1, x2, x3, x4, x5)
                 IA[p, a, 0] -= ga * x0
@@ -565,18 +559,17 @@ def aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, 
                     a, _pick6(a, f0, f1, f2, f3, f4, f5) + s, f0, f1, f2, f3, f4, f5
                 )
         # pA_p += Xup^T pa (xform_force_T)
-        n0 = E[i, 0, 0] * f0 + E[i, 1, 0] * f1 + E[i, 2, 0] * f2
-        n1 = E[i, 0, 1] * f0 + E[i, 1, 1] * f1 + E[i, 2, 1] * f2
-        n2 = E[i, 0, 2] * f0 + E[i, 1, 2] * f1 + E[i, 2, 2] * f2
-        g0 = E[i, 0, 0] * f3 + E[i, 1, 0] * f4 + E[i, 2, 0] * f5
-        g1 = E[i, 0, 1] * f3 + E[i, 1, 1] * f4 + E[i, 2, 1] * f5
-        g2 = E[i, 0, 2] * f3 + E[i, 1, 2] * f4 + E[i, 2, 2] * f5
-        pA[p, 0] += n0 + r[i, 1] * g2 - r[i, 2] * g1
-        pA[p, 1] += n1 + r[i, 2] * g0 - r[i, 0] * g2
-        pA[p, 2] += n2 + r[i, 0] * g1 - r[i, 1] * g0
-        pA[p, 3] += g0
-        pA[p, 4] += g1
-        pA[p, 5] += g2
+        x0, x1, x2, x3, x4, x5 = xform_force_T_scalars(
+            E[i, 0, 0], E[i, 0, 1], E[i, 0, 2], E[i, 1, 0], E[i, 1, 1], E[i, 1, 2],
+            E[i, 2, 0], E[i, 2, 1], E[i, 2, 2], r[i, 0], r[i, 1], r[i, 2],
+            f0, f1, f2, f3, f4, f5,
+        )  # fmt: skip
+        pA[p, 0] += x0
+        pA[p, 1] += x1
+        pA[p, 2] += x2
+        pA[p, 3] += x3
+        pA[p, 4] += x4
+        pA[p, 5] += x5
     # read last (no effect): the arrays then all live to this one return
     return parent.shape[0] + vi.shape[0] + tau.shape[0] + u.shape[0] > 0
 
