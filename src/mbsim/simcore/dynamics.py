@@ -20,13 +20,15 @@ from numba import njit
 
 from mbsim.simcore.kinematics import forward_kinematics, forward_kinematics_kernel
 from mbsim.simcore.spatial import (
+    congruence_T_scalars,
     congruence_T_sym,
     copy6x6,
     cross_force,
     mat6_vec,
-    mat6T_vec,
     xform_force_T,
+    xform_force_T_scalars,
     xform_motion,
+    xform_motion_scalars,
 )
 
 
@@ -260,207 +262,66 @@ def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, s
             pivots[vi[i]] = d
             g = 1.0 / d if d > 0.0 else 0.0
             Dinv[i, 0, 0] = g
-            p = parent[i]
-            if p >= 0:
-                # IA_p += Xup^T IA_i Xup (spatial.congruence_T_sym written out)
-                t00 = IA[i, 0, 0] * E[i, 0, 0] + IA[i, 0, 1] * E[i, 1, 0] + IA[i, 0, 2] * E[i, 2, 0]
-                t01 = IA[i, 0, 0] * E[i, 0, 1] + IA[i, 0, 1] * E[i, 1, 1] + IA[i, 0, 2] * E[i, 2, 1]
-                t02 = IA[i, 0, 0] * E[i, 0, 2] + IA[i, 0, 1] * E[i, 1, 2] + IA[i, 0, 2] * E[i, 2, 2]
-                t10 = IA[i, 1, 0] * E[i, 0, 0] + IA[i, 1, 1] * E[i, 1, 0] + IA[i, 1, 2] * E[i, 2, 0]
-                t11 = IA[i, 1, 0] * E[i, 0, 1] + IA[i, 1, 1] * E[i, 1, 1] + IA[i, 1, 2] * E[i, 2, 1]
-                t12 = IA[i, 1, 0] * E[i, 0, 2] + IA[i, 1, 1] * E[i, 1, 2] + IA[i, 1, 2] * E[i, 2, 2]
-                t20 = IA[i, 2, 0] * E[i, 0, 0] + IA[i, 2, 1] * E[i, 1, 0] + IA[i, 2, 2] * E[i, 2, 0]
-                t21 = IA[i, 2, 0] * E[i, 0, 1] + IA[i, 2, 1] * E[i, 1, 1] + IA[i, 2, 2] * E[i, 2, 1]
-                t22 = IA[i, 2, 0] * E[i, 0, 2] + IA[i, 2, 1] * E[i, 1, 2] + IA[i, 2, 2] * E[i, 2, 2]
-                a00 = E[i, 0, 0] * t00 + E[i, 1, 0] * t10 + E[i, 2, 0] * t20
-                a01 = E[i, 0, 0] * t01 + E[i, 1, 0] * t11 + E[i, 2, 0] * t21
-                a02 = E[i, 0, 0] * t02 + E[i, 1, 0] * t12 + E[i, 2, 0] * t22
-                a10 = E[i, 0, 1] * t00 + E[i, 1, 1] * t10 + E[i, 2, 1] * t20
-                a11 = E[i, 0, 1] * t01 + E[i, 1, 1] * t11 + E[i, 2, 1] * t21
-                a12 = E[i, 0, 1] * t02 + E[i, 1, 1] * t12 + E[i, 2, 1] * t22
-                a20 = E[i, 0, 2] * t00 + E[i, 1, 2] * t10 + E[i, 2, 2] * t20
-                a21 = E[i, 0, 2] * t01 + E[i, 1, 2] * t11 + E[i, 2, 2] * t21
-                a22 = E[i, 0, 2] * t02 + E[i, 1, 2] * t12 + E[i, 2, 2] * t22
-                t00 = IA[i, 0, 3] * E[i, 0, 0] + IA[i, 0, 4] * E[i, 1, 0] + IA[i, 0, 5] * E[i, 2, 0]
-                t01 = IA[i, 0, 3] * E[i, 0, 1] + IA[i, 0, 4] * E[i, 1, 1] + IA[i, 0, 5] * E[i, 2, 1]
-                t02 = IA[i, 0, 3] * E[i, 0, 2] + IA[i, 0, 4] * E[i, 1, 2] + IA[i, 0, 5] * E[i, 2, 2]
-                t10 = IA[i, 1, 3] * E[i, 0, 0] + IA[i, 1, 4] * E[i, 1, 0] + IA[i, 1, 5] * E[i, 2, 0]
-                t11 = IA[i, 1, 3] * E[i, 0, 1] + IA[i, 1, 4] * E[i, 1, 1] + IA[i, 1, 5] * E[i, 2, 1]
-                t12 = IA[i, 1, 3] * E[i, 0, 2] + IA[i, 1, 4] * E[i, 1, 2] + IA[i, 1, 5] * E[i, 2, 2]
-                t20 = IA[i, 2, 3] * E[i, 0, 0] + IA[i, 2, 4] * E[i, 1, 0] + IA[i, 2, 5] * E[i, 2, 0]
-                t21 = IA[i, 2, 3] * E[i, 0, 1] + IA[i, 2, 4] * E[i, 1, 1] + IA[i, 2, 5] * E[i, 2, 1]
-                t22 = IA[i, 2, 3] * E[i, 0, 2] + IA[i, 2, 4] * E[i, 1, 2] + IA[i, 2, 5] * E[i, 2, 2]
-                b00 = E[i, 0, 0] * t00 + E[i, 1, 0] * t10 + E[i, 2, 0] * t20
-                b01 = E[i, 0, 0] * t01 + E[i, 1, 0] * t11 + E[i, 2, 0] * t21
-                b02 = E[i, 0, 0] * t02 + E[i, 1, 0] * t12 + E[i, 2, 0] * t22
-                b10 = E[i, 0, 1] * t00 + E[i, 1, 1] * t10 + E[i, 2, 1] * t20
-                b11 = E[i, 0, 1] * t01 + E[i, 1, 1] * t11 + E[i, 2, 1] * t21
-                b12 = E[i, 0, 1] * t02 + E[i, 1, 1] * t12 + E[i, 2, 1] * t22
-                b20 = E[i, 0, 2] * t00 + E[i, 1, 2] * t10 + E[i, 2, 2] * t20
-                b21 = E[i, 0, 2] * t01 + E[i, 1, 2] * t11 + E[i, 2, 2] * t21
-                b22 = E[i, 0, 2] * t02 + E[i, 1, 2] * t12 + E[i, 2, 2] * t22
-                t00 = IA[i, 3, 3] * E[i, 0, 0] + IA[i, 3, 4] * E[i, 1, 0] + IA[i, 3, 5] * E[i, 2, 0]
-                t01 = IA[i, 3, 3] * E[i, 0, 1] + IA[i, 3, 4] * E[i, 1, 1] + IA[i, 3, 5] * E[i, 2, 1]
-                t02 = IA[i, 3, 3] * E[i, 0, 2] + IA[i, 3, 4] * E[i, 1, 2] + IA[i, 3, 5] * E[i, 2, 2]
-                t10 = IA[i, 4, 3] * E[i, 0, 0] + IA[i, 4, 4] * E[i, 1, 0] + IA[i, 4, 5] * E[i, 2, 0]
-                t11 = IA[i, 4, 3] * E[i, 0, 1] + IA[i, 4, 4] * E[i, 1, 1] + IA[i, 4, 5] * E[i, 2, 1]
-                t12 = IA[i, 4, 3] * E[i, 0, 2] + IA[i, 4, 4] * E[i, 1, 2] + IA[i, 4, 5] * E[i, 2, 2]
-                t20 = IA[i, 5, 3] * E[i, 0, 0] + IA[i, 5, 4] * E[i, 1, 0] + IA[i, 5, 5] * E[i, 2, 0]
-                t21 = IA[i, 5, 3] * E[i, 0, 1] + IA[i, 5, 4] * E[i, 1, 1] + IA[i, 5, 5] * E[i, 2, 1]
-                t22 = IA[i, 5, 3] * E[i, 0, 2] + IA[i, 5, 4] * E[i, 1, 2] + IA[i, 5, 5] * E[i, 2, 2]
-                d00 = E[i, 0, 0] * t00 + E[i, 1, 0] * t10 + E[i, 2, 0] * t20
-                d01 = E[i, 0, 0] * t01 + E[i, 1, 0] * t11 + E[i, 2, 0] * t21
-                d02 = E[i, 0, 0] * t02 + E[i, 1, 0] * t12 + E[i, 2, 0] * t22
-                d10 = E[i, 0, 1] * t00 + E[i, 1, 1] * t10 + E[i, 2, 1] * t20
-                d11 = E[i, 0, 1] * t01 + E[i, 1, 1] * t11 + E[i, 2, 1] * t21
-                d12 = E[i, 0, 1] * t02 + E[i, 1, 1] * t12 + E[i, 2, 1] * t22
-                d20 = E[i, 0, 2] * t00 + E[i, 1, 2] * t10 + E[i, 2, 2] * t20
-                d21 = E[i, 0, 2] * t01 + E[i, 1, 2] * t11 + E[i, 2, 2] * t21
-                d22 = E[i, 0, 2] * t02 + E[i, 1, 2] * t12 + E[i, 2, 2] * t22
-                x, y, z = r[i, 0], r[i, 1], r[i, 2]
-                # B = A'12 + r^ A'22 (column j: b_j + r x d_j)
-                B00 = b00 + (y * d20 - z * d10)
-                B10 = b10 + (z * d00 - x * d20)
-                B20 = b20 + (x * d10 - y * d00)
-                B01 = b01 + (y * d21 - z * d11)
-                B11 = b11 + (z * d01 - x * d21)
-                B21 = b21 + (x * d11 - y * d01)
-                B02 = b02 + (y * d22 - z * d12)
-                B12 = b12 + (z * d02 - x * d22)
-                B22 = b22 + (x * d12 - y * d02)
-                # C = A'11 + r^ A'21, A'21 = A'12^T (column j of A'21 is row j of A'12)
-                C00 = a00 + (y * b02 - z * b01)
-                C10 = a10 + (z * b00 - x * b02)
-                C20 = a20 + (x * b01 - y * b00)
-                C01 = a01 + (y * b12 - z * b11)
-                C11 = a11 + (z * b10 - x * b12)
-                C21 = a21 + (x * b11 - y * b10)
-                C02 = a02 + (y * b22 - z * b21)
-                C12 = a12 + (z * b20 - x * b22)
-                C22 = a22 + (x * b21 - y * b20)
-                # 11 = C - B r^ ; row i of B r^ = (Bi1 z - Bi2 y, Bi2 x - Bi0 z, Bi0 y - Bi1 x)
-                o00 = C00 - (B01 * z - B02 * y)
-                o01 = C01 - (B02 * x - B00 * z)
-                o02 = C02 - (B00 * y - B01 * x)
-                o10 = C10 - (B11 * z - B12 * y)
-                o11 = C11 - (B12 * x - B10 * z)
-                o12 = C12 - (B10 * y - B11 * x)
-                o20 = C20 - (B21 * z - B22 * y)
-                o21 = C21 - (B22 * x - B20 * z)
-                o22 = C22 - (B20 * y - B21 * x)
-                w = 1.0  # accumulate
-                IA[p, 0, 0] = w * IA[p, 0, 0] + o00
-                IA[p, 0, 1] = w * IA[p, 0, 1] + o01
-                IA[p, 0, 2] = w * IA[p, 0, 2] + o02
-                IA[p, 1, 0] = w * IA[p, 1, 0] + o10
-                IA[p, 1, 1] = w * IA[p, 1, 1] + o11
-                IA[p, 1, 2] = w * IA[p, 1, 2] + o12
-                IA[p, 2, 0] = w * IA[p, 2, 0] + o20
-                IA[p, 2, 1] = w * IA[p, 2, 1] + o21
-                IA[p, 2, 2] = w * IA[p, 2, 2] + o22
-                IA[p, 0, 3] = w * IA[p, 0, 3] + B00
-                IA[p, 0, 4] = w * IA[p, 0, 4] + B01
-                IA[p, 0, 5] = w * IA[p, 0, 5] + B02
-                IA[p, 1, 3] = w * IA[p, 1, 3] + B10
-                IA[p, 1, 4] = w * IA[p, 1, 4] + B11
-                IA[p, 1, 5] = w * IA[p, 1, 5] + B12
-                IA[p, 2, 3] = w * IA[p, 2, 3] + B20
-                IA[p, 2, 4] = w * IA[p, 2, 4] + B21
-                IA[p, 2, 5] = w * IA[p, 2, 5] + B22
-                IA[p, 3, 0] = w * IA[p, 3, 0] + B00
-                IA[p, 4, 0] = w * IA[p, 4, 0] + B01
-                IA[p, 5, 0] = w * IA[p, 5, 0] + B02
-                IA[p, 3, 1] = w * IA[p, 3, 1] + B10
-                IA[p, 4, 1] = w * IA[p, 4, 1] + B11
-                IA[p, 5, 1] = w * IA[p, 5, 1] + B12
-                IA[p, 3, 2] = w * IA[p, 3, 2] + B20
-                IA[p, 4, 2] = w * IA[p, 4, 2] + B21
-                IA[p, 5, 2] = w * IA[p, 5, 2] + B22
-                IA[p, 3, 3] = w * IA[p, 3, 3] + d00
-                IA[p, 3, 4] = w * IA[p, 3, 4] + d01
-                IA[p, 3, 5] = w * IA[p, 3, 5] + d02
-                IA[p, 4, 3] = w * IA[p, 4, 3] + d10
-                IA[p, 4, 4] = w * IA[p, 4, 4] + d11
-                IA[p, 4, 5] = w * IA[p, 4, 5] + d12
-                IA[p, 5, 3] = w * IA[p, 5, 3] + d20
-                IA[p, 5, 4] = w * IA[p, 5, 4] + d21
-                IA[p, 5, 5] = w * IA[p, 5, 5] + d22
-                # xu = Xup^T U (xform_force_T)
-                f0, f1, f2 = U[i, 0, 0], U[i, 1, 0], U[i, 2, 0]
-                f3, f4, f5 = U[i, 3, 0], U[i, 4, 0], U[i, 5, 0]
-                n0 = E[i, 0, 0] * f0 + E[i, 1, 0] * f1 + E[i, 2, 0] * f2
-                n1 = E[i, 0, 1] * f0 + E[i, 1, 1] * f1 + E[i, 2, 1] * f2
-                n2 = E[i, 0, 2] * f0 + E[i, 1, 2] * f1 + E[i, 2, 2] * f2
-                x3 = E[i, 0, 0] * f3 + E[i, 1, 0] * f4 + E[i, 2, 0] * f5
-                x4 = E[i, 0, 1] * f3 + E[i, 1, 1] * f4 + E[i, 2, 1] * f5
-                x5 = E[i, 0, 2] * f3 + E[i, 1, 2] * f4 + E[i, 2, 2] * f5
-                x0 = n0 + r[i, 1] * x5 - r[i, 2] * x4
-                x1 = n1 + r[i, 2] * x3 - r[i, 0] * x5
-                x2 = n2 + r[i, 0] * x4 - r[i, 1] * x3
-                for a in range(6):
-                    ga = g * _pick6(a, x0, x1, x2, x3, x4, x5)
-                    IA[p, a, 0] -= ga * x0
-                    IA[p, a, 1] -= ga * x1
-                    IA[p, a, 2] -= ga * x2
-                    IA[p, a, 3] -= ga * x3
-                    IA[p, a, 4] -= ga * x4
-                    IA[p, a, 5] -= ga * x5
-            continue
-        # general (multi-DoF) body: D, Ia and G in scratch[2], scratch[3] and scratch[0]
-        for a in range(6):
-            for c in range(n):
-                s = 0.0
-                for k in range(6):
-                    s += IA[i, a, k] * S[i, k, c]
-                U[i, a, c] = s
-        for rr in range(n):
-            for c in range(n):
-                s = 0.0
-                for k in range(6):
-                    s += S[i, k, rr] * U[i, k, c]
-                scratch[2, rr, c] = s
-            scratch[2, rr, rr] += armature[vi[i] + rr]
-        # Dinv_i = D^-1 (spd_inverse with L = scratch[0], Li = scratch[1], written out)
-        dmin = np.inf
-        fail = False
-        for j in range(n):
-            s = scratch[2, j, j]
-            for k in range(j):
-                s -= scratch[0, j, k] * scratch[0, j, k]
-            if s < dmin:
-                dmin = s
-            if s <= 0.0:
-                for a in range(n):
-                    for b in range(n):
-                        Dinv[i, a, b] = 0.0
-                dmin = s
-                fail = True
-                break
-            scratch[0, j, j] = np.sqrt(s)
-            for ii in range(j + 1, n):
-                t = scratch[2, ii, j]
-                for k in range(j):
-                    t -= scratch[0, ii, k] * scratch[0, j, k]
-                scratch[0, ii, j] = t / scratch[0, j, j]
-        if not fail:
+            if parent[i] < 0:
+                continue
+            j = i  # the congruence below reads IA[i]
+            src = IA
+        else:
+            # general (multi-DoF) body: D, Ia and G in scratch[2], scratch[3] and scratch[0]
+            for a in range(6):
+                for c in range(n):
+                    s = 0.0
+                    for k in range(6):
+                        s += IA[i, a, k] * S[i, k, c]
+                    U[i, a, c] = s
+            for rr in range(n):
+                for c in range(n):
+                    s = 0.0
+                    for k in range(6):
+                        s += S[i, k, rr] * U[i, k, c]
+                    scratch[2, rr, c] = s
+                scratch[2, rr, rr] += armature[vi[i] + rr]
+            # Dinv_i = D^-1 (spd_inverse with L = scratch[0], Li = scratch[1], written out)
+            dmin = np.inf
+            fail = False
             for j in range(n):
-                scratch[1, j, j] = 1.0 / scratch[0, j, j]
+                s = scratch[2, j, j]
+                for k in range(j):
+                    s -= scratch[0, j, k] * scratch[0, j, k]
+                if s < dmin:
+                    dmin = s
+                if s <= 0.0:
+                    for a in range(n):
+                        for b in range(n):
+                            Dinv[i, a, b] = 0.0
+                    dmin = s
+                    fail = True
+                    break
+                scratch[0, j, j] = np.sqrt(s)
                 for ii in range(j + 1, n):
-                    t = 0.0
-                    for k in range(j, ii):
-                        t -= scratch[0, ii, k] * scratch[1, k, j]
-                    scratch[1, ii, j] = t / scratch[0, ii, ii]
-            for ii in range(n):
-                for j in range(ii, n):
-                    t = 0.0
-                    for k in range(j, n):
-                        t += scratch[1, k, ii] * scratch[1, k, j]
-                    Dinv[i, ii, j] = t
-                    Dinv[i, j, ii] = t
-        for rr in range(n):
-            pivots[vi[i] + rr] = dmin
-        p = parent[i]
-        if p >= 0:
+                    t = scratch[2, ii, j]
+                    for k in range(j):
+                        t -= scratch[0, ii, k] * scratch[0, j, k]
+                    scratch[0, ii, j] = t / scratch[0, j, j]
+            if not fail:
+                for j in range(n):
+                    scratch[1, j, j] = 1.0 / scratch[0, j, j]
+                    for ii in range(j + 1, n):
+                        t = 0.0
+                        for k in range(j, ii):
+                            t -= scratch[0, ii, k] * scratch[1, k, j]
+                        scratch[1, ii, j] = t / scratch[0, ii, ii]
+                for ii in range(n):
+                    for j in range(ii, n):
+                        t = 0.0
+                        for k in range(j, n):
+                            t += scratch[1, k, ii] * scratch[1, k, j]
+                        Dinv[i, ii, j] = t
+                        Dinv[i, j, ii] = t
+            for rr in range(n):
+                pivots[vi[i] + rr] = dmin
+            if parent[i] < 0:
+                continue
             for a in range(6):
                 for c in range(n):
                     s = 0.0
@@ -473,237 +334,130 @@ def articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, s
                     for k in range(n):
                         s += scratch[0, a, k] * U[i, b, k]
                     scratch[3, a, b] = IA[i, a, b] - s
-            # IA_p += Xup^T Ia Xup (spatial.congruence_T_sym written out)
-            t00 = (
-                scratch[3, 0, 0] * E[i, 0, 0]
-                + scratch[3, 0, 1] * E[i, 1, 0]
-                + scratch[3, 0, 2] * E[i, 2, 0]
-            )
-            t01 = (
-                scratch[3, 0, 0] * E[i, 0, 1]
-                + scratch[3, 0, 1] * E[i, 1, 1]
-                + scratch[3, 0, 2] * E[i, 2, 1]
-            )
-            t02 = (
-                scratch[3, 0, 0] * E[i, 0, 2]
-                + scratch[3, 0, 1] * E[i, 1, 2]
-                + scratch[3, 0, 2] * E[i, 2, 2]
-            )
-            t10 = (
-                scratch[3, 1, 0] * E[i, 0, 0]
-                + scratch[3, 1, 1] * E[i, 1, 0]
-                + scratch[3, 1, 2] * E[i, 2, 0]
-            )
-            t11 = (
-                scratch[3, 1, 0] * E[i, 0, 1]
-                + scratch[3, 1, 1] * E[i, 1, 1]
-                + scratch[3, 1, 2] * E[i, 2, 1]
-            )
-            t12 = (
-                scratch[3, 1, 0] * E[i, 0, 2]
-                + scratch[3, 1, 1] * E[i, 1, 2]
-                + scratch[3, 1, 2] * E[i, 2, 2]
-            )
-            t20 = (
-                scratch[3, 2, 0] * E[i, 0, 0]
-                + scratch[3, 2, 1] * E[i, 1, 0]
-                + scratch[3, 2, 2] * E[i, 2, 0]
-            )
-            t21 = (
-                scratch[3, 2, 0] * E[i, 0, 1]
-                + scratch[3, 2, 1] * E[i, 1, 1]
-                + scratch[3, 2, 2] * E[i, 2, 1]
-            )
-            t22 = (
-                scratch[3, 2, 0] * E[i, 0, 2]
-                + scratch[3, 2, 1] * E[i, 1, 2]
-                + scratch[3, 2, 2] * E[i, 2, 2]
-            )
-            a00 = E[i, 0, 0] * t00 + E[i, 1, 0] * t10 + E[i, 2, 0] * t20
-            a01 = E[i, 0, 0] * t01 + E[i, 1, 0] * t11 + E[i, 2, 0] * t21
-            a02 = E[i, 0, 0] * t02 + E[i, 1, 0] * t12 + E[i, 2, 0] * t22
-            a10 = E[i, 0, 1] * t00 + E[i, 1, 1] * t10 + E[i, 2, 1] * t20
-            a11 = E[i, 0, 1] * t01 + E[i, 1, 1] * t11 + E[i, 2, 1] * t21
-            a12 = E[i, 0, 1] * t02 + E[i, 1, 1] * t12 + E[i, 2, 1] * t22
-            a20 = E[i, 0, 2] * t00 + E[i, 1, 2] * t10 + E[i, 2, 2] * t20
-            a21 = E[i, 0, 2] * t01 + E[i, 1, 2] * t11 + E[i, 2, 2] * t21
-            a22 = E[i, 0, 2] * t02 + E[i, 1, 2] * t12 + E[i, 2, 2] * t22
-            t00 = (
-                scratch[3, 0, 3] * E[i, 0, 0]
-                + scratch[3, 0, 4] * E[i, 1, 0]
-                + scratch[3, 0, 5] * E[i, 2, 0]
-            )
-            t01 = (
-                scratch[3, 0, 3] * E[i, 0, 1]
-                + scratch[3, 0, 4] * E[i, 1, 1]
-                + scratch[3, 0, 5] * E[i, 2, 1]
-            )
-            t02 = (
-                scratch[3, 0, 3] * E[i, 0, 2]
-                + scratch[3, 0, 4] * E[i, 1, 2]
-                + scratch[3, 0, 5] * E[i, 2, 2]
-            )
-            t10 = (
-                scratch[3, 1, 3] * E[i, 0, 0]
-                + scratch[3, 1, 4] * E[i, 1, 0]
-                + scratch[3, 1, 5] * E[i, 2, 0]
-            )
-            t11 = (
-                scratch[3, 1, 3] * E[i, 0, 1]
-                + scratch[3, 1, 4] * E[i, 1, 1]
-                + scratch[3, 1, 5] * E[i, 2, 1]
-            )
-            t12 = (
-                scratch[3, 1, 3] * E[i, 0, 2]
-                + scratch[3, 1, 4] * E[i, 1, 2]
-                + scratch[3, 1, 5] * E[i, 2, 2]
-            )
-            t20 = (
-                scratch[3, 2, 3] * E[i, 0, 0]
-                + scratch[3, 2, 4] * E[i, 1, 0]
-                + scratch[3, 2, 5] * E[i, 2, 0]
-            )
-            t21 = (
-                scratch[3, 2, 3] * E[i, 0, 1]
-                + scratch[3, 2, 4] * E[i, 1, 1]
-                + scratch[3, 2, 5] * E[i, 2, 1]
-            )
-            t22 = (
-                scratch[3, 2, 3] * E[i, 0, 2]
-                + scratch[3, 2, 4] * E[i, 1, 2]
-                + scratch[3, 2, 5] * E[i, 2, 2]
-            )
-            b00 = E[i, 0, 0] * t00 + E[i, 1, 0] * t10 + E[i, 2, 0] * t20
-            b01 = E[i, 0, 0] * t01 + E[i, 1, 0] * t11 + E[i, 2, 0] * t21
-            b02 = E[i, 0, 0] * t02 + E[i, 1, 0] * t12 + E[i, 2, 0] * t22
-            b10 = E[i, 0, 1] * t00 + E[i, 1, 1] * t10 + E[i, 2, 1] * t20
-            b11 = E[i, 0, 1] * t01 + E[i, 1, 1] * t11 + E[i, 2, 1] * t21
-            b12 = E[i, 0, 1] * t02 + E[i, 1, 1] * t12 + E[i, 2, 1] * t22
-            b20 = E[i, 0, 2] * t00 + E[i, 1, 2] * t10 + E[i, 2, 2] * t20
-            b21 = E[i, 0, 2] * t01 + E[i, 1, 2] * t11 + E[i, 2, 2] * t21
-            b22 = E[i, 0, 2] * t02 + E[i, 1, 2] * t12 + E[i, 2, 2] * t22
-            t00 = (
-                scratch[3, 3, 3] * E[i, 0, 0]
-                + scratch[3, 3, 4] * E[i, 1, 0]
-                + scratch[3, 3, 5] * E[i, 2, 0]
-            )
-            t01 = (
-                scratch[3, 3, 3] * E[i, 0, 1]
-                + scratch[3, 3, 4] * E[i, 1, 1]
-                + scratch[3, 3, 5] * E[i, 2, 1]
-            )
-            t02 = (
-                scratch[3, 3, 3] * E[i, 0, 2]
-                + scratch[3, 3, 4] * E[i, 1, 2]
-                + scratch[3, 3, 5] * E[i, 2, 2]
-            )
-            t10 = (
-                scratch[3, 4, 3] * E[i, 0, 0]
-                + scratch[3, 4, 4] * E[i, 1, 0]
-                + scratch[3, 4, 5] * E[i, 2, 0]
-            )
-            t11 = (
-                scratch[3, 4, 3] * E[i, 0, 1]
-                + scratch[3, 4, 4] * E[i, 1, 1]
-                + scratch[3, 4, 5] * E[i, 2, 1]
-            )
-            t12 = (
-                scratch[3, 4, 3] * E[i, 0, 2]
-                + scratch[3, 4, 4] * E[i, 1, 2]
-                + scratch[3, 4, 5] * E[i, 2, 2]
-            )
-            t20 = (
-                scratch[3, 5, 3] * E[i, 0, 0]
-                + scratch[3, 5, 4] * E[i, 1, 0]
-                + scratch[3, 5, 5] * E[i, 2, 0]
-            )
-            t21 = (
-                scratch[3, 5, 3] * E[i, 0, 1]
-                + scratch[3, 5, 4] * E[i, 1, 1]
-                + scratch[3, 5, 5] * E[i, 2, 1]
-            )
-            t22 = (
-                scratch[3, 5, 3] * E[i, 0, 2]
-                + scratch[3, 5, 4] * E[i, 1, 2]
-                + scratch[3, 5, 5] * E[i, 2, 2]
-            )
-            d00 = E[i, 0, 0] * t00 + E[i, 1, 0] * t10 + E[i, 2, 0] * t20
-            d01 = E[i, 0, 0] * t01 + E[i, 1, 0] * t11 + E[i, 2, 0] * t21
-            d02 = E[i, 0, 0] * t02 + E[i, 1, 0] * t12 + E[i, 2, 0] * t22
-            d10 = E[i, 0, 1] * t00 + E[i, 1, 1] * t10 + E[i, 2, 1] * t20
-            d11 = E[i, 0, 1] * t01 + E[i, 1, 1] * t11 + E[i, 2, 1] * t21
-            d12 = E[i, 0, 1] * t02 + E[i, 1, 1] * t12 + E[i, 2, 1] * t22
-            d20 = E[i, 0, 2] * t00 + E[i, 1, 2] * t10 + E[i, 2, 2] * t20
-            d21 = E[i, 0, 2] * t01 + E[i, 1, 2] * t11 + E[i, 2, 2] * t21
-            d22 = E[i, 0, 2] * t02 + E[i, 1, 2] * t12 + E[i, 2, 2] * t22
-            x, y, z = r[i, 0], r[i, 1], r[i, 2]
-            # B = A'12 + r^ A'22 (column j: b_j + r x d_j)
-            B00 = b00 + (y * d20 - z * d10)
-            B10 = b10 + (z * d00 - x * d20)
-            B20 = b20 + (x * d10 - y * d00)
-            B01 = b01 + (y * d21 - z * d11)
-            B11 = b11 + (z * d01 - x * d21)
-            B21 = b21 + (x * d11 - y * d01)
-            B02 = b02 + (y * d22 - z * d12)
-            B12 = b12 + (z * d02 - x * d22)
-            B22 = b22 + (x * d12 - y * d02)
-            # C = A'11 + r^ A'21, A'21 = A'12^T (column j of A'21 is row j of A'12)
-            C00 = a00 + (y * b02 - z * b01)
-            C10 = a10 + (z * b00 - x * b02)
-            C20 = a20 + (x * b01 - y * b00)
-            C01 = a01 + (y * b12 - z * b11)
-            C11 = a11 + (z * b10 - x * b12)
-            C21 = a21 + (x * b11 - y * b10)
-            C02 = a02 + (y * b22 - z * b21)
-            C12 = a12 + (z * b20 - x * b22)
-            C22 = a22 + (x * b21 - y * b20)
-            # 11 = C - B r^ ; row i of B r^ = (Bi1 z - Bi2 y, Bi2 x - Bi0 z, Bi0 y - Bi1 x)
-            o00 = C00 - (B01 * z - B02 * y)
-            o01 = C01 - (B02 * x - B00 * z)
-            o02 = C02 - (B00 * y - B01 * x)
-            o10 = C10 - (B11 * z - B12 * y)
-            o11 = C11 - (B12 * x - B10 * z)
-            o12 = C12 - (B10 * y - B11 * x)
-            o20 = C20 - (B21 * z - B22 * y)
-            o21 = C21 - (B22 * x - B20 * z)
-            o22 = C22 - (B20 * y - B21 * x)
-            w = 1.0  # accumulate
-            IA[p, 0, 0] = w * IA[p, 0, 0] + o00
-            IA[p, 0, 1] = w * IA[p, 0, 1] + o01
-            IA[p, 0, 2] = w * IA[p, 0, 2] + o02
-            IA[p, 1, 0] = w * IA[p, 1, 0] + o10
-            IA[p, 1, 1] = w * IA[p, 1, 1] + o11
-            IA[p, 1, 2] = w * IA[p, 1, 2] + o12
-            IA[p, 2, 0] = w * IA[p, 2, 0] + o20
-            IA[p, 2, 1] = w * IA[p, 2, 1] + o21
-            IA[p, 2, 2] = w * IA[p, 2, 2] + o22
-            IA[p, 0, 3] = w * IA[p, 0, 3] + B00
-            IA[p, 0, 4] = w * IA[p, 0, 4] + B01
-            IA[p, 0, 5] = w * IA[p, 0, 5] + B02
-            IA[p, 1, 3] = w * IA[p, 1, 3] + B10
-            IA[p, 1, 4] = w * IA[p, 1, 4] + B11
-            IA[p, 1, 5] = w * IA[p, 1, 5] + B12
-            IA[p, 2, 3] = w * IA[p, 2, 3] + B20
-            IA[p, 2, 4] = w * IA[p, 2, 4] + B21
-            IA[p, 2, 5] = w * IA[p, 2, 5] + B22
-            IA[p, 3, 0] = w * IA[p, 3, 0] + B00
-            IA[p, 4, 0] = w * IA[p, 4, 0] + B01
-            IA[p, 5, 0] = w * IA[p, 5, 0] + B02
-            IA[p, 3, 1] = w * IA[p, 3, 1] + B10
-            IA[p, 4, 1] = w * IA[p, 4, 1] + B11
-            IA[p, 5, 1] = w * IA[p, 5, 1] + B12
-            IA[p, 3, 2] = w * IA[p, 3, 2] + B20
-            IA[p, 4, 2] = w * IA[p, 4, 2] + B21
-            IA[p, 5, 2] = w * IA[p, 5, 2] + B22
-            IA[p, 3, 3] = w * IA[p, 3, 3] + d00
-            IA[p, 3, 4] = w * IA[p, 3, 4] + d01
-            IA[p, 3, 5] = w * IA[p, 3, 5] + d02
-            IA[p, 4, 3] = w * IA[p, 4, 3] + d10
-            IA[p, 4, 4] = w * IA[p, 4, 4] + d11
-            IA[p, 4, 5] = w * IA[p, 4, 5] + d12
-            IA[p, 5, 3] = w * IA[p, 5, 3] + d20
-            IA[p, 5, 4] = w * IA[p, 5, 4] + d21
-            IA[p, 5, 5] = w * IA[p, 5, 5] + d22
+            j = 3  # the congruence below reads the work matrix Ia = scratch[3]
+            src = scratch
+        p = parent[i]
+        # IA_p += Xup^T A Xup, A = IA_i (1 DoF) or Ia (spatial.congruence_T_sym, accumulate)
+        (
+            o00,
+            o01,
+            o02,
+            o10,
+            o11,
+            o12,
+            o20,
+            o21,
+            o22,
+            B00,
+            B01,
+            B02,
+            B10,
+            B11,
+            B12,
+            B20,
+            B21,
+            B22,
+            d00,
+            d01,
+            d02,
+            d10,
+            d11,
+            d12,
+            d20,
+            d21,
+            d22,
+        ) = congruence_T_scalars(
+            src[j, 0, 0],
+            src[j, 0, 1],
+            src[j, 0, 2],
+            src[j, 0, 3],
+            src[j, 0, 4],
+            src[j, 0, 5],
+            src[j, 1, 0],
+            src[j, 1, 1],
+            src[j, 1, 2],
+            src[j, 1, 3],
+            src[j, 1, 4],
+            src[j, 1, 5],
+            src[j, 2, 0],
+            src[j, 2, 1],
+            src[j, 2, 2],
+            src[j, 2, 3],
+            src[j, 2, 4],
+            src[j, 2, 5],
+            src[j, 3, 3],
+            src[j, 3, 4],
+            src[j, 3, 5],
+            src[j, 4, 3],
+            src[j, 4, 4],
+            src[j, 4, 5],
+            src[j, 5, 3],
+            src[j, 5, 4],
+            src[j, 5, 5],
+            E[i, 0, 0],
+            E[i, 0, 1],
+            E[i, 0, 2],
+            E[i, 1, 0],
+            E[i, 1, 1],
+            E[i, 1, 2],
+            E[i, 2, 0],
+            E[i, 2, 1],
+            E[i, 2, 2],
+            r[i, 0],
+            r[i, 1],
+            r[i, 2],
+        )
+        IA[p, 0, 0] = IA[p, 0, 0] + o00
+        IA[p, 0, 1] = IA[p, 0, 1] + o01
+        IA[p, 0, 2] = IA[p, 0, 2] + o02
+        IA[p, 1, 0] = IA[p, 1, 0] + o10
+        IA[p, 1, 1] = IA[p, 1, 1] + o11
+        IA[p, 1, 2] = IA[p, 1, 2] + o12
+        IA[p, 2, 0] = IA[p, 2, 0] + o20
+        IA[p, 2, 1] = IA[p, 2, 1] + o21
+        IA[p, 2, 2] = IA[p, 2, 2] + o22
+        IA[p, 0, 3] = IA[p, 0, 3] + B00
+        IA[p, 0, 4] = IA[p, 0, 4] + B01
+        IA[p, 0, 5] = IA[p, 0, 5] + B02
+        IA[p, 1, 3] = IA[p, 1, 3] + B10
+        IA[p, 1, 4] = IA[p, 1, 4] + B11
+        IA[p, 1, 5] = IA[p, 1, 5] + B12
+        IA[p, 2, 3] = IA[p, 2, 3] + B20
+        IA[p, 2, 4] = IA[p, 2, 4] + B21
+        IA[p, 2, 5] = IA[p, 2, 5] + B22
+        IA[p, 3, 0] = IA[p, 3, 0] + B00
+        IA[p, 4, 0] = IA[p, 4, 0] + B01
+        IA[p, 5, 0] = IA[p, 5, 0] + B02
+        IA[p, 3, 1] = IA[p, 3, 1] + B10
+        IA[p, 4, 1] = IA[p, 4, 1] + B11
+        IA[p, 5, 1] = IA[p, 5, 1] + B12
+        IA[p, 3, 2] = IA[p, 3, 2] + B20
+        IA[p, 4, 2] = IA[p, 4, 2] + B21
+        IA[p, 5, 2] = IA[p, 5, 2] + B22
+        IA[p, 3, 3] = IA[p, 3, 3] + d00
+        IA[p, 3, 4] = IA[p, 3, 4] + d01
+        IA[p, 3, 5] = IA[p, 3, 5] + d02
+        IA[p, 4, 3] = IA[p, 4, 3] + d10
+        IA[p, 4, 4] = IA[p, 4, 4] + d11
+        IA[p, 4, 5] = IA[p, 4, 5] + d12
+        IA[p, 5, 3] = IA[p, 5, 3] + d20
+        IA[p, 5, 4] = IA[p, 5, 4] + d21
+        IA[p, 5, 5] = IA[p, 5, 5] + d22
+        if n == 1:  # Xup^T Ia Xup = Xup^T IA Xup - g (Xup^T U)(Xup^T U)^T
+            g = Dinv[i, 0, 0]
+            x0, x1, x2, x3, x4, x5 = xform_force_T_scalars(  # Xup^T U
+                E[i, 0, 0], E[i, 0, 1], E[i, 0, 2], E[i, 1, 0], E[i, 1, 1], E[i, 1, 2],
+                E[i, 2, 0], E[i, 2, 1], E[i, 2, 2], r[i, 0], r[i, 1], r[i, 2],
+                U[i, 0, 0], U[i, 1, 0], U[i, 2, 0], U[i, 3, 0], U[i, 4, 0], U[i, 5, 0],
+            )  # fmt: skip
+            for a in range(6):
+                ga = g * _pick6(a, x0, x1, x2, x3, x4, x5)
+                IA[p, a, 0] -= ga * x0
+                IA[p, a, 1] -= ga * x1
+                IA[p, a, 2] -= ga * x2
+                IA[p, a, 3] -= ga * x3
+                IA[p, a, 4] -= ga * x4
+                IA[p, a, 5] -= ga * x5
     # read last (no effect): the arrays then all live to this one return
     return parent.shape[0] + inertia.shape[0] + pivots.shape[0] + armature.shape[0] > 0
 
@@ -805,18 +559,17 @@ def aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, 
                     a, _pick6(a, f0, f1, f2, f3, f4, f5) + s, f0, f1, f2, f3, f4, f5
                 )
         # pA_p += Xup^T pa (xform_force_T)
-        n0 = E[i, 0, 0] * f0 + E[i, 1, 0] * f1 + E[i, 2, 0] * f2
-        n1 = E[i, 0, 1] * f0 + E[i, 1, 1] * f1 + E[i, 2, 1] * f2
-        n2 = E[i, 0, 2] * f0 + E[i, 1, 2] * f1 + E[i, 2, 2] * f2
-        g0 = E[i, 0, 0] * f3 + E[i, 1, 0] * f4 + E[i, 2, 0] * f5
-        g1 = E[i, 0, 1] * f3 + E[i, 1, 1] * f4 + E[i, 2, 1] * f5
-        g2 = E[i, 0, 2] * f3 + E[i, 1, 2] * f4 + E[i, 2, 2] * f5
-        pA[p, 0] += n0 + r[i, 1] * g2 - r[i, 2] * g1
-        pA[p, 1] += n1 + r[i, 2] * g0 - r[i, 0] * g2
-        pA[p, 2] += n2 + r[i, 0] * g1 - r[i, 1] * g0
-        pA[p, 3] += g0
-        pA[p, 4] += g1
-        pA[p, 5] += g2
+        x0, x1, x2, x3, x4, x5 = xform_force_T_scalars(
+            E[i, 0, 0], E[i, 0, 1], E[i, 0, 2], E[i, 1, 0], E[i, 1, 1], E[i, 1, 2],
+            E[i, 2, 0], E[i, 2, 1], E[i, 2, 2], r[i, 0], r[i, 1], r[i, 2],
+            f0, f1, f2, f3, f4, f5,
+        )  # fmt: skip
+        pA[p, 0] += x0
+        pA[p, 1] += x1
+        pA[p, 2] += x2
+        pA[p, 3] += x3
+        pA[p, 4] += x4
+        pA[p, 5] += x5
     # read last (no effect): the arrays then all live to this one return
     return parent.shape[0] + vi.shape[0] + tau.shape[0] + u.shape[0] > 0
 
@@ -1101,17 +854,24 @@ def impulse_response_kernel(
     Node forces f_a (world-aligned node frames) become body forces X_a^T f_a; then the two
     articulated sweeps run with zero velocity, zero gravity and zero joint force, reusing the
     factorisation (IA, U, Dinv) of the current configuration.
+
+    Written with scalar indices like :func:`aba_accel_kernel` (``spatial.mat6T_vec``
+    spelled out, ``xform_force_T`` and ``xform_motion`` on scalars, the same operations in the
+    same order; the work vectors in scalars or in the entries of ``dv`` and ``acc`` that are
+    written again later), one return: no array view and no work array, so numba's
+    reference-count pruning removes every incref and decref.
     """
     nb = parent.shape[0]
     for i in range(nb):
         for c in range(6):
             pA[i, c] = 0.0
-    tmp = np.empty(6)
     for a in range(node_body.shape[0]):
-        mat6T_vec(node_X[a], node_f[a], tmp)
         k = node_body[a]
-        for c in range(6):
-            pA[k, c] -= tmp[c]  # an applied force enters the bias force with a minus sign
+        for c in range(6):  # (X_a^T f_a)_c (mat6T_vec)
+            s = 0.0
+            for j in range(6):
+                s += node_X[a, j, c] * node_f[a, j]
+            pA[k, c] -= s  # an applied force enters the bias force with a minus sign
     for i in range(nb - 1, -1, -1):
         n = nvj[i]
         for k in range(n):
@@ -1122,41 +882,70 @@ def impulse_response_kernel(
         p = parent[i]
         if p < 0:
             continue
-        for c in range(6):
+        o = vi[i]
+        for k in range(n):  # Dinv u, in dv (written again below)
+            g = 0.0
+            for m in range(n):
+                g += Dinv[i, k, m] * u[i, m]
+            dv[o + k] = g
+        for c in range(6):  # pA + U Dinv u, in acc[i] (written again below)
             s = pA[i, c]
             for k in range(n):
-                g = 0.0
-                for m in range(n):
-                    g += Dinv[i, k, m] * u[i, m]
-                s += U[i, c, k] * g
-            tmp[c] = s
-        xform_force_T(E[i], r[i], tmp, acc[i])
-        for c in range(6):
-            pA[p, c] += acc[i, c]
-    w = np.empty(6)
+                s += U[i, c, k] * dv[o + k]
+            acc[i, c] = s
+        f0, f1, f2 = acc[i, 0], acc[i, 1], acc[i, 2]
+        f3, f4, f5 = acc[i, 3], acc[i, 4], acc[i, 5]
+        x0, x1, x2, x3, x4, x5 = xform_force_T_scalars(
+            E[i, 0, 0], E[i, 0, 1], E[i, 0, 2], E[i, 1, 0], E[i, 1, 1], E[i, 1, 2],
+            E[i, 2, 0], E[i, 2, 1], E[i, 2, 2], r[i, 0], r[i, 1], r[i, 2],
+            f0, f1, f2, f3, f4, f5,
+        )  # fmt: skip
+        acc[i, 0], acc[i, 1], acc[i, 2] = x0, x1, x2
+        acc[i, 3], acc[i, 4], acc[i, 5] = x3, x4, x5
+        pA[p, 0] += x0
+        pA[p, 1] += x1
+        pA[p, 2] += x2
+        pA[p, 3] += x3
+        pA[p, 4] += x4
+        pA[p, 5] += x5
     for i in range(nb):
         p = parent[i]
         if p >= 0:
-            xform_motion(E[i], r[i], acc[p], tmp)
+            m0, m1, m2, m3, m4, m5 = xform_motion_scalars(
+                E[i, 0, 0], E[i, 0, 1], E[i, 0, 2], E[i, 1, 0], E[i, 1, 1], E[i, 1, 2],
+                E[i, 2, 0], E[i, 2, 1], E[i, 2, 2], r[i, 0], r[i, 1], r[i, 2],
+                acc[p, 0], acc[p, 1], acc[p, 2], acc[p, 3], acc[p, 4], acc[p, 5],
+            )  # fmt: skip
         else:
-            for c in range(6):
-                tmp[c] = 0.0
+            m0 = m1 = m2 = m3 = m4 = m5 = 0.0
         n = nvj[i]
-        for k in range(n):
+        o = vi[i]
+        for k in range(n):  # u - U^T a, in acc[i] (written again below)
             s = u[i, k]
-            for c in range(6):
-                s -= U[i, c, k] * tmp[c]
-            w[k] = s
+            s -= U[i, 0, k] * m0
+            s -= U[i, 1, k] * m1
+            s -= U[i, 2, k] * m2
+            s -= U[i, 3, k] * m3
+            s -= U[i, 4, k] * m4
+            s -= U[i, 5, k] * m5
+            acc[i, k] = s
         for k in range(n):
             s = 0.0
             for m in range(n):
-                s += Dinv[i, k, m] * w[m]
-            dv[vi[i] + k] = s
-        for c in range(6):
-            s = tmp[c]
-            for k in range(n):
-                s += S[i, c, k] * dv[vi[i] + k]
-            acc[i, c] = s
+                s += Dinv[i, k, m] * acc[i, m]
+            dv[o + k] = s
+        for k in range(n):  # a = Xup a_p + S dv
+            x = dv[o + k]
+            m0 += S[i, 0, k] * x
+            m1 += S[i, 1, k] * x
+            m2 += S[i, 2, k] * x
+            m3 += S[i, 3, k] * x
+            m4 += S[i, 4, k] * x
+            m5 += S[i, 5, k] * x
+        acc[i, 0], acc[i, 1], acc[i, 2] = m0, m1, m2
+        acc[i, 3], acc[i, 4], acc[i, 5] = m3, m4, m5
+    # read last (no effect): the arrays then all live to this one return
+    return nb + vi.shape[0] + node_body.shape[0] + pA.shape[0] + u.shape[0] + dv.shape[0] > 0
 
 
 def impulse_response(model, data, node_body, node_X, node_f, out=None) -> np.ndarray:

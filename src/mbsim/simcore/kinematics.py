@@ -17,7 +17,14 @@ import numpy as np
 from numba import njit
 
 from mbsim.simcore.joints import ANGULAR_V_OFFSET, FREE, PRISMATIC, REVOLUTE, SPHERICAL
-from mbsim.simcore.spatial import cross_motion, plucker, quat_to_rotation, xform_motion
+from mbsim.simcore.spatial import (
+    cross_motion_scalars,
+    plucker,
+    quat_rotation,
+    quat_to_rotation,
+    xform_motion,
+    xform_motion_scalars,
+)
 
 
 @njit(cache=True, inline="always")
@@ -90,6 +97,18 @@ def world_pose(i, p, E, r, R_world, p_world):
             )
 
 
+@njit(cache=True, forceinline=True)
+def pose_row(a0, a1, a2, pa, e00, e01, e02, e10, e11, e12, e20, e21, e22, r0, r1, r2):
+    """Row (a0 a1 a2) of a parent's R_world and entry pa of its p_world to row a of the
+    child's (R_p E^T, p_p + R_p r: :func:`world_pose` with the child's E and r as scalars)."""
+    return (
+        a0 * e00 + a1 * e01 + a2 * e02,
+        a0 * e10 + a1 * e11 + a2 * e12,
+        a0 * e20 + a1 * e21 + a2 * e22,
+        pa + a0 * r0 + a1 * r1 + a2 * r2,
+    )
+
+
 @njit(cache=True)
 def forward_kinematics_kernel(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world, vel, cbias
@@ -99,15 +118,18 @@ def forward_kinematics_kernel(
     Xup = X_J X_T = X(E_J E_T, r_T + E_T^T r_J). For a revolute joint E_J = R(k, q)^T, so each
     column x of E_T is rotated by -q about the axis k with Rodrigues' formula
     R^T x = c x - s (k x x) + (1 - c) (k . x) k, without forming E_J.
+
+    Written with scalar indices (:func:`prismatic_transform`, :func:`spherical_transform`,
+    :func:`free_joint_transform`, :func:`world_pose`, ``spatial.xform_motion`` and
+    ``cross_motion`` spelled out or called on scalars, the same operations in the same
+    order; R_J, the joint velocity and the body velocity in scalars): no array view, no work
+    array and one return, so numba's reference-count pruning removes every incref and decref.
     """
     nb = parent.shape[0]
-    EJ = np.empty((3, 3))
-    vJ = np.empty(6)
-    tmp = np.empty(6)
     for i in range(nb):
         jt = jtype[i]
-        k0, k1, k2 = axis[i, 0], axis[i, 1], axis[i, 2]
         if jt == REVOLUTE:
+            k0, k1, k2 = axis[i, 0], axis[i, 1], axis[i, 2]
             c = np.cos(q[qi[i]])
             s = np.sin(q[qi[i]])
             t = 1.0 - c
@@ -119,35 +141,89 @@ def forward_kinematics_kernel(
                 E[i, 2, b] = c * x2 - s * (k0 * x1 - k1 * x0) + kx * k2
             for a in range(3):
                 r[i, a] = tree_r[i, a]
-        elif jt == PRISMATIC:
-            prismatic_transform(i, q[qi[i]], k0, k1, k2, tree_E, tree_r, E, r)
-        elif jt == SPHERICAL:
-            spherical_transform(i, qi[i], q, tree_E, tree_r, EJ, E, r)
-        else:
-            free_joint_transform(i, qi[i], q, tree_E, tree_r, EJ, E, r, S)
+        elif jt == PRISMATIC:  # prismatic_transform
+            k0, k1, k2 = axis[i, 0], axis[i, 1], axis[i, 2]
+            d = q[qi[i]]
+            for a in range(3):
+                for b in range(3):
+                    E[i, a, b] = tree_E[i, a, b]
+                r[i, a] = tree_r[i, a] + d * (
+                    tree_E[i, 0, a] * k0 + tree_E[i, 1, a] * k1 + tree_E[i, 2, a] * k2
+                )
+        else:  # spherical_transform, free_joint_transform: E = R_J^T E_T
+            o = qi[i]
+            qo = o if jt == SPHERICAL else o + 3
+            j00, j01, j02, j10, j11, j12, j20, j21, j22 = quat_rotation(
+                q[qo], q[qo + 1], q[qo + 2], q[qo + 3]
+            )
+            for b in range(3):
+                x0, x1, x2 = tree_E[i, 0, b], tree_E[i, 1, b], tree_E[i, 2, b]
+                E[i, 0, b] = j00 * x0 + j10 * x1 + j20 * x2
+                E[i, 1, b] = j01 * x0 + j11 * x1 + j21 * x2
+                E[i, 2, b] = j02 * x0 + j12 * x1 + j22 * x2
+            if jt == SPHERICAL:
+                for a in range(3):
+                    r[i, a] = tree_r[i, a]
+            else:  # r = r_T + E_T^T p; S's linear block R_J^T
+                for a in range(3):
+                    r[i, a] = tree_r[i, a] + (
+                        tree_E[i, 0, a] * q[o]
+                        + tree_E[i, 1, a] * q[o + 1]
+                        + tree_E[i, 2, a] * q[o + 2]
+                    )
+                S[i, 3, 0], S[i, 3, 1], S[i, 3, 2] = j00, j10, j20
+                S[i, 4, 0], S[i, 4, 1], S[i, 4, 2] = j01, j11, j21
+                S[i, 5, 0], S[i, 5, 1], S[i, 5, 2] = j02, j12, j22
+        e00, e01, e02 = E[i, 0, 0], E[i, 0, 1], E[i, 0, 2]
+        e10, e11, e12 = E[i, 1, 0], E[i, 1, 1], E[i, 1, 2]
+        e20, e21, e22 = E[i, 2, 0], E[i, 2, 1], E[i, 2, 2]
+        r0, r1, r2 = r[i, 0], r[i, 1], r[i, 2]
         p = parent[i]
-        world_pose(i, p, E, r, R_world, p_world)
+        if p < 0:  # world_pose
+            R_world[i, 0, 0], R_world[i, 0, 1], R_world[i, 0, 2] = e00, e10, e20
+            R_world[i, 1, 0], R_world[i, 1, 1], R_world[i, 1, 2] = e01, e11, e21
+            R_world[i, 2, 0], R_world[i, 2, 1], R_world[i, 2, 2] = e02, e12, e22
+            p_world[i, 0], p_world[i, 1], p_world[i, 2] = r0, r1, r2
+        else:
+            for a in range(3):
+                R_world[i, a, 0], R_world[i, a, 1], R_world[i, a, 2], p_world[i, a] = pose_row(
+                    R_world[p, a, 0], R_world[p, a, 1], R_world[p, a, 2], p_world[p, a],
+                    e00, e01, e02, e10, e11, e12, e20, e21, e22, r0, r1, r2,
+                )  # fmt: skip
+        # vJ = S v_i
         n = nvj[i]
         o = vi[i]
-        for a in range(6):
-            acc = 0.0
-            for kk in range(n):
-                acc += S[i, a, kk] * v[o + kk]
-            vJ[a] = acc
-        if p >= 0:
-            xform_motion(E[i], r[i], vel[p], tmp)
-            for a in range(6):
-                vel[i, a] = tmp[a] + vJ[a]
+        j0 = j1 = j2 = j3 = j4 = j5 = 0.0
+        for kk in range(n):
+            x = v[o + kk]
+            j0 += S[i, 0, kk] * x
+            j1 += S[i, 1, kk] * x
+            j2 += S[i, 2, kk] * x
+            j3 += S[i, 3, kk] * x
+            j4 += S[i, 4, kk] * x
+            j5 += S[i, 5, kk] * x
+        if p >= 0:  # vel_i = Xup vel_p + vJ
+            m0, m1, m2, m3, m4, m5 = xform_motion_scalars(
+                e00, e01, e02, e10, e11, e12, e20, e21, e22, r0, r1, r2,
+                vel[p, 0], vel[p, 1], vel[p, 2], vel[p, 3], vel[p, 4], vel[p, 5],
+            )  # fmt: skip
+            v0, v1, v2, v3, v4, v5 = m0 + j0, m1 + j1, m2 + j2, m3 + j3, m4 + j4, m5 + j5
         else:
-            for a in range(6):
-                vel[i, a] = vJ[a]
-        cross_motion(vel[i], vJ, cbias[i])
+            v0, v1, v2, v3, v4, v5 = j0, j1, j2, j3, j4, j5
+        vel[i, 0], vel[i, 1], vel[i, 2] = v0, v1, v2
+        vel[i, 3], vel[i, 4], vel[i, 5] = v3, v4, v5
+        c0, c1, c2, c3, c4, c5 = cross_motion_scalars(
+            v0, v1, v2, v3, v4, v5, j0, j1, j2, j3, j4, j5
+        )
         if jt == FREE:
             # S-dot v = [0; -w x (R_J^T p-dot)] for the world-frame linear velocity convention
-            w0, w1, w2 = vJ[0], vJ[1], vJ[2]
-            cbias[i, 3] -= w1 * vJ[5] - w2 * vJ[4]
-            cbias[i, 4] -= w2 * vJ[3] - w0 * vJ[5]
-            cbias[i, 5] -= w0 * vJ[4] - w1 * vJ[3]
+            c3 -= j1 * j5 - j2 * j4
+            c4 -= j2 * j3 - j0 * j5
+            c5 -= j0 * j4 - j1 * j3
+        cbias[i, 0], cbias[i, 1], cbias[i, 2] = c0, c1, c2
+        cbias[i, 3], cbias[i, 4], cbias[i, 5] = c3, c4, c5
+    # read last (no effect): the arrays then all live to this one return
+    return nb + jtype.shape[0] + qi.shape[0] + vi.shape[0] + q.shape[0] + v.shape[0] > 0
 
 
 # fdlibm: pi/2 = _PIO2_1 + _PIO2_2 + _PIO2_2T (33 + 33 + 53 bits, __ieee754_rem_pio2) and the
@@ -234,12 +310,12 @@ def forward_poses_kernel(parent, jtype, qi, S, tree_E, tree_r, axis, q, E, r, R_
                 p_world[i, 0], p_world[i, 1], p_world[i, 2] = r0, r1, r2
             else:
                 for a in range(3):
-                    a0, a1, a2 = R_world[p, a, 0], R_world[p, a, 1], R_world[p, a, 2]
-                    pa = p_world[p, a]
-                    R_world[i, a, 0] = a0 * e00 + a1 * e01 + a2 * e02
-                    R_world[i, a, 1] = a0 * e10 + a1 * e11 + a2 * e12
-                    R_world[i, a, 2] = a0 * e20 + a1 * e21 + a2 * e22
-                    p_world[i, a] = pa + a0 * r0 + a1 * r1 + a2 * r2
+                    R_world[i, a, 0], R_world[i, a, 1], R_world[i, a, 2], p_world[i, a] = (
+                        pose_row(
+                            R_world[p, a, 0], R_world[p, a, 1], R_world[p, a, 2], p_world[p, a],
+                            e00, e01, e02, e10, e11, e12, e20, e21, e22, r0, r1, r2,
+                        )
+                    )  # fmt: skip
             continue
         if jt == PRISMATIC:
             prismatic_transform(

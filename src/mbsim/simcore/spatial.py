@@ -75,33 +75,55 @@ def rotation_about_axis(axis, angle, out):
     out[2, 2] = t * z * z + c
 
 
+@njit(cache=True, forceinline=True, error_model="numpy")
+def quat_rotation(qw, qx, qy, qz):
+    """The rotation matrix of the quaternion (qw, qx, qy, qz), normalised first, as 9 scalars
+    (row-major)."""
+    n = np.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+    w, x, y, z = qw / n, qx / n, qy / n, qz / n
+    return (
+        1 - 2 * (y * y + z * z),
+        2 * (x * y - z * w),
+        2 * (x * z + y * w),
+        2 * (x * y + z * w),
+        1 - 2 * (x * x + z * z),
+        2 * (y * z - x * w),
+        2 * (x * z - y * w),
+        2 * (y * z + x * w),
+        1 - 2 * (x * x + y * y),
+    )
+
+
 @njit(cache=True, forceinline=True)
 def quat_to_rotation(qw, qx, qy, qz, out):
     """out = rotation matrix of the quaternion (qw, qx, qy, qz), normalised first."""
-    n = np.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
-    w, x, y, z = qw / n, qx / n, qy / n, qz / n
-    out[0, 0] = 1 - 2 * (y * y + z * z)
-    out[0, 1] = 2 * (x * y - z * w)
-    out[0, 2] = 2 * (x * z + y * w)
-    out[1, 0] = 2 * (x * y + z * w)
-    out[1, 1] = 1 - 2 * (x * x + z * z)
-    out[1, 2] = 2 * (y * z - x * w)
-    out[2, 0] = 2 * (x * z - y * w)
-    out[2, 1] = 2 * (y * z + x * w)
-    out[2, 2] = 1 - 2 * (x * x + y * y)
+    (
+        out[0, 0], out[0, 1], out[0, 2],
+        out[1, 0], out[1, 1], out[1, 2],
+        out[2, 0], out[2, 1], out[2, 2],
+    ) = quat_rotation(qw, qx, qy, qz)  # fmt: skip
+
+
+@njit(cache=True, forceinline=True)
+def cross_motion_scalars(w0, w1, w2, u0, u1, u2, m0, m1, m2, m3, m4, m5):
+    """v x m for spatial motion vectors v = [w; u] and m, as 6 scalars
+    (v x m = [w x mw; w x mv + u x mw])."""
+    return (
+        w1 * m2 - w2 * m1,
+        w2 * m0 - w0 * m2,
+        w0 * m1 - w1 * m0,
+        w1 * m5 - w2 * m4 + u1 * m2 - u2 * m1,
+        w2 * m3 - w0 * m5 + u2 * m0 - u0 * m2,
+        w0 * m4 - w1 * m3 + u0 * m1 - u1 * m0,
+    )
 
 
 @njit(cache=True, forceinline=True)
 def cross_motion(v, m, out):
-    """out = v x m for spatial motion vectors (v x m = [w x mw; w x mv + vv x mw])."""
-    w0, w1, w2 = v[0], v[1], v[2]
-    u0, u1, u2 = v[3], v[4], v[5]
-    out[0] = w1 * m[2] - w2 * m[1]
-    out[1] = w2 * m[0] - w0 * m[2]
-    out[2] = w0 * m[1] - w1 * m[0]
-    out[3] = w1 * m[5] - w2 * m[4] + u1 * m[2] - u2 * m[1]
-    out[4] = w2 * m[3] - w0 * m[5] + u2 * m[0] - u0 * m[2]
-    out[5] = w0 * m[4] - w1 * m[3] + u0 * m[1] - u1 * m[0]
+    """out = v x m for spatial motion vectors (:func:`cross_motion_scalars`)."""
+    out[0], out[1], out[2], out[3], out[4], out[5] = cross_motion_scalars(
+        v[0], v[1], v[2], v[3], v[4], v[5], m[0], m[1], m[2], m[3], m[4], m[5]
+    )
 
 
 @njit(cache=True, forceinline=True)
@@ -204,74 +226,127 @@ def plucker_np(E: np.ndarray, r: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, forceinline=True)
-def xform_motion(E, r, m, out):
-    """out = X(E, r) m for a motion vector: w' = E w, v' = E (v - r x w)."""
-    w0, w1, w2 = m[0], m[1], m[2]
-    t0 = m[3] - (r[1] * w2 - r[2] * w1)
-    t1 = m[4] - (r[2] * w0 - r[0] * w2)
-    t2 = m[5] - (r[0] * w1 - r[1] * w0)
-    for a in range(3):
-        out[a] = E[a, 0] * w0 + E[a, 1] * w1 + E[a, 2] * w2
-        out[a + 3] = E[a, 0] * t0 + E[a, 1] * t1 + E[a, 2] * t2
-
-
-@njit(cache=True, forceinline=True)
-def xform_force_T(E, r, f, out):
-    """out = X(E, r)^T f: a force in B coordinates expressed in A coordinates,
-    f' = E^T f, n' = E^T n + r x f'."""
-    n0 = E[0, 0] * f[0] + E[1, 0] * f[1] + E[2, 0] * f[2]
-    n1 = E[0, 1] * f[0] + E[1, 1] * f[1] + E[2, 1] * f[2]
-    n2 = E[0, 2] * f[0] + E[1, 2] * f[1] + E[2, 2] * f[2]
-    g0 = E[0, 0] * f[3] + E[1, 0] * f[4] + E[2, 0] * f[5]
-    g1 = E[0, 1] * f[3] + E[1, 1] * f[4] + E[2, 1] * f[5]
-    g2 = E[0, 2] * f[3] + E[1, 2] * f[4] + E[2, 2] * f[5]
-    out[0] = n0 + r[1] * g2 - r[2] * g1
-    out[1] = n1 + r[2] * g0 - r[0] * g2
-    out[2] = n2 + r[0] * g1 - r[1] * g0
-    out[3] = g0
-    out[4] = g1
-    out[5] = g2
-
-
-@njit(cache=True, forceinline=True)
-def _rotate_block(A, i0, j0, E):
-    """The 9 entries (row-major) of E^T A[i0:i0+3, j0:j0+3] E, as scalars (no temporaries)."""
-    t00 = A[i0, j0] * E[0, 0] + A[i0, j0 + 1] * E[1, 0] + A[i0, j0 + 2] * E[2, 0]
-    t01 = A[i0, j0] * E[0, 1] + A[i0, j0 + 1] * E[1, 1] + A[i0, j0 + 2] * E[2, 1]
-    t02 = A[i0, j0] * E[0, 2] + A[i0, j0 + 1] * E[1, 2] + A[i0, j0 + 2] * E[2, 2]
-    t10 = A[i0 + 1, j0] * E[0, 0] + A[i0 + 1, j0 + 1] * E[1, 0] + A[i0 + 1, j0 + 2] * E[2, 0]
-    t11 = A[i0 + 1, j0] * E[0, 1] + A[i0 + 1, j0 + 1] * E[1, 1] + A[i0 + 1, j0 + 2] * E[2, 1]
-    t12 = A[i0 + 1, j0] * E[0, 2] + A[i0 + 1, j0 + 1] * E[1, 2] + A[i0 + 1, j0 + 2] * E[2, 2]
-    t20 = A[i0 + 2, j0] * E[0, 0] + A[i0 + 2, j0 + 1] * E[1, 0] + A[i0 + 2, j0 + 2] * E[2, 0]
-    t21 = A[i0 + 2, j0] * E[0, 1] + A[i0 + 2, j0 + 1] * E[1, 1] + A[i0 + 2, j0 + 2] * E[2, 1]
-    t22 = A[i0 + 2, j0] * E[0, 2] + A[i0 + 2, j0 + 1] * E[1, 2] + A[i0 + 2, j0 + 2] * E[2, 2]
+def xform_motion_scalars(
+    e00, e01, e02, e10, e11, e12, e20, e21, e22, r0, r1, r2, w0, w1, w2, m3, m4, m5
+):  # fmt: skip
+    """X(E, r) m for a motion vector m = [w; m3 m4 m5] (E row-major), as 6 scalars:
+    w' = E w, v' = E (v - r x w)."""
+    t0 = m3 - (r1 * w2 - r2 * w1)
+    t1 = m4 - (r2 * w0 - r0 * w2)
+    t2 = m5 - (r0 * w1 - r1 * w0)
     return (
-        E[0, 0] * t00 + E[1, 0] * t10 + E[2, 0] * t20,
-        E[0, 0] * t01 + E[1, 0] * t11 + E[2, 0] * t21,
-        E[0, 0] * t02 + E[1, 0] * t12 + E[2, 0] * t22,
-        E[0, 1] * t00 + E[1, 1] * t10 + E[2, 1] * t20,
-        E[0, 1] * t01 + E[1, 1] * t11 + E[2, 1] * t21,
-        E[0, 1] * t02 + E[1, 1] * t12 + E[2, 1] * t22,
-        E[0, 2] * t00 + E[1, 2] * t10 + E[2, 2] * t20,
-        E[0, 2] * t01 + E[1, 2] * t11 + E[2, 2] * t21,
-        E[0, 2] * t02 + E[1, 2] * t12 + E[2, 2] * t22,
+        e00 * w0 + e01 * w1 + e02 * w2,
+        e10 * w0 + e11 * w1 + e12 * w2,
+        e20 * w0 + e21 * w1 + e22 * w2,
+        e00 * t0 + e01 * t1 + e02 * t2,
+        e10 * t0 + e11 * t1 + e12 * t2,
+        e20 * t0 + e21 * t1 + e22 * t2,
     )
 
 
 @njit(cache=True, forceinline=True)
-def congruence_T_sym(E, r, A, out, accumulate):
-    """out (+)= X^T A X for symmetric 6x6 A and X = X(E, r), exploiting X's structure.
+def xform_motion(E, r, m, out):
+    """out = X(E, r) m for a motion vector (:func:`xform_motion_scalars`)."""
+    out[0], out[1], out[2], out[3], out[4], out[5] = xform_motion_scalars(
+        E[0, 0], E[0, 1], E[0, 2], E[1, 0], E[1, 1], E[1, 2], E[2, 0], E[2, 1], E[2, 2],
+        r[0], r[1], r[2], m[0], m[1], m[2], m[3], m[4], m[5],
+    )  # fmt: skip
+
+
+@njit(cache=True, forceinline=True)
+def xform_force_T_scalars(
+    e00, e01, e02, e10, e11, e12, e20, e21, e22, r0, r1, r2, f0, f1, f2, f3, f4, f5
+):  # fmt: skip
+    """X(E, r)^T f for a force f = [n; f] (E row-major), as 6 scalars: f' = E^T f,
+    n' = E^T n + r x f'."""
+    n0 = e00 * f0 + e10 * f1 + e20 * f2
+    n1 = e01 * f0 + e11 * f1 + e21 * f2
+    n2 = e02 * f0 + e12 * f1 + e22 * f2
+    g0 = e00 * f3 + e10 * f4 + e20 * f5
+    g1 = e01 * f3 + e11 * f4 + e21 * f5
+    g2 = e02 * f3 + e12 * f4 + e22 * f5
+    return n0 + r1 * g2 - r2 * g1, n1 + r2 * g0 - r0 * g2, n2 + r0 * g1 - r1 * g0, g0, g1, g2
+
+
+@njit(cache=True, forceinline=True)
+def xform_force_T(E, r, f, out):
+    """out = X(E, r)^T f: a force in B coordinates expressed in A coordinates
+    (:func:`xform_force_T_scalars`)."""
+    out[0], out[1], out[2], out[3], out[4], out[5] = xform_force_T_scalars(
+        E[0, 0], E[0, 1], E[0, 2], E[1, 0], E[1, 1], E[1, 2], E[2, 0], E[2, 1], E[2, 2],
+        r[0], r[1], r[2], f[0], f[1], f[2], f[3], f[4], f[5],
+    )  # fmt: skip
+
+
+@njit(cache=True, forceinline=True)
+def congruence_T_scalars(
+    a00, a01, a02, a03, a04, a05, a10, a11, a12, a13, a14, a15, a20, a21, a22, a23, a24, a25,
+    a33, a34, a35, a43, a44, a45, a53, a54, a55,
+    e00, e01, e02, e10, e11, e12, e20, e21, e22, x, y, z,
+):  # fmt: skip
+    """The blocks 11, 12 and 22 (27 scalars, each row-major) of X^T A X for a symmetric 6x6 A
+    (given by its rows 0-2 and its 22 block, row-major) and X = X(E, r) (E row-major, r = x y z).
 
     X = blockdiag(E, E) T with T = [[1, 0], [-r^, 1]], so X^T A X = T^T A' T with
     A' = blockdiag(E, E)^T A blockdiag(E, E); then, with blocks A'11, A'12, A'22 and
     B = A'12 + r^ A'22:  11 = A'11 + r^ A'21 - B r^,  12 = B,  22 = A'22.
-    About 250 multiply-adds instead of 432 for the dense product, all in registers.
-    """
-    zero, three = np.int64(0), np.int64(3)  # not literals: one compile of _rotate_block
-    a00, a01, a02, a10, a11, a12, a20, a21, a22 = _rotate_block(A, zero, zero, E)
-    b00, b01, b02, b10, b11, b12, b20, b21, b22 = _rotate_block(A, zero, three, E)  # A'12
-    d00, d01, d02, d10, d11, d12, d20, d21, d22 = _rotate_block(A, three, three, E)  # A'22
-    x, y, z = r[0], r[1], r[2]
+    About 250 multiply-adds instead of 432 for the dense product, all in registers. Scalars
+    in and out: a kernel that calls it keeps no array reference counts for it."""
+    # A'11, A'12, A'22 = E^T A_bb E
+    t00 = a00 * e00 + a01 * e10 + a02 * e20
+    t01 = a00 * e01 + a01 * e11 + a02 * e21
+    t02 = a00 * e02 + a01 * e12 + a02 * e22
+    t10 = a10 * e00 + a11 * e10 + a12 * e20
+    t11 = a10 * e01 + a11 * e11 + a12 * e21
+    t12 = a10 * e02 + a11 * e12 + a12 * e22
+    t20 = a20 * e00 + a21 * e10 + a22 * e20
+    t21 = a20 * e01 + a21 * e11 + a22 * e21
+    t22 = a20 * e02 + a21 * e12 + a22 * e22
+    p00 = e00 * t00 + e10 * t10 + e20 * t20
+    p01 = e00 * t01 + e10 * t11 + e20 * t21
+    p02 = e00 * t02 + e10 * t12 + e20 * t22
+    p10 = e01 * t00 + e11 * t10 + e21 * t20
+    p11 = e01 * t01 + e11 * t11 + e21 * t21
+    p12 = e01 * t02 + e11 * t12 + e21 * t22
+    p20 = e02 * t00 + e12 * t10 + e22 * t20
+    p21 = e02 * t01 + e12 * t11 + e22 * t21
+    p22 = e02 * t02 + e12 * t12 + e22 * t22
+    t00 = a03 * e00 + a04 * e10 + a05 * e20
+    t01 = a03 * e01 + a04 * e11 + a05 * e21
+    t02 = a03 * e02 + a04 * e12 + a05 * e22
+    t10 = a13 * e00 + a14 * e10 + a15 * e20
+    t11 = a13 * e01 + a14 * e11 + a15 * e21
+    t12 = a13 * e02 + a14 * e12 + a15 * e22
+    t20 = a23 * e00 + a24 * e10 + a25 * e20
+    t21 = a23 * e01 + a24 * e11 + a25 * e21
+    t22 = a23 * e02 + a24 * e12 + a25 * e22
+    b00 = e00 * t00 + e10 * t10 + e20 * t20
+    b01 = e00 * t01 + e10 * t11 + e20 * t21
+    b02 = e00 * t02 + e10 * t12 + e20 * t22
+    b10 = e01 * t00 + e11 * t10 + e21 * t20
+    b11 = e01 * t01 + e11 * t11 + e21 * t21
+    b12 = e01 * t02 + e11 * t12 + e21 * t22
+    b20 = e02 * t00 + e12 * t10 + e22 * t20
+    b21 = e02 * t01 + e12 * t11 + e22 * t21
+    b22 = e02 * t02 + e12 * t12 + e22 * t22
+    t00 = a33 * e00 + a34 * e10 + a35 * e20
+    t01 = a33 * e01 + a34 * e11 + a35 * e21
+    t02 = a33 * e02 + a34 * e12 + a35 * e22
+    t10 = a43 * e00 + a44 * e10 + a45 * e20
+    t11 = a43 * e01 + a44 * e11 + a45 * e21
+    t12 = a43 * e02 + a44 * e12 + a45 * e22
+    t20 = a53 * e00 + a54 * e10 + a55 * e20
+    t21 = a53 * e01 + a54 * e11 + a55 * e21
+    t22 = a53 * e02 + a54 * e12 + a55 * e22
+    d00 = e00 * t00 + e10 * t10 + e20 * t20
+    d01 = e00 * t01 + e10 * t11 + e20 * t21
+    d02 = e00 * t02 + e10 * t12 + e20 * t22
+    d10 = e01 * t00 + e11 * t10 + e21 * t20
+    d11 = e01 * t01 + e11 * t11 + e21 * t21
+    d12 = e01 * t02 + e11 * t12 + e21 * t22
+    d20 = e02 * t00 + e12 * t10 + e22 * t20
+    d21 = e02 * t01 + e12 * t11 + e22 * t21
+    d22 = e02 * t02 + e12 * t12 + e22 * t22
     # B = A'12 + r^ A'22 (column j: b_j + r x d_j)
     B00 = b00 + (y * d20 - z * d10)
     B10 = b10 + (z * d00 - x * d20)
@@ -283,25 +358,46 @@ def congruence_T_sym(E, r, A, out, accumulate):
     B12 = b12 + (z * d02 - x * d22)
     B22 = b22 + (x * d12 - y * d02)
     # C = A'11 + r^ A'21, A'21 = A'12^T (column j of A'21 is row j of A'12)
-    C00 = a00 + (y * b02 - z * b01)
-    C10 = a10 + (z * b00 - x * b02)
-    C20 = a20 + (x * b01 - y * b00)
-    C01 = a01 + (y * b12 - z * b11)
-    C11 = a11 + (z * b10 - x * b12)
-    C21 = a21 + (x * b11 - y * b10)
-    C02 = a02 + (y * b22 - z * b21)
-    C12 = a12 + (z * b20 - x * b22)
-    C22 = a22 + (x * b21 - y * b20)
+    C00 = p00 + (y * b02 - z * b01)
+    C10 = p10 + (z * b00 - x * b02)
+    C20 = p20 + (x * b01 - y * b00)
+    C01 = p01 + (y * b12 - z * b11)
+    C11 = p11 + (z * b10 - x * b12)
+    C21 = p21 + (x * b11 - y * b10)
+    C02 = p02 + (y * b22 - z * b21)
+    C12 = p12 + (z * b20 - x * b22)
+    C22 = p22 + (x * b21 - y * b20)
     # 11 = C - B r^ ; row i of B r^ = (Bi1 z - Bi2 y, Bi2 x - Bi0 z, Bi0 y - Bi1 x)
-    o00 = C00 - (B01 * z - B02 * y)
-    o01 = C01 - (B02 * x - B00 * z)
-    o02 = C02 - (B00 * y - B01 * x)
-    o10 = C10 - (B11 * z - B12 * y)
-    o11 = C11 - (B12 * x - B10 * z)
-    o12 = C12 - (B10 * y - B11 * x)
-    o20 = C20 - (B21 * z - B22 * y)
-    o21 = C21 - (B22 * x - B20 * z)
-    o22 = C22 - (B20 * y - B21 * x)
+    return (
+        C00 - (B01 * z - B02 * y),
+        C01 - (B02 * x - B00 * z),
+        C02 - (B00 * y - B01 * x),
+        C10 - (B11 * z - B12 * y),
+        C11 - (B12 * x - B10 * z),
+        C12 - (B10 * y - B11 * x),
+        C20 - (B21 * z - B22 * y),
+        C21 - (B22 * x - B20 * z),
+        C22 - (B20 * y - B21 * x),
+        B00, B01, B02, B10, B11, B12, B20, B21, B22,
+        d00, d01, d02, d10, d11, d12, d20, d21, d22,
+    )  # fmt: skip
+
+
+@njit(cache=True, forceinline=True)
+def congruence_T_sym(E, r, A, out, accumulate):
+    """out (+)= X^T A X for symmetric 6x6 A and X = X(E, r) (:func:`congruence_T_scalars`)."""
+    (
+        o00, o01, o02, o10, o11, o12, o20, o21, o22,
+        B00, B01, B02, B10, B11, B12, B20, B21, B22,
+        d00, d01, d02, d10, d11, d12, d20, d21, d22,
+    ) = congruence_T_scalars(
+        A[0, 0], A[0, 1], A[0, 2], A[0, 3], A[0, 4], A[0, 5],
+        A[1, 0], A[1, 1], A[1, 2], A[1, 3], A[1, 4], A[1, 5],
+        A[2, 0], A[2, 1], A[2, 2], A[2, 3], A[2, 4], A[2, 5],
+        A[3, 3], A[3, 4], A[3, 5], A[4, 3], A[4, 4], A[4, 5], A[5, 3], A[5, 4], A[5, 5],
+        E[0, 0], E[0, 1], E[0, 2], E[1, 0], E[1, 1], E[1, 2], E[2, 0], E[2, 1], E[2, 2],
+        r[0], r[1], r[2],
+    )  # fmt: skip
     w = 1.0 if accumulate else 0.0
     out[0, 0] = w * out[0, 0] + o00
     out[0, 1] = w * out[0, 1] + o01
