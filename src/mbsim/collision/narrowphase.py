@@ -157,10 +157,11 @@ def _block(typingctx, a, start, count):
     return a.copy(layout="C")(a, start, count), _view_codegen(1)
 
 
-@njit(cache=True)
-def unpack(fpack, ipack, offs):
-    """The shape table's arrays (see :mod:`mbsim.collision.table`) from their packed form
-    (views; from Python, tests: :func:`unpack_unowned` is the kernels')."""
+@njit(inline="always")
+def _layout(offs):
+    """Where each array of the packed table starts (see :mod:`mbsim.collision.table`): the
+    counts ``offs[0:8]`` (n, nv, nf, nfv, ne, nd, nmv, nmt), then the starts in ``fpack`` of
+    sf, V, FN, FD, ED, MV, MB and in ``ipack`` of si, FP, FV, E, MT."""
     n, nv, nf, nfv, ne, nd, nmv, nmt = (
         offs[0],
         offs[1],
@@ -171,30 +172,37 @@ def unpack(fpack, ipack, offs):
         offs[6],
         offs[7],
     )
-    o = 0
-    sf = fpack[o : o + 15 * n].reshape((n, 15))
-    o += 15 * n
-    V = fpack[o : o + 3 * nv].reshape((nv, 3))
-    o += 3 * nv
-    FN_ = fpack[o : o + 3 * nf].reshape((nf, 3))
-    o += 3 * nf
-    FD_ = fpack[o : o + nf]
-    o += nf
-    ED = fpack[o : o + 3 * nd].reshape((nd, 3))
-    o += 3 * nd
-    MV = fpack[o : o + 3 * nmv].reshape((nmv, 3))
-    o += 3 * nmv
-    MB = fpack[o : o + 4 * nmt].reshape((nmt, 4))
-    o = 0
-    si = ipack[o : o + 14 * n].reshape((n, 14))
-    o += 14 * n
-    FP = ipack[o : o + 2 * nf].reshape((nf, 2))
-    o += 2 * nf
-    FV = ipack[o : o + nfv]
-    o += nfv
-    E = ipack[o : o + 2 * ne].reshape((ne, 2))
-    o += 2 * ne
-    MT = ipack[o : o + 3 * nmt].reshape((nmt, 3))
+    v0 = 15 * n
+    fn0 = v0 + 3 * nv
+    fd0 = fn0 + 3 * nf
+    ed0 = fd0 + nf
+    mv0 = ed0 + 3 * nd
+    mb0 = mv0 + 3 * nmv
+    fp0 = 14 * n
+    fv0 = fp0 + 2 * nf
+    e0 = fv0 + nfv
+    mt0 = e0 + 2 * ne
+    counts = (n, nv, nf, nfv, ne, nd, nmv, nmt)
+    return counts, (0, v0, fn0, fd0, ed0, mv0, mb0), (0, fp0, fv0, e0, mt0)
+
+
+@njit(cache=True)
+def unpack(fpack, ipack, offs):
+    """The shape table's arrays (see :mod:`mbsim.collision.table`) from their packed form
+    (views; from Python, tests: :func:`unpack_unowned` is the kernels')."""
+    (n, nv, nf, nfv, ne, nd, nmv, nmt), f, i = _layout(offs)
+    sf = fpack[f[0] : f[0] + 15 * n].reshape((n, 15))
+    V = fpack[f[1] : f[1] + 3 * nv].reshape((nv, 3))
+    FN_ = fpack[f[2] : f[2] + 3 * nf].reshape((nf, 3))
+    FD_ = fpack[f[3] : f[3] + nf]
+    ED = fpack[f[4] : f[4] + 3 * nd].reshape((nd, 3))
+    MV = fpack[f[5] : f[5] + 3 * nmv].reshape((nmv, 3))
+    MB = fpack[f[6] : f[6] + 4 * nmt].reshape((nmt, 4))
+    si = ipack[i[0] : i[0] + 14 * n].reshape((n, 14))
+    FP = ipack[i[1] : i[1] + 2 * nf].reshape((nf, 2))
+    FV = ipack[i[2] : i[2] + nfv]
+    E = ipack[i[3] : i[3] + 2 * ne].reshape((ne, 2))
+    MT = ipack[i[4] : i[4] + 3 * nmt].reshape((nmt, 3))
     return si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB
 
 
@@ -204,40 +212,19 @@ def unpack_unowned(fpack, ipack, offs):
     :func:`_block`; ~10 ns for all, against ~300 ns for reshapes and their reference
     counts), valid while the caller holds ``fpack`` and ``ipack``. Never return them to
     Python (they would not keep the table alive): call :func:`unpack` there."""
-    n, nv, nf, nfv, ne, nd, nmv, nmt = (
-        offs[0],
-        offs[1],
-        offs[2],
-        offs[3],
-        offs[4],
-        offs[5],
-        offs[6],
-        offs[7],
-    )
-    o = 0
-    sf = _rows(fpack, o, n, 15)
-    o += 15 * n
-    V = _rows(fpack, o, nv, 3)
-    o += 3 * nv
-    FN_ = _rows(fpack, o, nf, 3)
-    o += 3 * nf
-    FD_ = _block(fpack, o, nf)
-    o += nf
-    ED = _rows(fpack, o, nd, 3)
-    o += 3 * nd
-    MV = _rows(fpack, o, nmv, 3)
-    o += 3 * nmv
-    MB = _rows(fpack, o, nmt, 4)
-    o = 0
-    si = _rows(ipack, o, n, 14)
-    o += 14 * n
-    FP = _rows(ipack, o, nf, 2)
-    o += 2 * nf
-    FV = _block(ipack, o, nfv)
-    o += nfv
-    E = _rows(ipack, o, ne, 2)
-    o += 2 * ne
-    MT = _rows(ipack, o, nmt, 3)
+    (n, nv, nf, nfv, ne, nd, nmv, nmt), f, i = _layout(offs)
+    sf = _rows(fpack, f[0], n, 15)
+    V = _rows(fpack, f[1], nv, 3)
+    FN_ = _rows(fpack, f[2], nf, 3)
+    FD_ = _block(fpack, f[3], nf)
+    ED = _rows(fpack, f[4], nd, 3)
+    MV = _rows(fpack, f[5], nmv, 3)
+    MB = _rows(fpack, f[6], nmt, 4)
+    si = _rows(ipack, i[0], n, 14)
+    FP = _rows(ipack, i[1], nf, 2)
+    FV = _block(ipack, i[2], nfv)
+    E = _rows(ipack, i[3], ne, 2)
+    MT = _rows(ipack, i[4], nmt, 3)
     return si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB
 
 
