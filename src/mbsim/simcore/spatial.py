@@ -54,27 +54,6 @@ def plucker(E, r, out):
         out[i + 3, 2] = -(E[i, 0] * r[1] - E[i, 1] * r[0])
 
 
-@njit(cache=True, forceinline=True)
-def rotation_about_axis(axis, angle, out):
-    """out = Rodrigues rotation matrix R(axis, angle) (axis a unit 3-vector, angle in rad).
-
-    R rotates vectors of the child frame into the parent frame: R = I + sin(a) k^ + (1-cos a) k^2.
-    """
-    c = np.cos(angle)
-    s = np.sin(angle)
-    t = 1.0 - c
-    x, y, z = axis[0], axis[1], axis[2]
-    out[0, 0] = t * x * x + c
-    out[0, 1] = t * x * y - s * z
-    out[0, 2] = t * x * z + s * y
-    out[1, 0] = t * x * y + s * z
-    out[1, 1] = t * y * y + c
-    out[1, 2] = t * y * z - s * x
-    out[2, 0] = t * x * z - s * y
-    out[2, 1] = t * y * z + s * x
-    out[2, 2] = t * z * z + c
-
-
 @njit(cache=True, forceinline=True, error_model="numpy")
 def quat_rotation(qw, qx, qy, qz):
     """The rotation matrix of the quaternion (qw, qx, qy, qz), normalised first, as 9 scalars
