@@ -437,6 +437,10 @@ def stage_rows(stage, step, nc):
     )  # fmt: skip
 
 
+#: contact_fused.contact_signature(), made at the first ContactStage.link of the process
+_contact_sig = None
+
+
 class ContactStage:
     """The contact stage of one :class:`~mbsim.simcore.free_loop.FreeLoop`: the record
     :func:`free_run_kernel` takes (module docstring) and the state it carries between
@@ -517,9 +521,12 @@ class ContactStage:
         ContactFuser.step passes, which is that of :func:`fused_step`'s call, and put its
         address in ``ktab`` (native_call.py). Called before the loop's first call with this
         stage, after the compile-ahead helper is done (warmup.wait)."""
-        from mbsim.simcore.contact_fused import contact_signature
+        global _contact_sig
+        if _contact_sig is None:  # the same for any model and options: built once (~1 ms)
+            from mbsim.simcore.contact_fused import contact_signature
 
-        contact_step_kernel.compile(contact_signature())
+            _contact_sig = contact_signature()
+        contact_step_kernel.compile(_contact_sig)
         self.ktab = address_table(contact_step_kernel)
         self.linked = True
 
@@ -554,14 +561,16 @@ class ContactStage:
                 self.last_f[a, :n_last] = getattr(c, name)
         # each step adds at most 3 MAX_CONTACTS event rows and MAX_CONTACTS contact rows;
         # the kernel stops (BUFFERS) before a step they might not hold
+        # (np.empty: the kernel writes every element of a row it counts, and only counted
+        # rows are read; zeroing ~2 MB cost ~0.3 ms a run)
         ev_rows = max(6 * MAX_CONTACTS, min(n_max * 8, 1 << 15))
         if self._ev is None or self._ev[0].shape[0] < ev_rows:
-            self._ev = (np.zeros((ev_rows, 4), np.int64), np.zeros((ev_rows, 14)))
+            self._ev = (np.empty((ev_rows, 4), np.int64), np.empty((ev_rows, 14)))
         rc_rows = max(2 * MAX_CONTACTS, min((rows + 1) * 8, 1 << 14))
         if self._rc is None or self._rc[0].shape[0] < rc_rows:
-            self._rc = (np.zeros((rc_rows, 3), np.int64), np.zeros((rc_rows, 11)))
+            self._rc = (np.empty((rc_rows, 3), np.int64), np.empty((rc_rows, 11)))
         if self._cd is None or self._cd.shape[0] < max(rows, 1):
-            self._cd = np.zeros((max(rows, 1), 2))
+            self._cd = np.empty((max(rows, 1), 2))
         self.cst = np.array([n_act, n_last, 0, 0, 0], np.int64)
         # the warm start's store (ContactFuser.step's guess and remember), copied in
         store = getattr(sim.stepper.formulation, "warm", None)

@@ -846,28 +846,34 @@ class FreeLoop:
         stats[:] = 0.0
         stage = self._contact_stage()
         cl = None if stage is None else stage.arrays(s, summary, n_max, rows)
-        args = (
+        head = (
             *self._model_args, *self._data_args, *self._lim_args, *self._coll_args, *self._vl,
             self._best, self._dof, int(every), k0, *self._rec_args, bool(poses),
             self._rec_step, self._rec_q, self._rec_v, self._rec_e, self._rec_pose, q, v,
-            float(o.dt), float(o.max_speed), int(n_max), self._tau, self._q_new,
+            float(o.dt), float(o.max_speed),
+        )  # fmt: skip
+        tail = (
+            self._tau, self._q_new,
             self._v_new, *self._act_args, *signals, *self._act_data, self._rec_tau,
             self._rec_flags, self._saturated, self._limit_steps(st), *self._ls_arrays,
             float(o.stabilization), float(o.max_recovery_speed), float(o.impact_velocity),
             float(o.lcp_tol_rel), o.lcp_selection == "least_norm", active,
             len(s._limits_active), *self._ls_out, stats, LIMIT_IMPULSE_MIN, self._rec_lcp,
-            self._rec_solver, *self._ev, int(check_every), float(e_bound), self._e_now, cl,
+            self._rec_solver, *self._ev, int(check_every), float(e_bound), self._e_now,
         )  # fmt: skip
         if cl is not None and not stage.linked and self.contacts_met:
             # the loop calls the contact step by its address (contact_loop.fused_step): the
             # loop's kernel compiles first, while a helper may still be compiling the contact
-            # step (warmup.py), and the contact step's address is taken once that is done
-            free_run_kernel.compile(tuple(free_run_kernel.typeof_pyval(a) for a in args))
+            # step (warmup.py), and the contact step's address is taken once that is done.
+            # A call of no step (n_max = 0: it returns at once, touching nothing) compiles
+            # the kernel for these argument types if needed, or loads it: numba's own
+            # dispatch types the ~170 arguments in C (typeof_pyval of each, in Python, cost
+            # ~0.6 ms a run, the run loop's first contact)
+            free_run_kernel(*head, 0, *tail, cl)
             warmup.wait()
             stage.link()
             cl = stage.record()
-            args = (*args[:-1], cl)
-        n, why, nrec, nev = free_run_kernel(*args)
+        n, why, nrec, nev = free_run_kernel(*head, int(n_max), *tail, cl)
         self.why = int(why)
         #: the call stopped at the run's first contact, which the loop may take now with its
         #: contact stage: the run loop calls again at once (no step-by-step step between)
