@@ -68,10 +68,13 @@ ENERGY_BLOWUP = 100.0
 FREE_LOOP_WAIT = 8
 #: The most steps one call of the compiled loop takes (simcore/free_loop.py): the run loop
 #: asks for this many at first, ENERGY_CHECK_EVERY steps after a call that stopped early (a
-#: contact or a stop may come again soon) and twice as many after each call that took them
-#: all, up to this. The run loop polls ``should_stop`` and reports progress between calls.
+#: contact or a stop may come again soon, at another pace) and, after a call that took them
+#: all, this many again, or fewer when that call's pace says they would last longer than
+#: LOOP_CALL_SECONDS (doubling from ENERGY_CHECK_EVERY instead made panda-table's run 3
+#: calls longer). The run loop polls ``should_stop`` and reports progress between calls.
 #: Only speed (and how soon a stop request is seen) depends on it: each call costs ~0.15 ms
-#: of Python (the call, its records and events), as much as ~25 Panda steps.
+#: of Python (the call, its records and events; ~0.25 ms with the contact stage), as much
+#: as ~25 Panda steps.
 FREE_LOOP_CHUNK = 1600
 #: Wall time (s) one call of the compiled loop should last at most: the next call asks for
 #: fewer steps than above when the last one's took longer each (contact steps of a large
@@ -764,7 +767,7 @@ class Simulator:
                     chunk = min(chunk, ENERGY_CHECK_EVERY)
                     t0 = _time.perf_counter()
                     n = loop.advance(chunk, *args[1:])
-                budget = min(2 * budget, FREE_LOOP_CHUNK) if n == chunk else ENERGY_CHECK_EVERY
+                budget = FREE_LOOP_CHUNK if n == chunk else ENERGY_CHECK_EVERY
                 if n:
                     misses = 0
                     # a call lasts about LOOP_CALL_SECONDS at most at the steps' pace
