@@ -145,7 +145,8 @@ def encode(block: np.ndarray, chunk_rows: int, nonzero: bool = False) -> bytes:
     m = min(used, SAMPLE)
     constant = ()
     if m > 1:
-        repeats = np.count_nonzero(planes[:, 1:m] == planes[:, : m - 1], axis=1)
+        # (a bool array's sum: np.count_nonzero with an axis is that, behind ~5 us of Python)
+        repeats = (planes[:, 1:m] == planes[:, : m - 1]).sum(axis=1)
         deflate = (repeats >= RUN_FRACTION * (m - 1)).tolist()
         if pad and m == used:  # the whole plane was looked at: which planes are one byte
             constant = (repeats == m - 1).tolist()

@@ -404,15 +404,3 @@ def _vector(name: str, value: object, shape: tuple[int, ...]) -> np.ndarray:
             return arr.reshape(shape)
         raise ValueError(f"results column {name!r}: expected shape {shape}, got {arr.shape}")
     return arr
-
-
-def _column(name: str, value: object, dtype, shape: tuple[int, ...], n: int) -> np.ndarray:
-    """``value`` as an (n, *shape) array; scalars and single rows broadcast."""
-    arr = np.asarray(value, dtype=dtype)
-    try:
-        return np.array(np.broadcast_to(arr, (n, *shape)), dtype=dtype)
-    except ValueError:
-        raise ValueError(
-            f"results column {name!r}: expected shape ({n}, {', '.join(map(str, shape))}) "
-            f"or a broadcastable one, got {arr.shape}"
-        ) from None

@@ -66,7 +66,7 @@ from mbsim.io.results.schema import (
     _mib,
     _trajectory_cols,
 )
-from mbsim.io.results.table import Table, _column, _vector, put_attrs, set_scalar, set_text
+from mbsim.io.results.table import Table, _vector, put_attrs, set_scalar, set_text
 
 #: HDF5 metadata, the global heap and attribute updates need some room beyond the raw data.
 SPACE_MARGIN_BYTES = 1 << 20
@@ -428,11 +428,10 @@ class ResultsWriter:
             energy_before=energy_before,
             energy_after=energy_after,
         )
-        batch = {"kind": codes}
-        for c in self.events.cols:
-            if c.name != "kind":
-                batch[c.name] = _column(c.name, values[c.name], c.dtype, c.shape, n)
-        self.events.add_batch(batch, n)
+        values["kind"] = codes
+        # straight into the table's buffers (numpy's assignment broadcasts scalars and single
+        # rows and casts to the column's dtype, as _column's copy did before add_batch's)
+        self.events.add_block(values, {}, n)
         self._maybe_flush()
 
     def append_contacts(
@@ -471,10 +470,7 @@ class ResultsWriter:
         n = int(np.atleast_1d(np.asarray(body_a)).shape[0])
         if n == 0:
             return
-        batch = {
-            c.name: _column(c.name, values[c.name], c.dtype, c.shape, n) for c in self.contacts.cols
-        }
-        self.contacts.add_batch(batch, n)
+        self.contacts.add_block(values, {}, n)  # as append_events
         self._maybe_flush()
 
     def append_diagnostics(
@@ -575,7 +571,10 @@ class ResultsWriter:
             self._file.flush()
             for g in self._groups:
                 g.mark_sealed()
-            self._file.flush()
+            if not final or self._tails_made:
+                # the counters on disk before the tails change or go; at the end of a run
+                # that never made them, the flush below (after last_time) writes them
+                self._file.flush()
         if final:
             for g in self._groups:
                 g.delete_tail()
