@@ -49,6 +49,7 @@ from mbsim.collision.ground import cylinder_plane, ground_contacts
 from mbsim.collision.manifold import reduce_manifold
 from mbsim.collision.mesh_pairs import capsule_mesh, mesh_mesh, mesh_polytope
 from mbsim.collision.polytope import (
+    box_rows,
     convex_pair_in,
     pair_work_rows,
     shape_edges,
@@ -348,10 +349,14 @@ def pair_contacts(
     dB = _block(work, o + nfa, nfb)
     world_poly_into(ga, si, V, FN_, FD_, ED, Rw, pw, vA, nA, dA, edA)
     world_poly_into(gb, si, V, FN_, FD_, ED, Rw, pw, vB, nB, dB, edB)
+    boxes = ka == BOX and kb == BOX
+    if boxes:
+        box_rows(ga, 0, sf, Rw, pw, W)
+        box_rows(gb, 1, sf, Rw, pw, W)
     count = convex_pair_in(
         vA, nA, dA, shape_faces(ga, si, FP), shape_edges(ga, si, E), edA, sf[ga, RAD],
         vB, nB, dB, shape_faces(gb, si, FP), shape_edges(gb, si, E), edB, sf[gb, RAD],
-        FV, margin, buf, keys, W,
+        FV, margin, buf, keys, W, boxes,
     )  # fmt: skip
     # read last (no effect): ``work`` lives until the kernel is done with its views
     return count + 0 * work.shape[0]

@@ -51,7 +51,7 @@ from mbsim.collision.primitives import (
     dot3,
     segment_segment,
 )
-from mbsim.collision.table import D0, DN, E0, EN, F0, FN, V0, VN
+from mbsim.collision.table import D0, DN, E0, EN, F0, FN, HX, V0, VN
 
 #: Separations (m) closer than this are a tie in the SAT: float64 noise on sizes up to
 #: ~100 m is ~1e-14 m, so ties are real ties; 1e-9 m is far below anything physical.
@@ -68,7 +68,14 @@ ON_TOL = 1e-9
 #: calls never share one.
 (_AXIS, _U, _SIDE, _E, _N, _PA, _PB, _Q, _TMP, _C1, _C2, _P1, _P2, _LE, _LSIDE, _LTMP, _NEG,
  _CN, _CPA, _CPB, _D) = range(21)  # fmt: skip
-W_SMALL = 21
+#: rows 21-30 of W: two boxes' centres, axes (rows) and half extents for the SAT's bounds
+#: (:func:`box_rows`)
+_BX = 21
+W_SMALL = 31
+#: Relative bound (of the coordinates' size, m) on the difference between a separation taken
+#: over a box's world vertices and the same separation from its centre, axes and half extents:
+#: a few float64 roundings (~1e-16) of the same sums, so 1e-12 is ~10^3 times what it needs.
+BOX_SLACK = 1e-12
 
 
 @njit(cache=True)
@@ -138,9 +145,45 @@ def world_poly_into(g, si, V, FN_, FD_, ED_, Rw, pw, wv, wn, wd, wed):
 @njit(cache=True)
 def pair_work_rows(nva, nvb):
     """Rows of the work array ``W`` for a pair of cores with nva and nvb vertices: the small
-    vectors and three clipping polygons of at most 2 (nva + nvb + 2) points (a face has at
-    most its core's vertices; :func:`_clip`'s bound)."""
-    return W_SMALL + 6 * (nva + nvb + 2)
+    vectors, three clipping polygons of at most 2 (nva + nvb + 2) points (a face has at
+    most its core's vertices; :func:`_clip`'s bound) and the reference face's side planes."""
+    return W_SMALL + 6 * (nva + nvb + 2) + 2 * (nva + nvb)
+
+
+@njit(cache=True)
+def box_rows(g, slot, sf, Rw, pw, W):
+    """Box g's centre, axes (its world frame's columns) and half extents into W's rows
+    _BX + 5 slot .. + 4 (slot 0 = A, 1 = B), for :func:`sat`'s bounds."""
+    b = _BX + 5 * slot
+    for a in range(3):
+        W[b, a] = pw[g, a]
+        W[b + 4, a] = sf[g, HX + a]
+        for k in range(3):
+            W[b + 1 + k, a] = Rw[g, a, k]
+
+
+@njit(cache=True)
+def _box_bound(W, u, slot):
+    """(centre . u, half extent along u) of box ``slot``'s rows in W: its vertices' dot
+    products with u lie in centre . u -+ extent (exactly; up to rounding as computed)."""
+    b = _BX + 5 * slot
+    c = W[b, 0] * u[0] + W[b, 1] * u[1] + W[b, 2] * u[2]
+    r = 0.0
+    for k in range(3):
+        r += W[b + 4, k] * abs(W[b + 1 + k, 0] * u[0] + W[b + 1 + k, 1] * u[1]
+                               + W[b + 1 + k, 2] * u[2])  # fmt: skip
+    return c, r
+
+
+@njit(cache=True)
+def _box_size(W):
+    """1 + the coordinates' size of both boxes (m), for BOX_SLACK."""
+    z = 1.0
+    for slot in range(2):
+        b = _BX + 5 * slot
+        for a in range(3):
+            z += abs(W[b, a]) + W[b + 4, a]
+    return z
 
 
 @njit(cache=True)
@@ -175,17 +218,28 @@ def _max_dot(v, u):
 
 
 @njit(cache=True)
-def sat(vA, nA, dA, edA, vB, nB, dB, edB, limit, axis, faces, u):
+def sat(vA, nA, dA, edA, vB, nB, dB, edB, limit, axis, faces, u, boxes, W):
     """Largest core separation over the candidate axes (module docstring, step 1).
 
     Returns (s, type, i, j): type 1 = face i of B (axis = its normal), 0 = face i of A (axis =
     minus its normal), 2 = edge directions i of A and j of B. ``axis`` receives the unit
     normal from B to A. Stops early once s > limit. faces=False: edge pairs only. ``u``:
     scratch (3,).
+
+    boxes: both cores are boxes whose centres, axes and half extents are in W
+    (:func:`box_rows`). An axis's separation is then bounded from above in a few products
+    (centre and extents, plus ``BOX_SLACK`` for rounding) and not taken over the vertices
+    when that bound cannot beat the best by more than SAT_TOL: exactly the axes the vertex
+    loop would not have chosen, so the result is the same, bit for bit.
     """
     best = -np.inf
     typ, bi, bj = -1, -1, -1
+    slack = BOX_SLACK * _box_size(W) if boxes else 0.0
     for f in range(nB.shape[0] if faces else 0):
+        if boxes and typ >= 0:
+            c, r = _box_bound(W, nB[f], 0)
+            if c - r - dB[f] + slack <= best + SAT_TOL:
+                continue
         s = _min_dot(vA, nB[f]) - dB[f]
         if s > best + SAT_TOL or typ < 0:
             best, typ, bi = s, 1, f
@@ -193,6 +247,10 @@ def sat(vA, nA, dA, edA, vB, nB, dB, edB, limit, axis, faces, u):
             if best > limit:
                 return best, typ, bi, bj
     for f in range(nA.shape[0] if faces else 0):
+        if boxes and typ >= 0:
+            c, r = _box_bound(W, nA[f], 1)
+            if c - r - dA[f] + slack <= best + SAT_TOL:
+                continue
         s = _min_dot(vB, nA[f]) - dA[f]
         if s > best + SAT_TOL or typ < 0:
             best, typ, bi = s, 0, f
@@ -208,6 +266,11 @@ def sat(vA, nA, dA, edA, vB, nB, dB, edB, limit, axis, faces, u):
                 continue  # parallel edges: their plane normals are face axes already
             for a in range(3):
                 u[a] = u[a] / ln
+            if boxes and typ >= 0:
+                ca, ra = _box_bound(W, u, 0)
+                cb, rb = _box_bound(W, u, 1)
+                if abs(ca - cb) - ra - rb + slack <= best + SAT_TOL:
+                    continue
             s1 = _min_dot(vA, u) - _max_dot(vB, u)  # A on the +u side
             s2 = _min_dot(vB, u) - _max_dot(vA, u)  # A on the -u side
             s = max(s1, s2)
@@ -331,7 +394,7 @@ def clip_manifold(
     ref_is_b: True when R is B (normal = nR[fr]), False when R is A (normal = -nR[fr]).
     (:func:`_clip` with its own work array.)
     """
-    W = np.empty((W_SMALL + 3 * _clip_size(fpR, fr, vI, nI, fpI), 3))
+    W = np.empty((W_SMALL + 3 * _clip_size(fpR, fr, vI, nI, fpI) + 2 * fpR[fr, 1], 3))
     return _clip(ref_is_b, vR, nR, dR, fpR, fr, rR, vI, nI, fpI, rI, FV, margin, buf, keys,
                  count, W)  # fmt: skip
 
@@ -340,35 +403,42 @@ def clip_manifold(
 def _clip(
     ref_is_b, vR, nR, dR, fpR, fr, rR, vI, nI, fpI, rI, FV, margin, buf, keys, count, W
 ):  # fmt: skip
-    """:func:`clip_manifold` in the work array W (rows: W_SMALL + 3 x :func:`_clip_size`,
-    or a new one is made)."""
+    """:func:`clip_manifold` in the work array W (rows: W_SMALL + 3 x :func:`_clip_size` +
+    2 x the reference face's sides, or a new one is made). The side planes are computed
+    once, here, for the clipping and for :func:`_label` (which computed them again for
+    every point, by the same operations)."""
     nr = nR[fr]
     rstart, rcount = fpR[fr, 0], fpR[fr, 1]
     size = _clip_size(fpR, fr, vI, nI, fpI)
-    if W.shape[0] < W_SMALL + 3 * size:
-        W = np.empty((W_SMALL + 3 * size, 3))
+    if W.shape[0] < W_SMALL + 3 * size + 2 * rcount:
+        W = np.empty((W_SMALL + 3 * size + 2 * rcount, 3))
     poly = W[W_SMALL : W_SMALL + size]
     incident = W[W_SMALL + size : W_SMALL + 2 * size]
     out = W[W_SMALL + 2 * size : W_SMALL + 3 * size]
+    sides = W[W_SMALL + 3 * size : W_SMALL + 3 * size + rcount]
+    offs = W[W_SMALL + 3 * size + rcount : W_SMALL + 3 * size + 2 * rcount]
+    e = W[_E]
+    for s in range(rcount):
+        a = vR[FV[rstart + s]]
+        b = vR[FV[rstart + (s + 1) % rcount]]
+        for k in range(3):
+            e[k] = b[k] - a[k]
+        side = sides[s]
+        cross3(e, nr, side)
+        ln = np.sqrt(dot3(side, side))
+        for k in range(3):
+            side[k] = side[k] / ln
+        offs[s, 0] = dot3(side, a)
     m, fi = _incident(vI, nI, fpI, FV, nr, poly)
     m0 = m
     for k in range(m):
         for a in range(3):
             incident[k, a] = poly[k, a]
-    side = W[_SIDE]
-    e = W[_E]
     for s in range(rcount):
         if m == 0:
             break
-        a = vR[FV[rstart + s]]
-        b = vR[FV[rstart + (s + 1) % rcount]]
-        for k in range(3):
-            e[k] = b[k] - a[k]
-        cross3(e, nr, side)
-        ln = np.sqrt(dot3(side, side))
-        for k in range(3):
-            side[k] = side[k] / ln
-        off = dot3(side, a)
+        side = sides[s]
+        off = offs[s, 0]
         n_out = 0
         for k in range(m):
             cur = poly[k]
@@ -405,7 +475,7 @@ def _clip(
         gap = h - rR - rI
         if gap > margin:
             continue
-        sub = _label(q, incident, m0, vR, FV, rstart, rcount, nr, k, W)
+        sub = _label(q, incident, m0, rcount, sides, offs, k, W)
         if ref_is_b:  # I is A
             for a in range(3):
                 pa[a] = q[a] - rI * n[a]
@@ -421,7 +491,7 @@ def _clip(
 
 
 @njit(cache=True)
-def _label(q, incident, m0, vR, FV, rstart, rcount, nr, index, W):
+def _label(q, incident, m0, rcount, sides, offs, index, W):
     """Stable id of a clipped point: an incident vertex k -> k; on incident edge e and
     reference side s -> (1 << 18) + 512 e + s; at reference corner s -> (2 << 18) + s."""
     for k in range(m0):
@@ -429,28 +499,18 @@ def _label(q, incident, m0, vR, FV, rstart, rcount, nr, index, W):
             q[2] - incident[k, 2]
         ) ** 2 < ON_TOL * ON_TOL:
             return k
-    sides = 0
+    on = 0
     first = -1
-    e = W[_LE]
-    side = W[_LSIDE]
     for s in range(rcount):
-        a = vR[FV[rstart + s]]
-        b = vR[FV[rstart + (s + 1) % rcount]]
-        for k in range(3):
-            e[k] = b[k] - a[k]
-        cross3(e, nr, side)
-        ln = np.sqrt(dot3(side, side))
-        for k in range(3):
-            side[k] = side[k] / ln
-        if abs(dot3(side, q) - dot3(side, a)) < ON_TOL:
-            sides += 1
+        if abs(dot3(sides[s], q) - offs[s, 0]) < ON_TOL:
+            on += 1
             if first < 0:
                 first = s
             elif s == rcount - 1 and first == 0:
                 first = s  # the corner between the last and first sides
-    if sides >= 2:
+    if on >= 2:
         return (2 << 18) + first
-    if sides == 1:
+    if on == 1:
         tmp = W[_LTMP]
         for k in range(m0):
             closest_on_segment(q, incident[k], incident[(k + 1) % m0], tmp)
@@ -468,21 +528,24 @@ def convex_pair(
     array.)"""
     W = np.empty((pair_work_rows(vA.shape[0], vB.shape[0]), 3))
     return convex_pair_in(
-        vA, nA, dA, fpA, eA, edA, rA, vB, nB, dB, fpB, eB, edB, rB, FV, margin, buf, keys, W
+        vA, nA, dA, fpA, eA, edA, rA, vB, nB, dB, fpB, eB, edB, rB, FV, margin, buf, keys, W,
+        np.bool_(False),
     )  # fmt: skip
 
 
 @njit(cache=True)
 def convex_pair_in(
-    vA, nA, dA, fpA, eA, edA, rA, vB, nB, dB, fpB, eB, edB, rB, FV, margin, buf, keys, W
+    vA, nA, dA, fpA, eA, edA, rA, vB, nB, dB, fpB, eB, edB, rB, FV, margin, buf, keys, W, boxes
 ):  # fmt: skip
     """:func:`convex_pair` in the work array ``W`` (:func:`pair_work_rows` rows), with no
     allocation: every vector of the formulas below is a row of W, and the expressions once
-    written on arrays (``pa - rA * n``, ...) are the same operations element by element."""
+    written on arrays (``pa - rA * n``, ...) are the same operations element by element.
+    boxes: A and B are boxes, their rows in W (:func:`box_rows`; :func:`sat`'s bounds)."""
     axis = W[_AXIS]
     # np.bool_/np.int64 constants, not literals: one compile of each callee (see round_pair)
     s, typ, i, j = sat(
-        vA, nA, dA, edA, vB, nB, dB, edB, margin + rA + rB, axis, np.bool_(True), W[_U]
+        vA, nA, dA, edA, vB, nB, dB, edB, margin + rA + rB, axis, np.bool_(True), W[_U], boxes,
+        W,
     )  # fmt: skip
     if typ < 0 or s - rA - rB > margin:
         return 0
@@ -559,7 +622,7 @@ def convex_pair_in(
         # penetration on a face axis whose clipped incident feature fell outside the reference
         # face (a tie within SAT_TOL between a face and an edge pair): use the best edge pair
         s2, t2, i, j = sat(
-            vA, nA, dA, edA, vB, nB, dB, edB, np.inf, axis, np.bool_(False), W[_U]
+            vA, nA, dA, edA, vB, nB, dB, edB, np.inf, axis, np.bool_(False), W[_U], boxes, W
         )  # fmt: skip
         if t2 == 2:
             typ, s = 2, s2
