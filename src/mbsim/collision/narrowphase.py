@@ -58,7 +58,7 @@ from mbsim.collision.polytope import (
 )
 from mbsim.collision.prefilter import (
     above_halfspace,
-    boxes_apart,
+    boxes_apart_in,
     hulls_apart,
     outside_box,
     spheres_apart,
@@ -490,6 +490,8 @@ def _narrowphase(
     work_limit = int(params[2])
     n = si.shape[0]
     chosen = np.empty(max(cap, 1), dtype=np.int64)
+    box_work = np.empty(33)  # boxes_apart_in's, for every pair (a view without references)
+    bw = _unowned(box_work)
     nc = np.int64(0)  # not a literal 0: numba would compile _emit() for both types
     nfcl = 0
     for k in range(pairs.shape[0]):
@@ -505,7 +507,7 @@ def _narrowphase(
         if (
             si[i, KIND] != SPHERE
             and si[j, KIND] != SPHERE
-            and boxes_apart(i, j, sf, Rw, pw, margin)
+            and boxes_apart_in(i, j, sf, Rw, pw, margin, bw)
         ):
             continue
         if si[i, BODY] < 0 or (si[j, BODY] >= 0 and j < i):
@@ -542,7 +544,8 @@ def _narrowphase(
                 nc = _emit_one(g, gh, buf, keys, out_i, out_f, nc)
             elif count > 1:
                 nc = _emit(g, gh, buf, keys, count, cap, chosen, out_i, out_f, nc)
-    return nc, nfcl
+    # read last (no effect): box_work lives until its view's last use
+    return nc, nfcl + 0 * box_work.shape[0]
 
 
 @njit(cache=True)
