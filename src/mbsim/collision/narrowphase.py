@@ -58,6 +58,7 @@ from mbsim.collision.polytope import (
 )
 from mbsim.collision.prefilter import (
     above_halfspace,
+    boxes_apart,
     boxes_apart_in,
     hulls_apart,
     outside_box,
@@ -158,6 +159,23 @@ def _block(typingctx, a, start, count):
     if not _c1(a):
         return None
     return a.copy(layout="C")(a, start, count), _view_codegen(1)
+
+
+@intrinsic
+def _flat(typingctx, a, count):
+    """The first ``count`` elements of the C-contiguous array ``a`` (any rank) as a 1D view,
+    unchecked and without a reference to ``a``'s memory, as :func:`_rows`."""
+    if not (isinstance(a, types.Array) and a.layout == "C"):
+        return None
+    zero = types.intp
+    sig = types.Array(a.dtype, 1, "C")(a, count)
+
+    def codegen(context, builder, sig_, args):
+        start = context.get_constant(zero, 0)
+        inner = types.Array(a.dtype, 1, "C")(a, zero, count)
+        return _view_codegen(1)(context, builder, inner, [args[0], start, args[1]])
+
+    return sig, codegen
 
 
 @njit(inline="always")
@@ -490,8 +508,11 @@ def _narrowphase(
     work_limit = int(params[2])
     n = si.shape[0]
     chosen = np.empty(max(cap, 1), dtype=np.int64)
-    box_work = np.empty(33)  # boxes_apart_in's, for every pair (a view without references)
-    bw = _unowned(box_work)
+    # boxes_apart_in's work array: the pair buffer's first 33 floats (free while a pair is
+    # tested: its points are written after, and emitted before the next pair's test), so
+    # no allocation; every caller's buffer has 64 rows or more
+    big = buf.shape[0] * buf.shape[1] >= 33
+    bw = _flat(buf, 33 if big else 0)
     nc = np.int64(0)  # not a literal 0: numba would compile _emit() for both types
     nfcl = 0
     for k in range(pairs.shape[0]):
@@ -507,7 +528,11 @@ def _narrowphase(
         if (
             si[i, KIND] != SPHERE
             and si[j, KIND] != SPHERE
-            and boxes_apart_in(i, j, sf, Rw, pw, margin, bw)
+            and (
+                boxes_apart_in(i, j, sf, Rw, pw, margin, bw)
+                if big
+                else boxes_apart(i, j, sf, Rw, pw, margin)
+            )
         ):
             continue
         if si[i, BODY] < 0 or (si[j, BODY] >= 0 and j < i):
@@ -544,8 +569,7 @@ def _narrowphase(
                 nc = _emit_one(g, gh, buf, keys, out_i, out_f, nc)
             elif count > 1:
                 nc = _emit(g, gh, buf, keys, count, cap, chosen, out_i, out_f, nc)
-    # read last (no effect): box_work lives until its view's last use
-    return nc, nfcl + 0 * box_work.shape[0]
+    return nc, nfcl
 
 
 @njit(cache=True)
