@@ -47,7 +47,7 @@ from numba.np.arrayobj import make_array, populate_array
 
 from mbsim.collision.ground import cylinder_plane, ground_contacts
 from mbsim.collision.manifold import reduce_manifold
-from mbsim.collision.mesh_pairs import capsule_mesh, mesh_mesh, mesh_polytope
+from mbsim.collision.mesh_pairs import capsule_mesh, mesh_mesh, mesh_polytope_in
 from mbsim.collision.polytope import (
     box_rows,
     convex_pair_in,
@@ -402,18 +402,44 @@ def _mesh_pair(
     if ka == MESH and kb == MESH and si[ga, MTN] * si[gb, MTN] <= MESH_PAIR_FACTOR * work_limit:
         return mesh_mesh(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys)
     if ka == MESH and (kb == BOX or kb == CONVEX):
-        return mesh_polytope(
+        return _mesh_polytope(
             ga, gb, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit,
             buf, keys,
         )  # fmt: skip
     if kb == MESH and (ka == BOX or ka == CONVEX):
-        count = mesh_polytope(
+        count = _mesh_polytope(
             gb, ga, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit,
             buf, keys,
         )  # fmt: skip
         _flip(buf, keys, count)
         return count
     return -1
+
+
+@njit(cache=True)
+def _mesh_polytope(
+    gm, gp, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit, buf, keys
+):  # fmt: skip
+    """:func:`~mbsim.collision.mesh_pairs.mesh_polytope` with the polytope's world core and
+    the kernel's scratch rows in one allocation, as views without reference counts (five
+    allocations before; issue 15)."""
+    nv, nf, nd = si[gp, VN], si[gp, FN], si[gp, DN]
+    work = np.empty(3 * (nv + nf + nd + 8) + nf)
+    vP = _rows(work, 0, nv, 3)
+    o = 3 * nv
+    nP = _rows(work, o, nf, 3)
+    o += 3 * nf
+    edP = _rows(work, o, nd, 3)
+    o += 3 * nd
+    scratch = _rows(work, o, 8, 3)
+    dP = _block(work, o + 24, nf)
+    world_poly_into(gp, si, V, FN_, FD_, ED, Rw, pw, vP, nP, dP, edP)
+    count = mesh_polytope_in(
+        gm, gp, si, sf, FP, FV, E, MV, MT, MB, Rw, pw, margin, work_limit, buf, keys, vP, nP,
+        dP, edP, scratch,
+    )  # fmt: skip
+    # read last (no effect): ``work`` lives until the kernel is done with its views
+    return count + 0 * work.shape[0]
 
 
 @njit(cache=True)
