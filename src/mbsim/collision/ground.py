@@ -19,10 +19,27 @@ from numba import njit
 
 from mbsim.collision.manifold import K_CYL_RIM, K_GROUND, key_of, put
 from mbsim.collision.primitives import copy3, dot3
-from mbsim.collision.table import HLEN, RAD, V0, VN
+from mbsim.collision.table import BCX, BR, HLEN, RAD, V0, VN
 
 #: cos 45 deg: rim points on the cylinder's axes closer than this to the deepest are dropped.
 HALF_SQRT2 = 0.7071067811865476
+#: Relative bound (of the pose's and shape's coordinates, m) on the difference between a
+#: vertex height computed in the shape frame and in the world frame: both are a few float64
+#: roundings (~1e-16 each) of the same sum, so 1e-12 is ~10^4 times what it needs to be.
+GROUND_SLACK = 1e-12
+
+
+@njit(cache=True, fastmath=True)
+def _lowest(V, v0, vn, c0, c1, c2):
+    """min over rows v0 .. v0 + vn - 1 of V of c . x (a lower bound for the exact heights up
+    to rounding; fastmath lets LLVM vectorise the reduction, which only moves the result by
+    rounding, covered by ground_contacts' slack). Cannot raise: ground_contacts keeps one
+    exit and no reference counts."""
+    m = np.inf
+    for row in range(v0, v0 + vn):
+        d = c0 * V[row, 0] + c1 * V[row, 1] + c2 * V[row, 2]
+        m = min(m, d)
+    return m
 
 
 @njit(cache=True)
@@ -38,9 +55,25 @@ def ground_contacts(g, si, sf, V, Rw, pw, hn, hd, margin, buf, keys):
     count = np.int64(0)
     r = sf[g, RAD]
     n0, n1, n2 = hn[0], hn[1], hn[2]
-    for i in range(si[g, VN]):
-        row = si[g, V0] + i
+    vs, vn = si[g, V0], si[g, VN]
+    # the plane normal in the shape frame (c) and the origin's height (c3): h ~ c . x + c3 in
+    # 3 products a vertex, not 12. It differs from h below by rounding only (~1e-16 of the
+    # coordinates' size), so a vertex (or the lowest, ``_lowest``) more than the slack above
+    # the margin by this measure is above it by h too: the contacts are h's, bit for bit.
+    c0 = n0 * Rw[g, 0, 0] + n1 * Rw[g, 1, 0] + n2 * Rw[g, 2, 0]
+    c1 = n0 * Rw[g, 0, 1] + n1 * Rw[g, 1, 1] + n2 * Rw[g, 2, 1]
+    c2 = n0 * Rw[g, 0, 2] + n1 * Rw[g, 1, 2] + n2 * Rw[g, 2, 2]
+    c3 = n0 * pw[g, 0] + n1 * pw[g, 1] + n2 * pw[g, 2] - hd
+    size = abs(pw[g, 0]) + abs(pw[g, 1]) + abs(pw[g, 2]) + abs(hd) + 2.0 * sf[g, BR]
+    size += abs(sf[g, BCX]) + abs(sf[g, BCX + 1]) + abs(sf[g, BCX + 2])
+    reach = margin + r + GROUND_SLACK * (1.0 + size)
+    if vn > 8 and _lowest(V, vs, vn, c0, c1, c2) + c3 > reach:
+        vn = 0  # every vertex above the margin (a mesh hull held off the floor)
+    for i in range(vn):
+        row = vs + i
         x0, x1, x2 = V[row, 0], V[row, 1], V[row, 2]
+        if c0 * x0 + c1 * x1 + c2 * x2 + c3 > reach:
+            continue
         v0 = Rw[g, 0, 0] * x0 + Rw[g, 0, 1] * x1 + Rw[g, 0, 2] * x2 + pw[g, 0]
         v1 = Rw[g, 1, 0] * x0 + Rw[g, 1, 1] * x1 + Rw[g, 1, 2] * x2 + pw[g, 1]
         v2 = Rw[g, 2, 0] * x0 + Rw[g, 2, 1] * x1 + Rw[g, 2, 2] * x2 + pw[g, 2]

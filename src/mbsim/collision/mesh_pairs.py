@@ -65,8 +65,23 @@ def mesh_polytope(
     collide would report nothing), else -2: the caller asks FCL's collide (not its ~8x
     slower distance).
 
+    (:func:`mesh_polytope_in` with its own arrays.)
     """
     vP, nP, dP, edP = world_poly(gp, si, V, FN_, FD_, ED, Rw, pw)
+    return mesh_polytope_in(
+        gm, gp, si, sf, FP, FV, E, MV, MT, MB, Rw, pw, margin, work_limit, buf, keys, vP, nP,
+        dP, edP, np.empty((8, 3)),
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def mesh_polytope_in(
+    gm, gp, si, sf, FP, FV, E, MV, MT, MB, Rw, pw, margin, work_limit, buf, keys, vP, nP, dP, edP,
+    work,
+):  # fmt: skip
+    """:func:`mesh_polytope` with the polytope in world coordinates given (vP, nP, dP, edP:
+    :func:`~mbsim.collision.polytope.world_poly_into`) and ``work`` (8, 3) scratch rows: the
+    narrowphase passes them as views of one allocation without reference counts (issue 15)."""
     fpP = shape_faces(gp, si, FP)
     ePs = shape_edges(gp, si, E)
     R = Rw[gm]
@@ -74,7 +89,6 @@ def mesh_polytope(
     v0, vn = si[gm, MV0], si[gm, MVN]
     nf = nP.shape[0]
     count = np.int64(0)  # not a literal 0: see round_pairs.round_pair
-    work = np.empty((8, 3))  # rows: scratch vectors (views, one allocation)
     v, q, n, tmp, ql, closest, nl, cm = (
         work[0], work[1], work[2], work[3], work[4], work[5], work[6], work[7]
     )  # fmt: skip

@@ -41,22 +41,25 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from numba.core import types
+from numba.core import cgutils, types
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
 from mbsim.collision.ground import cylinder_plane, ground_contacts
 from mbsim.collision.manifold import reduce_manifold
-from mbsim.collision.mesh_pairs import capsule_mesh, mesh_mesh, mesh_polytope
+from mbsim.collision.mesh_pairs import capsule_mesh, mesh_mesh, mesh_polytope_in
 from mbsim.collision.polytope import (
-    convex_pair,
+    box_rows,
+    convex_pair_in,
+    pair_work_rows,
     shape_edges,
     shape_faces,
-    world_poly,
+    world_poly_into,
 )
 from mbsim.collision.prefilter import (
     above_halfspace,
     boxes_apart,
+    boxes_apart_in,
     hulls_apart,
     outside_box,
     spheres_apart,
@@ -66,6 +69,7 @@ from mbsim.collision.shapes import BOX, CAPSULE, CONVEX, CYLINDER, MESH, SPHERE
 from mbsim.collision.table import (
     BCX,
     BODY,
+    DN,
     EN,
     FN,
     KIND,
@@ -155,6 +159,23 @@ def _block(typingctx, a, start, count):
     if not _c1(a):
         return None
     return a.copy(layout="C")(a, start, count), _view_codegen(1)
+
+
+@intrinsic
+def _flat(typingctx, a, count):
+    """The first ``count`` elements of the C-contiguous array ``a`` (any rank) as a 1D view,
+    unchecked and without a reference to ``a``'s memory, as :func:`_rows`."""
+    if not (isinstance(a, types.Array) and a.layout == "C"):
+        return None
+    zero = types.intp
+    sig = types.Array(a.dtype, 1, "C")(a, count)
+
+    def codegen(context, builder, sig_, args):
+        start = context.get_constant(zero, 0)
+        inner = types.Array(a.dtype, 1, "C")(a, zero, count)
+        return _view_codegen(1)(context, builder, inner, [args[0], start, args[1]])
+
+    return sig, codegen
 
 
 @njit(inline="always")
@@ -322,13 +343,41 @@ def pair_contacts(
     convex_b = round_b or poly_b
     if not (convex_a and convex_b) or _polytope_work(ga, gb, si) > work_limit:
         return -1
-    vA, nA, dA, edA = world_poly(ga, si, V, FN_, FD_, ED, Rw, pw)
-    vB, nB, dB, edB = world_poly(gb, si, V, FN_, FD_, ED, Rw, pw)
-    return convex_pair(
+    # both cores in world coordinates and the kernel's work rows in one allocation, as views
+    # without reference counts (_rows, _block: ~20 allocations a pair before, issue 15)
+    nva, nfa, nda = si[ga, VN], si[ga, FN], si[ga, DN]
+    nvb, nfb, ndb = si[gb, VN], si[gb, FN], si[gb, DN]
+    nw = pair_work_rows(nva, nvb)
+    work = np.empty(3 * (nva + nfa + nda + nvb + nfb + ndb + nw) + nfa + nfb)
+    vA = _rows(work, 0, nva, 3)
+    o = 3 * nva
+    nA = _rows(work, o, nfa, 3)
+    o += 3 * nfa
+    edA = _rows(work, o, nda, 3)
+    o += 3 * nda
+    vB = _rows(work, o, nvb, 3)
+    o += 3 * nvb
+    nB = _rows(work, o, nfb, 3)
+    o += 3 * nfb
+    edB = _rows(work, o, ndb, 3)
+    o += 3 * ndb
+    W = _rows(work, o, nw, 3)
+    o += 3 * nw
+    dA = _block(work, o, nfa)
+    dB = _block(work, o + nfa, nfb)
+    world_poly_into(ga, si, V, FN_, FD_, ED, Rw, pw, vA, nA, dA, edA)
+    world_poly_into(gb, si, V, FN_, FD_, ED, Rw, pw, vB, nB, dB, edB)
+    boxes = ka == BOX and kb == BOX
+    if boxes:
+        box_rows(ga, 0, sf, Rw, pw, W)
+        box_rows(gb, 1, sf, Rw, pw, W)
+    count = convex_pair_in(
         vA, nA, dA, shape_faces(ga, si, FP), shape_edges(ga, si, E), edA, sf[ga, RAD],
         vB, nB, dB, shape_faces(gb, si, FP), shape_edges(gb, si, E), edB, sf[gb, RAD],
-        FV, margin, buf, keys,
+        FV, margin, buf, keys, W, boxes,
     )  # fmt: skip
+    # read last (no effect): ``work`` lives until the kernel is done with its views
+    return count + 0 * work.shape[0]
 
 
 @njit(cache=True)
@@ -353,18 +402,44 @@ def _mesh_pair(
     if ka == MESH and kb == MESH and si[ga, MTN] * si[gb, MTN] <= MESH_PAIR_FACTOR * work_limit:
         return mesh_mesh(ga, gb, si, sf, MV, MT, MB, Rw, pw, margin, buf, keys)
     if ka == MESH and (kb == BOX or kb == CONVEX):
-        return mesh_polytope(
+        return _mesh_polytope(
             ga, gb, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit,
             buf, keys,
         )  # fmt: skip
     if kb == MESH and (ka == BOX or ka == CONVEX):
-        count = mesh_polytope(
+        count = _mesh_polytope(
             gb, ga, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit,
             buf, keys,
         )  # fmt: skip
         _flip(buf, keys, count)
         return count
     return -1
+
+
+@njit(cache=True)
+def _mesh_polytope(
+    gm, gp, si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB, Rw, pw, margin, work_limit, buf, keys
+):  # fmt: skip
+    """:func:`~mbsim.collision.mesh_pairs.mesh_polytope` with the polytope's world core and
+    the kernel's scratch rows in one allocation, as views without reference counts (five
+    allocations before; issue 15)."""
+    nv, nf, nd = si[gp, VN], si[gp, FN], si[gp, DN]
+    work = np.empty(3 * (nv + nf + nd + 8) + nf)
+    vP = _rows(work, 0, nv, 3)
+    o = 3 * nv
+    nP = _rows(work, o, nf, 3)
+    o += 3 * nf
+    edP = _rows(work, o, nd, 3)
+    o += 3 * nd
+    scratch = _rows(work, o, 8, 3)
+    dP = _block(work, o + 24, nf)
+    world_poly_into(gp, si, V, FN_, FD_, ED, Rw, pw, vP, nP, dP, edP)
+    count = mesh_polytope_in(
+        gm, gp, si, sf, FP, FV, E, MV, MT, MB, Rw, pw, margin, work_limit, buf, keys, vP, nP,
+        dP, edP, scratch,
+    )  # fmt: skip
+    # read last (no effect): ``work`` lives until the kernel is done with its views
+    return count + 0 * work.shape[0]
 
 
 @njit(cache=True)
@@ -400,8 +475,43 @@ def _emit_one(ga, gb, buf, keys, out_i, out_f, nc):
     return nc + 1 + 0 * (buf.shape[0] + keys.shape[0] + out_i.shape[0] + out_f.shape[0])
 
 
+@intrinsic
+def _unowned(typingctx, a):
+    """A view of the whole array ``a`` without a reference to its memory (meminfo and parent
+    null): numba's reference counts on it are no-ops (:func:`_rows`). Only while the caller
+    holds ``a``; never returned to Python."""
+    if not isinstance(a, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ary = make_array(sig.args[0])(context, builder, args[0])
+        out = make_array(sig.return_type)(context, builder, ary._getvalue())
+        out.meminfo = cgutils.get_null_value(out.meminfo.type)
+        out.parent = cgutils.get_null_value(out.parent.type)
+        return out._getvalue()
+
+    return a(a), codegen
+
+
 @njit(cache=True)
 def narrowphase(
+    pairs, allowed, fpack, ipack, offs, Rw, pw, bc, ground, params, buf, keys, out_i, out_f,
+    fcl_out, polytopes, meshes, cylinders, fcl,
+):  # fmt: skip
+    """Contacts of the candidate pairs and of every shape against each ground half-space
+    (:func:`_narrowphase`, on views of its arrays without reference counts: numba increfs and
+    decrefs each array argument of a function whose callees can raise, ~5 ns each way; here
+    nothing but the call can, and numba prunes them; issue 15)."""
+    return _narrowphase(
+        _unowned(pairs), _unowned(allowed), _unowned(fpack), _unowned(ipack), _unowned(offs),
+        _unowned(Rw), _unowned(pw), _unowned(bc), _unowned(ground), _unowned(params),
+        _unowned(buf), _unowned(keys), _unowned(out_i), _unowned(out_f), _unowned(fcl_out),
+        polytopes, meshes, cylinders, fcl,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _narrowphase(
     pairs, allowed, fpack, ipack, offs, Rw, pw, bc, ground, params, buf, keys, out_i, out_f,
     fcl_out, polytopes, meshes, cylinders, fcl,
 ):  # fmt: skip
@@ -424,6 +534,11 @@ def narrowphase(
     work_limit = int(params[2])
     n = si.shape[0]
     chosen = np.empty(max(cap, 1), dtype=np.int64)
+    # boxes_apart_in's work array: the pair buffer's first 33 floats (free while a pair is
+    # tested: its points are written after, and emitted before the next pair's test), so
+    # no allocation; every caller's buffer has 64 rows or more
+    big = buf.shape[0] * buf.shape[1] >= 33
+    bw = _flat(buf, 33 if big else 0)
     nc = np.int64(0)  # not a literal 0: numba would compile _emit() for both types
     nfcl = 0
     for k in range(pairs.shape[0]):
@@ -439,7 +554,11 @@ def narrowphase(
         if (
             si[i, KIND] != SPHERE
             and si[j, KIND] != SPHERE
-            and boxes_apart(i, j, sf, Rw, pw, margin)
+            and (
+                boxes_apart_in(i, j, sf, Rw, pw, margin, bw)
+                if big
+                else boxes_apart(i, j, sf, Rw, pw, margin)
+            )
         ):
             continue
         if si[i, BODY] < 0 or (si[j, BODY] >= 0 and j < i):

@@ -51,7 +51,7 @@ from mbsim.collision.primitives import (
     dot3,
     segment_segment,
 )
-from mbsim.collision.table import D0, DN, E0, EN, F0, FN, V0, VN
+from mbsim.collision.table import D0, DN, E0, EN, F0, FN, HX, V0, VN
 
 #: Separations (m) closer than this are a tie in the SAT: float64 noise on sizes up to
 #: ~100 m is ~1e-14 m, so ties are real ties; 1e-9 m is far below anything physical.
@@ -61,6 +61,21 @@ SAT_TOL = 1e-9
 ALIGN_COS = 1.0 - 1e-9
 #: Points within this distance (m) of a vertex, edge or side plane lie on it (key labelling).
 ON_TOL = 1e-9
+
+#: Rows of a pair's work array ``W`` ((rows, 3) float64, :func:`pair_work_rows`): the
+#: 3-vectors the kernels below would otherwise allocate (~50 ns each, plus their reference
+#: counts; issue 15), then the clipping polygons. Each function uses its own rows, so nested
+#: calls never share one.
+(_AXIS, _U, _SIDE, _E, _N, _PA, _PB, _Q, _TMP, _C1, _C2, _P1, _P2, _LE, _LSIDE, _LTMP, _NEG,
+ _CN, _CPA, _CPB, _D) = range(21)  # fmt: skip
+#: rows 21-30 of W: two boxes' centres, axes (rows) and half extents for the SAT's bounds
+#: (:func:`box_rows`)
+_BX = 21
+W_SMALL = 31
+#: Relative bound (of the coordinates' size, m) on the difference between a separation taken
+#: over a box's world vertices and the same separation from its centre, axes and half extents:
+#: a few float64 roundings (~1e-16) of the same sums, so 1e-12 is ~10^3 times what it needs.
+BOX_SLACK = 1e-12
 
 
 @njit(cache=True)
@@ -96,6 +111,82 @@ def world_poly(g, si, V, FN_, FD_, ED_, Rw, pw):
 
 
 @njit(cache=True)
+def world_poly_into(g, si, V, FN_, FD_, ED_, Rw, pw, wv, wn, wd, wed):
+    """:func:`world_poly` into given arrays (rows: the shape's vertex, face and edge-direction
+    counts), the same arithmetic in the same order."""
+    v0, vn = si[g, V0], si[g, VN]
+    f0, fn = si[g, F0], si[g, FN]
+    d0, dn = si[g, D0], si[g, DN]
+    for i in range(vn):
+        for a in range(3):
+            wv[i, a] = (
+                Rw[g, a, 0] * V[v0 + i, 0] + Rw[g, a, 1] * V[v0 + i, 1] + Rw[g, a, 2] * V[v0 + i, 2]
+            )
+            wv[i, a] += pw[g, a]
+    for i in range(fn):
+        s = 0.0
+        for a in range(3):
+            wn[i, a] = (
+                Rw[g, a, 0] * FN_[f0 + i, 0]
+                + Rw[g, a, 1] * FN_[f0 + i, 1]
+                + Rw[g, a, 2] * FN_[f0 + i, 2]
+            )
+            s += wn[i, a] * pw[g, a]
+        wd[i] = FD_[f0 + i] + s
+    for i in range(dn):
+        for a in range(3):
+            wed[i, a] = (
+                Rw[g, a, 0] * ED_[d0 + i, 0]
+                + Rw[g, a, 1] * ED_[d0 + i, 1]
+                + Rw[g, a, 2] * ED_[d0 + i, 2]
+            )
+
+
+@njit(cache=True)
+def pair_work_rows(nva, nvb):
+    """Rows of the work array ``W`` for a pair of cores with nva and nvb vertices: the small
+    vectors, three clipping polygons of at most 2 (nva + nvb + 2) points (a face has at
+    most its core's vertices; :func:`_clip`'s bound) and the reference face's side planes."""
+    return W_SMALL + 6 * (nva + nvb + 2) + 2 * (nva + nvb)
+
+
+@njit(cache=True)
+def box_rows(g, slot, sf, Rw, pw, W):
+    """Box g's centre, axes (its world frame's columns) and half extents into W's rows
+    _BX + 5 slot .. + 4 (slot 0 = A, 1 = B), for :func:`sat`'s bounds."""
+    b = _BX + 5 * slot
+    for a in range(3):
+        W[b, a] = pw[g, a]
+        W[b + 4, a] = sf[g, HX + a]
+        for k in range(3):
+            W[b + 1 + k, a] = Rw[g, a, k]
+
+
+@njit(cache=True)
+def _box_bound(W, u, slot):
+    """(centre . u, half extent along u) of box ``slot``'s rows in W: its vertices' dot
+    products with u lie in centre . u -+ extent (exactly; up to rounding as computed)."""
+    b = _BX + 5 * slot
+    c = W[b, 0] * u[0] + W[b, 1] * u[1] + W[b, 2] * u[2]
+    r = 0.0
+    for k in range(3):
+        r += W[b + 4, k] * abs(W[b + 1 + k, 0] * u[0] + W[b + 1 + k, 1] * u[1]
+                               + W[b + 1 + k, 2] * u[2])  # fmt: skip
+    return c, r
+
+
+@njit(cache=True)
+def _box_size(W):
+    """1 + the coordinates' size of both boxes (m), for BOX_SLACK."""
+    z = 1.0
+    for slot in range(2):
+        b = _BX + 5 * slot
+        for a in range(3):
+            z += abs(W[b, a]) + W[b + 4, a]
+    return z
+
+
+@njit(cache=True)
 def shape_faces(g, si, FP):
     """Rows of FP (face polygon start/count) of shape g."""
     return FP[si[g, F0] : si[g, F0] + si[g, FN]]
@@ -127,16 +218,28 @@ def _max_dot(v, u):
 
 
 @njit(cache=True)
-def sat(vA, nA, dA, edA, vB, nB, dB, edB, limit, axis, faces=True):
+def sat(vA, nA, dA, edA, vB, nB, dB, edB, limit, axis, faces, u, boxes, W):
     """Largest core separation over the candidate axes (module docstring, step 1).
 
     Returns (s, type, i, j): type 1 = face i of B (axis = its normal), 0 = face i of A (axis =
     minus its normal), 2 = edge directions i of A and j of B. ``axis`` receives the unit
-    normal from B to A. Stops early once s > limit. faces=False: edge pairs only.
+    normal from B to A. Stops early once s > limit. faces=False: edge pairs only. ``u``:
+    scratch (3,).
+
+    boxes: both cores are boxes whose centres, axes and half extents are in W
+    (:func:`box_rows`). An axis's separation is then bounded from above in a few products
+    (centre and extents, plus ``BOX_SLACK`` for rounding) and not taken over the vertices
+    when that bound cannot beat the best by more than SAT_TOL: exactly the axes the vertex
+    loop would not have chosen, so the result is the same, bit for bit.
     """
     best = -np.inf
     typ, bi, bj = -1, -1, -1
+    slack = BOX_SLACK * _box_size(W) if boxes else 0.0
     for f in range(nB.shape[0] if faces else 0):
+        if boxes and typ >= 0:
+            c, r = _box_bound(W, nB[f], 0)
+            if c - r - dB[f] + slack <= best + SAT_TOL:
+                continue
         s = _min_dot(vA, nB[f]) - dB[f]
         if s > best + SAT_TOL or typ < 0:
             best, typ, bi = s, 1, f
@@ -144,20 +247,30 @@ def sat(vA, nA, dA, edA, vB, nB, dB, edB, limit, axis, faces=True):
             if best > limit:
                 return best, typ, bi, bj
     for f in range(nA.shape[0] if faces else 0):
+        if boxes and typ >= 0:
+            c, r = _box_bound(W, nA[f], 1)
+            if c - r - dA[f] + slack <= best + SAT_TOL:
+                continue
         s = _min_dot(vB, nA[f]) - dA[f]
         if s > best + SAT_TOL or typ < 0:
             best, typ, bi = s, 0, f
-            copy3(axis, -nA[f])
+            for a in range(3):
+                axis[a] = -nA[f, a]
             if best > limit:
                 return best, typ, bi, bj
-    u = np.empty(3)
     for i in range(edA.shape[0]):
         for j in range(edB.shape[0]):
             cross3(edA[i], edB[j], u)
             ln = np.sqrt(dot3(u, u))
             if ln < 1e-9:
                 continue  # parallel edges: their plane normals are face axes already
-            u /= ln
+            for a in range(3):
+                u[a] = u[a] / ln
+            if boxes and typ >= 0:
+                ca, ra = _box_bound(W, u, 0)
+                cb, rb = _box_bound(W, u, 1)
+                if abs(ca - cb) - ra - rb + slack <= best + SAT_TOL:
+                    continue
             s1 = _min_dot(vA, u) - _max_dot(vB, u)  # A on the +u side
             s2 = _min_dot(vB, u) - _max_dot(vA, u)  # A on the -u side
             s = max(s1, s2)
@@ -166,7 +279,8 @@ def sat(vA, nA, dA, edA, vB, nB, dB, edB, limit, axis, faces=True):
                 if s1 >= s2:
                     copy3(axis, u)
                 else:
-                    copy3(axis, -u)
+                    for a in range(3):
+                        axis[a] = -u[a]
                 if best > limit:
                     return best, typ, bi, bj
     return best, typ, bi, bj
@@ -204,14 +318,14 @@ def point_to_core(p, v, n, d, fp, e, FV, q, tmp):
 
 
 @njit(cache=True)
-def closest_features(vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb):
+def closest_features(vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb, W):
     """Exact closest points of two disjoint convex cores (module docstring, step 2).
 
-    Returns (squared distance, key kind, feature of A, feature of B)."""
+    Returns (squared distance, key kind, feature of A, feature of B). W: the work array."""
     best = np.inf
     kind, fa, fb = 0, 0, 0
-    q = np.empty(3)
-    tmp = np.empty(3)
+    q = W[_Q]
+    tmp = W[_TMP]
     for i in range(vA.shape[0]):
         d2, f = point_to_core(vA[i], vB, nB, dB, fpB, eB, FV, q, tmp)
         if d2 < best:
@@ -224,8 +338,8 @@ def closest_features(vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb):
             best, kind, fa, fb = d2, K_VERT_B, f, i
             copy3(pa, q)
             copy3(pb, vB[i])
-    c1 = np.empty(3)
-    c2 = np.empty(3)
+    c1 = W[_C1]
+    c2 = W[_C2]
     for i in range(eA.shape[0]):
         for j in range(eB.shape[0]):
             segment_segment(vA[eA[i, 0]], vA[eA[i, 1]], vB[eB[j, 0]], vB[eB[j, 1]], c1, c2)
@@ -250,12 +364,24 @@ def _incident(v, n, fp, FV, normal, poly):
                 best, fi = c, f
         start, count = fp[fi, 0], fp[fi, 1]
         for k in range(count):
-            poly[k] = v[FV[start + k]]
+            for a in range(3):
+                poly[k, a] = v[FV[start + k], a]
         return count, fi
     count = v.shape[0]
     for k in range(count):
-        poly[k] = v[k]
+        for a in range(3):
+            poly[k, a] = v[k, a]
     return count, 0
+
+
+@njit(cache=True)
+def _clip_size(fpR, fr, vI, nI, fpI):
+    """Rows of each clipping polygon for :func:`_clip`."""
+    rcount = fpR[fr, 1]
+    size = rcount + (vI.shape[0] if nI.shape[0] == 0 else 0) + 2
+    for f in range(fpI.shape[0]):
+        size = max(size, rcount + fpI[f, 1] + 2)
+    return 2 * size
 
 
 @njit(cache=True)
@@ -266,33 +392,53 @@ def clip_manifold(
     append every point within the margin (module docstring, step 3). Returns the new count.
 
     ref_is_b: True when R is B (normal = nR[fr]), False when R is A (normal = -nR[fr]).
+    (:func:`_clip` with its own work array.)
     """
+    W = np.empty((W_SMALL + 3 * _clip_size(fpR, fr, vI, nI, fpI) + 2 * fpR[fr, 1], 3))
+    return _clip(ref_is_b, vR, nR, dR, fpR, fr, rR, vI, nI, fpI, rI, FV, margin, buf, keys,
+                 count, W)  # fmt: skip
+
+
+@njit(cache=True)
+def _clip(
+    ref_is_b, vR, nR, dR, fpR, fr, rR, vI, nI, fpI, rI, FV, margin, buf, keys, count, W
+):  # fmt: skip
+    """:func:`clip_manifold` in the work array W (rows: W_SMALL + 3 x :func:`_clip_size` +
+    2 x the reference face's sides, or a new one is made). The side planes are computed
+    once, here, for the clipping and for :func:`_label` (which computed them again for
+    every point, by the same operations)."""
     nr = nR[fr]
     rstart, rcount = fpR[fr, 0], fpR[fr, 1]
-    size = rcount + (vI.shape[0] if nI.shape[0] == 0 else 0) + 2
-    for f in range(fpI.shape[0]):
-        size = max(size, rcount + fpI[f, 1] + 2)
-    size *= 2
-    poly = np.empty((size, 3))
-    incident = np.empty((size, 3))
-    m, fi = _incident(vI, nI, fpI, FV, nr, poly)
-    m0 = m
-    for k in range(m):
-        incident[k] = poly[k]
-    out = np.empty((size, 3))
-    side = np.empty(3)
-    e = np.empty(3)
+    size = _clip_size(fpR, fr, vI, nI, fpI)
+    if W.shape[0] < W_SMALL + 3 * size + 2 * rcount:
+        W = np.empty((W_SMALL + 3 * size + 2 * rcount, 3))
+    poly = W[W_SMALL : W_SMALL + size]
+    incident = W[W_SMALL + size : W_SMALL + 2 * size]
+    out = W[W_SMALL + 2 * size : W_SMALL + 3 * size]
+    sides = W[W_SMALL + 3 * size : W_SMALL + 3 * size + rcount]
+    offs = W[W_SMALL + 3 * size + rcount : W_SMALL + 3 * size + 2 * rcount]
+    e = W[_E]
     for s in range(rcount):
-        if m == 0:
-            break
         a = vR[FV[rstart + s]]
         b = vR[FV[rstart + (s + 1) % rcount]]
         for k in range(3):
             e[k] = b[k] - a[k]
+        side = sides[s]
         cross3(e, nr, side)
         ln = np.sqrt(dot3(side, side))
-        side /= ln
-        off = dot3(side, a)
+        for k in range(3):
+            side[k] = side[k] / ln
+        offs[s, 0] = dot3(side, a)
+    m, fi = _incident(vI, nI, fpI, FV, nr, poly)
+    m0 = m
+    for k in range(m):
+        for a in range(3):
+            incident[k, a] = poly[k, a]
+    for s in range(rcount):
+        if m == 0:
+            break
+        side = sides[s]
+        off = offs[s, 0]
         n_out = 0
         for k in range(m):
             cur = poly[k]
@@ -302,30 +448,34 @@ def clip_manifold(
             if dc <= 0.0:
                 if dp > 0.0:
                     t = dp / (dp - dc)
-                    out[n_out] = prev + t * (cur - prev)
+                    for c in range(3):
+                        out[n_out, c] = prev[c] + t * (cur[c] - prev[c])
                     n_out += 1
-                out[n_out] = cur
+                for c in range(3):
+                    out[n_out, c] = cur[c]
                 n_out += 1
             elif dp <= 0.0:
                 t = dp / (dp - dc)
-                out[n_out] = prev + t * (cur - prev)
+                for c in range(3):
+                    out[n_out, c] = prev[c] + t * (cur[c] - prev[c])
                 n_out += 1
         m = n_out
         for k in range(m):
-            poly[k] = out[k]
-    n = np.empty(3)
+            for c in range(3):
+                poly[k, c] = out[k, c]
+    n = W[_CN]
     sign = 1.0 if ref_is_b else -1.0
     for k in range(3):
         n[k] = sign * nr[k]
-    pa = np.empty(3)
-    pb = np.empty(3)
+    pa = W[_CPA]
+    pb = W[_CPB]
     for k in range(m):
         q = poly[k]
         h = dot3(nr, q) - dR[fr]
         gap = h - rR - rI
         if gap > margin:
             continue
-        sub = _label(q, incident, m0, vR, FV, rstart, rcount, nr, k)
+        sub = _label(q, incident, m0, rcount, sides, offs, k, W)
         if ref_is_b:  # I is A
             for a in range(3):
                 pa[a] = q[a] - rI * n[a]
@@ -341,7 +491,7 @@ def clip_manifold(
 
 
 @njit(cache=True)
-def _label(q, incident, m0, vR, FV, rstart, rcount, nr, index):
+def _label(q, incident, m0, rcount, sides, offs, index, W):
     """Stable id of a clipped point: an incident vertex k -> k; on incident edge e and
     reference side s -> (1 << 18) + 512 e + s; at reference corner s -> (2 << 18) + s."""
     for k in range(m0):
@@ -349,27 +499,19 @@ def _label(q, incident, m0, vR, FV, rstart, rcount, nr, index):
             q[2] - incident[k, 2]
         ) ** 2 < ON_TOL * ON_TOL:
             return k
-    sides = 0
+    on = 0
     first = -1
-    e = np.empty(3)
-    side = np.empty(3)
     for s in range(rcount):
-        a = vR[FV[rstart + s]]
-        b = vR[FV[rstart + (s + 1) % rcount]]
-        for k in range(3):
-            e[k] = b[k] - a[k]
-        cross3(e, nr, side)
-        side /= np.sqrt(dot3(side, side))
-        if abs(dot3(side, q) - dot3(side, a)) < ON_TOL:
-            sides += 1
+        if abs(dot3(sides[s], q) - offs[s, 0]) < ON_TOL:
+            on += 1
             if first < 0:
                 first = s
             elif s == rcount - 1 and first == 0:
                 first = s  # the corner between the last and first sides
-    if sides >= 2:
+    if on >= 2:
         return (2 << 18) + first
-    if sides == 1:
-        tmp = np.empty(3)
+    if on == 1:
+        tmp = W[_LTMP]
         for k in range(m0):
             closest_on_segment(q, incident[k], incident[(k + 1) % m0], tmp)
             if (q[0] - tmp[0]) ** 2 + (q[1] - tmp[1]) ** 2 + (q[2] - tmp[2]) ** 2 < ON_TOL**2:
@@ -382,24 +524,49 @@ def convex_pair(
     vA, nA, dA, fpA, eA, edA, rA, vB, nB, dB, fpB, eB, edB, rB, FV, margin, buf, keys
 ):  # fmt: skip
     """All contacts of cores A and B within ``margin`` into the pair buffer (module
-    docstring); returns how many were written."""
-    axis = np.empty(3)
+    docstring); returns how many were written. (:func:`convex_pair_in` with its own work
+    array.)"""
+    W = np.empty((pair_work_rows(vA.shape[0], vB.shape[0]), 3))
+    return convex_pair_in(
+        vA, nA, dA, fpA, eA, edA, rA, vB, nB, dB, fpB, eB, edB, rB, FV, margin, buf, keys, W,
+        np.bool_(False),
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def convex_pair_in(
+    vA, nA, dA, fpA, eA, edA, rA, vB, nB, dB, fpB, eB, edB, rB, FV, margin, buf, keys, W, boxes
+):  # fmt: skip
+    """:func:`convex_pair` in the work array ``W`` (:func:`pair_work_rows` rows), with no
+    allocation: every vector of the formulas below is a row of W, and the expressions once
+    written on arrays (``pa - rA * n``, ...) are the same operations element by element.
+    boxes: A and B are boxes, their rows in W (:func:`box_rows`; :func:`sat`'s bounds)."""
+    axis = W[_AXIS]
     # np.bool_/np.int64 constants, not literals: one compile of each callee (see round_pair)
-    s, typ, i, j = sat(vA, nA, dA, edA, vB, nB, dB, edB, margin + rA + rB, axis, np.bool_(True))
+    s, typ, i, j = sat(
+        vA, nA, dA, edA, vB, nB, dB, edB, margin + rA + rB, axis, np.bool_(True), W[_U], boxes,
+        W,
+    )  # fmt: skip
     if typ < 0 or s - rA - rB > margin:
         return 0
     count = np.int64(0)
+    p1 = W[_P1]
+    p2 = W[_P2]
     # Cores apart by more than the tie tolerance: exact closest points. (Touching cores, s ~ 0,
     # would give a closest-point direction made of rounding noise; the SAT axis is exact.)
     if s > SAT_TOL:
-        pa = np.empty(3)
-        pb = np.empty(3)
-        d2, fk, fa, fb = closest_features(vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb)
+        pa = W[_PA]
+        pb = W[_PB]
+        d2, fk, fa, fb = closest_features(
+            vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb, W
+        )  # fmt: skip
         d = np.sqrt(d2)
         gap = d - rA - rB
         if gap > margin:
             return 0
-        n = (pa - pb) / d
+        n = W[_N]
+        for a in range(3):
+            n[a] = (pa[a] - pb[a]) / d
         fbest, cb = np.int64(-1), -np.inf
         for f in range(nB.shape[0]):
             c = dot3(nB[f], n)
@@ -411,71 +578,83 @@ def convex_pair(
             if c > ca:
                 ca, fabest = c, f
         if cb >= ALIGN_COS and cb >= ca:
-            count = clip_manifold(
+            count = _clip(
                 np.bool_(True), vB, nB, dB, fpB, fbest, rB, vA, nA, fpA, rA, FV, margin,
-                buf, keys, np.int64(0),
+                buf, keys, np.int64(0), W,
             )  # fmt: skip
         elif ca >= ALIGN_COS:
-            count = clip_manifold(
+            count = _clip(
                 np.bool_(False), vA, nA, dA, fpA, fabest, rA, vB, nB, fpB, rB, FV, margin,
-                buf, keys, np.int64(0),
+                buf, keys, np.int64(0), W,
             )  # fmt: skip
         for k in range(count):
             if abs(buf[k, 9] - gap) <= ON_TOL:
                 return count
-        return put(buf, keys, count, pa - rA * n, pb + rB * n, n, gap, key_of(fk, fa, fb, 0))
+        for a in range(3):
+            p1[a] = pa[a] - rA * n[a]
+            p2[a] = pb[a] + rB * n[a]
+        return put(buf, keys, count, p1, p2, n, gap, key_of(fk, fa, fb, 0))
     if typ == 1:
-        count = clip_manifold(
+        count = _clip(
             np.bool_(True), vB, nB, dB, fpB, i, rB, vA, nA, fpA, rA, FV, margin, buf, keys,
-            np.int64(0),
+            np.int64(0), W,
         )  # fmt: skip
     elif typ == 0:
-        count = clip_manifold(
+        count = _clip(
             np.bool_(False), vA, nA, dA, fpA, i, rA, vB, nB, fpB, rB, FV, margin, buf, keys,
-            np.int64(0),
+            np.int64(0), W,
         )  # fmt: skip
     if count > 0:
         return count
     if typ != 2 and s >= -SAT_TOL:
         # touching on a face axis, but at a vertex or edge outside that face: the closest
         # features (coincident points) are the contact, the face normal a valid normal
-        pa = np.empty(3)
-        pb = np.empty(3)
-        _, fk, fa, fb = closest_features(vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb)
-        return put(
-            buf, keys, np.int64(0), pa - rA * axis, pb + rB * axis, axis, s - rA - rB,
-            key_of(fk, fa, fb, 0),
+        pa = W[_PA]
+        pb = W[_PB]
+        _, fk, fa, fb = closest_features(
+            vA, nA, dA, fpA, eA, vB, nB, dB, fpB, eB, FV, pa, pb, W
         )  # fmt: skip
+        for a in range(3):
+            p1[a] = pa[a] - rA * axis[a]
+            p2[a] = pb[a] + rB * axis[a]
+        return put(buf, keys, np.int64(0), p1, p2, axis, s - rA - rB, key_of(fk, fa, fb, 0))
     if typ != 2 and edA.shape[0] > 0 and edB.shape[0] > 0:
         # penetration on a face axis whose clipped incident feature fell outside the reference
         # face (a tie within SAT_TOL between a face and an edge pair): use the best edge pair
-        s2, t2, i, j = sat(vA, nA, dA, edA, vB, nB, dB, edB, np.inf, axis, np.bool_(False))
+        s2, t2, i, j = sat(
+            vA, nA, dA, edA, vB, nB, dB, edB, np.inf, axis, np.bool_(False), W[_U], boxes, W
+        )  # fmt: skip
         if t2 == 2:
             typ, s = 2, s2
     if typ == 2:
         # supporting edges: A's edge along dir i deepest towards B, B's along j towards A
-        ea = _support_edge(vA, eA, edA[i], axis, -1.0)
-        eb = _support_edge(vB, eB, edB[j], axis, 1.0)
-        c1 = np.empty(3)
-        c2 = np.empty(3)
+        ea = _support_edge(vA, eA, edA[i], axis, -1.0, W[_D])
+        eb = _support_edge(vB, eB, edB[j], axis, 1.0, W[_D])
+        c1 = W[_C1]
+        c2 = W[_C2]
         segment_segment(vA[eA[ea, 0]], vA[eA[ea, 1]], vB[eB[eb, 0]], vB[eB[eb, 1]], c1, c2)
+        for a in range(3):
+            p1[a] = c1[a] - rA * axis[a]
+            p2[a] = c2[a] + rB * axis[a]
         return put(
-            buf, keys, np.int64(0), c1 - rA * axis, c2 + rB * axis, axis, s - rA - rB,
-            key_of(K_EDGE_EDGE, ea, eb, 0),
+            buf, keys, np.int64(0), p1, p2, axis, s - rA - rB, key_of(K_EDGE_EDGE, ea, eb, 0)
         )  # fmt: skip
     # a point or segment core deep in a polytope near the rim of the reference face: report the
     # deepest vertex of the incident core
     if typ == 1:
         k = _argmin_dot(vA, axis)
-        return put(
-            buf, keys, 0, vA[k] - rA * axis, vA[k] - s * axis + rB * axis, axis, s - rA - rB,
-            key_of(K_DEEPEST, k, 0, 0),
-        )  # fmt: skip
-    k = _argmin_dot(vB, -axis)
-    return put(
-        buf, keys, 0, vB[k] + s * axis - rA * axis, vB[k] + rB * axis, axis, s - rA - rB,
-        key_of(K_DEEPEST, 0, k, 0),
-    )  # fmt: skip
+        for a in range(3):
+            p1[a] = vA[k, a] - rA * axis[a]
+            p2[a] = vA[k, a] - s * axis[a] + rB * axis[a]
+        return put(buf, keys, 0, p1, p2, axis, s - rA - rB, key_of(K_DEEPEST, k, 0, 0))
+    neg = W[_NEG]
+    for a in range(3):
+        neg[a] = -axis[a]
+    k = _argmin_dot(vB, neg)
+    for a in range(3):
+        p1[a] = vB[k, a] + s * axis[a] - rA * axis[a]
+        p2[a] = vB[k, a] + rB * axis[a]
+    return put(buf, keys, 0, p1, p2, axis, s - rA - rB, key_of(K_DEEPEST, 0, k, 0))
 
 
 @njit(cache=True)
@@ -489,10 +668,9 @@ def _argmin_dot(v, u):
 
 
 @njit(cache=True)
-def _support_edge(v, e, direction, axis, sign):
-    """Index of the edge parallel to ``direction`` extreme along sign * axis."""
+def _support_edge(v, e, direction, axis, sign, d):
+    """Index of the edge parallel to ``direction`` extreme along sign * axis (d: scratch (3,))."""
     best, be = -np.inf, 0
-    d = np.empty(3)
     for k in range(e.shape[0]):
         for a in range(3):
             d[a] = v[e[k, 1], a] - v[e[k, 0], a]

@@ -40,45 +40,59 @@ def above_halfspace(g, sf, bc, ground, k, margin):
 def boxes_apart(i, j, sf, Rw, pw, margin):
     """True if the bounding boxes of shapes i and j (each in its own frame, grown by
     margin / 2) are disjoint: the 15-axis separating-axis test of two oriented boxes
-    (Ericson 4.4.1). Cheap, and far tighter than bounding spheres for long links."""
-    # one allocation for the scratch vectors and matrices (views): a pair test runs for
-    # every candidate pair of every step, and each allocation costs about as much as the
-    # test's arithmetic
-    w = np.empty(33)
-    ci, cj, ea, eb, t = w[0:3], w[3:6], w[6:9], w[9:12], w[12:15]
-    Rm = w[15:24].reshape((3, 3))  # j's axes in i's frame
-    Ab = w[24:33].reshape((3, 3))
+    (Ericson 4.4.1). Cheap, and far tighter than bounding spheres for long links.
+    (:func:`boxes_apart_in` with its own work array.)"""
+    return boxes_apart_in(i, j, sf, Rw, pw, margin, np.empty(33))
+
+
+@njit(cache=True)
+def boxes_apart_in(i, j, sf, Rw, pw, margin, w):
+    """:func:`boxes_apart` in the work array ``w`` (33 floats; the narrowphase passes one
+    for all its pairs, as a view without reference counts: an allocation, two reshapes and
+    their views cost about as much as the test's arithmetic; issue 15). w holds the two
+    centres ci, cj, the grown half extents ea, eb, t, then Rm (j's axes in i's frame) and
+    Ab, row-major: the same operations as on named arrays."""
+    CI, CJ, EA, EB, T, RM, AB = 0, 3, 6, 9, 12, 15, 24
     for a in range(3):
-        ci[a] = pw[i, a]
-        cj[a] = pw[j, a]
+        w[CI + a] = pw[i, a]
+        w[CJ + a] = pw[j, a]
         for k in range(3):
-            ci[a] += Rw[i, a, k] * sf[i, OCX + k]
-            cj[a] += Rw[j, a, k] * sf[j, OCX + k]
-        ea[a] = sf[i, OHX + a] + 0.5 * margin
-        eb[a] = sf[j, OHX + a] + 0.5 * margin
+            w[CI + a] += Rw[i, a, k] * sf[i, OCX + k]
+            w[CJ + a] += Rw[j, a, k] * sf[j, OCX + k]
+        w[EA + a] = sf[i, OHX + a] + 0.5 * margin
+        w[EB + a] = sf[j, OHX + a] + 0.5 * margin
     for a in range(3):
-        t[a] = 0.0
+        w[T + a] = 0.0
         for k in range(3):
-            t[a] += Rw[i, k, a] * (cj[k] - ci[k])
+            w[T + a] += Rw[i, k, a] * (w[CJ + k] - w[CI + k])
             s = 0.0
             for m in range(3):
                 s += Rw[i, m, a] * Rw[j, m, k]
-            Rm[a, k] = s
-            Ab[a, k] = abs(s) + 1e-12
+            w[RM + 3 * a + k] = s
+            w[AB + 3 * a + k] = abs(s) + 1e-12
     for a in range(3):
-        if abs(t[a]) > ea[a] + eb[0] * Ab[a, 0] + eb[1] * Ab[a, 1] + eb[2] * Ab[a, 2]:
+        if (
+            abs(w[T + a])
+            > w[EA + a]
+            + w[EB] * w[AB + 3 * a]
+            + w[EB + 1] * w[AB + 3 * a + 1]
+            + w[EB + 2] * w[AB + 3 * a + 2]
+        ):
             return True
     for k in range(3):
-        tk = t[0] * Rm[0, k] + t[1] * Rm[1, k] + t[2] * Rm[2, k]
-        if abs(tk) > ea[0] * Ab[0, k] + ea[1] * Ab[1, k] + ea[2] * Ab[2, k] + eb[k]:
+        tk = w[T] * w[RM + k] + w[T + 1] * w[RM + 3 + k] + w[T + 2] * w[RM + 6 + k]
+        if (
+            abs(tk)
+            > w[EA] * w[AB + k] + w[EA + 1] * w[AB + 3 + k] + w[EA + 2] * w[AB + 6 + k] + w[EB + k]
+        ):
             return True
     for a in range(3):
         a1, a2 = (a + 1) % 3, (a + 2) % 3
         for k in range(3):
             k1, k2 = (k + 1) % 3, (k + 2) % 3
-            ra = ea[a1] * Ab[a2, k] + ea[a2] * Ab[a1, k]
-            rb = eb[k1] * Ab[a, k2] + eb[k2] * Ab[a, k1]
-            if abs(t[a2] * Rm[a1, k] - t[a1] * Rm[a2, k]) > ra + rb:
+            ra = w[EA + a1] * w[AB + 3 * a2 + k] + w[EA + a2] * w[AB + 3 * a1 + k]
+            rb = w[EB + k1] * w[AB + 3 * a + k2] + w[EB + k2] * w[AB + 3 * a + k1]
+            if abs(w[T + a2] * w[RM + 3 * a1 + k] - w[T + a1] * w[RM + 3 * a2 + k]) > ra + rb:
                 return True
     return False
 
