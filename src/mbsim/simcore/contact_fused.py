@@ -109,7 +109,7 @@ from mbsim.simcore.dynamics import aba_kernel, impulse_response_kernel
 from mbsim.simcore.kinematics import (
     node_transforms_kernel,
     propagate_bias,
-    relative_velocities_kernel,
+    relative_velocities_into,
 )
 from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp import warm as warm_start
@@ -737,9 +737,9 @@ def contact_step_kernel(s):
     k = s.cos_a.shape[0] + 1
     # 1. the impact test at v
     vu = np.empty((nu, 3))
-    relative_velocities_kernel(
+    relative_velocities_into(
         s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, s.v, s.body_a, s.local_a, s.body_b,
-        s.local_b, vu,
+        s.local_b, s.bv, vu,
     )  # fmt: skip
     for i in range(nu):
         s.vn_before[i] = _ndot(vu, i, s.normal, i)
@@ -767,9 +767,9 @@ def contact_step_kernel(s):
         v_free[i] = s.v[i] + dt * s.qdd[i]
     ref = np.empty((nu if slip else 0, 3))
     if slip:
-        relative_velocities_kernel(
+        relative_velocities_into(
             s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_free, s.body_a, s.local_a, s.body_b,
-            s.local_b, ref,
+            s.local_b, s.bv, ref,
         )  # fmt: skip
     D = np.empty((nu, 3, k))
     _friction_kernel(s.normal, s.cos_a, s.sin_a, ref, D)
@@ -838,9 +838,9 @@ def contact_step_kernel(s):
             budget = np.empty(nu if friction_total else 0)
             for i in range(budget.shape[0]):
                 budget[i] = (s.mu[i] * 1.0) * _ndot(theta, i, s.normal, i)
-            relative_velocities_kernel(
+            relative_velocities_into(
                 s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_t, s.body_a, s.local_a, s.body_b,
-                s.local_b, vu,
+                s.local_b, s.bv, vu,
             )  # fmt: skip
             zd = np.empty(nu * (k + 1))
             ok, _p, _w, _s = _solve_rows_call(
@@ -872,9 +872,9 @@ def contact_step_kernel(s):
             ke_after - ke_before + _armature_energy(s.armature, v_c)
             - _armature_energy(s.armature, s.v)
         )  # fmt: skip
-        relative_velocities_kernel(
+        relative_velocities_into(
             s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_c, s.body_a, s.local_a, s.body_b,
-            s.local_b, vu,
+            s.local_b, s.bv, vu,
         )  # fmt: skip
         for i in range(nu):
             s.vn_after[i] = _ndot(vu, i, s.normal, i)
@@ -895,9 +895,9 @@ def contact_step_kernel(s):
             for c in range(3):
                 vu[i, c] = ref[i, c]
     else:
-        relative_velocities_kernel(
+        relative_velocities_into(
             s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_free, s.body_a, s.local_a, s.body_b,
-            s.local_b, vu,
+            s.local_b, s.bv, vu,
         )  # fmt: skip
     for i in range(nu):
         for c in range(3):
@@ -948,14 +948,14 @@ def contact_step_kernel(s):
             uf = ref
             if not (slip and not colliding):
                 uf = np.empty((nu, 3))
-                relative_velocities_kernel(
+                relative_velocities_into(
                     s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_free, s.body_a, s.local_a,
-                    s.body_b, s.local_b, uf,
+                    s.body_b, s.local_b, s.bv, uf,
                 )  # fmt: skip
             u2 = np.empty((nu, 3))
-            relative_velocities_kernel(
+            relative_velocities_into(
                 s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, s.v_new, s.body_a, s.local_a,
-                s.body_b, s.local_b, u2,
+                s.body_b, s.local_b, s.bv, u2,
             )  # fmt: skip
             fr = np.empty(nr)
             un = np.empty(nr)
