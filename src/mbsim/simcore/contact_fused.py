@@ -131,6 +131,7 @@ from mbsim.simcore.limit_step import (
     evaluate_candidate,
 )
 from mbsim.simcore.native_call import native
+from mbsim.simcore.spatial import c_view
 
 #: what :func:`contact_step_kernel` returns: the step is done (OK), its LCP needs the Python
 #: chain (FALLBACK), or it is a collision with the energy-consistent impact option, which the
@@ -762,7 +763,7 @@ def contact_step_kernel(s):
     fw = np.empty(o_un + nu)
     iw = np.empty(6 * nu, dtype=np.int64)
     # 1. the impact test at v
-    vu = fw[:o_drift].reshape((nu, 3))
+    vu = c_view(fw, 0, (nu, 3))
     relative_velocities_into(
         s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, s.v, s.body_a, s.local_a, s.body_b,
         s.local_b, s.bv, vu,
@@ -775,7 +776,7 @@ def contact_step_kernel(s):
     # 2. the curvature term and the gap allowance
     drift = fw[o_drift:o_chat]
     if curvature:
-        chat = fw[o_chat:o_gv].reshape((nb, 6))
+        chat = c_view(fw, o_chat, (nb, 6))
         propagate_bias(s.parent, s.E, s.r, s.cbias, chat)
         _curvature_kernel(
             s.R_world, s.vel, chat, s.body_a, s.local_a, s.body_b, s.local_b, s.normal, s.radius_a,
@@ -791,24 +792,24 @@ def contact_step_kernel(s):
     v_free = fw[o_vf:o_ref]
     for i in range(nv):
         v_free[i] = s.v[i] + dt * s.qdd[i]
-    ref = fw[o_ref:o_d].reshape((ns, 3))
+    ref = c_view(fw, o_ref, (ns, 3))
     if slip:
         relative_velocities_into(
             s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_free, s.body_a, s.local_a, s.body_b,
             s.local_b, s.bv, ref,
         )  # fmt: skip
-    D = fw[o_d:o_np].reshape((nu, 3, k))
+    D = c_view(fw, o_d, (nu, 3, k))
     _friction_kernel(s.normal, s.cos_a, s.sin_a, ref, D)
     # 4. nodes, Lambda, W
     nb_all = iw[: 2 * nu]
-    np_all = fw[o_np:o_x].reshape((2 * nu, 3))
+    np_all = c_view(fw, o_np, (2 * nu, 3))
     ia = iw[2 * nu : 3 * nu]
     ib = iw[3 * nu : 4 * nu]
     nn = _contact_nodes_kernel(s.body_a, s.body_b, s.local_a, s.local_b, nb_all, np_all, ia, ib)
     node_body = nb_all[:nn]  # not written again: views, not copies
     node_point = np_all[:nn]
-    node_X = fw[o_x : o_x + 36 * nn].reshape((nn, 6, 6))
-    node_f = fw[o_nf : o_nf + 6 * nn].reshape((nn, 6))
+    node_X = c_view(fw, o_x, (nn, 6, 6))
+    node_f = c_view(fw, o_nf, (nn, 6))
     dv = fw[o_dv:o_u2]
     node_transforms_kernel(node_body, node_point, s.R_world, node_X)
     upsilon_kernel(s.parent, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.ups, s.scratch66)
@@ -946,14 +947,14 @@ def contact_step_kernel(s):
     s.info[I_RESIDUAL] = worst
     s.info[I_SOLVER] = solver
     # 7. impulses and the impulse response
-    F = fw[o_f:o_p].reshape((nu, 3))
+    F = c_view(fw, o_f, (nu, 3))
     _impulses(D, s.z, F)
     _respond(
         s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.pA, s.u, s.acc, node_body, node_X, ia,
         ib, F, v_free, s.v_new, node_f, dv,
     )  # fmt: skip
     # 8. the stabilisation share and the report's split (impulse_total += F)
-    P = fw[o_p:o_nf].reshape((nu, 3))
+    P = c_view(fw, o_p, (nu, 3))
     for i in range(nu):
         for c in range(3):
             P[i, c] = (s.p_impact[i, c] if colliding else 0.0) + F[i, c]
@@ -980,7 +981,7 @@ def contact_step_kernel(s):
                     s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_free, s.body_a, s.local_a,
                     s.body_b, s.local_b, s.bv, uf,
                 )  # fmt: skip
-            u2 = fw[o_u2:o_fr].reshape((nu, 3))
+            u2 = c_view(fw, o_u2, (nu, 3))
             relative_velocities_into(
                 s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, s.v_new, s.body_a, s.local_a,
                 s.body_b, s.local_b, s.bv, u2,

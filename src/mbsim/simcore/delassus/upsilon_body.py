@@ -32,7 +32,7 @@ from numba import njit
 
 from mbsim.simcore.delassus.compressed_tree import common_vertex, compress, zero_blocks
 from mbsim.simcore.delassus.nodes import as_nodes
-from mbsim.simcore.spatial import congruence_sym, copy6x6, xform_force_T
+from mbsim.simcore.spatial import c_view, congruence_sym, copy6x6, xform_force_T
 
 
 @njit(cache=True, inline="always")
@@ -194,12 +194,12 @@ def _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, lo):
     o_g = o_f + 36 * nc * nd
     o_d = o_g + 36 * nc * nd
     buf = np.empty(o_d + nc * nd)
-    edge = buf[:o_id].reshape((nvert, 6, 6))
-    ident = buf[o_id : o_id + 36].reshape((6, 6))
-    tmp = buf[o_id + 36 : o_t].reshape((6, 6))
+    edge = c_view(buf, 0, (nvert, 6, 6))
+    ident = c_view(buf, o_id, (6, 6))
+    tmp = c_view(buf, o_id + 36, (6, 6))
     t = buf[o_t:o_f]
-    F = buf[o_f:o_g].reshape((nc, nd, 6, 6))  # the per-node factors F_a by compressed depth
-    Gs = buf[o_g:o_d].reshape((nc, nd, 6, 6))
+    F = c_view(buf, o_f, (nc, nd, 6, 6))  # the per-node factors F_a by compressed depth
+    Gs = c_view(buf, o_g, (nc, nd, 6, 6))
     done = buf[o_d:]
     # 2. edge products psi(top, bottom) where more than one node's factor crosses the edge;
     # a factor that crosses an edge alone takes its psi's one by one (step 3)
