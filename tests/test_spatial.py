@@ -116,3 +116,28 @@ def test_body_pose_quaternions_match_scipy():
     q = rot.as_quat()  # scalar-last
     q = np.hstack([q[:, 3:], q[:, :3]]) * np.sign(q[:, 3:])
     assert np.allclose(out[:, :3], p) and np.allclose(out[:, 3:], q, atol=1e-14)
+
+
+def test_c_view_is_the_reshaped_slice():
+    """spatial.c_view(buf, o, shape) is buf[o : o + prod(shape)].reshape(shape): the same
+    entries, C strides, and buf's memory (a write through it lands in buf)."""
+    from numba import njit
+
+    from mbsim.simcore.spatial import c_view
+
+    @njit
+    def views(buf, o, n):
+        a = c_view(buf, o, (n, 3))
+        b = buf[o : o + 3 * n].reshape((n, 3))
+        c = c_view(buf, o, (2, n, 2, 1))
+        e = c_view(buf, o, (0, 3))
+        a[0, 1] = -1.0
+        return a.copy(), b.copy(), a.strides, c.copy(), c.strides, e.shape
+
+    buf = np.arange(40.0)
+    a, b, strides, c, cstrides, eshape = views(buf, 5, 4)
+    assert a.shape == (4, 3) and strides == (24, 8)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(c, buf[5:21].reshape((2, 4, 2, 1)))
+    assert cstrides == (64, 16, 8, 8) and eshape == (0, 3)
+    assert buf[6] == -1.0

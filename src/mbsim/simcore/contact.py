@@ -195,12 +195,12 @@ def relative_compliance(Lam: np.ndarray, node_a: np.ndarray, node_b: np.ndarray)
     return W
 
 
-@njit(cache=True, inline="always")
-def _point_bias_accel_normal(R_world, vel, chat, k, p, n):
+@njit(cache=True, forceinline=True)
+def _point_bias_accel_normal(R_world, vel, chat, k, p0, p1, p2, n0, n1, n2):
     """n . R (a + alpha x p + w x (v + w x p)): the normal world acceleration at zero joint
-    acceleration of point p (body frame) on body k (see curvature_drift)."""
+    acceleration of point p (body frame) on body k (see curvature_drift); p and n as
+    scalars."""
     w0, w1, w2 = vel[k, 0], vel[k, 1], vel[k, 2]
-    p0, p1, p2 = p[0], p[1], p[2]
     u0 = vel[k, 3] + w1 * p2 - w2 * p1  # v + w x p
     u1 = vel[k, 4] + w2 * p0 - w0 * p2
     u2 = vel[k, 5] + w0 * p1 - w1 * p0
@@ -209,19 +209,21 @@ def _point_bias_accel_normal(R_world, vel, chat, k, p, n):
     a1 = chat[k, 4] + al2 * p0 - al0 * p2 + w2 * u0 - w0 * u2
     a2 = chat[k, 5] + al0 * p1 - al1 * p0 + w0 * u1 - w1 * u0
     acc = 0.0
-    for r in range(3):
-        acc += n[r] * (R_world[k, r, 0] * a0 + R_world[k, r, 1] * a1 + R_world[k, r, 2] * a2)
+    acc += n0 * (R_world[k, 0, 0] * a0 + R_world[k, 0, 1] * a1 + R_world[k, 0, 2] * a2)
+    acc += n1 * (R_world[k, 1, 0] * a0 + R_world[k, 1, 1] * a1 + R_world[k, 1, 2] * a2)
+    acc += n2 * (R_world[k, 2, 0] * a0 + R_world[k, 2, 1] * a1 + R_world[k, 2, 2] * a2)
     return acc
 
 
-@njit(cache=True)
-def _core_point(R_world, k, p, n, offset, out):
-    """out = p + offset R_k^T n (body frame, m): the point ``offset`` along the world normal n
-    from the body point p of body k (see curvature_drift)."""
-    for c in range(3):
-        out[c] = p[c] + offset * (
-            R_world[k, 0, c] * n[0] + R_world[k, 1, c] * n[1] + R_world[k, 2, c] * n[2]
-        )
+@njit(cache=True, forceinline=True)
+def _core_point(R_world, k, p0, p1, p2, n0, n1, n2, offset):
+    """p + offset R_k^T n (body frame, m) as 3 scalars: the point ``offset`` along the world
+    normal n from the body point p of body k (see curvature_drift)."""
+    return (
+        p0 + offset * (R_world[k, 0, 0] * n0 + R_world[k, 1, 0] * n1 + R_world[k, 2, 0] * n2),
+        p1 + offset * (R_world[k, 0, 1] * n0 + R_world[k, 1, 1] * n1 + R_world[k, 2, 1] * n2),
+        p2 + offset * (R_world[k, 0, 2] * n0 + R_world[k, 1, 2] * n1 + R_world[k, 2, 2] * n2),
+    )
 
 
 @njit(cache=True)
@@ -229,26 +231,24 @@ def _curvature_kernel(
     R_world, vel, chat, body_a, local_a, body_b, local_b, normal, radius_a, radius_b, scale, out
 ):  # fmt: skip
     """out[i] = scale n . (a_A - a_B) (curvature_drift); with radii (length nu, else 0) the
-    points are first moved to the core points at radius_a along +n and radius_b along -n."""
-    pa = np.empty(3)
-    pb = np.empty(3)
+    points are first moved to the core points at radius_a along +n and radius_b along -n.
+    Written on scalars (no work arrays, no views)."""
     radii = radius_a.shape[0] > 0
     for i in range(out.shape[0]):
+        n0, n1, n2 = normal[i, 0], normal[i, 1], normal[i, 2]
         acc = 0.0
-        if body_a[i] >= 0:
+        k = body_a[i]
+        if k >= 0:
+            p0, p1, p2 = local_a[i, 0], local_a[i, 1], local_a[i, 2]
             if radii and radius_a[i] != 0.0:
-                _core_point(R_world, body_a[i], local_a[i], normal[i], radius_a[i], pa)
-            else:
-                for c in range(3):  # not pa[:] = ...: its shape check compiles ~2 s
-                    pa[c] = local_a[i, c]
-            acc += _point_bias_accel_normal(R_world, vel, chat, body_a[i], pa, normal[i])
-        if body_b[i] >= 0:
+                p0, p1, p2 = _core_point(R_world, k, p0, p1, p2, n0, n1, n2, radius_a[i])
+            acc += _point_bias_accel_normal(R_world, vel, chat, k, p0, p1, p2, n0, n1, n2)
+        k = body_b[i]
+        if k >= 0:
+            p0, p1, p2 = local_b[i, 0], local_b[i, 1], local_b[i, 2]
             if radii and radius_b[i] != 0.0:
-                _core_point(R_world, body_b[i], local_b[i], normal[i], -radius_b[i], pb)
-            else:
-                for c in range(3):  # not pb[:] = ...: its shape check compiles ~2 s
-                    pb[c] = local_b[i, c]
-            acc -= _point_bias_accel_normal(R_world, vel, chat, body_b[i], pb, normal[i])
+                p0, p1, p2 = _core_point(R_world, k, p0, p1, p2, n0, n1, n2, -radius_b[i])
+            acc -= _point_bias_accel_normal(R_world, vel, chat, k, p0, p1, p2, n0, n1, n2)
         out[i] = scale * acc
 
 

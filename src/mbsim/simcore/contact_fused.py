@@ -109,7 +109,7 @@ from mbsim.simcore.dynamics import aba_kernel, impulse_response_kernel
 from mbsim.simcore.kinematics import (
     node_transforms_kernel,
     propagate_bias,
-    relative_velocities_kernel,
+    relative_velocities_into,
 )
 from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp import warm as warm_start
@@ -131,6 +131,7 @@ from mbsim.simcore.limit_step import (
     evaluate_candidate,
 )
 from mbsim.simcore.native_call import native
+from mbsim.simcore.spatial import c_view
 
 #: what :func:`contact_step_kernel` returns: the step is done (OK), its LCP needs the Python
 #: chain (FALLBACK), or it is a collision with the energy-consistent impact option, which the
@@ -555,12 +556,16 @@ _solve_rows_call = native(_solve_rows)
 
 @njit(cache=True, inline="always")
 def _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib, F, v0,
-             out):  # fmt: skip
+             out, node_f, dv):  # fmt: skip
     """out = v0 + M^-1 J^T Q_u^T F (``OS.respond``: node impulses, then the impulse response
-    on the articulated factorisation in the Data arrays)."""
-    node_f = np.zeros((node_body.shape[0], 6))
+    on the articulated factorisation in the Data arrays); ``node_f`` ((nn, 6)) and ``dv``
+    ((nv,)) are work arrays, zeroed here."""
+    for a in range(node_f.shape[0]):
+        for c in range(6):
+            node_f[a, c] = 0.0
     _node_impulses_kernel(F, ia, ib, node_f)
-    dv = np.zeros(v0.shape[0])
+    for i in range(dv.shape[0]):
+        dv[i] = 0.0
     impulse_response_kernel(parent, vi, nvj, S, E, r, U, Dinv, node_body, node_X, node_f, pA, u,
                             acc, dv)  # fmt: skip
     for i in range(v0.shape[0]):
@@ -734,12 +739,34 @@ def contact_step_kernel(s):
     warm = s.warm
     nv = s.v.shape[0]
     nu = s.gap.shape[0]
+    nb = s.parent.shape[0]
     k = s.cos_a.shape[0] + 1
+    # the step's work arrays as views of one float and one int allocation (each filled before
+    # it is read, as the arrays of their own were; zeroed where np.zeros made them)
+    nd = nu if curvature else 0
+    ns = nu if slip else 0
+    o_drift = 3 * nu
+    o_chat = o_drift + nd
+    o_gv = o_chat + (6 * nb if curvature else 0)
+    o_vf = o_gv + nu
+    o_ref = o_vf + nv
+    o_d = o_ref + 3 * ns
+    o_np = o_d + 3 * nu * k
+    o_x = o_np + 6 * nu
+    o_f = o_x + 72 * nu
+    o_p = o_f + 3 * nu
+    o_nf = o_p + 3 * nu
+    o_dv = o_nf + 12 * nu
+    o_u2 = o_dv + nv
+    o_fr = o_u2 + 3 * nu
+    o_un = o_fr + nu
+    fw = np.empty(o_un + nu)
+    iw = np.empty(6 * nu, dtype=np.int64)
     # 1. the impact test at v
-    vu = np.empty((nu, 3))
-    relative_velocities_kernel(
+    vu = c_view(fw, 0, (nu, 3))
+    relative_velocities_into(
         s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, s.v, s.body_a, s.local_a, s.body_b,
-        s.local_b, vu,
+        s.local_b, s.bv, vu,
     )  # fmt: skip
     for i in range(nu):
         s.vn_before[i] = _ndot(vu, i, s.normal, i)
@@ -747,52 +774,54 @@ def contact_step_kernel(s):
     if colliding and not impacts_ok:
         return IMPACT
     # 2. the curvature term and the gap allowance
-    drift = np.empty(nu if curvature else 0)
+    drift = fw[o_drift:o_chat]
     if curvature:
-        chat = np.empty((s.parent.shape[0], 6))
+        chat = c_view(fw, o_chat, (nb, 6))
         propagate_bias(s.parent, s.E, s.r, s.cbias, chat)
         _curvature_kernel(
             s.R_world, s.vel, chat, s.body_a, s.local_a, s.body_b, s.local_b, s.normal, s.radius_a,
             s.radius_b, 0.5 * dt * dt, drift,
         )  # fmt: skip
-    gv = np.empty(nu)
+    gv = fw[o_gv:o_vf]
     demands, deepest = _gap_allowance_kernel(
         s.gap, drift, stabilization, -max_recovery_speed * dt, use_floor, gap_floor, 1.0, dt, gv
     )
     s.info[I_DEMANDS] = 1.0 if demands else 0.0
     s.info[I_DEEPEST] = deepest
     # 3. the slip reference and D
-    v_free = np.empty(nv)
+    v_free = fw[o_vf:o_ref]
     for i in range(nv):
         v_free[i] = s.v[i] + dt * s.qdd[i]
-    ref = np.empty((nu if slip else 0, 3))
+    ref = c_view(fw, o_ref, (ns, 3))
     if slip:
-        relative_velocities_kernel(
+        relative_velocities_into(
             s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_free, s.body_a, s.local_a, s.body_b,
-            s.local_b, ref,
+            s.local_b, s.bv, ref,
         )  # fmt: skip
-    D = np.empty((nu, 3, k))
+    D = c_view(fw, o_d, (nu, 3, k))
     _friction_kernel(s.normal, s.cos_a, s.sin_a, ref, D)
     # 4. nodes, Lambda, W
-    nb_all = np.empty(2 * nu, dtype=np.int64)
-    np_all = np.empty((2 * nu, 3))
-    ia = np.empty(nu, dtype=np.int64)
-    ib = np.empty(nu, dtype=np.int64)
+    nb_all = iw[: 2 * nu]
+    np_all = c_view(fw, o_np, (2 * nu, 3))
+    ia = iw[2 * nu : 3 * nu]
+    ib = iw[3 * nu : 4 * nu]
     nn = _contact_nodes_kernel(s.body_a, s.body_b, s.local_a, s.local_b, nb_all, np_all, ia, ib)
-    node_body = nb_all[:nn].copy()
-    node_point = np_all[:nn].copy()
-    node_X = np.empty((nn, 6, 6))
+    node_body = nb_all[:nn]  # not written again: views, not copies
+    node_point = np_all[:nn]
+    node_X = c_view(fw, o_x, (nn, 6, 6))
+    node_f = c_view(fw, o_nf, (nn, 6))
+    dv = fw[o_dv:o_u2]
     node_transforms_kernel(node_body, node_point, s.R_world, node_X)
     upsilon_kernel(s.parent, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.ups, s.scratch66)
     # Lambda and W per contact island (contact_islands.py: zero between islands, never built);
     # W reads only Lambda's linear-linear blocks: the same entries, bit for bit
-    cisl = np.empty(nu, dtype=np.int64)
+    cisl = iw[4 * nu : 5 * nu]
     corder, cstarts = block_order(cisl, contact_islands(s.parent, s.body_a, s.body_b, cisl))
     W, wstart = island_compliance(
         s.parent, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.ups, node_body, node_X, ia, ib, corder,
         cstarts,
     )  # fmt: skip
-    no_budget = np.empty(0)
+    no_budget = fw[:0]
     s.info[I_IMPACT] = 0.0
     s.info[I_E_IMPACTS] = 0.0
     for i in range(nv):
@@ -816,7 +845,7 @@ def contact_step_kernel(s):
         v_c = np.empty(nv)
         _respond(
             s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.pA, s.u, s.acc, node_body, node_X,
-            ia, ib, Fc, s.v, v_c,
+            ia, ib, Fc, s.v, v_c, node_f, dv,
         )  # fmt: skip
         for i in range(nu):
             for c in range(3):
@@ -833,14 +862,14 @@ def contact_step_kernel(s):
             v_t = np.empty(nv)
             _respond(
                 s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.pA, s.u, s.acc, node_body,
-                node_X, ia, ib, theta, v_c, v_t,
+                node_X, ia, ib, theta, v_c, v_t, node_f, dv,
             )  # fmt: skip
             budget = np.empty(nu if friction_total else 0)
             for i in range(budget.shape[0]):
                 budget[i] = (s.mu[i] * 1.0) * _ndot(theta, i, s.normal, i)
-            relative_velocities_kernel(
+            relative_velocities_into(
                 s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_t, s.body_a, s.local_a, s.body_b,
-                s.local_b, vu,
+                s.local_b, s.bv, vu,
             )  # fmt: skip
             zd = np.empty(nu * (k + 1))
             ok, _p, _w, _s = _solve_rows_call(
@@ -853,7 +882,7 @@ def contact_step_kernel(s):
             _impulses(D, zd, Fd)
             _respond(
                 s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.pA, s.u, s.acc, node_body,
-                node_X, ia, ib, Fd, v_t, v_c,
+                node_X, ia, ib, Fd, v_t, v_c, node_f, dv,
             )  # fmt: skip
             for i in range(nu):
                 for c in range(3):
@@ -872,9 +901,9 @@ def contact_step_kernel(s):
             ke_after - ke_before + _armature_energy(s.armature, v_c)
             - _armature_energy(s.armature, s.v)
         )  # fmt: skip
-        relative_velocities_kernel(
+        relative_velocities_into(
             s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_c, s.body_a, s.local_a, s.body_b,
-            s.local_b, vu,
+            s.local_b, s.bv, vu,
         )  # fmt: skip
         for i in range(nu):
             s.vn_after[i] = _ndot(vu, i, s.normal, i)
@@ -895,9 +924,9 @@ def contact_step_kernel(s):
             for c in range(3):
                 vu[i, c] = ref[i, c]
     else:
-        relative_velocities_kernel(
+        relative_velocities_into(
             s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_free, s.body_a, s.local_a, s.body_b,
-            s.local_b, vu,
+            s.local_b, s.bv, vu,
         )  # fmt: skip
     for i in range(nu):
         for c in range(3):
@@ -918,14 +947,14 @@ def contact_step_kernel(s):
     s.info[I_RESIDUAL] = worst
     s.info[I_SOLVER] = solver
     # 7. impulses and the impulse response
-    F = np.empty((nu, 3))
+    F = c_view(fw, o_f, (nu, 3))
     _impulses(D, s.z, F)
     _respond(
         s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.pA, s.u, s.acc, node_body, node_X, ia,
-        ib, F, v_free, s.v_new,
+        ib, F, v_free, s.v_new, node_f, dv,
     )  # fmt: skip
     # 8. the stabilisation share and the report's split (impulse_total += F)
-    P = np.empty((nu, 3))
+    P = c_view(fw, o_p, (nu, 3))
     for i in range(nu):
         for c in range(3):
             P[i, c] = (s.p_impact[i, c] if colliding else 0.0) + F[i, c]
@@ -934,7 +963,7 @@ def contact_step_kernel(s):
     for i in range(nu):
         any_deep = any_deep or s.gap[i] < 0.0
     if any_deep:
-        rec = np.empty(nu, dtype=np.int64)
+        rec = iw[5 * nu :]
         nr = 0
         for i in range(nu):
             if s.gap[i] < 0.0 and _ndot(F, i, s.normal, i) > 0.0:
@@ -948,17 +977,17 @@ def contact_step_kernel(s):
             uf = ref
             if not (slip and not colliding):
                 uf = np.empty((nu, 3))
-                relative_velocities_kernel(
+                relative_velocities_into(
                     s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_free, s.body_a, s.local_a,
-                    s.body_b, s.local_b, uf,
+                    s.body_b, s.local_b, s.bv, uf,
                 )  # fmt: skip
-            u2 = np.empty((nu, 3))
-            relative_velocities_kernel(
+            u2 = c_view(fw, o_u2, (nu, 3))
+            relative_velocities_into(
                 s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, s.v_new, s.body_a, s.local_a,
-                s.body_b, s.local_b, u2,
+                s.body_b, s.local_b, s.bv, u2,
             )  # fmt: skip
-            fr = np.empty(nr)
-            un = np.empty(nr)
+            fr = fw[o_fr : o_fr + nr]
+            un = fw[o_un : o_un + nr]
             for a in range(nr):
                 i = rec[a]
                 fr[a] = _ndot(F, i, s.normal, i)

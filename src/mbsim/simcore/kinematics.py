@@ -22,7 +22,6 @@ from mbsim.simcore.spatial import (
     plucker,
     quat_rotation,
     quat_to_rotation,
-    xform_motion,
     xform_motion_scalars,
 )
 
@@ -345,7 +344,18 @@ def forward_kinematics(model, data, q, v=None) -> None:
 def node_transforms_kernel(node_body, node_point, R_world, out):
     """out[a] = X(R_world[body], p): body -> world-aligned node frame at point p (body frame)."""
     for a in range(node_body.shape[0]):
-        plucker(R_world[node_body[a]], node_point[a], out[a])
+        # spatial.plucker's entries on scalar indices (no views)
+        b = node_body[a]
+        r0, r1, r2 = node_point[a, 0], node_point[a, 1], node_point[a, 2]
+        for i in range(3):
+            for j in range(3):
+                out[a, i, j] = R_world[b, i, j]
+                out[a, i, j + 3] = 0.0
+                out[a, i + 3, j + 3] = R_world[b, i, j]
+        for i in range(3):
+            out[a, i + 3, 0] = -(R_world[b, i, 1] * r2 - R_world[b, i, 2] * r1)
+            out[a, i + 3, 1] = -(R_world[b, i, 2] * r0 - R_world[b, i, 0] * r2)
+            out[a, i + 3, 2] = -(R_world[b, i, 0] * r1 - R_world[b, i, 1] * r0)
 
 
 def node_transforms(data, node_body, node_point) -> np.ndarray:
@@ -403,36 +413,70 @@ def node_jacobian(model, data, node_body, node_X) -> np.ndarray:
 
 @njit(cache=True)
 def body_velocities_kernel(parent, vi, nvj, S, E, r, v, out):
-    """out[i] = V_i for joint velocities ``v`` at the transforms in (E, r) (no other state)."""
-    tmp = np.empty(6)
+    """out[i] = V_i for joint velocities ``v`` at the transforms in (E, r) (no other state).
+
+    Written on scalars (no work array, no views: no reference count or allocation a call);
+    X_i out_p goes into out[i] first, then each entry adds S_i v_i's terms in order."""
     for i in range(parent.shape[0]):
         p = parent[i]
         if p >= 0:
-            xform_motion(E[i], r[i], out[p], tmp)
+            out[i, 0], out[i, 1], out[i, 2], out[i, 3], out[i, 4], out[i, 5] = (
+                xform_motion_scalars(
+                    E[i, 0, 0], E[i, 0, 1], E[i, 0, 2], E[i, 1, 0], E[i, 1, 1], E[i, 1, 2],
+                    E[i, 2, 0], E[i, 2, 1], E[i, 2, 2], r[i, 0], r[i, 1], r[i, 2],
+                    out[p, 0], out[p, 1], out[p, 2], out[p, 3], out[p, 4], out[p, 5],
+                )
+            )  # fmt: skip
         else:
             for a in range(6):
-                tmp[a] = 0.0
+                out[i, a] = 0.0
+        j = vi[i]
         for a in range(6):
-            s = tmp[a]
+            s = out[i, a]
             for k in range(nvj[i]):
-                s += S[i, a, k] * v[vi[i] + k]
+                s += S[i, a, k] * v[j + k]
             out[i, a] = s
 
 
 @njit(cache=True)
 def propagate_bias(parent, E, r, c, out):
     """out_i = Xup_i out_p + c_i: the velocity-product accelerations accumulated from the root
-    (c-hat, so that V = Jb v + dt c-hat after a step in the non-minimal formulations)."""
-    tmp = np.empty(6)
+    (c-hat, so that V = Jb v + dt c-hat after a step in the non-minimal formulations).
+    Written on scalars (no work array, no views)."""
     for i in range(parent.shape[0]):
         p = parent[i]
         if p >= 0:
-            xform_motion(E[i], r[i], out[p], tmp)
-            for a in range(6):
-                out[i, a] = tmp[a] + c[i, a]
+            t0, t1, t2, t3, t4, t5 = xform_motion_scalars(
+                E[i, 0, 0], E[i, 0, 1], E[i, 0, 2], E[i, 1, 0], E[i, 1, 1], E[i, 1, 2],
+                E[i, 2, 0], E[i, 2, 1], E[i, 2, 2], r[i, 0], r[i, 1], r[i, 2],
+                out[p, 0], out[p, 1], out[p, 2], out[p, 3], out[p, 4], out[p, 5],
+            )  # fmt: skip
+            out[i, 0] = t0 + c[i, 0]
+            out[i, 1] = t1 + c[i, 1]
+            out[i, 2] = t2 + c[i, 2]
+            out[i, 3] = t3 + c[i, 3]
+            out[i, 4] = t4 + c[i, 4]
+            out[i, 5] = t5 + c[i, 5]
         else:
             for a in range(6):
                 out[i, a] = c[i, a]
+
+
+@njit(cache=True, forceinline=True)
+def point_velocity(body_vel, R_world, b, p0, p1, p2):
+    """World-frame linear velocity of the point (p0, p1, p2) (body coordinates) of body ``b``
+    (-1: the static world, zero), as 3 scalars: :func:`point_velocities_kernel`'s arithmetic."""
+    if b < 0:
+        return 0.0, 0.0, 0.0
+    w0, w1, w2 = body_vel[b, 0], body_vel[b, 1], body_vel[b, 2]
+    l0 = body_vel[b, 3] + w1 * p2 - w2 * p1
+    l1 = body_vel[b, 4] + w2 * p0 - w0 * p2
+    l2 = body_vel[b, 5] + w0 * p1 - w1 * p0
+    return (
+        R_world[b, 0, 0] * l0 + R_world[b, 0, 1] * l1 + R_world[b, 0, 2] * l2,
+        R_world[b, 1, 0] * l0 + R_world[b, 1, 1] * l1 + R_world[b, 1, 2] * l2,
+        R_world[b, 2, 0] * l0 + R_world[b, 2, 1] * l1 + R_world[b, 2, 2] * l2,
+    )
 
 
 @njit(cache=True)
@@ -472,21 +516,34 @@ def point_velocities(model, data, v, bodies, local_points, body_vel=None) -> np.
 
 
 @njit(cache=True)
+def relative_velocities_into(
+    parent, vi, nvj, S, E, r, R_world, v, body_a, local_a, body_b, local_b, vel, out
+):  # fmt: skip
+    """out[i] = v_A(i) - v_B(i), as :func:`relative_velocities_kernel`, with the body
+    velocities written to ``vel`` ((nb, 6) scratch): no allocation, no reference count."""
+    body_velocities_kernel(parent, vi, nvj, S, E, r, v, vel)
+    for i in range(body_a.shape[0]):
+        a0, a1, a2 = point_velocity(
+            vel, R_world, body_a[i], local_a[i, 0], local_a[i, 1], local_a[i, 2]
+        )
+        b0, b1, b2 = point_velocity(
+            vel, R_world, body_b[i], local_b[i, 0], local_b[i, 1], local_b[i, 2]
+        )
+        out[i, 0] = a0 - b0
+        out[i, 1] = a1 - b1
+        out[i, 2] = a2 - b2
+
+
+@njit(cache=True)
 def relative_velocities_kernel(
     parent, vi, nvj, S, E, r, R_world, v, body_a, local_a, body_b, local_b, out
 ):  # fmt: skip
     """out[i] = v_A(i) - v_B(i): :func:`point_velocities` of the A points minus that of the B
     points, the same arithmetic in one call (body velocities once)."""
     vel = np.empty((parent.shape[0], 6))
-    body_velocities_kernel(parent, vi, nvj, S, E, r, v, vel)
-    n = body_a.shape[0]
-    pa = np.empty((n, 3))
-    pb = np.empty((n, 3))
-    point_velocities_kernel(vel, R_world, body_a, local_a, pa)
-    point_velocities_kernel(vel, R_world, body_b, local_b, pb)
-    for i in range(n):
-        for k in range(3):
-            out[i, k] = pa[i, k] - pb[i, k]
+    relative_velocities_into(
+        parent, vi, nvj, S, E, r, R_world, v, body_a, local_a, body_b, local_b, vel, out
+    )
 
 
 def relative_velocities(model, data, v, body_a, local_a, body_b, local_b) -> np.ndarray:

@@ -32,7 +32,7 @@ from numba import njit
 
 from mbsim.simcore.delassus.compressed_tree import common_vertex, compress, zero_blocks
 from mbsim.simcore.delassus.nodes import as_nodes
-from mbsim.simcore.spatial import congruence_sym, copy6x6, xform_force_T
+from mbsim.simcore.spatial import c_view, congruence_sym, copy6x6, xform_force_T
 
 
 @njit(cache=True, inline="always")
@@ -59,8 +59,11 @@ def upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch):
     nb = parent.shape[0]
     Y = scratch[2]
     W = scratch[3]
-    w = np.empty(6)
-    sd = np.empty(36)  # S_a Dinv of a root's row a (at most 6 x 6 terms)
+    # work rows in scratch[0] (no allocation): w, a 1-DoF body's Y U, in its row 0; sd, a
+    # root's S_a Dinv (at most 6 x 6 terms), in all of it; the general branch's T, which
+    # also takes scratch[0], is another body's (each is used within its body's iteration)
+    w = scratch[0, 0]
+    sd = scratch[0].reshape(36)
     for i in range(nb):
         n = nvj[i]
         p = parent[i]
@@ -175,20 +178,41 @@ def _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, lo):
     iw = np.empty((7, max(nb, 1)), dtype=np.int64)
     nvert = compress(parent, node_body, iw)
     vid, vbody, cparent, cdepth = iw[3], iw[4], iw[5], iw[6]
+    # the work arrays below as views of one allocation each (ints: iw's rows 1-2, which
+    # compress leaves free; floats: ``buf``), filled as their own arrays were
+    uses = iw[1]
+    for v in range(nvert):
+        uses[v] = 0
+    maxd = 0
+    for a in range(nc):
+        if cdepth[vid[node_body[a]]] > maxd:
+            maxd = cdepth[vid[node_body[a]]]
+    nd = maxd + 1
+    o_id = 36 * nvert
+    o_t = o_id + 72
+    o_f = o_t + 12
+    o_g = o_f + 36 * nc * nd
+    o_d = o_g + 36 * nc * nd
+    buf = np.empty(o_d + nc * nd)
+    edge = c_view(buf, 0, (nvert, 6, 6))
+    ident = c_view(buf, o_id, (6, 6))
+    tmp = c_view(buf, o_id + 36, (6, 6))
+    t = buf[o_t:o_f]
+    F = c_view(buf, o_f, (nc, nd, 6, 6))  # the per-node factors F_a by compressed depth
+    Gs = c_view(buf, o_g, (nc, nd, 6, 6))
+    done = buf[o_d:]
     # 2. edge products psi(top, bottom) where more than one node's factor crosses the edge;
     # a factor that crosses an edge alone takes its psi's one by one (step 3)
-    uses = np.zeros(nvert, dtype=np.int64)
     for a in range(nc):
         v = vid[node_body[a]]
         while cparent[v] >= 0:
             uses[v] += 1
             v = cparent[v]
-    edge = np.empty((nvert, 6, 6))
-    ident = np.zeros((6, 6))
+    for a in range(6):
+        for b in range(6):
+            ident[a, b] = 0.0
     for a in range(6):
         ident[a, a] = 1.0
-    tmp = np.empty((6, 6))
-    t = np.empty(12)
     for v in range(nvert):
         if cparent[v] < 0 or uses[v] < 2:
             continue
@@ -200,7 +224,6 @@ def _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, lo):
             copy6x6(tmp, edge[v])
             j = parent[j]
     # the factors F_a at their own vertices
-    F = _node_factors(node_body, vid, cdepth)
     for a in range(nc):
         for x in range(6):
             for y in range(6):
@@ -222,17 +245,9 @@ def _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, lo):
                     j = parent[j]
             v = cparent[v]
             d -= 1
-    _blocks(node_body, vid, vbody, cparent, cdepth, F, ups, Lam, lo)
-
-
-@njit(cache=True, inline="always")
-def _node_factors(node_body, vid, cdepth):
-    """(nc, maxdepth + 1, 6, 6) storage for the per-node factors F_a by compressed depth."""
-    maxd = 0
-    for a in range(node_body.shape[0]):
-        if cdepth[vid[node_body[a]]] > maxd:
-            maxd = cdepth[vid[node_body[a]]]
-    return np.empty((node_body.shape[0], maxd + 1, 6, 6))
+    for a in range(done.shape[0]):
+        done[a] = 0.0
+    _blocks(node_body, vid, vbody, cparent, cdepth, F, Gs, done, ups, Lam, lo)
 
 
 @njit(cache=True, inline="always")
@@ -248,16 +263,16 @@ def _matmul6_cols(A, B, out, lo):
 
 
 @njit(cache=True, inline="always")
-def _blocks(node_body, vid, vbody, cparent, cdepth, F, ups, Lam, lo):
+def _blocks(node_body, vid, vbody, cparent, cdepth, F, Gs, done, ups, Lam, lo):
     """Given every F_a at its node's compressed ancestors, fill
     Lambda(a, b) = F_a(k)^T Upsilon(k) F_b(k) at the compressed common ancestor k (zero across
     trees). ``ups`` is indexed by body. Only the entries (x, y >= lo) of each block are
     filled, from the factors' columns lo .. 5 (:func:`lambda_linear_kernel`)."""
     nc = node_body.shape[0]
+    nd = F.shape[1]
     # G = Upsilon(k) F_b(k) depends on b and k's depth only (k is b's compressed ancestor at
-    # that depth): formed once per (b, depth), not once per pair (the same products)
-    Gs = np.empty(F.shape)
-    done = np.zeros((nc, F.shape[1]), dtype=np.bool_)
+    # that depth): formed once per (b, depth), not once per pair (the same products); Gs
+    # (F's shape) holds them, done (nc nd, zeros) marks those formed
     for a in range(nc):
         for b in range(a, nc):
             va = common_vertex(vid[node_body[a]], vid[node_body[b]], cparent, cdepth)
@@ -266,9 +281,9 @@ def _blocks(node_body, vid, vbody, cparent, cdepth, F, ups, Lam, lo):
                 continue
             d = cdepth[va]
             G = Gs[b, d]
-            if not done[b, d]:
+            if done[b * nd + d] == 0.0:
                 _matmul6_cols(ups[vbody[va]], F[b, d], G, lo)
-                done[b, d] = True
+                done[b * nd + d] = 1.0
             for x in range(lo, 6):
                 for y in range(lo, 6):
                     s = 0.0
