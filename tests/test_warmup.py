@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from mbsim.io.scenario import load_scenario
-from mbsim.simcore import warmup
+from mbsim.simcore import contact_fused, warmup
 from mbsim.simcore.contact_fused import contact_step_kernel
 from mbsim.simulator import Simulator
 
@@ -32,12 +32,19 @@ def test_signature_is_the_one_the_run_calls():
     early = warmup.early_jobs(sc)  # from an empty model, before the Simulator is built
     sim = Simulator(sc)
     jobs = warmup.jobs(sim)
-    assert [j[:2] for j in jobs] == [("mbsim.simcore.contact_fused", "contact_step_kernel")]
+    assert [j[:2] for j in jobs] == [
+        ("mbsim.simcore.contact_fused", "contact_step_kernel"),
+        ("mbsim.simcore.contact_fused", "_solve_rows"),  # aside, in a second helper
+    ]
+    assert [len(j) for j in jobs] == [3, 4] and jobs[1][3] is True
     assert early == jobs
     sim.run()
     assert sim.stepper._fused.steps > 0
     assert jobs[0][2] in contact_step_kernel.signatures
     assert sim.stepper._fused.signature() == jobs[0][2]
+    # the contact step calls its LCP by address (native_call.py): the compilation it found
+    # is the one the second helper compiles
+    assert contact_fused._solve_rows.signatures == [jobs[1][2]]
 
 
 def test_no_job_without_collision_pairs():
@@ -152,11 +159,58 @@ def _start_long(tmp_path, action: str):
     return proc, int(line)
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def _aside(pid: int, seconds: float = 20.0) -> int:
+    """The second helper (the LCP's, warmup.solve_rows_job) of the helper ``pid``."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        kids = _children(pid)
+        if kids:
+            return kids[0]
+        time.sleep(0.05)
+    raise AssertionError("no second helper")
+
+
 def test_helper_ends_with_the_run(tmp_path):
     proc, pid = _start_long(tmp_path, "time.sleep(1)")
     out, err = proc.communicate(timeout=120)
     assert out.strip() == "closed None" and err == ""
     assert _gone(pid)
+
+
+def test_the_lcp_helper_ends_with_the_run(tmp_path):
+    code = """
+        with warmup.compile_ahead(warmup.contact_jobs()) as started:
+            print(warmup._helper.pid, flush=True)
+            time.sleep(3)
+        print("closed", warmup._helper, flush=True)
+        """
+    proc = _python(code, tmp_path, start_new_session=True)
+    pid = int(proc.stdout.readline())
+    aside = _aside(pid)
+    out, err = proc.communicate(timeout=120)
+    assert out.strip() == "closed None" and err == ""
+    assert _gone(pid) and _wait_gone(aside)
+
+
+def test_the_lcp_helper_does_not_outlive_a_killed_helper(tmp_path):
+    code = """
+        with warmup.compile_ahead(warmup.contact_jobs()) as started:
+            print(warmup._helper.pid, flush=True)
+            time.sleep(600)
+        """
+    proc = _python(code, tmp_path, start_new_session=True)
+    pid = int(proc.stdout.readline())
+    aside = _aside(pid)
+    os.kill(pid, signal.SIGKILL)  # its pipe to the second helper closes
+    assert _wait_gone(aside)
+    proc.kill()
+    proc.communicate(timeout=60)
 
 
 def test_ctrl_c_ends_the_helper_silently(tmp_path):

@@ -139,7 +139,9 @@ def island_compliance(
         for j in range(nn):
             if local[j] >= 0:
                 nbody[local[j]] = node_body[j]
-                nX[local[j]] = node_X[j]
+                for x in range(6):  # no array assignment: numba would compile its
+                    for y in range(6):  # shape-error formatter (~3 s of a first run)
+                        nX[local[j], x, y] = node_X[j, x, y]
         la = np.empty(m, dtype=np.int64)
         lb = np.empty(m, dtype=np.int64)
         for a in range(m):

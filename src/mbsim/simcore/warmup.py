@@ -78,13 +78,49 @@ def contact_job() -> tuple[str, str, tuple]:
     return ("mbsim.simcore.contact_fused", "contact_step_kernel", contact_signature())
 
 
+def solve_rows_signature() -> tuple:
+    """The numba argument types :func:`contact_step_kernel
+    <mbsim.simcore.contact_fused.contact_step_kernel>` calls ``_solve_rows`` with (through its
+    address: ``native``): the step's own arrays (float64 and int64, C order) and the fields
+    of its record (:func:`~mbsim.simcore.contact_fused.contact_signature`), found without
+    compiling anything (tests/test_warmup.py checks it against the compilation a contact
+    step resolves)."""
+    from numba import types
+
+    from mbsim.simcore.contact_fused import contact_signature
+
+    f = dict(contact_signature()[0].field_dict)
+    f1, f2, f3 = (types.Array(types.float64, n, "C") for n in (1, 2, 3))
+    i1 = types.Array(types.int64, 1, "C")
+    # W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab,
+    # und, z (contact_fused._solve_rows)
+    return (
+        f1, i1, i1, i1, f3, f["mu"], f2, f1, f["least_norm"], f["tol_rel"], f["caps"],
+        f["warm"], f["tab"], f["und"], f["z"],
+    )  # fmt: skip
+
+
+def solve_rows_job() -> tuple[str, str, tuple, bool]:
+    """The contact step's LCP (``contact_fused._solve_rows``, with everything it calls by
+    address: the warm guess, the least-norm and vertex attempts, over half of the contact
+    step's compile time) as a job of its own: compiled aside, in a second helper process, from
+    the start (:func:`main`)."""
+    return ("mbsim.simcore.contact_fused", "_solve_rows", solve_rows_signature(), True)
+
+
 def early_jobs(scenario) -> list[tuple[str, str, tuple]]:
     """The jobs worth starting before the Simulator of ``scenario`` is built (building it
     compiles the kinematics, dynamics and collision kernels): the contact step when the
     scenario's formulation is OS; :func:`compile_ahead` drops it if the built Simulator's
     contact steps cannot take it (:func:`jobs`)."""
     sim = getattr(scenario, "simulation", None)
-    return [contact_job()] if getattr(sim, "formulation", None) == "os" else []
+    return contact_jobs() if getattr(sim, "formulation", None) == "os" else []
+
+
+def contact_jobs() -> list[tuple]:
+    """The compiled contact step's jobs: :func:`contact_job`, and its LCP
+    (:func:`solve_rows_job`) compiled aside meanwhile."""
+    return [contact_job(), solve_rows_job()]
 
 
 def jobs(sim) -> list[tuple[str, str, tuple]]:
@@ -97,27 +133,35 @@ def jobs(sim) -> list[tuple[str, str, tuple]]:
     scene = getattr(sim, "scene", None)
     if scene is None or not scene.allowed.any() or not ContactFuser.eligible(stepper):
         return []
-    return [contact_job()]
+    return contact_jobs()
 
 
-def _start(jobs: list[tuple[str, str, tuple]]) -> subprocess.Popen | None:
-    """The helper process compiling ``jobs`` ((module, function, signature) each), or None
-    when there is nothing it could usefully do (module docstring)."""
+def _start(jobs: list[tuple]) -> subprocess.Popen | None:
+    """The helper process compiling ``jobs`` ((module, function, signature) each, and
+    optionally True: compiled aside, :func:`main`), or None when there is nothing it could
+    usefully do (module docstring)."""
     if os.environ.get(ENV, "1") == "0" or not jobs:
         return None
     todo = []
-    for module, name, sig in jobs:
+    for job in jobs:
+        module, name, sig = job[:3]
         state = cached(getattr(importlib.import_module(module), name), sig)
         if state is None:
             return None
         if not state:
-            todo.append((module, name, sig))
+            todo.append(job)
     if not todo:
         return None
     # the helper must import this very package (numba's cache keys hold the source files)
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    return _spawn(todo, env)
+
+
+def _spawn(todo: list[tuple], env: dict | None = None) -> subprocess.Popen | None:
+    """A helper process (:func:`main`) on the jobs ``todo``, its standard input a pipe kept
+    open (its end tells the helper that its starter is gone); None if it cannot start."""
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "mbsim.simcore.warmup"],
@@ -198,13 +242,42 @@ def _exit_when_orphaned() -> None:
         os._exit(0)
 
 
+def _after(dispatcher, proc: subprocess.Popen) -> None:
+    """Let ``dispatcher``'s first compilation in this process (numba calls ``compile`` while
+    typing a caller) wait for the helper ``proc`` that compiles it aside, then load it from
+    numba's cache (or compile it, when that helper failed or compiled other types)."""
+    compile_ = dispatcher.compile
+
+    def compile_after(sig):
+        proc.wait()
+        dispatcher.compile = compile_  # once: the instance's own method again
+        return compile_(sig)
+
+    dispatcher.compile = compile_after
+
+
 def main() -> None:
-    """The helper: compile the jobs pickled on standard input into numba's cache."""
+    """The helper: compile the jobs pickled on standard input into numba's cache. The jobs
+    marked aside (a fourth item True: the contact step's LCP, :func:`solve_rows_job`) go to a
+    helper of its own, started first, so that the two compile at once on two cores: typing
+    the other jobs here compiles the kernels they call, and where that comes to a kernel
+    the other helper compiles, it waits for that helper and then loads the kernel from the
+    cache instead of compiling it again. That helper is this one's child: it exits when this
+    one does (its standard input closes), killed or not."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it at once, without a word
     jobs = pickle.load(sys.stdin.buffer)  # all the run writes
     threading.Thread(target=_exit_when_orphaned, daemon=True).start()
-    for module, name, sig in jobs:
-        getattr(importlib.import_module(module), name).compile(sig)
+    aside = [job[:3] for job in jobs if len(job) > 3 and job[3]]
+    child = _spawn(aside) if aside else None
+    if child is not None:
+        for module, name, _sig in aside:
+            _after(getattr(importlib.import_module(module), name), child)
+    for job in jobs:
+        if child is None or not (len(job) > 3 and job[3]):
+            module, name, sig = job[:3]
+            getattr(importlib.import_module(module), name).compile(sig)
+    if child is not None:
+        child.wait()  # its kernels in the cache before the run loads them
     sys.stdout.flush()
     os._exit(0)  # done: no interpreter shutdown to race the thread above
 
