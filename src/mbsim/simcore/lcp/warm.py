@@ -272,8 +272,9 @@ def _lu_solve(K, b, y, LU):
         for j in range(m):
             a += abs(K[i, j])
         knorm = max(knorm, a)
-    t = np.empty(m)
-    r = np.empty(m)
+    tr = np.empty(2 * m)  # t and r in one allocation (1-d slices: no reshape)
+    t = tr[:m]
+    r = tr[m:]
     _lu_apply(LU, perm, b, y)
     for _ in range(REFINEMENTS):
         e, bound = _residual(K, b, y, r, knorm)
@@ -300,13 +301,14 @@ def _solve_on(M, q, S, shift, z):
     if ns == 0:
         return True, LU, np.arange(0)
     K = np.empty((ns, ns))
-    b = np.empty(ns)
+    by = np.empty(2 * ns)  # b and y in one allocation
+    b = by[:ns]
+    y = by[ns:]
     for a in range(ns):
         b[a] = -q[S[a]]
         for c in range(ns):
             K[a, c] = M[S[a], S[c]]
         K[a, a] += shift
-    y = np.empty(ns)
     ok, perm = _lu_solve(K, b, y, LU)
     if not ok:
         return False, LU, perm
@@ -345,8 +347,12 @@ def _fast_least_change(M, q, y, S, shift, LU, perm, have, z):
     if ns == 0:
         return True
     A = np.empty((ns, ns))
-    rhs = np.empty(ns)
-    c = np.empty(ns)
+    vec = np.empty(5 * ns)  # rhs, c, r, t, u in one allocation (1-d slices)
+    rhs = vec[:ns]
+    c = vec[ns : 2 * ns]
+    r = vec[2 * ns : 3 * ns]
+    t = vec[3 * ns : 4 * ns]
+    u = vec[4 * ns :]
     anorm = 0.0
     for a in range(ns):
         rhs[a] = -q[S[a]]
@@ -383,9 +389,6 @@ def _fast_least_change(M, q, y, S, shift, LU, perm, have, z):
         for a in range(ns):
             if not abs(LU[a, a]) >= FULL_RANK * umax:
                 return False
-    r = np.empty(ns)
-    t = np.empty(ns)
-    u = np.empty(ns)
     prev = np.inf
     for _ in range(POLISH_STEPS + 1):
         e, bound = _residual(A, rhs, c, r, anorm)
@@ -463,17 +466,19 @@ def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
     mnorm = mraw + shift
     qn = _max_abs(q)
     code = SINGULAR
-    cur = S.copy()
+    cur = S  # read only: rebound, never written
     r = 0
     best = n + 1  # the fewest wrong rows seen
     tries = SAFEGUARD  # rounds left before the single-row swaps
     LU = np.empty((0, 0))  # the last set's factors
     perm = np.arange(0)
+    flip = np.empty(n, dtype=np.bool_)  # one allocation for all rounds
     for r in range(rounds):
         ok, LU, perm = _solve_on(M, q, cur, shift, z)
         if not ok:
             return SINGULAR, 0, r + 1
-        flip = np.zeros(n, dtype=np.bool_)
+        for i in range(n):
+            flip[i] = False
         nflip = 0
         # the acceptance tolerance of problem.py for (M + shift I, q, z): a z_i of S above
         # -tol is a degenerate zero (set to 0), below it the row leaves S
@@ -504,7 +509,8 @@ def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
     else:
         return code, 0, rounds
     if least_norm:
-        fin = _polish(M, q, z, cur, rcond, tol_rel, fixes, mraw, qn, shift, LU, perm)
+        # ``inside`` marks cur's rows here (the rounds stopped without a swap)
+        fin = _polish(M, q, z, cur, inside, rcond, tol_rel, fixes, mraw, qn, shift, LU, perm)
         if fin.shape[0] == 1 and fin[0] < 0:
             # the chain's restricted LCP on the regularised set, from the remembered one
             return restricted_guess(
@@ -537,7 +543,7 @@ def _least_change_on(M, q, y, S, rcond, z):
 
 
 @njit(cache=True)
-def _polish(M, q, z, S, rcond, tol_rel, fixes, mnorm, qn, shift, LU, perm):
+def _polish(M, q, z, S, inside, rcond, tol_rel, fixes, mnorm, qn, shift, LU, perm):
     """chain.lemke_regularised's polish of the regularised answer z on the set S, in place:
     the least-change correction on M_SS (at rounding level only; by
     :func:`_fast_least_change` when it applies, LU and perm the factors of
@@ -545,13 +551,14 @@ def _polish(M, q, z, S, rcond, tol_rel, fixes, mnorm, qn, shift, LU, perm):
     the wrong side on (M, q) (z_i < -tol in S, w_i < -tol outside; tol of problem.py), those
     rows swapped and the polish repeated from the same regularised answer, at most ``fixes``
     times. ``mnorm`` = ||M||_inf and ``qn`` = ||q||_inf (the caller's). Returns the final
-    set, or [-1] if no polish passes (z then undefined)."""
+    set, or [-1] if no polish passes (z then undefined). ``inside`` marks S's rows on entry
+    (the caller's, overwritten)."""
     n = q.shape[0]
-    y = z.copy()
-    inside = np.zeros(n, dtype=np.bool_)
-    for a in range(S.shape[0]):
-        inside[S[a]] = True
-    w = np.empty(n)
+    yw = np.empty(2 * n)  # y and w in one allocation
+    y = yw[:n]
+    w = yw[n:]
+    for i in range(n):
+        y[i] = z[i]
     for f in range(fixes + 1):
         ns = S.shape[0]
         if not _fast_least_change(M, q, y, S, shift, LU, perm, f == 0, z):
