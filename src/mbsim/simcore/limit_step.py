@@ -67,7 +67,9 @@ import time as _time
 from dataclasses import fields
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from mbsim.simcore.dynamics import (
     aba_accel_kernel,
@@ -104,6 +106,24 @@ from mbsim.simcore.lcp.problem import (
     accept_kernel,
 )
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
+
+
+@intrinsic
+def borrowed(typingctx, arr):
+    """``arr`` (an array) without its owner (a null meminfo and parent): the same data, shape
+    and strides, whose reference counts numba's NRT_incref / NRT_decref return from at once;
+    ``contact_fused.borrowed`` (which imports this module, hence this copy). The caller keeps
+    ``arr`` alive while the view is used."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+        ary.parent = cgutils.get_null_value(ary.parent.type)
+        return ary._getvalue()
+
+    return arr(arr), codegen
 
 
 @njit(cache=True)
@@ -400,7 +420,35 @@ def limit_step_from(
     """:func:`limit_step_kernel`, with the part of step 1 the caller already computed in
     the Data arrays from the same (q, v, tau, armature) skipped (``done``: NOTHING_DONE,
     KINEMATICS_DONE or FREE_MOTION_DONE; the compiled loop of free steps has them,
-    free_loop.py): the same operations on the same numbers, so the same bits."""
+    free_loop.py): the same operations on the same numbers, so the same bits.
+
+    The step itself is :func:`_limit_step_body`, handed every array borrowed
+    (:func:`borrowed`: no owner, so numba's reference counts of them return at
+    once). The body's loops and early returns keep numba from pruning its argument
+    reference counts (~50 arrays increfed on entry and decrefed on exit, ~6 ns an atomic
+    update); this call, straight-line, has its own pruned (docs/results.md, "pfree"). The
+    caller keeps the arrays alive for the call, and the body keeps none of them."""
+    b = borrowed
+    return _limit_step_body(
+        b(parent), b(jtype), b(qi), b(vi), b(nvj), b(S), b(tree_E), b(tree_r), b(axis),
+        b(inertia), b(gravity), b(mass), b(com), b(E), b(r), b(R_world), b(p_world), b(vel),
+        b(cbias), b(IA), b(U), b(Dinv), b(pivots), b(pA), b(u), b(acc), b(scratch), b(qdd),
+        b(armature), b(wpA), b(wu), b(wacc), b(zero6), b(bv), b(lower), b(upper),
+        b(restitution), b(q_of_v_qi), b(q_of_v_vi), margin, dt, stabilization,
+        max_recovery_speed, impact_velocity, tol_rel, least_norm, max_speed, b(q), b(v),
+        b(tau), b(q_new), b(v_new), b(v_start), b(dof), b(side), b(impulse), b(info), done,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _limit_step_body(
+    parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com,
+    E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
+    wpA, wu, wacc, zero6, bv, lower, upper, restitution, q_of_v_qi, q_of_v_vi, margin,
+    dt, stabilization, max_recovery_speed, impact_velocity, tol_rel, least_norm, max_speed,
+    q, v, tau, q_new, v_new, v_start, dof, side, impulse, info, done,
+):  # fmt: skip
+    """:func:`limit_step_from` on borrowed arrays."""
     nv = v.shape[0]
     # the step's work arrays: two allocations, carved (the LCP part once the rows are known)
     # (one allocation when the step has one row and no impact: the usual limit step, whose
