@@ -67,7 +67,9 @@ import time as _time
 from dataclasses import fields
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from mbsim.simcore.dynamics import (
     aba_accel_kernel,
@@ -104,6 +106,24 @@ from mbsim.simcore.lcp.problem import (
     accept_kernel,
 )
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
+
+
+@intrinsic
+def borrowed(typingctx, arr):
+    """``arr`` (an array) without its owner (a null meminfo and parent): the same data, shape
+    and strides, whose reference counts numba's NRT_incref / NRT_decref return from at once;
+    ``contact_fused.borrowed`` (which imports this module, hence this copy). The caller keeps
+    ``arr`` alive while the view is used."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+        ary.parent = cgutils.get_null_value(ary.parent.type)
+        return ary._getvalue()
+
+    return arr(arr), codegen
 
 
 @njit(cache=True)
@@ -354,6 +374,10 @@ def _row_lcp(dof, side, vel, shift, q):
         q[i] = (side[i] * vel[dof[i]] + shift[i]) + 0.0
 
 
+#: the floats of :func:`limit_step_from`'s one-row LCP (K, q, z, w and _solve_one's 6)
+ONE_ROW_WORK = 10
+
+
 #: what the caller of :func:`limit_step_from` already computed in the step's Data from (q, v,
 #: tau, armature): nothing, the kinematics (``forward_kinematics_kernel``), or the whole free
 #: motion (kinematics, ``articulated_kernel``, ``aba_bias_kernel``, ``aba_accel_kernel``:
@@ -396,10 +420,40 @@ def limit_step_from(
     """:func:`limit_step_kernel`, with the part of step 1 the caller already computed in
     the Data arrays from the same (q, v, tau, armature) skipped (``done``: NOTHING_DONE,
     KINEMATICS_DONE or FREE_MOTION_DONE; the compiled loop of free steps has them,
-    free_loop.py): the same operations on the same numbers, so the same bits."""
+    free_loop.py): the same operations on the same numbers, so the same bits.
+
+    The step itself is :func:`_limit_step_body`, handed every array borrowed
+    (:func:`borrowed`: no owner, so numba's reference counts of them return at
+    once). The body's loops and early returns keep numba from pruning its argument
+    reference counts (~50 arrays increfed on entry and decrefed on exit, ~6 ns an atomic
+    update); this call, straight-line, has its own pruned (docs/results.md, "pfree"). The
+    caller keeps the arrays alive for the call, and the body keeps none of them."""
+    b = borrowed
+    return _limit_step_body(
+        b(parent), b(jtype), b(qi), b(vi), b(nvj), b(S), b(tree_E), b(tree_r), b(axis),
+        b(inertia), b(gravity), b(mass), b(com), b(E), b(r), b(R_world), b(p_world), b(vel),
+        b(cbias), b(IA), b(U), b(Dinv), b(pivots), b(pA), b(u), b(acc), b(scratch), b(qdd),
+        b(armature), b(wpA), b(wu), b(wacc), b(zero6), b(bv), b(lower), b(upper),
+        b(restitution), b(q_of_v_qi), b(q_of_v_vi), margin, dt, stabilization,
+        max_recovery_speed, impact_velocity, tol_rel, least_norm, max_speed, b(q), b(v),
+        b(tau), b(q_new), b(v_new), b(v_start), b(dof), b(side), b(impulse), b(info), done,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _limit_step_body(
+    parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com,
+    E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
+    wpA, wu, wacc, zero6, bv, lower, upper, restitution, q_of_v_qi, q_of_v_vi, margin,
+    dt, stabilization, max_recovery_speed, impact_velocity, tol_rel, least_norm, max_speed,
+    q, v, tau, q_new, v_new, v_start, dof, side, impulse, info, done,
+):  # fmt: skip
+    """:func:`limit_step_from` on borrowed arrays."""
     nv = v.shape[0]
     # the step's work arrays: two allocations, carved (the LCP part once the rows are known)
-    fw = np.empty(8 * nv + 12)
+    # (one allocation when the step has one row and no impact: the usual limit step, whose
+    # LCP's work, ONE_ROW_WORK floats, is the tail of fw)
+    fw = np.empty(8 * nv + 12 + ONE_ROW_WORK)
     v_free, qv, g, col = fw[0:nv], fw[nv : 2 * nv], fw[2 * nv : 3 * nv], fw[3 * nv : 4 * nv]
     gap, allowance = fw[4 * nv : 6 * nv], fw[6 * nv : 8 * nv]
     g0, a0 = fw[8 * nv : 8 * nv + 6], fw[8 * nv + 6 : 8 * nv + 12]
@@ -440,6 +494,48 @@ def limit_step_from(
             v_new[i] = v_free[i]
         integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
         return _state_code(q_new, v_new, max_speed, FREE)
+    impacting = False
+    for i in range(nl):
+        sv = side[i] * v[dof[i]]
+        if sv < -impact_velocity and gap[i] + sv * dt <= 0.0:
+            impacting = True
+    if nl == 1 and not impacting:
+        # the usual step, one row and no impact: steps 3 and 5-7 below on one row, the same
+        # operations in the same order (W is the column col, K its entry at the row's DoF,
+        # the LCP by _solve_one in fw's tail), without the general path's two allocations
+        # and its views (docs/results.md, "pfree")
+        k1 = dof[0]
+        s1 = side[0]
+        o1 = 8 * nv + 12
+        K1 = fw[o1 : o1 + 1].reshape((1, 1))
+        qk1, z1, w1 = fw[o1 + 1 : o1 + 2], fw[o1 + 2 : o1 + 3], fw[o1 + 3 : o1 + 4]
+        fl1 = fw[o1 + 4 : o1 + ONE_ROW_WORK]
+        if not joint_response_kernel(parent, vi, nvj, S, E, r, U, Dinv, k1, s1, wu, wacc, col):
+            for i in range(nv):
+                g[i] = 0.0
+            for k in range(6):
+                a0[k] = 0.0
+            g[k1] = s1
+            aba_bias_kernel(
+                parent, vi, nvj, S, inertia, E, r, zero6, zero6, IA, U, Dinv, g, wpA, wu
+            )
+            aba_accel_kernel(parent, vi, nvj, S, E, r, zero6, U, Dinv, wu, a0, wacc, col)
+        K1[0, 0] = 0.0 + s1 * col[k1]
+        qk1[0] = (s1 * v_free[k1] + allowance[0]) + 0.0
+        ok, npiv, worst, solver = _solve_one(K1, qk1, least_norm, tol_rel, z1, w1, fl1)
+        if not ok:
+            return FALLBACK
+        p1 = z1[0]
+        for i in range(nv):
+            v_new[i] = (v_free[i] + 0.0) + (0.0 + col[i] * p1)
+        impulse[0] = 0.0 + p1
+        info[I_PIVOTS] = npiv
+        info[I_RESIDUAL] = worst
+        info[I_SOLVER] = solver
+        if gap[0] < 0.0:  # _np_sum of the one share
+            info[I_E_STAB] = 0.0 + (0.0 + (0.5 * p1) * (s1 * (v_free[k1] + v_new[k1])))
+        integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
+        return _state_code(q_new, v_new, max_speed, OK)
     nf, ni = lcp_work(nl)
     o = nv * nl + nl * nl
     lw = np.empty(o + 6 * nl + nf)
@@ -477,12 +573,7 @@ def limit_step_from(
         for j in range(nl):
             K[i, j] = 0.0 + side[i] * W[dof[i], j]
     v_now = v_start
-    # 4. the impact phase
-    impacting = False
-    for i in range(nl):
-        sv = side[i] * v[dof[i]]
-        if sv < -impact_velocity and gap[i] + sv * dt <= 0.0:
-            impacting = True
+    # 4. the impact phase (``impacting``: above)
     if impacting:
         ke_before = _kinetic(
             parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v, bv
