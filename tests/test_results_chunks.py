@@ -76,6 +76,35 @@ def test_an_encoded_chunk_inflates_to_the_shuffled_rows_and_padding(dtype, shape
 
 
 @pytest.mark.parametrize("dtype, shape", CASES)
+def test_a_stored_partial_chunk_inflates_and_reads_back_as_the_compressed_one(
+    tmp_path: Path, dtype, shape
+):
+    # encode(..., store=True), the finish's last chunks: every plane stored, the padding
+    # compressed, assembled at once; the same shuffled bytes, and h5py reads the same rows
+    rng = np.random.default_rng(5)
+    path = tmp_path / "stored.h5"
+    blocks = []
+    with h5py.File(path, "w") as f:
+        for rows, chunk in ((48, 64), (1, 16), (63, 64), (64, 64), (151, 8192)):
+            a = _data(rng, dtype, shape, rows)
+            full = np.zeros((chunk, *shape), dtype)
+            full[:rows] = a
+            data = encode(a, chunk, nonzero=True, store=True)
+            assert zlib.decompress(data) == shuffled(full), (rows, chunk)
+            ds = f.create_dataset(
+                f"b{len(blocks)}", shape=(rows, *shape), maxshape=(None, *shape),
+                chunks=(chunk, *shape), dtype=dtype, compression="gzip", shuffle=True,
+            )  # fmt: skip
+            ds.id.write_direct_chunk((0, *[0] * len(shape)), data)
+            blocks.append(a)
+        zero = np.zeros((5, *shape), dtype)  # all zero: the one-stretch form, as without store
+        assert encode(zero, 16, store=True) == encode(zero, 16)
+    with h5py.File(path, "r") as f:
+        for k, a in enumerate(blocks):
+            assert f[f"b{k}"][...].tobytes() == a.tobytes(), k
+
+
+@pytest.mark.parametrize("dtype, shape", CASES)
 def test_hdf5_reads_encoded_chunks_through_its_standard_filters(tmp_path: Path, dtype, shape):
     # the same rows written by HDF5's own gzip+shuffle filters and as encoded chunks read back
     # identically (bit for bit, NaN payloads included) through h5py

@@ -316,10 +316,14 @@ class Table:
                 dsid = self._main[c.name]
                 dsid.set_extent((end, *c.shape))
                 if not self._empty[c.name]:
-                    self._write_chunks(dsid, self.buf[c.name], n_seal, self.chunk_rows[c.name])
+                    self._write_chunks(
+                        dsid, self.buf[c.name], n_seal, self.chunk_rows[c.name], final
+                    )
         return bool(n_seal)
 
-    def _write_chunks(self, dsid, data: np.ndarray, rows: int, chunk: int) -> None:
+    def _write_chunks(
+        self, dsid, data: np.ndarray, rows: int, chunk: int, final: bool = False
+    ) -> None:
         """Rows ``data[:rows]`` to the dataset ``dsid`` (its HDF5 id) from row ``sealed`` (a
         chunk boundary), one encoded chunk at a time (the encoder pads a partial last chunk
         with zeros). A chunk whose every bit is zero (a column unused over its rows: tau of
@@ -327,13 +331,18 @@ class Table:
         chunk never written as the dataset's fill value, which is zero here (the default:
         :func:`_create` sets none), so the rows read back the same, bit for bit (-0.0 is not
         all zero bits and is written), at no write, chunk index entry or metadata flush.
-        Chunks are written once each, so a skipped chunk never hides an older one."""
+        Chunks are written once each, so a skipped chunk never hides an older one. ``final``:
+        the file's end, whose partial last chunk is encoded with its planes stored
+        (:func:`~mbsim.io.results.chunks.encode`'s ``store``)."""
         write = dsid.write_direct_chunk
         zeros = (0,) * (data.ndim - 1)
         for s in range(0, rows, chunk):
             block = data[s : min(rows, s + chunk)]
             if block.reshape(-1).view(np.uint8).any():
-                write((self.sealed + s, *zeros), _chunks.encode(block, chunk, nonzero=True))
+                write(
+                    (self.sealed + s, *zeros),
+                    _chunks.encode(block, chunk, nonzero=True, store=final),
+                )
 
     def mark_sealed(self) -> None:
         """Phase 2 (after a flush): count the new whole chunks, empty the tail."""

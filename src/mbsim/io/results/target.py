@@ -248,6 +248,20 @@ class FileClaim:
             return False
         raise OSError(err, os.strerror(err))
 
+    def settle(self) -> None:
+        """Open and close the claimed file once more, by its descriptor (``/proc/self/fd``),
+        right after HDF5 created it. HDF5 creates the file with ``O_TRUNC``, and ext4 marks
+        a file truncated to size 0 to have its delayed-allocation data written out when a
+        descriptor of it is next closed (``auto_da_alloc``, meant for programs that rewrite a
+        file in place): left set, that writeback is started by HDF5's close at the end of the
+        run, ~0.1 ms of system time inside the run's timed finish. Closing a descriptor here,
+        while the file holds only its header, spends it on nothing. Nothing else changes
+        (durability never relied on it: the writer does not fsync). Best effort."""
+        try:
+            os.close(os.open(f"/proc/self/fd/{self.fd}", os.O_RDONLY | os.O_CLOEXEC))
+        except OSError:
+            pass
+
     def release(self) -> None:
         """Give back the reserved blocks past the end of the file (after HDF5 closed it) and
         drop the lock. A second call does nothing."""

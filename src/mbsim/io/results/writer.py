@@ -180,6 +180,7 @@ class ResultsWriter:
             self.diagnostics = Table(self._file.create_group("diagnostics"), _diagnostic_cols())
             self._describe_groups()
             self._file.flush()
+            self._claim.settle()
         except BaseException as exc:
             # Nothing useful is in the file yet: remove it rather than leave a misleading one.
             self._closed = True
