@@ -56,8 +56,10 @@ limit_step.LimitStepper.step for the steps it hands on):
 4b. with the contact stage and a pair that may touch: the step's contacts
    (``contact_loop.contact_set``; a pair it cannot take: stop) and, with any, the compiled
    contact step (``contact_loop.fused_step``: ``contact_step_kernel`` as ContactFuser.step
-   calls it; a step it does not decide, joint rows or acting limits with the contacts, or an
-   impulse that moves an implicit force across its effort: stop), v+ its answer; the contact
+   calls it; a step it does not decide, or joint rows or acting limits with the contacts:
+   stop), v+ its answer; an impulse that moves an implicit force across its effort changes
+   that joint's side and the free motion and contact step are taken again, as
+   ``OSStepper._general_step``'s active-set passes (actuator_law.settle_effort); the contact
    events (``contact_loop.record_events``, Simulator.events_of's rule, also for the first
    step without contact after one) and, recorded, its contact rows and diagnostics; an energy
    share above ``GAIN_TOL_ABS`` leaves a GAIN event row (step 5c);
@@ -428,12 +430,46 @@ def free_run_kernel(
                     ccode, nz = _stage_step(cl, q, v, tau, qdd, v_new)
                     if ccode != 0:
                         return step, CONTACT, nrec, nev  # Python's contact step decides
-                    if saturable is not None:
-                        if settle and settle_effort(
+                    if saturable is not None and settle:
+                        # an impulse moved an implicit force across its effort: its side
+                        # changes and the step is taken again, as OSStepper._general_step's
+                        # active-set passes after its contact step (actuator_law.py)
+                        passes = 0
+                        while settle_effort(
                             act_tau0, act_gain0, limited, effort, v, v_new, act_tau, act_gain,
-                            act_flags, CHECK,
+                            act_flags, FULL if passes < SETTLE_FREE_PASSES else GROW,
                         ):  # fmt: skip
-                            return step, CONTACT, nrec, nev  # an impulse crossed an effort
+                            passes += 1
+                            for i in range(nv):  # OSStepper._saturated
+                                armature[i] = base_armature[i] + dt * act_gain[i]
+                                tau[i] = -damping[i] * v[i] + act_tau[i]
+                            # ABA at (q, v) from its kinematics: a collision's contact step
+                            # left the Data's velocities and bias at its v_start
+                            _forward_kinematics_kernel(
+                                parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E,
+                                r, R_world, p_world, vel, cbias,
+                            )  # fmt: skip
+                            _articulated_kernel(
+                                parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots,
+                                scratch, armature,
+                            )  # fmt: skip
+                            _aba_bias_kernel(
+                                parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv,
+                                tau, pA, u,
+                            )  # fmt: skip
+                            _aba_accel_kernel(
+                                parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd
+                            )
+                            for i in range(nv):
+                                v_new[i] = v[i] + dt * qdd[i]
+                            if lim_on and limit_rows_needed(
+                                lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new,
+                                dt,
+                            ):  # fmt: skip
+                                return step, CONTACT, nrec, nev  # joint rows with them
+                            ccode, nz = _stage_step(cl, q, v, tau, qdd, v_new)
+                            if ccode != 0:
+                                return step, CONTACT, nrec, nev  # Python's step decides
                     deepest = cinfo[C_DEEPEST]
                     pen = -deepest if -deepest > 0.0 else 0.0
         if not near:
