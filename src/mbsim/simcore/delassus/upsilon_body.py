@@ -168,7 +168,7 @@ def lambda_linear_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, 
     _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, 3)
 
 
-@njit(cache=True, forceinline=True)
+@njit(cache=True, inline="always")
 def _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, lo):
     """:func:`lambda_kernel` for the columns lo .. 5 of every node's factor F_a (lo = 0:
     all of Lambda; lo = 3: its linear-linear blocks)."""
