@@ -100,24 +100,12 @@ def solve_rows_signature() -> tuple:
     )  # fmt: skip
 
 
-def solve_rows_restype():
-    """The numba type ``_solve_rows`` returns (ok, pivots, worst residual, solver code):
-    what typing the contact step's call needs of it (native_call.py: the call goes through
-    an address found at run time), so the first helper can compile the contact step while
-    the second still compiles ``_solve_rows`` (:func:`main`; tests/test_warmup.py checks it
-    against the compilation a contact step resolves)."""
-    from numba import types
-
-    return types.Tuple((types.boolean, types.int64, types.float64, types.int64))
-
-
-def solve_rows_job() -> tuple[str, str, tuple, object]:
+def solve_rows_job() -> tuple[str, str, tuple, bool]:
     """The contact step's LCP (``contact_fused._solve_rows``, with everything it calls by
     address: the warm guess, the least-norm and vertex attempts, over half of the contact
     step's compile time) as a job of its own: compiled aside, in a second helper process, from
-    the start (:func:`main`); its fourth item is its return type (:func:`solve_rows_restype`)."""
-    return ("mbsim.simcore.contact_fused", "_solve_rows", solve_rows_signature(),
-            solve_rows_restype())  # fmt: skip
+    the start (:func:`main`)."""
+    return ("mbsim.simcore.contact_fused", "_solve_rows", solve_rows_signature(), True)
 
 
 def early_jobs(scenario) -> list[tuple[str, str, tuple]]:
@@ -254,87 +242,42 @@ def _exit_when_orphaned() -> None:
         os._exit(0)
 
 
-def _typed_ahead(dispatcher, sig, restype, proc: subprocess.Popen) -> None:
-    """Let a caller's typing take ``dispatcher``'s call for the argument types ``sig`` as
-    returning ``restype`` without compiling it: the helper ``proc`` compiles it aside. The
-    caller reaches it through its address only (native_call.py: typing the call needs the
-    return type; the address is found when the call first runs, in the run's process, from
-    numba's cache). Other argument types wait for ``proc`` and then load the kernel from the
-    cache (or compile it, when that helper failed or compiled other types)."""
-    from numba.core import typing
+def _after(dispatcher, proc: subprocess.Popen) -> None:
+    """Let ``dispatcher``'s first compilation in this process (numba calls ``compile`` while
+    typing a caller) wait for the helper ``proc`` that compiles it aside, then load it from
+    numba's cache (or compile it, when that helper failed or compiled other types)."""
+    compile_ = dispatcher.compile
 
-    name = dispatcher.py_func.__name__
-    template = typing.make_concrete_template(
-        f"CallTemplate({name})", key=name, signatures=[restype(*sig)]
-    )
-    original = dispatcher.get_call_template
-
-    def get_call_template(args, kws):
-        pysig, folded = dispatcher._compiler.fold_argument_types(args, kws)
-        if tuple(folded) == tuple(sig):
-            return template, pysig, folded, {}
+    def compile_after(sig):
         proc.wait()
-        return original(args, kws)
+        dispatcher.compile = compile_  # once: the instance's own method again
+        return compile_(sig)
 
-    dispatcher.get_call_template = get_call_template
-
-
-def _held(dispatcher) -> list:
-    """Hold back what ``dispatcher`` saves to numba's cache: the (signature, compilation)
-    pairs to save, in the list returned (:func:`main` saves them once checked)."""
-    held = []
-    dispatcher._cache.save_overload = lambda sig, cres: held.append((sig, cres))
-    return held
-
-
-def _checked(aside: list[tuple], child: subprocess.Popen) -> bool:
-    """Whether the helper ``child`` compiled each job of ``aside`` with the return type its
-    callers were typed with (:func:`_typed_ahead`): loaded from numba's cache, not compiled
-    here (False when that helper failed)."""
-    if child.wait() != 0:
-        return False
-    for module, name, sig, restype in aside:
-        dispatcher = getattr(importlib.import_module(module), name)
-        del dispatcher.get_call_template  # the class's own method again
-        if cached(dispatcher, sig) is not True:
-            return False
-        dispatcher.compile(sig)
-        if dispatcher.overloads[tuple(sig)].signature.return_type != restype:
-            return False
-    return True
+    dispatcher.compile = compile_after
 
 
 def main() -> None:
     """The helper: compile the jobs pickled on standard input into numba's cache. The jobs
-    marked aside (a fourth item, the kernel's return type: the contact step's LCP,
-    :func:`solve_rows_job`) go to a helper of its own, started first, so that the two compile
-    at once on two cores: typing the other jobs here takes the aside kernels' calls (by
-    address only: native_call.py) for their return types without compiling them
-    (:func:`_typed_ahead`), and what they compile is saved to numba's cache only once the
-    other helper is done and its kernels' return types are checked (a mismatch or a failed
-    helper saves nothing: the run then compiles those jobs itself). That helper is this
-    one's child: it exits when this one does (its standard input closes), killed or not."""
+    marked aside (a fourth item True: the contact step's LCP, :func:`solve_rows_job`) go to a
+    helper of its own, started first, so that the two compile at once on two cores: typing
+    the other jobs here compiles the kernels they call, and where that comes to a kernel
+    the other helper compiles, it waits for that helper and then loads the kernel from the
+    cache instead of compiling it again. That helper is this one's child: it exits when this
+    one does (its standard input closes), killed or not."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it at once, without a word
     jobs = pickle.load(sys.stdin.buffer)  # all the run writes
     threading.Thread(target=_exit_when_orphaned, daemon=True).start()
-    aside = [job[:4] for job in jobs if len(job) > 3 and job[3]]
-    child = _spawn([job[:3] for job in aside]) if aside else None
+    aside = [job[:3] for job in jobs if len(job) > 3 and job[3]]
+    child = _spawn(aside) if aside else None
     if child is not None:
-        for module, name, sig, restype in aside:
-            _typed_ahead(getattr(importlib.import_module(module), name), sig, restype, child)
-    held = []
+        for module, name, _sig in aside:
+            _after(getattr(importlib.import_module(module), name), child)
     for job in jobs:
         if child is None or not (len(job) > 3 and job[3]):
             module, name, sig = job[:3]
-            dispatcher = getattr(importlib.import_module(module), name)
-            if child is not None:
-                held.append((dispatcher, _held(dispatcher)))
-            dispatcher.compile(sig)
-    if child is not None and _checked(aside, child):
-        for dispatcher, pairs in held:
-            del dispatcher._cache.save_overload  # the class's own method again
-            for sig, cres in pairs:
-                dispatcher._cache.save_overload(sig, cres)
+            getattr(importlib.import_module(module), name).compile(sig)
+    if child is not None:
+        child.wait()  # its kernels in the cache before the run loads them
     sys.stdout.flush()
     os._exit(0)  # done: no interpreter shutdown to race the thread above
 
