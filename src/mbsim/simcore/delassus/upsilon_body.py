@@ -35,7 +35,7 @@ from mbsim.simcore.delassus.nodes import as_nodes
 from mbsim.simcore.spatial import c_view, congruence_sym, copy6x6, xform_force_T
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _matmul6(A, B, out):
     """out = A B for 6x6 matrices (out must not alias A or B)."""
     for a in range(6):
@@ -129,7 +129,7 @@ def upsilon_kernel(parent, nvj, S, E, r, U, Dinv, ups, scratch):
                     ups[i, a, b] = s
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _apply_psi(i, nvj, S, E, r, U, Dinv, F, out, t, lo):
     """out = psi_i F = Xup_i^T (F - U_i Dinv_i S_i^T F), column by column (6x6 F), its
     columns lo .. 5; out may be F (each column is read before it is written)."""
@@ -250,7 +250,7 @@ def _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, lo):
     _blocks(node_body, vid, vbody, cparent, cdepth, F, Gs, done, ups, Lam, lo)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _matmul6_cols(A, B, out, lo):
     """Columns lo .. 5 of out = A B for 6x6 matrices (out must not alias A or B): each entry
     as :func:`_matmul6` sums it."""
@@ -262,7 +262,7 @@ def _matmul6_cols(A, B, out, lo):
             out[a, b] = s
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _blocks(node_body, vid, vbody, cparent, cdepth, F, Gs, done, ups, Lam, lo):
     """Given every F_a at its node's compressed ancestors, fill
     Lambda(a, b) = F_a(k)^T Upsilon(k) F_b(k) at the compressed common ancestor k (zero across
