@@ -131,7 +131,7 @@ from mbsim.simcore.limit_step import (
     evaluate_candidate,
 )
 from mbsim.simcore.native_call import native
-from mbsim.simcore.spatial import c_view
+from mbsim.simcore.spatial import _borrowed_value, borrowed, c_view
 
 #: what :func:`contact_step_kernel` returns: the step is done (OK), its LCP needs the Python
 #: chain (FALLBACK), or it is a collision with the energy-consistent impact option, which the
@@ -623,36 +623,6 @@ def step_type(values) -> StepType:
     """The record type :func:`make_step` makes of ``values`` (Python values of the fields,
     in :data:`STEP_FIELDS` order), found without compiling anything."""
     return StepType(list(zip(STEP_FIELDS, (typeof(a) for a in values), strict=True)))
-
-
-@intrinsic
-def borrowed(typingctx, arr):
-    """``arr`` (an array) as a borrowed view: the same data, shape and strides, without its
-    owner (a null meminfo), so numba counts no references of it (NRT_incref and NRT_decref
-    return at once on a null meminfo). The caller keeps ``arr`` alive for as long as the view
-    is used (:class:`StepType`)."""
-    if not isinstance(arr, types.Array):
-        return None
-
-    def codegen(context, builder, sig, args):
-        return _borrowed_value(context, builder, sig.args[0], args[0])
-
-    return arr(arr), codegen
-
-
-def _borrowed_value(context, builder, t, value):
-    """The LLVM value of a field of numba type ``t`` as :class:`StepType` holds it: an array
-    (or a tuple of arrays) borrowed (:func:`borrowed`), anything else as it is."""
-    if isinstance(t, types.Array):
-        ary = context.make_array(t)(context, builder, value)
-        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
-        ary.parent = cgutils.get_null_value(ary.parent.type)
-        return ary._getvalue()
-    if isinstance(t, types.BaseTuple) and all(isinstance(x, types.Array) for x in t):
-        items = cgutils.unpack_tuple(builder, value, len(t))
-        items = [_borrowed_value(context, builder, x, v) for x, v in zip(t, items, strict=True)]
-        return context.make_tuple(builder, t, items)
-    return value
 
 
 @intrinsic

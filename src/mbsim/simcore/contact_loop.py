@@ -192,7 +192,7 @@ def fused_step(stage, q, v, tau, qdd, v_new):
     kernel's record (contact_fused.StepType: the Model and Data arrays, the options, the info
     slots ``info``, the warm start's flag and the loop's copy of its store with the copy's
     undo log, lcp/warm_table.py: the kernel updates the copy, the loop marks it after a step
-    it keeps). This lends that record (contact_fused.borrowed: no reference counts) the
+    it keeps). This lends that record (spatial.borrowed: no reference counts) the
     step's contacts, their pair parameters (from ``mu_tab``, ``eps_tab``), (q, v, tau, qdd),
     v_new and the outputs (the first rows of the stage's buffers ``b_*``: z, fn, tangent,
     sliding, hit (cleared), vn_before, vn_after, p_impact, read there by the events and rows),

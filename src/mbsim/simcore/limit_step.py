@@ -67,9 +67,7 @@ import time as _time
 from dataclasses import fields
 
 import numpy as np
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit
 
 from mbsim.simcore.dynamics import (
     aba_accel_kernel,
@@ -106,24 +104,7 @@ from mbsim.simcore.lcp.problem import (
     accept_kernel,
 )
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
-
-
-@intrinsic
-def borrowed(typingctx, arr):
-    """``arr`` (an array) without its owner (a null meminfo and parent): the same data, shape
-    and strides, whose reference counts numba's NRT_incref / NRT_decref return from at once;
-    ``contact_fused.borrowed`` (which imports this module, hence this copy). The caller keeps
-    ``arr`` alive while the view is used."""
-    if not isinstance(arr, types.Array):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ary = context.make_array(sig.args[0])(context, builder, args[0])
-        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
-        ary.parent = cgutils.get_null_value(ary.parent.type)
-        return ary._getvalue()
-
-    return arr(arr), codegen
+from mbsim.simcore.spatial import borrowed
 
 
 @njit(cache=True)

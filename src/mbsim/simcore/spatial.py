@@ -549,3 +549,34 @@ def c_view(typingctx, buf, offset, shape):
         return impl_ret_borrowed(context, builder, rett, out._getvalue())
 
     return rett(buf, offset, shape), codegen
+
+
+@intrinsic
+def borrowed(typingctx, arr):
+    """``arr`` (an array) as a borrowed view: the same data, shape and strides, without its
+    owner (a null meminfo), so numba counts no references of it (NRT_incref and NRT_decref
+    return at once on a null meminfo). The caller keeps ``arr`` alive for as long as the view
+    is used (contact_fused.py's :class:`StepType`)."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return _borrowed_value(context, builder, sig.args[0], args[0])
+
+    return arr(arr), codegen
+
+
+def _borrowed_value(context, builder, t, value):
+    """The LLVM value of a field of numba type ``t`` as contact_fused.py's :class:`StepType`
+    holds it: an array (or a tuple of arrays) borrowed (:func:`borrowed`), anything else as it
+    is."""
+    if isinstance(t, types.Array):
+        ary = context.make_array(t)(context, builder, value)
+        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+        ary.parent = cgutils.get_null_value(ary.parent.type)
+        return ary._getvalue()
+    if isinstance(t, types.BaseTuple) and all(isinstance(x, types.Array) for x in t):
+        items = cgutils.unpack_tuple(builder, value, len(t))
+        items = [_borrowed_value(context, builder, x, v) for x, v in zip(t, items, strict=True)]
+        return context.make_tuple(builder, t, items)
+    return value
