@@ -276,6 +276,29 @@ def _event_row(
     return n_active
 
 
+@njit(cache=True, forceinline=True)
+def _free_motion(
+    parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature, vel, cbias, tau,
+    pA, u, a0, acc, qdd, v, dt, v_new,
+):  # fmt: skip
+    """The free motion on the Data's kinematics (ABA: factorisation, bias and acceleration
+    sweeps): qdd and v_new = v + dt qdd (m/s, rad/s)."""
+    _articulated_kernel(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature)
+    _aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, tau, pA, u)
+    _aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd)
+    for i in range(v.shape[0]):
+        v_new[i] = v[i] + dt * qdd[i]
+
+
+@njit(cache=True, forceinline=True)
+def _saturated(armature, base_armature, act_gain, tau, damping, v, act_tau, dt):
+    """``OSStepper._saturated``: after an effort pass, the implicit PD's diagonal (armature +
+    dt g, kg m^2 or kg) and the joint forces (N m or N) from the pass's force and gain."""
+    for i in range(v.shape[0]):
+        armature[i] = base_armature[i] + dt * act_gain[i]
+        tau[i] = -damping[i] * v[i] + act_tau[i]
+
+
 @njit(cache=True)
 def free_run_kernel(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, damping,
@@ -395,13 +418,10 @@ def free_run_kernel(
         settle = act_on and saturable is not None
         passes = 0
         while not near or settle:  # solved again while the effort bound changes a side
-            _articulated_kernel(
-                parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature
-            )
-            _aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv, tau, pA, u)
-            _aba_accel_kernel(parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd)
-            for i in range(nv):
-                v_new[i] = v[i] + dt * qdd[i]
+            _free_motion(
+                parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature, vel,
+                cbias, tau, pA, u, a0, acc, qdd, v, dt, v_new,
+            )  # fmt: skip
             if not settle:
                 break
             if saturable is None:  # pruned: nothing below is compiled without a bound
@@ -412,9 +432,7 @@ def free_run_kernel(
             ):  # fmt: skip
                 break
             passes += 1
-            for i in range(nv):  # OSStepper._saturated: the new force and diagonal
-                armature[i] = base_armature[i] + dt * act_gain[i]
-                tau[i] = -damping[i] * v[i] + act_tau[i]
+            _saturated(armature, base_armature, act_gain, tau, damping, v, act_tau, dt)
         pen = 0.0
         if cl is not None:
             if touch:  # the step's contacts and, with any, its contact step (contact_loop.py;
@@ -440,28 +458,20 @@ def free_run_kernel(
                             act_flags, FULL if passes < SETTLE_FREE_PASSES else GROW,
                         ):  # fmt: skip
                             passes += 1
-                            for i in range(nv):  # OSStepper._saturated
-                                armature[i] = base_armature[i] + dt * act_gain[i]
-                                tau[i] = -damping[i] * v[i] + act_tau[i]
+                            _saturated(
+                                armature, base_armature, act_gain, tau, damping, v, act_tau, dt
+                            )
                             # ABA at (q, v) from its kinematics: a collision's contact step
                             # left the Data's velocities and bias at its v_start
                             _forward_kinematics_kernel(
                                 parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E,
                                 r, R_world, p_world, vel, cbias,
                             )  # fmt: skip
-                            _articulated_kernel(
+                            _free_motion(
                                 parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots,
-                                scratch, armature,
+                                scratch, armature, vel, cbias, tau, pA, u, a0, acc, qdd, v, dt,
+                                v_new,
                             )  # fmt: skip
-                            _aba_bias_kernel(
-                                parent, vi, nvj, S, inertia, E, r, vel, cbias, IA, U, Dinv,
-                                tau, pA, u,
-                            )  # fmt: skip
-                            _aba_accel_kernel(
-                                parent, vi, nvj, S, E, r, cbias, U, Dinv, u, a0, acc, qdd
-                            )
-                            for i in range(nv):
-                                v_new[i] = v[i] + dt * qdd[i]
                             if lim_on and limit_rows_needed(
                                 lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new,
                                 dt,
