@@ -390,6 +390,24 @@ def limit_step_kernel(
     )  # fmt: skip
 
 
+@njit(cache=True, forceinline=True)
+def _response_column(
+    parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, zero6, wpA, wu, wacc, g, a0, k, s, col
+):  # fmt: skip
+    """col = (M + armature)^-1 s e_k (rad/s or m/s per N s or N m s of the row's impulse) on
+    the factorisation in Data: the two sweeps on the force s e_k in one call
+    (``joint_response_kernel``), else (bodies of more DoFs) ABA's bias and acceleration sweeps
+    each, on g = s e_k and a0 = 0 (work arrays, written here)."""
+    if not joint_response_kernel(parent, vi, nvj, S, E, r, U, Dinv, k, s, wu, wacc, col):
+        for i in range(g.shape[0]):
+            g[i] = 0.0
+        for i in range(6):
+            a0[i] = 0.0
+        g[k] = s
+        aba_bias_kernel(parent, vi, nvj, S, inertia, E, r, zero6, zero6, IA, U, Dinv, g, wpA, wu)
+        aba_accel_kernel(parent, vi, nvj, S, E, r, zero6, U, Dinv, wu, a0, wacc, col)
+
+
 @njit(cache=True)
 def limit_step_from(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com,
@@ -491,16 +509,10 @@ def _limit_step_body(
         K1 = fw[o1 : o1 + 1].reshape((1, 1))
         qk1, z1, w1 = fw[o1 + 1 : o1 + 2], fw[o1 + 2 : o1 + 3], fw[o1 + 3 : o1 + 4]
         fl1 = fw[o1 + 4 : o1 + ONE_ROW_WORK]
-        if not joint_response_kernel(parent, vi, nvj, S, E, r, U, Dinv, k1, s1, wu, wacc, col):
-            for i in range(nv):
-                g[i] = 0.0
-            for k in range(6):
-                a0[k] = 0.0
-            g[k1] = s1
-            aba_bias_kernel(
-                parent, vi, nvj, S, inertia, E, r, zero6, zero6, IA, U, Dinv, g, wpA, wu
-            )
-            aba_accel_kernel(parent, vi, nvj, S, E, r, zero6, U, Dinv, wu, a0, wacc, col)
+        _response_column(
+            parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, zero6, wpA, wu, wacc, g, a0, k1, s1,
+            col,
+        )  # fmt: skip
         K1[0, 0] = 0.0 + s1 * col[k1]
         qk1[0] = (s1 * v_free[k1] + allowance[0]) + 0.0
         ok, npiv, worst, solver = _solve_one(K1, qk1, least_norm, tol_rel, z1, w1, fl1)
@@ -531,21 +543,11 @@ def _limit_step_body(
     )
     fl = lw[o + 6 * nl :]
     # 3. W = (M + armature)^-1 G^T and K = G W
-    for i in range(nv):
-        g[i] = 0.0
-    for k in range(6):
-        a0[k] = 0.0
     for j in range(nl):
-        # the two sweeps on the force side_j e_k in one call, else (bodies of more DoFs) each
-        if not joint_response_kernel(
-            parent, vi, nvj, S, E, r, U, Dinv, dof[j], side[j], wu, wacc, col
-        ):
-            g[dof[j]] = side[j]
-            aba_bias_kernel(
-                parent, vi, nvj, S, inertia, E, r, zero6, zero6, IA, U, Dinv, g, wpA, wu
-            )
-            aba_accel_kernel(parent, vi, nvj, S, E, r, zero6, U, Dinv, wu, a0, wacc, col)
-            g[dof[j]] = 0.0
+        _response_column(
+            parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, zero6, wpA, wu, wacc, g, a0, dof[j],
+            side[j], col,
+        )  # fmt: skip
         for i in range(nv):
             W[i, j] = col[i]
     for i in range(nl):
