@@ -67,8 +67,17 @@ Python path polls the step's time budget; the proximal polish; a rejected answer
 the assembled blocks; the Python chain then goes on from its first attempt, which gives the
 same unaccepted answer, to the next ones, or raises the failure).
 
+Joint rows (joint_rows.py: limits near a stop, joint friction; 1-DoF rows only) join the
+step's LCP in front of the contact rows as ``OS.prepare`` puts them (:func:`_joint_columns`,
+:func:`_solve_joint_rows`): each row's response M^-1 G_a^T by the factorisation and the
+contacts' relative velocities it causes, M = T^T K T + E entry by entry, v+ += M^-1 G_j^T p_j,
+and the stops passed get their energy share. The Python path forms K and M by BLAS
+products, so with joint rows the two agree to rounding (tests/test_contact_joint_rows.py),
+not bit for bit; a collision or a stop's impact in a step with joint rows is the Python
+path's (FALLBACK).
+
 What the caller does not hand it (:meth:`ContactFuser.eligible`, and the stepper's test for
-joint rows): joint-limit or joint-friction rows in the step, bilateral rows, RK4, another
+joint rows): spherical joint-limit rows, bilateral rows, RK4, another
 formulation than OS, another Delassus algorithm than Upsilon, the CRBA dynamics, the "pgs"
 solver, nf > 6, LCP dumps, and LCPs of more than MAX_ROWS rows.
 Softened retries of a failed step stay in Python: the kernel takes a step only at full
@@ -128,6 +137,7 @@ from mbsim.simcore.limit_step import (
     SOLVER_NAMES,
     _armature_energy,
     _kinetic,
+    _response_column,
     evaluate_candidate,
 )
 from mbsim.simcore.native_call import native
@@ -165,6 +175,30 @@ def _i64(a) -> np.ndarray:
     if type(a) is np.ndarray and a.dtype == np.int64 and a.flags.c_contiguous:
         return a
     return np.ascontiguousarray(a, dtype=np.int64)
+
+
+#: the joint-row fields of a step without joint rows (:func:`joint_row_fields`)
+_NO_ROWS = (np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0))
+
+
+def joint_row_fields(joint, dt: float) -> tuple:
+    """The step record's joint-row fields (j_dof, j_sign, j_shift, j_bound, j_gap) of the
+    1-DoF rows ``joint`` (joint_rows.JointRows, ``limit_G`` None): each velocity row's DoF
+    and sign (the limits' s e_k, then +e_k and -e_k per friction joint, ``JointRows.G``), its
+    allowance g_v (``row_shift``: the limits', rad/s or m/s; 0 for the friction rows), each
+    friction joint's bound F dt (``block``; N m s or N s) and each limit's gap (rad or m)."""
+    nl, nfr = joint.n_limits, joint.n_friction
+    dof = np.empty(nl + 2 * nfr, np.int64)
+    sign = np.empty(nl + 2 * nfr)
+    dof[:nl] = joint.limit_dof
+    sign[:nl] = joint.limit_side
+    dof[nl::2] = joint.friction_dof
+    dof[nl + 1 :: 2] = joint.friction_dof
+    sign[nl::2] = 1.0
+    sign[nl + 1 :: 2] = -1.0
+    shift = joint.row_shift(True)
+    bound = np.asarray(joint.friction_force, dtype=np.float64) * dt
+    return dof, sign, _f64(shift), _f64(bound), _f64(joint.limit_gap)
 
 
 def pivot_caps() -> tuple[int, np.ndarray]:
@@ -483,6 +517,20 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
         Ms.append(Mg)
         qs.append(qg)
         gs.append(rows)
+    return _solve_islands(Ms, qs, gs, n, mraw, least_norm, tol_rel, caps, warm, tab, und, z)
+
+
+@njit(cache=True, inline="always")
+def _solve_islands(Ms, qs, gs, n, mraw, least_norm, tol_rel, caps, warm, tab, und, z):
+    """The LCP of n rows given as islands (Ms[g], qs[g]: island g's M and q, gs[g] its rows
+    in the whole LCP; zero between islands), each split further into independent blocks,
+    solved as ``islands.solve_blocks`` solves them (:func:`_solve_rows`, from its islands on):
+    the blocks in the order of their first row, each by :func:`_solve_block` with the whole
+    LCP's mscale (from ``mraw``, the largest island's ||M||_inf), the assembled z verified on
+    the whole; one block in all: solved whole. Returns (accepted, pivots, worst residual,
+    solver code)."""
+    code = 1 if least_norm else 0
+    count = len(Ms)
     mscale = mraw if mraw > 0.0 and np.isfinite(mraw) else 1.0  # _mscale's rule
     # the blocks of every island, in the order of their first (global) row
     bisl = np.empty(n, dtype=np.int64)
@@ -554,6 +602,123 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
 _solve_rows_call = native(_solve_rows)
 
 
+@njit(cache=True)
+def _joint_columns(parent, vi, nvj, S, inertia, E, r, R_world, IA, U, Dinv, body_a, local_a,
+                   body_b, local_b, j_dof, j_sign, Wj, Kcj):  # fmt: skip
+    """The joint rows' part of the step's Delassus matrix (``formulations.minimal.
+    joint_row_delassus``): Wj[a] = (M + armature)^-1 G_a^T, the joint-space response to a
+    unit impulse of joint row a (G_a = s_a e_(k_a); rad/s or m/s per N m s or N s), on the
+    factorisation ABA left in the Data arrays (``limit_step._response_column``, as
+    ``AbaDynamics.solve_joint``; the -e_k row of a friction pair is its +e_k row's column
+    negated: the sweeps are linear, and negation is exact), and Kcj[a] (nu, 3) the contacts'
+    relative linear velocities that response causes, Q_u V_nodes(Wj[a]) (C's column of
+    joint_row_delassus, by ``kinematics.relative_velocities_into``; m/s per N s)."""
+    nb = parent.shape[0]
+    nv = Wj.shape[1]
+    zero6 = np.zeros((nb, 6))
+    wk = np.empty((4, nb, 6))
+    g = np.empty(nv)
+    a0 = np.empty(6)
+    for a in range(j_dof.shape[0]):
+        col = Wj[a]
+        if a > 0 and j_dof[a] == j_dof[a - 1] and j_sign[a] == -j_sign[a - 1]:
+            for i in range(nv):
+                col[i] = -Wj[a - 1, i]
+        else:
+            _response_column(parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, zero6, wk[0],
+                             wk[1], wk[2], g, a0, j_dof[a], j_sign[a], col)  # fmt: skip
+        relative_velocities_into(parent, vi, nvj, S, E, r, R_world, col, body_a, local_a, body_b,
+                                 local_b, wk[3], Kcj[a])  # fmt: skip
+
+
+_joint_columns_call = native(_joint_columns)
+
+
+@njit(cache=True)
+def _solve_joint_rows(W, wstart, corder, cstarts, D, mu, vu, Wj, Kcj, j_dof, j_sign, j_shift,
+                      j_bound, v_free, least_norm, tol_rel, caps, warm, tab, und, z):  # fmt: skip
+    """The step's LCP with joint rows in front of the contact rows (``OS.prepare`` /
+    ``OS.solve`` with joint rows, ``assembly.delassus_lcp``), solved as ``chain.solve_lcp``
+    solves it up to the first attempt of its chain (:func:`_solve_islands`). The unknowns
+    z = [p_j (nr row impulses: the limits' lambda, then each friction joint's beta+, beta-);
+    sigma_j (one per friction joint); beta; sigma], M = T^T K T + E:
+
+        M[a, b] = s_a Wj[b, k_a]            (G_j M^-1 G_j^T, rad/s per N m s)
+        M[a, beta_i] = Kcj[a, i] . D_i      (and its transpose: C^T D, D^T C)
+        M[beta, beta], E-hat, E-bar         (``contact.contact_lcp``'s, from the whole W)
+        M[pair rows, sigma_j] = 1, M[sigma_j, pair rows] = -1   (``JointRows.block``)
+        q = [s_a v_f,k_a + g_v,a; F_j dt; D^T (vu + g_v n); 0]
+
+    with ``vu`` the contacts' rows at v_f with their gap allowance already added. W is given
+    per contact island (:func:`_solve_rows`); the whole W is zero between them. Returns
+    (accepted, pivots, worst residual, solver code). The same LCP as the Python path's up to
+    the rounding of its BLAS products (T^T K T, R Lambda R^T: tests/test_contact_joint_rows.py
+    states the tolerance)."""
+    nu, _, k = D.shape
+    nr = j_dof.shape[0]
+    nfr = j_bound.shape[0]
+    nju = nr + nfr
+    nc = nu * (k + 1)
+    n = nju + nc
+    Wf = np.zeros((3 * nu, 3 * nu))
+    for g in range(cstarts.shape[0] - 1):
+        contacts = corder[cstarts[g] : cstarts[g + 1]]
+        m = contacts.shape[0]
+        Wg = W[wstart[g] : wstart[g + 1]].reshape((3 * m, 3 * m))
+        for a in range(m):
+            for b in range(m):
+                for x in range(3):
+                    for y in range(3):
+                        Wf[3 * contacts[a] + x, 3 * contacts[b] + y] = Wg[3 * a + x, 3 * b + y]
+    M = np.zeros((n, n))
+    q = np.zeros(n)
+    Mc = np.zeros((nc, nc))
+    qc = np.zeros(nc)
+    _contact_lcp_kernel(Wf, D, mu, vu, Mc, qc)
+    for i in range(nc):
+        q[nju + i] = qc[i]
+        for j in range(nc):
+            M[nju + i, nju + j] = Mc[i, j]
+    nl = nr - 2 * nfr
+    for a in range(nr):
+        q[a] = j_sign[a] * v_free[j_dof[a]] + j_shift[a]
+        for b in range(nr):
+            M[a, b] = j_sign[a] * Wj[b, j_dof[a]]
+        for i in range(nu):
+            for c in range(k):
+                x = Kcj[a, i, 0] * D[i, 0, c] + Kcj[a, i, 1] * D[i, 1, c]
+                x += Kcj[a, i, 2] * D[i, 2, c]
+                M[a, nju + k * i + c] = x
+                M[nju + k * i + c, a] = x
+    for f in range(nfr):
+        sg = nr + f
+        q[sg] = j_bound[f]
+        for rr in (nl + 2 * f, nl + 2 * f + 1):
+            M[rr, sg] = 1.0
+            M[sg, rr] = -1.0
+    code = 1 if least_norm else 0
+    label = np.empty(n, dtype=np.int64)
+    if n <= 1 or _component_labels(M, label) == 1:  # one block: solved whole
+        mraw = _inf_norm(M)
+        mscale = mraw if mraw > 0.0 and np.isfinite(mraw) else 1.0  # _mscale's rule
+        none = np.empty(0, dtype=np.int64)
+        w = np.empty(n)
+        ok, pivots, worst, S = _solve_block_call(
+            M, q, mscale, mraw, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
+        )
+        if ok and warm:
+            warm_remember(tab, und, n, True, none, S)
+        return ok, pivots, worst, code
+    Ms = [M]
+    qs = [q]
+    gs = [np.arange(n)]
+    return _solve_islands(Ms, qs, gs, n, _inf_norm(M), least_norm, tol_rel, caps, warm, tab, und,
+                          z)  # fmt: skip
+
+
+_solve_joint_rows_call = native(_solve_joint_rows)
+
+
 @njit(cache=True, inline="always")
 def _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, ia, ib, F, v0,
              out, node_f, dv):  # fmt: skip
@@ -576,18 +741,21 @@ def _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, i
 #: takes them: the Model and Data arrays (data.py; ``pivots_ws``, ``qdd_ws`` Data's pivots
 #: and qdd as ABA's scratch, ``bv`` a (nb, 6) scratch), the step's contacts (``radius_a``,
 #: ``radius_b`` empty unless the curvature term takes the core points), the pair
-#: parameters of each contact, the friction polyhedron's edge angles, the state (q, v), the
+#: parameters of each contact, the friction polyhedron's edge angles, the step's 1-DoF joint
+#: rows (joint_rows.JointRows, empty for none: each velocity row's DoF and sign, its
+#: allowance g_v, each friction joint's bound F dt, each limit's gap), the state (q, v), the
 #: joint forces and the free acceleration, the options (floats and bools), the Lemke pivot
 #: caps (:func:`pivot_caps`), the warm start's flag, table and undo log (lcp/warm_table.py),
 #: then the outputs (written by the kernel: v+, the velocity after the impact phase, the
-#: LCP's z, the report's impulses and sliding flags, the impact test's mask and normal
-#: velocities, the impact phase's impulses, the I_* info slots)
+#: LCP's z (the joint unknowns first), the report's impulses and sliding flags, the impact
+#: test's mask and normal velocities, the impact phase's impulses, the I_* info slots)
 STEP_FIELDS = (
     "parent", "jtype", "qi", "vi", "nvj", "S", "tree_E", "tree_r", "axis", "inertia", "gravity",
     "mass", "com", "E", "r", "R_world", "p_world", "vel", "cbias", "IA", "U", "Dinv",
     "pivots_ws", "pA", "u", "acc", "scratch66", "qdd_ws", "armature", "ups", "bv", "body_a",
     "local_a", "body_b", "local_b", "normal", "gap", "radius_a", "radius_b", "mu", "eps",
-    "cos_a", "sin_a", "q_pos", "v", "tau", "qdd", "dt", "stabilization", "max_recovery_speed",
+    "cos_a", "sin_a", "j_dof", "j_sign", "j_shift", "j_bound", "j_gap", "q_pos", "v", "tau",
+    "qdd", "dt", "stabilization", "max_recovery_speed",
     "use_floor", "gap_floor", "curvature", "slip", "impact_velocity", "impacts_ok",
     "friction_total", "least_norm", "tol_rel", "caps", "warm", "tab", "und", "v_new", "v_start",
     "z", "fn", "tangent", "sliding", "hit", "vn_before", "vn_after", "p_impact", "info",
@@ -664,10 +832,10 @@ def make_step(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
     R_world, p_world, vel, cbias, IA, U, Dinv, pivots_ws, pA, u, acc, scratch66, qdd_ws,
     armature, ups, bv, body_a, local_a, body_b, local_b, normal, gap, radius_a, radius_b, mu,
-    eps, cos_a, sin_a, q_pos, v, tau, qdd, dt, stabilization, max_recovery_speed, use_floor,
-    gap_floor, curvature, slip, impact_velocity, impacts_ok, friction_total, least_norm,
-    tol_rel, caps, warm, tab, und, v_new, v_start, z, fn, tangent, sliding, hit, vn_before,
-    vn_after, p_impact, info,
+    eps, cos_a, sin_a, j_dof, j_sign, j_shift, j_bound, j_gap, q_pos, v, tau, qdd, dt,
+    stabilization, max_recovery_speed, use_floor, gap_floor, curvature, slip, impact_velocity,
+    impacts_ok, friction_total, least_norm, tol_rel, caps, warm, tab, und, v_new, v_start, z, fn,
+    tangent, sliding, hit, vn_before, vn_after, p_impact, info,
 ):  # fmt: skip
     """The contact step record (:class:`StepType`) of these fields (:data:`STEP_FIELDS`): the
     arrays borrowed (:func:`borrowed`: the same data, not copies, and not owned: the caller
@@ -676,10 +844,10 @@ def make_step(
         parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
         R_world, p_world, vel, cbias, IA, U, Dinv, pivots_ws, pA, u, acc, scratch66, qdd_ws,
         armature, ups, bv, body_a, local_a, body_b, local_b, normal, gap, radius_a, radius_b,
-        mu, eps, cos_a, sin_a, q_pos, v, tau, qdd, dt, stabilization, max_recovery_speed,
-        use_floor, gap_floor, curvature, slip, impact_velocity, impacts_ok, friction_total,
-        least_norm, tol_rel, caps, warm, tab, und, v_new, v_start, z, fn, tangent, sliding, hit,
-        vn_before, vn_after, p_impact, info,
+        mu, eps, cos_a, sin_a, j_dof, j_sign, j_shift, j_bound, j_gap, q_pos, v, tau, qdd, dt,
+        stabilization, max_recovery_speed, use_floor, gap_floor, curvature, slip, impact_velocity,
+        impacts_ok, friction_total, least_norm, tol_rel, caps, warm, tab, und, v_new, v_start, z,
+        fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
     )  # fmt: skip
 
 
@@ -743,6 +911,18 @@ def contact_step_kernel(s):
     colliding = _impacting_kernel(s.vn_before, s.gap, impact_velocity, dt, s.hit)
     if colliding and not impacts_ok:
         return IMPACT
+    nr = s.j_dof.shape[0]  # joint rows (limits, then friction pairs)
+    nl = s.j_gap.shape[0]
+    nju = nr + s.j_bound.shape[0]  # their unknowns: the row impulses and one sigma a pair
+    if nr:
+        # a collision, or a stop approached fast enough for the impact phase (the same rule
+        # on the joint gap, stepper._contact_step): the Python path's impact phase
+        if colliding:
+            return FALLBACK
+        for a in range(nl):
+            sv = s.j_sign[a] * s.v[s.j_dof[a]]
+            if sv < -impact_velocity and s.j_gap[a] + sv * dt <= 0.0:
+                return FALLBACK
     # 2. the curvature term and the gap allowance
     drift = fw[o_drift:o_chat]
     if curvature:
@@ -901,10 +1081,23 @@ def contact_step_kernel(s):
     for i in range(nu):
         for c in range(3):
             vu[i, c] = vu[i, c] + gv[i] * s.normal[i, c]
-    ok, pivots, worst, solver = _solve_rows_call(
-        W, wstart, corder, cstarts, D, s.mu, vu, no_budget, least_norm, tol_rel, s.caps,
-        warm, s.tab, s.und, s.z,
-    )  # fmt: skip
+    if nr:
+        # the joint rows' columns and the LCP of [joint; contact] rows (OS.prepare, OS.solve)
+        Wj = np.empty((nr, nv))
+        Kcj = np.empty((nr, nu, 3))
+        _joint_columns_call(
+            s.parent, s.vi, s.nvj, s.S, s.inertia, s.E, s.r, s.R_world, s.IA, s.U, s.Dinv,
+            s.body_a, s.local_a, s.body_b, s.local_b, s.j_dof, s.j_sign, Wj, Kcj,
+        )  # fmt: skip
+        ok, pivots, worst, solver = _solve_joint_rows_call(
+            W, wstart, corder, cstarts, D, s.mu, vu, Wj, Kcj, s.j_dof, s.j_sign, s.j_shift,
+            s.j_bound, v_free, least_norm, tol_rel, s.caps, warm, s.tab, s.und, s.z,
+        )  # fmt: skip
+    else:
+        ok, pivots, worst, solver = _solve_rows_call(
+            W, wstart, corder, cstarts, D, s.mu, vu, no_budget, least_norm, tol_rel, s.caps,
+            warm, s.tab, s.und, s.z,
+        )  # fmt: skip
     if not ok:
         if colliding:  # the Data arrays back at (q, v), as the Python path starts from them
             aba_kernel(
@@ -918,17 +1111,34 @@ def contact_step_kernel(s):
     s.info[I_SOLVER] = solver
     # 7. impulses and the impulse response
     F = c_view(fw, o_f, (nu, 3))
-    _impulses(D, s.z, F)
+    zc = s.z[nju:]  # [beta; sigma]
+    _impulses(D, zc, F)
     _respond(
         s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.pA, s.u, s.acc, node_body, node_X, ia,
         ib, F, v_free, s.v_new, node_f, dv,
     )  # fmt: skip
+    s.info[I_E_STAB] = 0.0
+    if nr:
+        # + M^-1 G_j^T p_j (OS.solve: v_f + dv + W p); the stabilisation share of the stops
+        # passed, p (G_j (v_f + v+)) / 2 (energy_sources.step_shares, summed first)
+        jv = np.zeros(nv)
+        for a in range(nr):
+            p = s.z[a]
+            for i in range(nv):
+                jv[i] += Wj[a, i] * p
+        for i in range(nv):
+            s.v_new[i] = s.v_new[i] + jv[i]
+        jstab = 0.0
+        for a in range(nl):
+            if s.j_gap[a] < 0.0:
+                kk = s.j_dof[a]
+                jstab += 0.5 * s.z[a] * (s.j_sign[a] * (v_free[kk] + s.v_new[kk]))
+        s.info[I_E_STAB] = jstab
     # 8. the stabilisation share and the report's split (impulse_total += F)
     P = c_view(fw, o_p, (nu, 3))
     for i in range(nu):
         for c in range(3):
             P[i, c] = (s.p_impact[i, c] if colliding else 0.0) + F[i, c]
-    s.info[I_E_STAB] = 0.0
     any_deep = False
     for i in range(nu):
         any_deep = any_deep or s.gap[i] < 0.0
@@ -965,10 +1175,10 @@ def contact_step_kernel(s):
                 x1 = uf[i, 1] + u2[i, 1]
                 x2 = uf[i, 2] + u2[i, 2]
                 un[a] = (x0 * s.normal[i, 0] + x2 * s.normal[i, 2]) + x1 * s.normal[i, 1]
-            s.info[I_E_STAB] = 0.0 + 0.5 * np.dot(fr, un)
+            s.info[I_E_STAB] = s.info[I_E_STAB] + 0.5 * np.dot(fr, un)
     for i in range(nu):
         s.fn[i] = _ndot(P, i, s.normal, i)
-    _split_kernel(P, s.normal, s.z[nu * k :], s.fn, s.tangent, s.sliding)
+    _split_kernel(P, s.normal, zc[nu * k :], s.fn, s.tangent, s.sliding)
     return OK
 
 
@@ -1032,10 +1242,11 @@ class ContactFuser:
             self._max_rows, self._caps = pivot_caps()
             self._settings = settings
 
-    def _arguments(self, q, v, tau, c, qdd, mu, eps, warm, table) -> tuple:
+    def _arguments(self, q, v, tau, c, qdd, mu, eps, warm, table, rows=_NO_ROWS) -> tuple:
         """The fields of :func:`contact_step_kernel`'s record (:func:`make_step`) for the
         contacts ``c`` (pair parameters mu, eps; the warm start's flag and table,
-        lcp/warm_table.py), its eleven outputs last (fresh arrays)."""
+        lcp/warm_table.py) and the joint rows ``rows`` (:func:`joint_row_fields`), its eleven
+        outputs last (fresh arrays)."""
         nu = len(c.gap)
         k = self._k
         ra, rb = getattr(c, "radius_a", None), getattr(c, "radius_b", None)
@@ -1043,7 +1254,7 @@ class ContactFuser:
             ra = rb = _NO_F
         nv = self.s.model.nv
         v_new, v_start = np.empty(nv), np.empty(nv)
-        z = np.empty(nu * (k + 1))
+        z = np.empty(rows[2].shape[0] + rows[3].shape[0] + nu * (k + 1))
         fn, vn_before, vn_after = np.empty(nu), np.empty(nu), np.empty(nu)
         tangent, p_impact = np.empty((nu, 3)), np.empty((nu, 3))
         sliding, hit = np.empty(nu, dtype=np.bool_), np.empty(nu, dtype=np.bool_)
@@ -1051,7 +1262,7 @@ class ContactFuser:
         return (
             *self._head, _i64(c.body_a), _f64(c.local_a), _i64(c.body_b), _f64(c.local_b),
             _f64(c.normal), _f64(c.gap), _f64(ra), _f64(rb), _f64(mu), _f64(eps), *self._angles,
-            _f64(q), _f64(v), _f64(tau), _f64(qdd), *self._opts, self._caps, warm, table.tab,
+            *rows, _f64(q), _f64(v), _f64(tau), _f64(qdd), *self._opts, self._caps, warm, table.tab,
             table.und,
             v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
         )  # fmt: skip
@@ -1093,10 +1304,11 @@ class ContactFuser:
             and stepper._dump is None
         )
 
-    def step(self, q, v, tau, c, qdd):
+    def step(self, q, v, tau, c, qdd, joint=None):
         """The StepReport of the contact step of contacts ``c`` from (q, v) under the joint
-        forces tau (free acceleration qdd, ABA's factorisation of q in the stepper's Data),
-        or None when the Python path must take it (module docstring)."""
+        forces tau (free acceleration qdd, ABA's factorisation of q in the stepper's Data)
+        with the joint rows ``joint`` (joint_rows.JointRows of 1-DoF rows, or None), or None
+        when the Python path must take it (module docstring)."""
         from mbsim.simcore.stepper import Impact, StepReport
 
         s = self.s
@@ -1106,7 +1318,9 @@ class ContactFuser:
         self._read_settings()
         nu = len(c.gap)
         k = self._k
-        if not nu or nu * (k + 1) > self._max_rows:
+        rows = _NO_ROWS if not joint else joint_row_fields(joint, self._opt.dt)
+        nju = rows[2].shape[0] + rows[3].shape[0]
+        if not nu or nju + nu * (k + 1) > self._max_rows:
             return None
         mu, eps = s._pair_params(c)
         v = _f64(v)
@@ -1115,11 +1329,11 @@ class ContactFuser:
         # store only if the step is kept
         store = getattr(s.formulation, "warm", None)
         warm = store is not None and warm_start.ENABLED
-        n = nu * (k + 1)
+        n = nju + nu * (k + 1)
         table = WarmTable(n if warm else 0, None if warm else 0)
         if warm:
             table.load(store, n)
-        args = self._arguments(q, v, tau, c, qdd, mu, eps, warm, table)
+        args = self._arguments(q, v, tau, c, qdd, mu, eps, warm, table, rows)
         # the record borrows the arrays of args (contact_fused.StepType), alive for the call
         code = contact_step_kernel(make_step(*args))
         v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info = args[
@@ -1150,6 +1364,10 @@ class ContactFuser:
         report.normal_impulse = fn
         report.tangent_impulse = tangent
         report.sliding = sliding
+        if joint:  # stepper._contact_step's limit report (no impact phase here)
+            report.limit_dof = joint.limit_dof
+            report.limit_side = joint.limit_side
+            report.limit_impulse = z[: joint.n_limits].copy()
         report.lcp_size = int(z.shape[0])
         report.lcp_pivots = int(info[I_PIVOTS])
         report.lcp_residual = float(info[I_RESIDUAL])

@@ -591,7 +591,8 @@ class ContactStage:
         e, e3, ei, eb = np.zeros(0), np.zeros((0, 3)), np.zeros(0, np.int64), np.zeros(0, np.bool_)
         #: the contact step record's fields (the record borrows them: kept alive here)
         self._step_fields = (
-            *self._head, ei, e3, ei, e3, e3, e, e, e, e, e, *self._middle, np.zeros(nv),
+            *self._head, ei, e3, ei, e3, e3, e, e, e, e, e, *self._middle, ei, e, e, e, e,
+            np.zeros(nv),
             np.zeros(nv), np.zeros(nv), np.zeros(nv), *self._opts, warm, self.wtable.tab,
             self.wtable.und, np.zeros(nv), np.zeros(nv), e, e, e3, eb, eb, e, e, e3, self.info,
         )  # fmt: skip

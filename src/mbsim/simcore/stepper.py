@@ -713,14 +713,16 @@ class OSStepper:
         step solves at full recovery again), each attempt with the full LCP time budget. A failure
         of a step that demands no separation speed, or at scale 0, is raised as it is; the
         report of a softened step says the scale used and why (``recovery_scale``,
-        ``softened_reason``). A step without joint rows goes first to the compiled contact
-        step (contact_fused.py, the same arithmetic as _contact_step at full recovery), which
-        hands back what it does not take."""
+        ``softened_reason``). A step whose joint rows are 1-DoF ones (no spherical limits) goes
+        first to the compiled contact step (contact_fused.py, the same arithmetic as
+        _contact_step at full recovery; with joint rows the same LCP up to BLAS rounding),
+        which hands back what it does not take."""
         o = self.opt
-        if not joint and self._fused.eligible(self):
-            # the compiled contact step at full recovery; None: a collision, an LCP its first
-            # attempt does not settle, or a case it does not cover, all taken below
-            report = self._fused.step(q, v, tau, c, qdd)
+        if (not joint or joint.limit_G is None) and self._fused.eligible(self):
+            # the compiled contact step at full recovery, with the step's 1-DoF joint rows;
+            # None: a collision, an LCP its first attempt does not settle, or a case it does
+            # not cover, all taken below
+            report = self._fused.step(q, v, tau, c, qdd, joint)
             if report is not None:
                 self._soft_from = 0
                 return report

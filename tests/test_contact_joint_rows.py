@@ -1,0 +1,119 @@
+"""The compiled contact step with joint rows (joint limits, joint friction) in its LCP.
+
+contact_fused.py takes a contact step whose LCP has 1-DoF joint rows in front of the contact
+rows (``_joint_columns``, ``_solve_joint_rows``). Truth:
+
+* the dense formulations RMC and MC (G_j M^-1 G_j^T by CRBA and Cholesky, or the velocities
+  as unknowns of Eq. 36), on one step of a chain pressing a floor and a wall with its stops
+  near and Coulomb friction on every joint (tests/test_joint_limits.py's scene): frictionless
+  contacts, so v+ is unique and every formulation must give it;
+* the Python path of the OS step (``OS.prepare`` + ``joint_row_delassus``, ``OS.solve``) on
+  whole runs of a real robot whose joints have friction and rest on their stops while its
+  feet touch the floor (example-robot-data's go1). The two build the same LCP but not with
+  the same floating-point operations: the Python path's K = R Lambda R^T + C + C^T + G W and
+  M = T^T K T + E go through BLAS, the kernel sums each entry on its own. The LCP entries
+  agree to ~1e-16 relative; the tolerances below (1e-10 m or rad on q, 1e-8 on v in m/s or
+  rad/s over 0.3 s, ~300 LCPs of 60-68 rows) are ~100x the differences measured (q 1.2e-15,
+  v 1.9e-12), and far below any physical effect.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mbsim.simcore.contact_fused import ContactFuser
+from mbsim.simcore.joint_rows import JointLimits
+from mbsim.simcore.stepper import OSStepper, StepOptions
+from whole_runs import file_run
+
+#: q (m or rad) and v (m/s or rad/s) tolerances of whole runs (module docstring)
+Q_TOL, V_TOL = 1e-10, 1e-8
+
+
+def _chain_step(n, form, mu):
+    """One step of tests/test_formulations.py's chain at rest against a floor and a wall,
+    with the first joint near its lower stop, the second near its upper one and joint
+    friction 0.3 N m on every joint: (v+, report, the stepper)."""
+    from test_formulations import state_in_contact
+
+    model, det, q, v = state_in_contact(n)
+    lower = np.full(n, -np.inf)
+    upper = np.full(n, np.inf)
+    lower[0], upper[1] = q[0] - 2e-5, q[1] + 2e-5
+    limits = JointLimits(lower, upper, np.zeros(n), np.full(n, 0.3))
+    st = OSStepper(model, det, StepOptions(dt=1e-4, mu=mu, formulation=form), joint_limits=limits)
+    _, v1, rep = st.step(q.copy(), np.zeros(n), 0.0)
+    return v1, rep, st
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_one_step_agrees_with_the_dense_formulations(n):
+    v_os, rep, st = _chain_step(n, "os", 0.0)
+    assert st._fused.steps == 1 and st._fused.fallbacks == 0  # the kernel took it
+    assert rep.n_contacts >= 2 and len(rep.limit_dof) == 2 and not rep.limit_impact
+    # the LCP: 2 limit rows, 2 rows and a sigma per friction joint, then the contacts
+    assert rep.lcp_size == 2 + 3 * n + rep.n_contacts * 6
+    for form in ("rmc", "mc"):
+        v_ref, ref, _ = _chain_step(n, form, 0.0)
+        np.testing.assert_allclose(v_os, v_ref, rtol=1e-8, atol=1e-9, err_msg=form)
+        np.testing.assert_allclose(
+            rep.limit_impulse, ref.limit_impulse, rtol=1e-7, atol=1e-10, err_msg=form
+        )
+        np.testing.assert_allclose(
+            rep.normal_impulse, ref.normal_impulse, rtol=1e-7, atol=1e-10, err_msg=form
+        )
+
+
+def test_one_step_with_friction_agrees_with_the_python_path(monkeypatch):
+    """mu = 0.5: the same OS step by the kernel and by the Python path."""
+    v_os, rep, st = _chain_step(5, "os", 0.5)
+    assert st._fused.steps == 1
+    with monkeypatch.context() as mp:
+        mp.setattr(ContactFuser, "eligible", staticmethod(lambda stepper: False))
+        v_py, ref, _ = _chain_step(5, "os", 0.5)
+    np.testing.assert_allclose(v_os, v_py, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(rep.limit_impulse, ref.limit_impulse, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(rep.tangent_impulse, ref.tangent_impulse, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(rep.sliding, ref.sliding)
+
+
+def _go1():
+    """example-robot-data's go1 (joint friction 0.2 N m on all 12 joints, its calf joints
+    starting at 0 rad, past their -0.888 rad stops) on the floor, or skip."""
+    import importlib.metadata
+
+    try:
+        dist = importlib.metadata.distribution("example-robot-data")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("example-robot-data is not installed")
+    robots = Path(dist.locate_file("cmeel.prefix/share/example-robot-data/robots"))
+    urdf = robots / "go1_description" / "urdf" / "go1.urdf"
+    if not urdf.is_file():
+        pytest.skip(f"{urdf} is not installed")
+    return urdf
+
+
+def test_go1_on_the_floor_against_the_python_path(tmp_path, monkeypatch):
+    from mbsim.io.scenario import scenario_from_urdf
+
+    sc = scenario_from_urdf(
+        str(_go1()), {}, duration=0.3, floor=True, place_on_floor=True, record_every=1,
+        output=str(tmp_path / "x.h5"),
+    )  # fmt: skip
+    off = [(ContactFuser, "eligible", staticmethod(lambda stepper: False))]
+    ra, sa, sim_a = file_run(sc, tmp_path / "a.h5", monkeypatch)
+    rb, sb, sim_b = file_run(sc, tmp_path / "b.h5", monkeypatch, off)
+    fused = sim_a.stepper._fused
+    assert fused.steps >= 250 and sim_b.stepper._fused.steps == 0
+    # every contact step had joint rows: 24 friction rows and 12 sigma, 8 limit rows
+    sizes = np.asarray(ra.diagnostics["lcp_size"])
+    assert (sizes[sizes > 0] >= 44).all()
+    np.testing.assert_array_equal(sizes, np.asarray(rb.diagnostics["lcp_size"]))
+    np.testing.assert_allclose(ra.q, rb.q, rtol=0, atol=Q_TOL)
+    np.testing.assert_allclose(ra.v, rb.v, rtol=0, atol=V_TOL)
+    for col in ("step", "kind", "body_a", "body_b"):
+        np.testing.assert_array_equal(ra.events[col], rb.events[col], err_msg=col)
+    assert sa.status == sb.status == "complete"
