@@ -41,11 +41,12 @@ order, so the two agree bit for bit; tests/test_contact_fused.py compares whole 
    test; the wrapper hands the store in as a lcp/warm_table.py table and takes it back only
    when the step is kept, so the store ends as the Python path leaves it); else the whole
    first attempt of the chain (:func:`_least_norm_solve` for the "least_norm" selection:
-   ``chain.lemke_regularised``'s Lemke on M + delta I, the least-change polish, the
-   active-set corrections and the restricted LCP; :func:`_vertex_solve` for "vertex":
-   lexicographic Lemke), every candidate verified by the acceptance test of lcp/problem.py;
-   the Lemke paths take the Python path's pivot cap and budget chunk
-   (``lemke.default_max_pivots``, ``budget.chunk_pivots``, read by :func:`pivot_caps`);
+   ``chain.lemke_regularised``'s Lemke on M + delta I, the polish (least change, else the
+   proximal iterations of lcp/proximal.py), the active-set corrections and the restricted
+   LCP; :func:`_vertex_solve` for "vertex": lexicographic Lemke), every candidate verified
+   by the acceptance test of lcp/problem.py; the Lemke paths take the Python path's pivot
+   cap and budget chunk (``lemke.default_max_pivots``, ``budget.chunk_pivots``, read by
+   :func:`pivot_caps`);
 7. the impulses F = D beta (``ContactProblem.impulses``: numpy's einsum sums the k terms in
    two interleaved lanes, even and odd k, then adds them; checked for k <= 7, MAX_K), the
    impulse response v+ = v_f + M^-1 J^T Q_u^T F (``dynamics.impulse_response_kernel``);
@@ -63,7 +64,7 @@ second ABA the kernel runs ABA at (q, v) again so the Python path starts from th
 Data): a collision with ``energy_consistent_impacts`` (IMPACT: its halving loop stays in
 Python), and an LCP (or a block of one) the first attempt does not settle (FALLBACK: a Lemke
 path ending without a solution or not ended by its first budget chunk, after which the
-Python path polls the step's time budget; the proximal polish; a rejected answer, also of
+Python path polls the step's time budget; a rejected answer, also of
 the assembled blocks; the Python chain then goes on from its first attempt, which gives the
 same unaccepted answer, to the next ones, or raises the failure).
 
@@ -122,11 +123,12 @@ from mbsim.simcore.kinematics import (
 )
 from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp import warm as warm_start
-from mbsim.simcore.lcp.chain import ACTIVE_SET_FIXES, LSTSQ_RCOND
+from mbsim.simcore.lcp.chain import ACTIVE_SET_FIXES, LSTSQ_RCOND, POLISH_ITERS
 from mbsim.simcore.lcp.islands import _component_labels, block_order
 from mbsim.simcore.lcp.lemke import _SOLVED, REFACTOR_EVERY, ZERO_REL, _lemke_once
-from mbsim.simcore.lcp.lstsq import active_set_least_change
+from mbsim.simcore.lcp.lstsq import active_set_error, active_set_least_change
 from mbsim.simcore.lcp.problem import _inf_norm, _snap_kernel, principal_kernel
+from mbsim.simcore.lcp.proximal import proximal_kernel
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
 from mbsim.simcore.lcp.warm import CANDIDATE, guess_normed
 from mbsim.simcore.lcp.warm import ROUNDS as WARM_ROUNDS
@@ -306,16 +308,43 @@ def _mscale(M):
     return mscale
 
 
+@njit(cache=True, inline="always")
+def _polish_into(M, q, z_reg, S, delta, out):
+    """``chain._polish``'s candidate z_S for the active set S into ``out``: the least-change
+    correction (lcp/lstsq.py), and when it is not at rounding level the proximal-point
+    iterate (lcp/proximal.py) if that one is (or its error is smaller); False when neither
+    gives a candidate (the Python polish's None)."""
+    ok, err, bound = active_set_least_change(M, q, z_reg, S, LSTSQ_RCOND, out)
+    best_err = err if ok else np.inf
+    if not err <= bound:
+        MSS, qS = principal_kernel(M, q, S)
+        m = S.shape[0]
+        rhs = np.empty(m)
+        zS = np.empty(m)
+        for a in range(m):
+            rhs[a] = -qS[a]
+            zS[a] = z_reg[S[a]]
+        p = np.empty(m)
+        if proximal_kernel(MSS, rhs, zS, delta, POLISH_ITERS, p):
+            e, bound_p = active_set_error(MSS, rhs, p)
+            if e <= bound_p or e < best_err:
+                for a in range(m):
+                    out[a] = p[a]
+                ok = True
+    return ok
+
+
 @njit(cache=True)
 def _least_norm_solve(M, q, delta, tol_rel, caps, z, w):
     """``chain.lemke_regularised`` on (M, q) with the regularisation delta (absolute), as the
-    first attempt of the chain runs it: Lemke on M + delta I, the least-change polish on M's
-    active set, the active-set corrections (rows the polish leaves on the wrong side swapped,
-    at most ACTIVE_SET_FIXES times), then the restricted LCP (``_restricted``); every
-    candidate verified on (M, q). Returns (accepted, pivots, worst residual); z and
-    w = M z + q hold the accepted answer. Not accepted where the Python chain would go on in
-    a way not compiled here (a regularised path without a solution or longer than one
-    budget chunk, the proximal polish) or would fail: the caller hands the step back."""
+    first attempt of the chain runs it: Lemke on M + delta I, the polish on M's active set
+    (:func:`_polish_into`: least change, else proximal), the active-set corrections (rows
+    the polish leaves on the wrong side swapped, at most ACTIVE_SET_FIXES times), then the
+    restricted LCP (``_restricted``); every candidate verified on (M, q). Returns (accepted,
+    pivots, worst residual); z and w = M z + q hold the accepted answer. Not accepted where
+    the Python chain would go on in a way not compiled here (a regularised path without a
+    solution or longer than one budget chunk) or would fail: the caller hands the step
+    back."""
     n = q.shape[0]
     Mr = M.copy()
     for i in range(n):
@@ -327,14 +356,13 @@ def _least_norm_solve(M, q, delta, tol_rel, caps, z, w):
     S0 = S
     inside = np.zeros(n, dtype=np.bool_)
     for _ in range(ACTIVE_SET_FIXES + 1):
-        # chain._polish: the least-change candidate, at rounding level only
+        # chain._polish: the least-change candidate, else the proximal one
         for i in range(n):
             z[i] = 0.0
         if S.shape[0]:
             c = np.empty(S.shape[0])
-            ok, err, bound = active_set_least_change(M, q, z_reg, S, LSTSQ_RCOND, c)
-            if not (ok and err <= bound):
-                return False, pivots, np.inf  # the proximal iterations: Python's
+            if not _polish_into(M, q, z_reg, S, delta, c):
+                break  # no candidate: the restricted LCP
             for a in range(S.shape[0]):
                 z[S[a]] = c[a]
             _snap_kernel(z)

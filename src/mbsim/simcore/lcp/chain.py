@@ -34,7 +34,8 @@ active set S (the basic z of Lemke's terminal basis) is kept and z_S is refined 
 M so that ``M_SS z_S = -q_S``: first by the least-change correction (minimum-norm least
 squares, compiled, lcp/lstsq.py; exact when M_SS is singular but consistent, as with redundant
 contacts), else
-by proximal-point iterations ``(M_SS + delta I) z_S <- -q_S + delta z_S``. Rows that the
+by proximal-point iterations ``(M_SS + delta I) z_S <- -q_S + delta z_S`` (compiled,
+lcp/proximal.py, which the compiled contact step calls too). Rows that the
 polish leaves on the wrong side (z_i < -tol in S, w_i < -tol outside) are swapped and the
 polish repeated, at most ACTIVE_SET_FIXES times. The polished z is verified on (M, q) like any
 other result: regularisation never loosens the acceptance test.
@@ -54,10 +55,7 @@ least-norm point; it is verified on (M, q) like every other.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-import scipy.linalg
 
 from mbsim.simcore.lcp import budget, islands, selection
 from mbsim.simcore.lcp import warm as warm_start
@@ -73,6 +71,7 @@ from mbsim.simcore.lcp.problem import (
     inf_norm,
     snap_rounding_negatives,
 )
+from mbsim.simcore.lcp.proximal import proximal_kernel
 from mbsim.simcore.options import LCP_SOLVERS
 
 DEFAULT_DELTAS = (1e-10, 1e-8, 1e-6)
@@ -193,24 +192,14 @@ def _polish(M, q, z_reg, S, delta) -> np.ndarray | None:
 
 
 def _proximal(MSS, rhs, zS, delta) -> np.ndarray | None:
-    """Proximal-point iterations (MSS + delta I) zS <- rhs + delta zS; None if singular."""
-    K = MSS + delta * np.eye(MSS.shape[0])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # singular K: detected below from non-finite values
-        try:
-            lu = scipy.linalg.lu_factor(K, check_finite=False)
-        except (ValueError, np.linalg.LinAlgError):
-            return None
-        zS = zS.copy()
-        for _ in range(POLISH_ITERS):
-            new = scipy.linalg.lu_solve(lu, rhs + delta * zS, check_finite=False)
-            if not np.all(np.isfinite(new)):
-                return None
-            step = float(np.max(np.abs(new - zS)))
-            zS = new
-            if step <= 4.0 * np.finfo(float).eps * max(1.0, float(np.max(np.abs(zS)))):
-                break
-    return zS
+    """Proximal-point iterations (MSS + delta I) zS <- rhs + delta zS (lcp/proximal.py);
+    None if MSS + delta I is singular or an iterate is not finite."""
+    out = np.empty(rhs.shape[0])
+    ok = proximal_kernel(
+        np.ascontiguousarray(MSS, dtype=np.float64), np.ascontiguousarray(rhs, dtype=np.float64),
+        np.ascontiguousarray(zS, dtype=np.float64), float(delta), POLISH_ITERS, out,
+    )  # fmt: skip
+    return out if ok else None
 
 
 def _worst(r: LcpResult) -> float:
