@@ -142,7 +142,7 @@ from mbsim.simcore.limit_step import (
     _response_column,
     evaluate_candidate,
 )
-from mbsim.simcore.native_call import native
+from mbsim.simcore.native_call import EMPTY, address_table, native, native_caller
 from mbsim.simcore.spatial import _borrowed_value, borrowed, c_view
 
 #: what :func:`contact_step_kernel` returns: the step is done (OK), its LCP needs the Python
@@ -659,9 +659,6 @@ def _joint_columns(parent, vi, nvj, S, inertia, E, r, R_world, IA, U, Dinv, body
                                  local_b, wk[3], Kcj[a])  # fmt: skip
 
 
-_joint_columns_call = native(_joint_columns)
-
-
 @njit(cache=True)
 def _solve_joint_rows(W, wstart, corder, cstarts, D, mu, vu, Wj, Kcj, j_dof, j_sign, j_shift,
                       j_bound, v_free, least_norm, tol_rel, caps, warm, tab, und, z):  # fmt: skip
@@ -744,7 +741,60 @@ def _solve_joint_rows(W, wstart, corder, cstarts, D, mu, vu, Wj, Kcj, j_dof, j_s
                           z)  # fmt: skip
 
 
-_solve_joint_rows_call = native(_solve_joint_rows)
+@njit(cache=True)
+def joint_rows_solve(s, W, wstart, corder, cstarts, D, vu, v_free, jv):
+    """The joint rows' part of the contact step (:func:`contact_step_kernel`, stages 4-7 with
+    joint rows) on its record ``s``: the columns (:func:`_joint_columns`), the LCP of [joint;
+    contact] rows into s.z (:func:`_solve_joint_rows`), and jv = M^-1 G_j^T p_j, the joint
+    impulses' velocity change (rad/s or m/s). Returns (accepted, pivots, worst residual,
+    solver code). The contact step calls it through its address (``s.jtab``,
+    :func:`joint_rows_table`): compiled only for a run whose contact steps have joint rows,
+    not by every first run's compile-ahead helper (docs/results.md, branch jcontact)."""
+    nr = s.j_dof.shape[0]
+    nv = jv.shape[0]
+    nu = D.shape[0]
+    Wj = np.empty((nr, nv))
+    Kcj = np.empty((nr, nu, 3))
+    _joint_columns(
+        s.parent, s.vi, s.nvj, s.S, s.inertia, s.E, s.r, s.R_world, s.IA, s.U, s.Dinv,
+        s.body_a, s.local_a, s.body_b, s.local_b, s.j_dof, s.j_sign, Wj, Kcj,
+    )  # fmt: skip
+    res = _solve_joint_rows(
+        W, wstart, corder, cstarts, D, s.mu, vu, Wj, Kcj, s.j_dof, s.j_sign, s.j_shift,
+        s.j_bound, v_free, s.least_norm, s.tol_rel, s.caps, s.warm, s.tab, s.und, s.z,
+    )  # fmt: skip
+    for i in range(nv):
+        jv[i] = 0.0
+    for a in range(nr):
+        p = s.z[a]
+        for i in range(nv):
+            jv[i] += Wj[a, i] * p
+    return res
+
+
+#: what :func:`joint_rows_solve` returns, the type its callers' address lookup keys on
+JOINT_RESULT = types.Tuple((types.boolean, types.int64, types.float64, types.int64))
+_joint_rows_call = native_caller(JOINT_RESULT)
+
+
+def joint_rows_table() -> np.ndarray:
+    """The address table (native_call.py) of :func:`joint_rows_solve` compiled (or loaded
+    from numba's cache) for the contact step's record type and the arrays it passes: what
+    ``ContactFuser.step`` puts in the record's ``jtab`` for a step with joint rows (once a
+    process; ~2-7 s of compilation on a cold cache)."""
+    if _joint_table[0] is None:
+        f1 = types.Array(types.float64, 1, "C")
+        i1 = types.Array(types.int64, 1, "C")
+        sig = (
+            contact_signature()[0], f1, i1, i1, i1, types.Array(types.float64, 3, "C"),
+            types.Array(types.float64, 2, "C"), f1, f1,
+        )  # fmt: skip
+        joint_rows_solve.compile(sig)
+        _joint_table[0] = address_table(joint_rows_solve)
+    return _joint_table[0]
+
+
+_joint_table: list = [None]
 
 
 @njit(cache=True, inline="always")
@@ -771,7 +821,8 @@ def _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, i
 #: ``radius_b`` empty unless the curvature term takes the core points), the pair
 #: parameters of each contact, the friction polyhedron's edge angles, the step's 1-DoF joint
 #: rows (joint_rows.JointRows, empty for none: each velocity row's DoF and sign, its
-#: allowance g_v, each friction joint's bound F dt, each limit's gap), the state (q, v), the
+#: allowance g_v, each friction joint's bound F dt, each limit's gap) and the address table
+#: of :func:`joint_rows_solve` (empty for none), the state (q, v), the
 #: joint forces and the free acceleration, the options (floats and bools), the Lemke pivot
 #: caps (:func:`pivot_caps`), the warm start's flag, table and undo log (lcp/warm_table.py),
 #: then the outputs (written by the kernel: v+, the velocity after the impact phase, the
@@ -782,8 +833,8 @@ STEP_FIELDS = (
     "mass", "com", "E", "r", "R_world", "p_world", "vel", "cbias", "IA", "U", "Dinv",
     "pivots_ws", "pA", "u", "acc", "scratch66", "qdd_ws", "armature", "ups", "bv", "body_a",
     "local_a", "body_b", "local_b", "normal", "gap", "radius_a", "radius_b", "mu", "eps",
-    "cos_a", "sin_a", "j_dof", "j_sign", "j_shift", "j_bound", "j_gap", "q_pos", "v", "tau",
-    "qdd", "dt", "stabilization", "max_recovery_speed",
+    "cos_a", "sin_a", "j_dof", "j_sign", "j_shift", "j_bound", "j_gap", "jtab", "q_pos", "v",
+    "tau", "qdd", "dt", "stabilization", "max_recovery_speed",
     "use_floor", "gap_floor", "curvature", "slip", "impact_velocity", "impacts_ok",
     "friction_total", "least_norm", "tol_rel", "caps", "warm", "tab", "und", "v_new", "v_start",
     "z", "fn", "tangent", "sliding", "hit", "vn_before", "vn_after", "p_impact", "info",
@@ -860,7 +911,7 @@ def make_step(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
     R_world, p_world, vel, cbias, IA, U, Dinv, pivots_ws, pA, u, acc, scratch66, qdd_ws,
     armature, ups, bv, body_a, local_a, body_b, local_b, normal, gap, radius_a, radius_b, mu,
-    eps, cos_a, sin_a, j_dof, j_sign, j_shift, j_bound, j_gap, q_pos, v, tau, qdd, dt,
+    eps, cos_a, sin_a, j_dof, j_sign, j_shift, j_bound, j_gap, jtab, q_pos, v, tau, qdd, dt,
     stabilization, max_recovery_speed, use_floor, gap_floor, curvature, slip, impact_velocity,
     impacts_ok, friction_total, least_norm, tol_rel, caps, warm, tab, und, v_new, v_start, z, fn,
     tangent, sliding, hit, vn_before, vn_after, p_impact, info,
@@ -872,7 +923,8 @@ def make_step(
         parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com, E, r,
         R_world, p_world, vel, cbias, IA, U, Dinv, pivots_ws, pA, u, acc, scratch66, qdd_ws,
         armature, ups, bv, body_a, local_a, body_b, local_b, normal, gap, radius_a, radius_b,
-        mu, eps, cos_a, sin_a, j_dof, j_sign, j_shift, j_bound, j_gap, q_pos, v, tau, qdd, dt,
+        mu, eps, cos_a, sin_a, j_dof, j_sign, j_shift, j_bound, j_gap, jtab, q_pos, v, tau, qdd,
+        dt,
         stabilization, max_recovery_speed, use_floor, gap_floor, curvature, slip, impact_velocity,
         impacts_ok, friction_total, least_norm, tol_rel, caps, warm, tab, und, v_new, v_start, z,
         fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
@@ -1109,18 +1161,17 @@ def contact_step_kernel(s):
     for i in range(nu):
         for c in range(3):
             vu[i, c] = vu[i, c] + gv[i] * s.normal[i, c]
+    jv = c_view(fw, 0, (0,))  # no joint rows: empty (a C array, as np.empty's)
     if nr:
-        # the joint rows' columns and the LCP of [joint; contact] rows (OS.prepare, OS.solve)
-        Wj = np.empty((nr, nv))
-        Kcj = np.empty((nr, nu, 3))
-        _joint_columns_call(
-            s.parent, s.vi, s.nvj, s.S, s.inertia, s.E, s.r, s.R_world, s.IA, s.U, s.Dinv,
-            s.body_a, s.local_a, s.body_b, s.local_b, s.j_dof, s.j_sign, Wj, Kcj,
-        )  # fmt: skip
-        ok, pivots, worst, solver = _solve_joint_rows_call(
-            W, wstart, corder, cstarts, D, s.mu, vu, Wj, Kcj, s.j_dof, s.j_sign, s.j_shift,
-            s.j_bound, v_free, least_norm, tol_rel, s.caps, warm, s.tab, s.und, s.z,
-        )  # fmt: skip
+        # the LCP of [joint; contact] rows (OS.prepare, OS.solve) and the joint impulses'
+        # velocity change, by address: none compiled (jtab empty) hands the step back
+        jv = np.empty(nv)
+        linked, res = _joint_rows_call(
+            s.jtab, s, W, wstart, corder, cstarts, D, vu, c_view(fw, o_vf, (nv,)), jv
+        )
+        if not linked:
+            return FALLBACK
+        ok, pivots, worst, solver = res
     else:
         ok, pivots, worst, solver = _solve_rows_call(
             W, wstart, corder, cstarts, D, s.mu, vu, no_budget, least_norm, tol_rel, s.caps,
@@ -1149,11 +1200,6 @@ def contact_step_kernel(s):
     if nr:
         # + M^-1 G_j^T p_j (OS.solve: v_f + dv + W p); the stabilisation share of the stops
         # passed, p (G_j (v_f + v+)) / 2 (energy_sources.step_shares, summed first)
-        jv = np.zeros(nv)
-        for a in range(nr):
-            p = s.z[a]
-            for i in range(nv):
-                jv[i] += Wj[a, i] * p
         for i in range(nv):
             s.v_new[i] = s.v_new[i] + jv[i]
         jstab = 0.0
@@ -1270,11 +1316,14 @@ class ContactFuser:
             self._max_rows, self._caps = pivot_caps()
             self._settings = settings
 
-    def _arguments(self, q, v, tau, c, qdd, mu, eps, warm, table, rows=_NO_ROWS) -> tuple:
+    def _arguments(
+        self, q, v, tau, c, qdd, mu, eps, warm, table, rows=_NO_ROWS, jtab=EMPTY
+    ) -> tuple:
         """The fields of :func:`contact_step_kernel`'s record (:func:`make_step`) for the
         contacts ``c`` (pair parameters mu, eps; the warm start's flag and table,
-        lcp/warm_table.py) and the joint rows ``rows`` (:func:`joint_row_fields`), its eleven
-        outputs last (fresh arrays)."""
+        lcp/warm_table.py) and the joint rows ``rows`` (:func:`joint_row_fields`; ``jtab``
+        :func:`joint_rows_table` when there are any), its eleven outputs last (fresh
+        arrays)."""
         nu = len(c.gap)
         k = self._k
         ra, rb = getattr(c, "radius_a", None), getattr(c, "radius_b", None)
@@ -1290,8 +1339,8 @@ class ContactFuser:
         return (
             *self._head, _i64(c.body_a), _f64(c.local_a), _i64(c.body_b), _f64(c.local_b),
             _f64(c.normal), _f64(c.gap), _f64(ra), _f64(rb), _f64(mu), _f64(eps), *self._angles,
-            *rows, _f64(q), _f64(v), _f64(tau), _f64(qdd), *self._opts, self._caps, warm, table.tab,
-            table.und,
+            *rows, jtab, _f64(q), _f64(v), _f64(tau), _f64(qdd), *self._opts, self._caps, warm,
+            table.tab, table.und,
             v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
         )  # fmt: skip
 
@@ -1361,7 +1410,8 @@ class ContactFuser:
         table = WarmTable(n if warm else 0, None if warm else 0)
         if warm:
             table.load(store, n)
-        args = self._arguments(q, v, tau, c, qdd, mu, eps, warm, table, rows)
+        jtab = EMPTY if not joint else joint_rows_table()
+        args = self._arguments(q, v, tau, c, qdd, mu, eps, warm, table, rows, jtab)
         # the record borrows the arrays of args (contact_fused.StepType), alive for the call
         code = contact_step_kernel(make_step(*args))
         v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info = args[

@@ -58,7 +58,7 @@ from mbsim.simcore.contact_fused import (
 )
 from mbsim.simcore.lcp import warm as warm_start
 from mbsim.simcore.lcp.warm_table import WarmTable, mark, undo
-from mbsim.simcore.native_call import address_table, native_caller
+from mbsim.simcore.native_call import EMPTY, address_table, native_caller
 
 #: the contact event kinds of the loop's rows (Simulator.events_of's names: EVENT_NAMES)
 BEGIN, END, STICK, SLIP, IMPACT_ROW = 0, 1, 2, 3, 4
@@ -592,7 +592,7 @@ class ContactStage:
         #: the contact step record's fields (the record borrows them: kept alive here)
         self._step_fields = (
             *self._head, ei, e3, ei, e3, e3, e, e, e, e, e, *self._middle, ei, e, e, e, e,
-            np.zeros(nv),
+            EMPTY, np.zeros(nv),
             np.zeros(nv), np.zeros(nv), np.zeros(nv), *self._opts, warm, self.wtable.tab,
             self.wtable.und, np.zeros(nv), np.zeros(nv), e, e, e3, eb, eb, e, e, e3, self.info,
         )  # fmt: skip
