@@ -308,6 +308,11 @@ def _mscale(M):
     return mscale
 
 
+#: the proximal iterations by address (native_call.py): compiled once, on their own, as the
+#: Python chain's call compiles them, not again inside the least-norm attempt
+_proximal_call = native(proximal_kernel)
+
+
 @njit(cache=True, inline="always")
 def _polish_into(M, q, z_reg, S, delta, out):
     """``chain._polish``'s candidate z_S for the active set S into ``out``: the least-change
@@ -325,7 +330,7 @@ def _polish_into(M, q, z_reg, S, delta, out):
             rhs[a] = -qS[a]
             zS[a] = z_reg[S[a]]
         p = np.empty(m)
-        if proximal_kernel(MSS, rhs, zS, delta, POLISH_ITERS, p):
+        if _proximal_call(MSS, rhs, zS, delta, np.int64(POLISH_ITERS), p):
             e, bound_p = active_set_error(MSS, rhs, p)
             if e <= bound_p or e < best_err:
                 for a in range(m):
