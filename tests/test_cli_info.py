@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +131,27 @@ def test_info_shows_each_joints_urdf_limits():
         assert want in line, line
         checked += 1
     assert checked == 7
+
+
+def test_info_names_links_as_run_does_and_tells_whether_the_srdf_beside_is_used(tmp_path):
+    """info named the tree by the URDF's <robot name> ('pendulum-3') where `mbsim run` uses
+    the file stem ('arm'), and said run uses the SRDF beside the URDF even when run leaves it
+    out because it names a link the robot lacks (example-robot-data's talos_left_arm with
+    talos.srdf)."""
+    shutil.copy(SAMPLES / "pendulum-3.urdf", tmp_path / "arm.urdf")
+    srdf = tmp_path / "arm.srdf"
+    srdf.write_text(
+        '<robot name="arm">\n<disable_collisions link1="link1" link2="link3"/>\n</robot>'
+    )
+    data = json.loads(run("info", str(tmp_path / "arm.urdf"), "--json", check_rc=0).stdout)
+    assert data["trees"] == ["arm"]
+    assert all(a.startswith("arm/") and b.startswith("arm/") for a, b in data["checked_pairs"])
+    assert any(w.startswith("mbsim run uses the SRDF beside the URDF") for w in data["warnings"])
+    srdf.write_text(
+        '<robot name="arm">\n<disable_collisions link1="link1" link2="link3"/>\n'
+        '<disable_collisions link1="link1" link2="arm_right_1_link"/>\n</robot>'
+    )
+    data = json.loads(run("info", str(tmp_path / "arm.urdf"), "--json", check_rc=0).stdout)
+    note = f"mbsim run does not use the SRDF beside the URDF: {srdf}, line 3: "
+    note += "<disable_collisions> link2='arm_right_1_link' is not a link of this robot"
+    assert note in data["warnings"]

@@ -11,6 +11,9 @@ import typer
 
 from mbsim.cli import mesh_paths
 from mbsim.collision.scene import CollisionScene
+from mbsim.errors import MbsimError
+from mbsim.io.scenario.parse import default_robot_name
+from mbsim.io.srdf import read_srdf
 from mbsim.io.urdf import load_urdf
 from mbsim.simcore.formulations import lcp_dimension
 from mbsim.simcore.model import Model, build_model
@@ -38,6 +41,7 @@ def info(
     spec = load_urdf(
         urdf,
         base="floating" if floating else "fixed",
+        name=default_robot_name(urdf),  # the tree name of `mbsim run`'s tree/link names
         package_dirs=packages,
         allow_outside_paths=allow_outside_paths,
     )
@@ -65,11 +69,8 @@ def info(
         )
     summary["warnings"] += floor_notes(floor, model, scene, *frames)
     srdf = srdf_for(Path(urdf).resolve())
-    if srdf is not None:
-        summary["warnings"].append(
-            f"mbsim run uses the SRDF beside the URDF, {srdf}: its <disable_collisions> pairs "
-            "are not checked (not applied in the pairs above)"
-        )
+    if srdf is not None and self_collision:
+        summary["warnings"].append(_srdf_note(model, srdf))
     summary["lcp_dimensions"] = {
         "contacts": contacts,
         "friction_directions": friction_directions,
@@ -82,6 +83,29 @@ def info(
         typer.echo(json.dumps(summary, indent=2))
         return
     typer.echo(render(model, summary))
+
+
+def _srdf_note(model: Model, srdf: Path) -> str:
+    """What ``mbsim run`` does with the SRDF beside the URDF: uses its pairs, or not when it
+    cannot be read or names a link the robot lacks (start_pose.srdf_beside)."""
+    links = {link for _, link in model.link_frames}
+    try:
+        found = read_srdf(srdf)
+    except MbsimError as exc:
+        return f"mbsim run does not use the SRDF beside the URDF: {exc}"
+    lines = found.lines or (None,) * len(found.disabled)
+    for pair, line in zip(found.disabled, lines, strict=True):
+        for key, ref in zip(("link1", "link2"), pair, strict=True):
+            if ref not in links:
+                at = f"{srdf}, line {line}" if line else str(srdf)
+                return (
+                    f"mbsim run does not use the SRDF beside the URDF: {at}: "
+                    f"<disable_collisions> {key}={ref!r} is not a link of this robot"
+                )
+    return (
+        f"mbsim run uses the SRDF beside the URDF, {srdf}: its <disable_collisions> pairs "
+        "are not checked (not applied in the pairs above)"
+    )
 
 
 def checked_pairs(
