@@ -265,3 +265,43 @@ def test_srdf_and_no_self_collision_flags(tmp_path):
     # for that); the note comes before the first step either way
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr
     assert "arm/base - arm/link2 (20 mm)" in proc.stderr and "all the same" in proc.stderr
+
+
+def test_a_robot_without_collision_shapes_on_the_floor_is_named(tmp_path):
+    """example-robot-data's alexander_v1.lowerBodyOnly.urdf has no <collision>: dropped with
+    --floor --place-on-floor it fell through the floor with no word about why."""
+    bare = BOX.split("<collision>")[0] + BOX.split("</collision>")[1]
+    assert "<collision>" not in bare
+    urdf = _write(tmp_path, bare, "bare")
+    sc = scenario_from_urdf(
+        urdf, output=str(tmp_path / "b.h5"), floor=True, base="floating", place_on_floor=True
+    )
+    notes = [n for n in Simulator(sc).lint if "no collision shapes" in n]
+    assert notes == [
+        "'bare' has no collision shapes, so it falls through the floor and touches nothing "
+        "(base_pose.on_floor, --place-on-floor, leaves its base where it is)"
+    ]
+    sc = scenario_from_urdf(_write(tmp_path, BOX, "box"), output=str(tmp_path / "c.h5"), floor=True)
+    assert not any("no collision shapes" in n for n in Simulator(sc).lint)
+
+
+def test_a_run_placed_on_the_floor_is_repeated_exactly(tmp_path):
+    """The recorded scenario kept on_floor = true with the placed height, so replaying it
+    (``mbsim run --from``) placed the robot again, 1e-16 m off by the rounding of its lowest
+    point: example-robot-data's hyq dropped with --place-on-floor replayed 4e-7 rad apart."""
+    from mbsim.io.scenario import load_scenario_text
+    from mbsim.io.scenario.emit import scenario_toml
+
+    leg = f"""<robot name="leg"><link name="base"><inertial><mass value="1"/>{INERTIA}</inertial>
+      </link><link name="shin"><inertial><mass value="1"/>{INERTIA}</inertial><collision>
+        <origin xyz="0 0 -0.3806"/><geometry><sphere radius="0.0426"/></geometry></collision>
+      </link><joint name="knee" type="revolute"><parent link="base"/><child link="shin"/>
+        <origin xyz="0 0 -0.35" rpy="0 -0.4768 0"/><axis xyz="0 1 0"/>
+        <limit lower="-3" upper="3" effort="1" velocity="1"/></joint></robot>"""
+    urdf = _write(tmp_path, leg, "leg")
+    sc = scenario_from_urdf(
+        urdf, output=str(tmp_path / "a.h5"), floor=True, base="floating", place_on_floor=True
+    )
+    placed = Simulator(sc).scenario
+    again = Simulator(load_scenario_text(scenario_toml(placed))).scenario
+    assert again.robots[0].base_pose.xyz == placed.robots[0].base_pose.xyz

@@ -124,14 +124,17 @@ def lowest_points(scene, R_world, p_world) -> dict[int, float]:
 
 def placed_on_floor(sc, scene, R_world, p_world):
     """The scenario with every ``base_pose.on_floor`` robot and environment lifted (or lowered)
-    so its lowest collision point is at z = 0, or None when nothing moves."""
+    so its lowest collision point is at z = 0, or None when nothing moves. A moved pose is
+    resolved (``on_floor`` false): placing it again would shift it by the rounding of its
+    lowest point (~1e-16 m), so ``mbsim run --from`` would not repeat the run exactly."""
     low = lowest_points(scene, R_world, p_world)
     trees = [*sc.robots, *sc.environments]
     moved = {}
     for t, item in enumerate(trees):
         if item.base_pose.on_floor and t in low and low[t] != 0.0:
             x, y, z = item.base_pose.xyz
-            moved[t] = replace(item, base_pose=replace(item.base_pose, xyz=(x, y, z - low[t])))
+            pose = replace(item.base_pose, xyz=(x, y, z - low[t]), on_floor=False)
+            moved[t] = replace(item, base_pose=pose)
     if not moved:
         return None
     nr = len(sc.robots)
@@ -142,12 +145,19 @@ def placed_on_floor(sc, scene, R_world, p_world):
 
 def floor_notes(floor: bool, model, scene, R_world, p_world) -> list[str]:
     """One sentence per robot or environment that starts inside the floor (deeper than
-    :data:`FLOOR_TOL`; none when ``floor`` is off), with the base height that clears it."""
+    :data:`FLOOR_TOL`; none when ``floor`` is off), with the base height that clears it, and
+    one per moving robot without a collision shape (it falls through the floor)."""
     if not floor:
         return []
     low = lowest_points(scene, R_world, p_world)
     notes = []
     for t, name in enumerate(model.tree_names):
+        moving = any(int(model.tree_of[i]) == t for i in range(model.nb))
+        if moving and t not in low:
+            notes.append(
+                f"'{name}' has no collision shapes, so it falls through the floor and touches "
+                "nothing (base_pose.on_floor, --place-on-floor, leaves its base where it is)"
+            )
         if low.get(t, 0.0) < -FLOOR_TOL:
             root = next((i for i in range(model.nb) if model.tree_of[i] == t), None)
             # a tree welded to the world has no body: say how far to raise its base instead
