@@ -155,3 +155,12 @@ def test_info_names_links_as_run_does_and_tells_whether_the_srdf_beside_is_used(
     note = f"mbsim run does not use the SRDF beside the URDF: {srdf}, line 3: "
     note += "<disable_collisions> link2='arm_right_1_link' is not a link of this robot"
     assert note in data["warnings"]
+
+
+def test_python_dash_m_mbsim_is_the_mbsim_command():
+    """``python -m mbsim`` failed ("No module named mbsim.__main__")."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "mbsim", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "python -m mbsim" in proc.stdout and "samples" in proc.stdout
