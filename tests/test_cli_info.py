@@ -164,3 +164,24 @@ def test_python_dash_m_mbsim_is_the_mbsim_command():
     )
     assert proc.returncode == 0, proc.stderr
     assert "python -m mbsim" in proc.stdout and "samples" in proc.stdout
+
+
+def test_info_names_joints_whose_zero_is_outside_their_limits(tmp_path):
+    """go2 and hyq start with their knees past a limit at q = 0: run said so, info did not."""
+    inertial = (
+        '<inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" '
+        'iyz="0"/></inertial>'
+    )
+    urdf = tmp_path / "knee.urdf"
+    urdf.write_text(
+        f'<robot name="knee"><link name="thigh">{inertial}</link><link name="shin">{inertial}'
+        '</link><joint name="knee" type="revolute"><parent link="thigh"/><child link="shin"/>'
+        '<axis xyz="0 1 0"/><limit lower="-2.7" upper="-0.84" effort="1" velocity="1"/>'
+        "</joint></robot>"
+    )
+    warnings = json.loads(run("info", str(urdf), "--json", check_rc=0).stdout)["warnings"]
+    assert [w for w in warnings if "outside their limits" in w] == [
+        f"'knee' ({urdf}) starts with 1 joint(s) outside their limits: 'knee' = 0 rad, above "
+        "its upper limit -0.84 rad; the limits push them back at up to "
+        "contact.max_recovery_speed, softened where a contact stands in the way"
+    ]

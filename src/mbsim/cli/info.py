@@ -16,9 +16,10 @@ from mbsim.io.scenario.parse import default_robot_name
 from mbsim.io.srdf import read_srdf
 from mbsim.io.urdf import load_urdf
 from mbsim.simcore.formulations import lcp_dimension
+from mbsim.simcore.joint_rows import JointLimits
 from mbsim.simcore.model import Model, build_model
 from mbsim.simcore.options import FORMULATIONS
-from mbsim.start_pose import body_frames, floor_notes, initial_overlaps, srdf_for
+from mbsim.start_pose import body_frames, floor_notes, initial_overlaps, limit_notes, srdf_for
 
 
 def info(
@@ -68,6 +69,10 @@ def info(
             "give an SRDF with --srdf to disable the robot's own pairs, or --no-self-collision"
         )
     summary["warnings"] += floor_notes(floor, model, scene, *frames)
+    # joints whose q = 0 is outside their limits (go2's and hyq's knees), as run says
+    summary["warnings"] += limit_notes(
+        model, {0: Path(urdf).resolve()}, JointLimits.from_model(model), model.neutral_q()
+    )
     srdf = srdf_for(Path(urdf).resolve())
     if srdf is not None and self_collision:
         summary["warnings"].append(_srdf_note(model, srdf))
