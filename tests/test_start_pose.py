@@ -305,3 +305,21 @@ def test_a_run_placed_on_the_floor_is_repeated_exactly(tmp_path):
     placed = Simulator(sc).scenario
     again = Simulator(load_scenario_text(scenario_toml(placed))).scenario
     assert again.robots[0].base_pose.xyz == placed.robots[0].base_pose.xyz
+
+
+def test_place_on_floor_without_a_floor_is_named(tmp_path):
+    """``mbsim run bolt.urdf --base floating --place-on-floor`` (no --floor) placed the robot
+    on a floor that is not there, without a word; it fell from z = 0."""
+    urdf = _write(tmp_path, BOX, "box")
+    sc = scenario_from_urdf(
+        urdf, output=str(tmp_path / "b.h5"), base="floating", place_on_floor=True
+    )
+    assert [n for n in Simulator(sc).lint if "no floor" in n] == [
+        "'box' is placed on the floor (base_pose.on_floor, --place-on-floor), but there is no "
+        "floor: contact.floor is off (pass --floor) and no environment is loaded; it falls "
+        "from there"
+    ]
+    sc = scenario_from_urdf(
+        urdf, output=str(tmp_path / "c.h5"), base="floating", place_on_floor=True, floor=True
+    )
+    assert not any("no floor" in n for n in Simulator(sc).lint)

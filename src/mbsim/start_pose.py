@@ -143,6 +143,20 @@ def placed_on_floor(sc, scene, R_world, p_world):
     return replace(sc, robots=robots, environments=envs)
 
 
+def no_floor_notes(sc) -> list[str]:
+    """One sentence per robot placed on the floor (``base_pose.on_floor``) in a scenario with
+    neither the built-in floor nor any environment: nothing is at z = 0 to rest on."""
+    if sc.contact.floor or sc.environments:
+        return []
+    return [
+        f"'{r.name}' is placed on the floor (base_pose.on_floor, --place-on-floor), but there "
+        "is no floor: contact.floor is off (pass --floor) and no environment is loaded; it "
+        "falls from there"
+        for r in sc.robots
+        if r.base_pose.on_floor
+    ]
+
+
 def floor_notes(floor: bool, model, scene, R_world, p_world) -> list[str]:
     """One sentence per robot or environment that starts inside the floor (deeper than
     :data:`FLOOR_TOL`; none when ``floor`` is off), with the base height that clears it, and
