@@ -19,7 +19,14 @@ from mbsim.simcore.formulations import lcp_dimension
 from mbsim.simcore.joint_rows import JointLimits
 from mbsim.simcore.model import Model, build_model
 from mbsim.simcore.options import FORMULATIONS
-from mbsim.start_pose import body_frames, floor_notes, initial_overlaps, limit_notes, srdf_for
+from mbsim.start_pose import (
+    body_frames,
+    dense_mesh_notes,
+    floor_notes,
+    initial_overlaps,
+    limit_notes,
+    srdf_for,
+)
 
 
 def info(
@@ -69,6 +76,7 @@ def info(
             "give an SRDF with --srdf to disable the robot's own pairs, or --no-self-collision"
         )
     summary["warnings"] += floor_notes(floor, model, scene, *frames)
+    summary["warnings"] += dense_mesh_notes(scene)
     # joints whose q = 0 is outside their limits (go2's and hyq's knees), as run says
     summary["warnings"] += limit_notes(
         model, {0: Path(urdf).resolve()}, JointLimits.from_model(model), model.neutral_q()
