@@ -223,5 +223,5 @@ def test_info_names_dense_collision_meshes(tmp_path):
     )
     warnings = json.loads(run("info", str(urdf), "--json", check_rc=0).stdout)["warnings"]
     dense = [w for w in warnings if "dense collision meshes" in w]
-    assert len(dense) == 1 and f"ring ({count:,} triangles)" in dense[0], warnings
+    assert len(dense) == 1 and f"ring/ring ({count:,} triangles)" in dense[0], warnings
     assert "--set contact.mesh_contact=convex-hull" in dense[0]

@@ -342,7 +342,7 @@ def test_dense_collision_meshes_are_named_with_the_convex_hull_setting(tmp_path)
     assert dense_mesh_notes(sim.scene) == []  # a few triangles
     assert not any("dense collision meshes" in n for n in sim.lint)
     assert dense_mesh_notes(sim.scene, limit=count - 1) == [
-        "1 link(s) have dense collision meshes that collide triangle by triangle: block "
+        "1 link(s) have dense collision meshes that collide triangle by triangle: m/block "
         f"({count} "
         "triangles); each contact with them can take milliseconds a step. --set "
         'contact.mesh_contact=convex-hull (or contact.mesh_contact_links = { "LINK" = '

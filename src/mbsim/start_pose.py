@@ -154,9 +154,10 @@ def dense_mesh_notes(scene, limit: int = DENSE_MESH_TRIANGLES) -> list[str]:
     meshes, ``contact.mesh_contact = "triangles"``) with more than ``limit`` triangles, and how
     to collide their convex hulls instead."""
     counts: dict[str, int] = {}
-    for rec in scene.records:
+    for g, rec in enumerate(scene.records):
         if rec.mesh is not None:
-            counts[rec.link] = counts.get(rec.link, 0) + len(rec.mesh[1])
+            link = scene.links[g]  # tree/link, as contact.mesh_contact_links takes it
+            counts[link] = counts.get(link, 0) + len(rec.mesh[1])
     dense = sorted(((n, link) for link, n in counts.items() if n > limit), reverse=True)
     if not dense:
         return []
