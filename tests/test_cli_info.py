@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from lxml import etree
 
@@ -130,3 +132,96 @@ def test_info_shows_each_joints_urdf_limits():
         assert want in line, line
         checked += 1
     assert checked == 7
+
+
+def test_info_names_links_as_run_does_and_tells_whether_the_srdf_beside_is_used(tmp_path):
+    """info named the tree by the URDF's <robot name> ('pendulum-3') where `mbsim run` uses
+    the file stem ('arm'), and said run uses the SRDF beside the URDF even when run leaves it
+    out because it names a link the robot lacks (example-robot-data's talos_left_arm with
+    talos.srdf)."""
+    shutil.copy(SAMPLES / "pendulum-3.urdf", tmp_path / "arm.urdf")
+    srdf = tmp_path / "arm.srdf"
+    srdf.write_text(
+        '<robot name="arm">\n<disable_collisions link1="link1" link2="link3"/>\n</robot>'
+    )
+    data = json.loads(run("info", str(tmp_path / "arm.urdf"), "--json", check_rc=0).stdout)
+    assert data["trees"] == ["arm"]
+    assert all(a.startswith("arm/") and b.startswith("arm/") for a, b in data["checked_pairs"])
+    assert any(w.startswith("mbsim run uses the SRDF beside the URDF") for w in data["warnings"])
+    srdf.write_text(
+        '<robot name="arm">\n<disable_collisions link1="link1" link2="link3"/>\n'
+        '<disable_collisions link1="link1" link2="arm_right_1_link"/>\n</robot>'
+    )
+    data = json.loads(run("info", str(tmp_path / "arm.urdf"), "--json", check_rc=0).stdout)
+    note = f"mbsim run does not use the SRDF beside the URDF: {srdf}, line 3: "
+    note += "<disable_collisions> link2='arm_right_1_link' is not a link of this robot"
+    assert note in data["warnings"]
+
+
+def test_python_dash_m_mbsim_is_the_mbsim_command():
+    """``python -m mbsim`` failed ("No module named mbsim.__main__")."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "mbsim", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "python -m mbsim" in proc.stdout and "samples" in proc.stdout
+
+
+def test_info_names_joints_whose_zero_is_outside_their_limits(tmp_path):
+    """go2 and hyq start with their knees past a limit at q = 0: run said so, info did not."""
+    inertial = (
+        '<inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" '
+        'iyz="0"/></inertial>'
+    )
+    urdf = tmp_path / "knee.urdf"
+    urdf.write_text(
+        f'<robot name="knee"><link name="thigh">{inertial}</link><link name="shin">{inertial}'
+        '</link><joint name="knee" type="revolute"><parent link="thigh"/><child link="shin"/>'
+        '<axis xyz="0 1 0"/><limit lower="-2.7" upper="-0.84" effort="1" velocity="1"/>'
+        "</joint></robot>"
+    )
+    warnings = json.loads(run("info", str(urdf), "--json", check_rc=0).stdout)["warnings"]
+    assert [w for w in warnings if "outside their limits" in w] == [
+        f"'knee' ({urdf}) starts with 1 joint(s) outside their limits: 'knee' = 0 rad, above "
+        "its upper limit -0.84 rad; the limits push them back at up to "
+        "contact.max_recovery_speed, softened where a contact stands in the way"
+    ]
+
+
+def _torus_stl(path: Path, n: int = 80, m: int = 40, big: float = 0.1, small: float = 0.03) -> int:
+    """A closed, non-convex torus of 2 n m triangles as ASCII STL; returns the count."""
+    u, w = np.meshgrid(np.arange(n) * 2 * np.pi / n, np.arange(m) * 2 * np.pi / m, indexing="ij")
+    pts = np.stack(
+        [(big + small * np.cos(w)) * np.cos(u), (big + small * np.cos(w)) * np.sin(u),
+         small * np.sin(w)], axis=-1,
+    )  # fmt: skip
+    lines = ["solid torus"]
+    for i in range(n):
+        for j in range(m):
+            a, b = pts[i, j], pts[(i + 1) % n, j]
+            c, d = pts[(i + 1) % n, (j + 1) % m], pts[i, (j + 1) % m]
+            for tri in ((a, b, c), (a, c, d)):
+                lines += ["facet normal 0 0 0", "outer loop"]
+                lines += [f"vertex {x:.9g} {y:.9g} {z:.9g}" for x, y, z in tri]
+                lines += ["endloop", "endfacet"]
+    path.write_text("\n".join([*lines, "endsolid torus", ""]))
+    return 2 * n * m
+
+
+def test_info_names_dense_collision_meshes(tmp_path):
+    """pybullet_data's mini_cheetah collides 15,000-22,000 triangles a link (38 steps/s; 406
+    as convex hulls): info and run now say so, with the setting that collides hulls."""
+    count = _torus_stl(tmp_path / "torus.stl")
+    inertial = (
+        '<inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" '
+        'iyz="0"/></inertial>'
+    )
+    urdf = tmp_path / "ring.urdf"
+    urdf.write_text(
+        f'<robot name="ring"><link name="ring">{inertial}<collision><geometry>'
+        '<mesh filename="torus.stl"/></geometry></collision></link></robot>'
+    )
+    warnings = json.loads(run("info", str(urdf), "--json", check_rc=0).stdout)["warnings"]
+    dense = [w for w in warnings if "dense collision meshes" in w]
+    assert len(dense) == 1 and f"ring/ring ({count:,} triangles)" in dense[0], warnings
+    assert "--set contact.mesh_contact=convex-hull" in dense[0]

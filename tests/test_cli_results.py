@@ -217,7 +217,7 @@ def test_export_refuses_to_overwrite_without_force(monkeypatch, capsys, ball_fil
         (["-f", "xlsx", "-o", "{tmp}/x.xlsx"], ["--format 'xlsx'", "csv, npz"]),
         (["-f", "csv", "-w", "joints", "-o", "{tmp}/x.csv"], ["--what 'joints'"]),
         (["-f", "csv"], ["-o PATH"]),
-        (["-o", "{tmp}/x.csv"], ["--format csv"]),
+        (["-o", "{tmp}/x.txt"], ["--format csv", ".csv or .npz"]),
         (["-f", "csv", "-o", "{tmp}/no/such/x.csv"], ["{tmp}/no/such/x.csv", "does not exist"]),
     ],
 )
@@ -226,6 +226,16 @@ def test_export_bad_options(monkeypatch, capsys, ball_file, tmp_path, args, frag
     res = cli(monkeypatch, capsys, "export", ball_file, *args)
     error_line(*res, *[f.replace("{tmp}", str(tmp_path)) for f in fragments])
     assert list(tmp_path.iterdir()) == []  # no output, no leftover temporary file
+
+
+def test_export_takes_the_format_from_the_output_suffix(monkeypatch, capsys, ball_file, tmp_path):
+    """``mbsim export r.h5 -o r.csv`` used to stop with "needs an output format"."""
+    for suffix in ("csv", "NPZ"):
+        path = tmp_path / f"t.{suffix}"
+        code, out, _ = cli(monkeypatch, capsys, "export", ball_file, "-o", path)
+        assert code == 0 and out.strip() == str(path)
+    assert (tmp_path / "t.csv").read_text().startswith("time,")
+    assert "time" in np.load(tmp_path / "t.NPZ")
 
 
 def test_export_contacts_not_recorded(monkeypatch, capsys, tmp_path):

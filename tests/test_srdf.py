@@ -68,3 +68,21 @@ def test_bad_srdf_is_one_error_from_the_scenario_and_the_scene(tmp_path, case):
 def test_missing_file(tmp_path):
     with pytest.raises(SrdfError, match="cannot be read"):
         read_srdf(tmp_path / "none.srdf")
+
+
+def test_a_link_the_robot_lacks_is_named_with_the_srdf_file_and_line(tmp_path):
+    """The error used to name the scenario key with the link as its value (``command line:
+    robot.pendulum.srdf = "link9"``), not the SRDF file, line and attribute it came from."""
+    p = tmp_path / "big.srdf"
+    p.write_text(
+        '<robot name="r">\n<disable_collisions link1="link1" link2="link2"/>\n'
+        '<disable_collisions link1="link1" link2="link9"/>\n</robot>'
+    )
+    robot = f'[robot.pendulum]\nurdf = "{SAMPLES / "pendulum-3.urdf"}"\n'
+    with pytest.raises(SrdfError) as exc:
+        build_scenario_model(load_scenario_text(robot + f'srdf = "{p}"\n'))
+    msg = str(exc.value)
+    assert msg.startswith(f"{p}, line 3: <disable_collisions> link2='link9': pendulum has no ")
+    assert "command line" not in msg and "srdf =" not in msg
+    with pytest.raises(SrdfError, match=re.escape(f"{p}, line 3: <disable_collisions> link2=")):
+        build_scenario_model(load_scenario_text(robot + f'[contact]\nsrdf = "{p}"\n'))

@@ -265,3 +265,90 @@ def test_srdf_and_no_self_collision_flags(tmp_path):
     # for that); the note comes before the first step either way
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr
     assert "arm/base - arm/link2 (20 mm)" in proc.stderr and "all the same" in proc.stderr
+
+
+def test_a_robot_without_collision_shapes_on_the_floor_is_named(tmp_path):
+    """example-robot-data's alexander_v1.lowerBodyOnly.urdf has no <collision>: dropped with
+    --floor --place-on-floor it fell through the floor with no word about why."""
+    bare = BOX.split("<collision>")[0] + BOX.split("</collision>")[1]
+    assert "<collision>" not in bare
+    urdf = _write(tmp_path, bare, "bare")
+    sc = scenario_from_urdf(
+        urdf, output=str(tmp_path / "b.h5"), floor=True, base="floating", place_on_floor=True
+    )
+    notes = [n for n in Simulator(sc).lint if "no collision shapes" in n]
+    assert notes == [
+        "'bare' has no collision shapes, so it falls through the floor and touches nothing "
+        "(base_pose.on_floor, --place-on-floor, leaves its base where it is)"
+    ]
+    sc = scenario_from_urdf(_write(tmp_path, BOX, "box"), output=str(tmp_path / "c.h5"), floor=True)
+    assert not any("no collision shapes" in n for n in Simulator(sc).lint)
+
+
+def test_a_run_placed_on_the_floor_is_repeated_exactly(tmp_path):
+    """The recorded scenario kept on_floor = true with the placed height, so replaying it
+    (``mbsim run --from``) placed the robot again, 1e-16 m off by the rounding of its lowest
+    point: example-robot-data's hyq dropped with --place-on-floor replayed 4e-7 rad apart."""
+    from mbsim.io.scenario import load_scenario_text
+    from mbsim.io.scenario.emit import scenario_toml
+
+    leg = f"""<robot name="leg"><link name="base"><inertial><mass value="1"/>{INERTIA}</inertial>
+      </link><link name="shin"><inertial><mass value="1"/>{INERTIA}</inertial><collision>
+        <origin xyz="0 0 -0.3806"/><geometry><sphere radius="0.0426"/></geometry></collision>
+      </link><joint name="knee" type="revolute"><parent link="base"/><child link="shin"/>
+        <origin xyz="0 0 -0.35" rpy="0 -0.4768 0"/><axis xyz="0 1 0"/>
+        <limit lower="-3" upper="3" effort="1" velocity="1"/></joint></robot>"""
+    urdf = _write(tmp_path, leg, "leg")
+    sc = scenario_from_urdf(
+        urdf, output=str(tmp_path / "a.h5"), floor=True, base="floating", place_on_floor=True
+    )
+    placed = Simulator(sc).scenario
+    again = Simulator(load_scenario_text(scenario_toml(placed))).scenario
+    assert again.robots[0].base_pose.xyz == placed.robots[0].base_pose.xyz
+
+
+def test_place_on_floor_without_a_floor_is_named(tmp_path):
+    """``mbsim run bolt.urdf --base floating --place-on-floor`` (no --floor) placed the robot
+    on a floor that is not there, without a word; it fell from z = 0."""
+    urdf = _write(tmp_path, BOX, "box")
+    sc = scenario_from_urdf(
+        urdf, output=str(tmp_path / "b.h5"), base="floating", place_on_floor=True
+    )
+    assert [n for n in Simulator(sc).lint if "no floor" in n] == [
+        "'box' is placed on the floor (base_pose.on_floor, --place-on-floor), but there is no "
+        "floor: contact.floor is off (pass --floor) and no environment is loaded; it falls "
+        "from there"
+    ]
+    sc = scenario_from_urdf(
+        urdf, output=str(tmp_path / "c.h5"), base="floating", place_on_floor=True, floor=True
+    )
+    assert not any("no floor" in n for n in Simulator(sc).lint)
+
+
+def test_dense_collision_meshes_are_named_with_the_convex_hull_setting(tmp_path):
+    """pybullet_data's mini_cheetah collides 15,000-22,000 triangles a link: 38 steps/s, 85%
+    in FCL, with no hint that contact.mesh_contact = "convex-hull" runs it at 406."""
+    from mbsim.start_pose import dense_mesh_notes
+
+    shutil.copy(CUBE.with_name("ell.stl"), tmp_path / "ell.stl")  # non-convex, closed
+    urdf = _write(
+        tmp_path,
+        f'<robot name="m"><link name="block"><inertial><mass value="1"/>{INERTIA}</inertial>'
+        '<collision><geometry><mesh filename="ell.stl"/></geometry></collision></link></robot>',
+        "m",
+    )
+    sim = Simulator(scenario_from_urdf(urdf, output=str(tmp_path / "m.h5"), floor=True))
+    (count,) = [len(r.mesh[1]) for r in sim.scene.records]
+    assert dense_mesh_notes(sim.scene) == []  # a few triangles
+    assert not any("dense collision meshes" in n for n in sim.lint)
+    assert dense_mesh_notes(sim.scene, limit=count - 1) == [
+        "1 link(s) have dense collision meshes that collide triangle by triangle: m/block "
+        f"({count} "
+        "triangles); each contact with them can take milliseconds a step. --set "
+        'contact.mesh_contact=convex-hull (or contact.mesh_contact_links = { "LINK" = '
+        '"convex-hull" }) collides their convex hulls instead, as PyBullet and MuJoCo do'
+    ]
+    hull = scenario_from_urdf(
+        urdf, {"contact.mesh_contact": "convex-hull"}, output=str(tmp_path / "h.h5"), floor=True
+    )
+    assert dense_mesh_notes(Simulator(hull).scene, limit=0) == []

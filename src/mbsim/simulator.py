@@ -275,6 +275,8 @@ class Simulator:
             # an SRDF nobody asked for must not stop the run: say why it is not used
             notes = [f"the SRDF beside the URDF is not used: {exc}"]
             self._build_model(scenario)
+        notes += start_pose.no_floor_notes(self.scenario)
+        notes += start_pose.dense_mesh_notes(self.scene)
         frames = start_pose.body_frames(self.model, self._initial_state()[0])
         placed = start_pose.placed_on_floor(self.scenario, self.scene, *frames)
         if placed is not None:

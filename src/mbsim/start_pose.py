@@ -124,14 +124,17 @@ def lowest_points(scene, R_world, p_world) -> dict[int, float]:
 
 def placed_on_floor(sc, scene, R_world, p_world):
     """The scenario with every ``base_pose.on_floor`` robot and environment lifted (or lowered)
-    so its lowest collision point is at z = 0, or None when nothing moves."""
+    so its lowest collision point is at z = 0, or None when nothing moves. A moved pose is
+    resolved (``on_floor`` false): placing it again would shift it by the rounding of its
+    lowest point (~1e-16 m), so ``mbsim run --from`` would not repeat the run exactly."""
     low = lowest_points(scene, R_world, p_world)
     trees = [*sc.robots, *sc.environments]
     moved = {}
     for t, item in enumerate(trees):
         if item.base_pose.on_floor and t in low and low[t] != 0.0:
             x, y, z = item.base_pose.xyz
-            moved[t] = replace(item, base_pose=replace(item.base_pose, xyz=(x, y, z - low[t])))
+            pose = replace(item.base_pose, xyz=(x, y, z - low[t]), on_floor=False)
+            moved[t] = replace(item, base_pose=pose)
     if not moved:
         return None
     nr = len(sc.robots)
@@ -140,14 +143,63 @@ def placed_on_floor(sc, scene, R_world, p_world):
     return replace(sc, robots=robots, environments=envs)
 
 
+#: triangles of one link's collision meshes above which :func:`dense_mesh_notes` names it:
+#: pybullet_data's mini_cheetah (15,000-22,000 a link) spends 12 ms in each FCL pair, 85% of
+#: its run (38 steps/s; 406 with ``contact.mesh_contact = "convex-hull"``)
+DENSE_MESH_TRIANGLES = 5000
+
+
+def dense_mesh_notes(scene, limit: int = DENSE_MESH_TRIANGLES) -> list[str]:
+    """One sentence naming the links whose collision meshes collide as triangles (closed
+    meshes, ``contact.mesh_contact = "triangles"``) with more than ``limit`` triangles, and how
+    to collide their convex hulls instead."""
+    counts: dict[str, int] = {}
+    for g, rec in enumerate(scene.records):
+        if rec.mesh is not None:
+            link = scene.links[g]  # tree/link, as contact.mesh_contact_links takes it
+            counts[link] = counts.get(link, 0) + len(rec.mesh[1])
+    dense = sorted(((n, link) for link, n in counts.items() if n > limit), reverse=True)
+    if not dense:
+        return []
+    shown = ", ".join(f"{link} ({n:,} triangles)" for n, link in dense[:6])
+    more = f" and {len(dense) - 6} more" if len(dense) > 6 else ""
+    return [
+        f"{len(dense)} link(s) have dense collision meshes that collide triangle by triangle: "
+        f"{shown}{more}; each contact with them can take milliseconds a step. "
+        '--set contact.mesh_contact=convex-hull (or contact.mesh_contact_links = { "LINK" = '
+        '"convex-hull" }) collides their convex hulls instead, as PyBullet and MuJoCo do'
+    ]
+
+
+def no_floor_notes(sc) -> list[str]:
+    """One sentence per robot placed on the floor (``base_pose.on_floor``) in a scenario with
+    neither the built-in floor nor any environment: nothing is at z = 0 to rest on."""
+    if sc.contact.floor or sc.environments:
+        return []
+    return [
+        f"'{r.name}' is placed on the floor (base_pose.on_floor, --place-on-floor), but there "
+        "is no floor: contact.floor is off (pass --floor) and no environment is loaded; it "
+        "falls from there"
+        for r in sc.robots
+        if r.base_pose.on_floor
+    ]
+
+
 def floor_notes(floor: bool, model, scene, R_world, p_world) -> list[str]:
     """One sentence per robot or environment that starts inside the floor (deeper than
-    :data:`FLOOR_TOL`; none when ``floor`` is off), with the base height that clears it."""
+    :data:`FLOOR_TOL`; none when ``floor`` is off), with the base height that clears it, and
+    one per moving robot without a collision shape (it falls through the floor)."""
     if not floor:
         return []
     low = lowest_points(scene, R_world, p_world)
     notes = []
     for t, name in enumerate(model.tree_names):
+        moving = any(int(model.tree_of[i]) == t for i in range(model.nb))
+        if moving and t not in low:
+            notes.append(
+                f"'{name}' has no collision shapes, so it falls through the floor and touches "
+                "nothing (base_pose.on_floor, --place-on-floor, leaves its base where it is)"
+            )
         if low.get(t, 0.0) < -FLOOR_TOL:
             root = next((i for i in range(model.nb) if model.tree_of[i] == t), None)
             # a tree welded to the world has no body: say how far to raise its base instead

@@ -31,7 +31,9 @@ _AXES = ("x", "y", "z")
 
 def export(
     results: Path = typer.Argument(..., help="Results file (HDF5) written by mbsim run."),
-    fmt: str = typer.Option(None, "--format", "-f", help="Output format: csv or npz."),
+    fmt: str = typer.Option(
+        None, "--format", "-f", help="Output format: csv or npz (default: the -o file's suffix)."
+    ),
     what: str = typer.Option(
         "trajectory",
         "--what",
@@ -43,8 +45,13 @@ def export(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
 ) -> None:
     """Export one table of a results file as CSV (header row of names) or NPZ (named arrays)."""
+    if fmt is None and output is not None and output.suffix.lower()[1:] in FORMATS:
+        fmt = output.suffix.lower()[1:]
     if fmt is None:
-        raise MbsimError("mbsim export needs an output format: --format csv or --format npz.")
+        raise MbsimError(
+            "mbsim export needs an output format: --format csv or --format npz (or an -o file "
+            "ending in .csv or .npz)."
+        )
     if fmt not in FORMATS:
         raise MbsimError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}.")
     if what not in WHATS:

@@ -11,11 +11,22 @@ import typer
 
 from mbsim.cli import mesh_paths
 from mbsim.collision.scene import CollisionScene
+from mbsim.errors import MbsimError
+from mbsim.io.scenario.parse import default_robot_name
+from mbsim.io.srdf import read_srdf
 from mbsim.io.urdf import load_urdf
 from mbsim.simcore.formulations import lcp_dimension
+from mbsim.simcore.joint_rows import JointLimits
 from mbsim.simcore.model import Model, build_model
 from mbsim.simcore.options import FORMULATIONS
-from mbsim.start_pose import body_frames, floor_notes, initial_overlaps, srdf_for
+from mbsim.start_pose import (
+    body_frames,
+    dense_mesh_notes,
+    floor_notes,
+    initial_overlaps,
+    limit_notes,
+    srdf_for,
+)
 
 
 def info(
@@ -38,6 +49,7 @@ def info(
     spec = load_urdf(
         urdf,
         base="floating" if floating else "fixed",
+        name=default_robot_name(urdf),  # the tree name of `mbsim run`'s tree/link names
         package_dirs=packages,
         allow_outside_paths=allow_outside_paths,
     )
@@ -64,12 +76,14 @@ def info(
             "give an SRDF with --srdf to disable the robot's own pairs, or --no-self-collision"
         )
     summary["warnings"] += floor_notes(floor, model, scene, *frames)
+    summary["warnings"] += dense_mesh_notes(scene)
+    # joints whose q = 0 is outside their limits (go2's and hyq's knees), as run says
+    summary["warnings"] += limit_notes(
+        model, {0: Path(urdf).resolve()}, JointLimits.from_model(model), model.neutral_q()
+    )
     srdf = srdf_for(Path(urdf).resolve())
-    if srdf is not None:
-        summary["warnings"].append(
-            f"mbsim run uses the SRDF beside the URDF, {srdf}: its <disable_collisions> pairs "
-            "are not checked (not applied in the pairs above)"
-        )
+    if srdf is not None and self_collision:
+        summary["warnings"].append(_srdf_note(model, srdf))
     summary["lcp_dimensions"] = {
         "contacts": contacts,
         "friction_directions": friction_directions,
@@ -82,6 +96,29 @@ def info(
         typer.echo(json.dumps(summary, indent=2))
         return
     typer.echo(render(model, summary))
+
+
+def _srdf_note(model: Model, srdf: Path) -> str:
+    """What ``mbsim run`` does with the SRDF beside the URDF: uses its pairs, or not when it
+    cannot be read or names a link the robot lacks (start_pose.srdf_beside)."""
+    links = {link for _, link in model.link_frames}
+    try:
+        found = read_srdf(srdf)
+    except MbsimError as exc:
+        return f"mbsim run does not use the SRDF beside the URDF: {exc}"
+    lines = found.lines or (None,) * len(found.disabled)
+    for pair, line in zip(found.disabled, lines, strict=True):
+        for key, ref in zip(("link1", "link2"), pair, strict=True):
+            if ref not in links:
+                at = f"{srdf}, line {line}" if line else str(srdf)
+                return (
+                    f"mbsim run does not use the SRDF beside the URDF: {at}: "
+                    f"<disable_collisions> {key}={ref!r} is not a link of this robot"
+                )
+    return (
+        f"mbsim run uses the SRDF beside the URDF, {srdf}: its <disable_collisions> pairs "
+        "are not checked (not applied in the pairs above)"
+    )
 
 
 def checked_pairs(

@@ -19,10 +19,11 @@ from mbsim.io.safe_xml import refused_doctype, safe_parser
 @dataclass(frozen=True)
 class Srdf:
     """``robot``: the ``<robot name>`` (None if absent); ``disabled``: the link pairs of every
-    ``<disable_collisions>``, in file order."""
+    ``<disable_collisions>``, in file order; ``lines``: the line of each (None if unknown)."""
 
     robot: str | None
     disabled: tuple[tuple[str, str], ...]
+    lines: tuple[int | None, ...] = ()
 
 
 def read_srdf(path: str | os.PathLike[str]) -> Srdf:
@@ -43,7 +44,7 @@ def read_srdf(path: str | os.PathLike[str]) -> Srdf:
     why = refused_doctype(root)
     if why is not None:
         raise SrdfError(f"{path}: SRDF file {why}.")
-    pairs = []
+    pairs, lines = [], []
     for element in root.iter("disable_collisions"):
         a, b = element.get("link1"), element.get("link2")
         if not a or not b:
@@ -52,4 +53,5 @@ def read_srdf(path: str | os.PathLike[str]) -> Srdf:
                 "and 'link2'."
             )
         pairs.append((a, b))
-    return Srdf(root.get("name"), tuple(pairs))
+        lines.append(element.sourceline)
+    return Srdf(root.get("name"), tuple(pairs), tuple(lines))

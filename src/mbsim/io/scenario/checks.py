@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from mbsim.errors import SrdfError
 from mbsim.io.scenario.keys import _Ctx
 from mbsim.io.scenario.types import Closure, Contact, Scenario
 from mbsim.io.srdf import read_srdf
@@ -124,40 +125,44 @@ class _Checker:
             raise self.ctx.error(path, f"the model has no tree named {name!r} (trees: {trees})")
         return trees.index(name)
 
-    def canonical(self, path: tuple, ref: str, within: str | None = None) -> str:
-        """``tree/link`` for a link reference (``within``: the tree of a bare name)."""
-        ctx, trees, links_by_tree = self.ctx, self.names.trees, self.names.links
+    def canonical(
+        self, path: tuple, ref: str, within: str | None = None, where: str | None = None
+    ) -> str:
+        """``tree/link`` for a link reference (``within``: the tree of a bare name). An error
+        names the scenario key ``path``, or ``where`` when the name comes from another file
+        (an SRDF's line)."""
+        trees, links_by_tree = self.names.trees, self.names.links
+
+        def fail(why: str) -> Exception:
+            return (
+                self.ctx.error(path, why, ref) if where is None else SrdfError(f"{where}: {why}.")
+            )
+
         if ref == WORLD:
             return ref
         tree, link = split_link_ref(ref)
         tree = tree or (within or "")
         if tree == BUILTIN_TREE:
             if link != FLOOR_LINK:
-                raise ctx.error(path, f"the built-in tree has only the link {FLOOR_LINK!r}", ref)
+                raise fail(f"the built-in tree has only the link {FLOOR_LINK!r}")
             if not self.floor:
-                raise ctx.error(path, "the built-in floor is off (contact.floor = false)", ref)
+                raise fail("the built-in floor is off (contact.floor = false)")
             return FLOOR
         if tree:
             if tree not in trees:
                 known = _names_list([*trees, *([BUILTIN_TREE] if self.floor else [])])
-                raise ctx.error(path, f"there is no robot or environment {tree!r} ({known})", ref)
+                raise fail(f"there is no robot or environment {tree!r} ({known})")
             links = links_by_tree.get(trees.index(tree), set())
             if link not in links:
-                raise ctx.error(
-                    path, f"{tree} has no link {link!r} (links: {_names_list(sorted(links))})", ref
-                )
+                raise fail(f"{tree} has no link {link!r} (links: {_names_list(sorted(links))})")
             return f"{tree}/{link}"
         owners = [trees[t] for t, ls in sorted(links_by_tree.items()) if link in ls]
         if self.floor and link == FLOOR_LINK:
             owners.append(BUILTIN_TREE)
         if not owners:
-            raise ctx.error(path, "no robot or environment has a link of this name", ref)
+            raise fail("no robot or environment has a link of this name")
         if len(owners) > 1:
-            raise ctx.error(
-                path,
-                f"is ambiguous: {', '.join(owners)} all have such a link; write TREE/{link}",
-                ref,
-            )
+            raise fail(f"is ambiguous: {', '.join(owners)} all have such a link; write TREE/{link}")
         return f"{owners[0]}/{link}"
 
 
@@ -236,11 +241,26 @@ def _check_robot(check: _Checker, r) -> list[tuple[str, str]]:
                 )
     if r.srdf is None:
         return []
-    spath = (*rpath, "srdf")
-    return [
-        (check.canonical(spath, a, r.name), check.canonical(spath, b, r.name))
-        for a, b in read_srdf(r.srdf).disabled
-    ]
+    return _srdf_pairs(check, (*rpath, "srdf"), r.srdf, r.name)
+
+
+def _srdf_pairs(check: _Checker, path: tuple, srdf_file, within: str | None = None) -> list:
+    """The canonical link pairs of an SRDF's ``<disable_collisions>`` (``within``: the tree of
+    its bare link names); a link the model lacks is an error naming the SRDF file and line."""
+    srdf = read_srdf(srdf_file)
+    lines = srdf.lines or (None,) * len(srdf.disabled)
+    pairs = []
+    for (a, b), line in zip(srdf.disabled, lines, strict=True):
+        at = f"{srdf_file}, line {line}" if line else str(srdf_file)
+        pairs.append(
+            tuple(
+                check.canonical(
+                    path, ref, within, where=f"{at}: <disable_collisions> {key}={ref!r}"
+                )
+                for key, ref in (("link1", a), ("link2", b))
+            )
+        )
+    return pairs
 
 
 def _check_contact(check: _Checker, c: Contact, srdf_pairs: list[tuple[str, str]]) -> Contact:
@@ -254,11 +274,7 @@ def _check_contact(check: _Checker, c: Contact, srdf_pairs: list[tuple[str, str]
         for i, (a, b) in enumerate(c.disabled_pairs)
     ]
     if c.srdf is not None:
-        path = ("contact", "srdf")
-        srdf_pairs = srdf_pairs + [
-            (check.canonical(path, a), check.canonical(path, b))
-            for a, b in read_srdf(c.srdf).disabled
-        ]
+        srdf_pairs = srdf_pairs + _srdf_pairs(check, ("contact", "srdf"), c.srdf)
     seen: set[frozenset] = set()
     all_pairs = []
     for a, b in disabled + srdf_pairs:

@@ -150,10 +150,7 @@ def scenario_from_urdf(
         raise ScenarioError(f"{os.path.abspath(text)}: URDF file {what}.")
     name = flags.pop("name", None)
     if name is None:
-        stem = Path(text[len("sample:") :] if text.startswith("sample:") else text).stem
-        name = re.sub(r"[^A-Za-z0-9_-]", "_", stem) or "robot"
-        if not _NAME_RE.fullmatch(name) or name in _RESERVED_NAMES:
-            name = f"robot_{name}"
+        name = default_robot_name(text)
     if not text.startswith("sample:"):
         text = os.path.abspath(text)
     raw: dict[str, Any] = {"robot": {name: {"urdf": text}}}
@@ -163,6 +160,17 @@ def scenario_from_urdf(
     raw = _apply_flags(ctx, raw, flags)
     raw = _apply_overrides(ctx, raw, overrides or {})
     return _resolve(ctx, raw, None)
+
+
+def default_robot_name(urdf_path: str | os.PathLike[str]) -> str:
+    """The name ``mbsim run robot.urdf`` gives its robot (the tree of its ``tree/link``
+    names): the file stem, made a valid scenario name."""
+    text = os.fspath(urdf_path)
+    stem = Path(text[len("sample:") :] if text.startswith("sample:") else text).stem
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", stem) or "robot"
+    if not _NAME_RE.fullmatch(name) or name in _RESERVED_NAMES:
+        name = f"robot_{name}"
+    return name
 
 
 def _check_keys(ctx: _Ctx, path: tuple, table: dict, allowed: Iterable[str]) -> None:
