@@ -171,13 +171,15 @@ def test_killed_or_interrupted_run_leaves_a_readable_file(tmp_path, sig, status)
             rows = 0
     assert rows >= 50, "the run never flushed"
     os.kill(proc.pid, sig)
-    proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     with h5py.File(out, "r") as h5:  # plain h5py opens it
         assert h5.attrs["status"] == status
     res = load_results(out)
     assert len(res.time) >= 50 and np.all(np.isfinite(res.q))
     if sig == signal.SIGINT:
         assert proc.returncode == 130  # issue 17: Ctrl-C at any moment exits 130
+        # one sentence, the status said once ("interrupted: interrupted by the user" before)
+        assert "mbsim: interrupted by the user" in err and "interrupted: interrupted" not in err
 
 
 def test_dump_lcp_all_writes_replayable_problems(tmp_path):

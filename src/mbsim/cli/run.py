@@ -126,6 +126,8 @@ def run(
     # before this handler replaces main's and the run starts
     check_interrupt()
     previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    warmup.start_clock()
+    compiled0 = warmup.compile_seconds()
     try:
         with warmup.compile_ahead(warmup.jobs(sim)), _progress(sim, quiet or as_json) as progress:
             summary = sim.run_to_file(
@@ -135,12 +137,12 @@ def run(
         for s, handler in previous.items():
             signal.signal(s, handler)
     if summary.status != "complete":
-        typer.echo(
-            f"mbsim: {summary.status}: {summary.message} (results so far in {sc.output.path})",
-            err=True,
-        )
+        # "interrupted by the user ...": the status is the message's first word already
+        said = summary.message.split(" ", 1)[0] == summary.status
+        what = summary.message if said else f"{summary.status}: {summary.message}"
+        typer.echo(f"mbsim: {what} (results so far in {sc.output.path})", err=True)
         raise typer.Exit(130 if summary.status == "interrupted" else 1)
-    _print_summary(summary, sc, as_json)
+    _print_summary(summary, sc, as_json, warmup.compile_seconds() - compiled0)
 
 
 def print_notes(notes: list[str], who: str) -> None:
@@ -255,9 +257,17 @@ def _stderr_console():
     return Console(stderr=True)
 
 
-def _print_summary(summary, sc, as_json):
+#: compile time (s) within a run below which the summary does not mention it
+COMPILE_NOTE_SECONDS = 0.5
+
+
+def _print_summary(summary, sc, as_json, compiled=0.0):
+    """The run's summary; ``compiled``: the seconds of its wall time spent compiling numba
+    kernels (or waiting for the compile-ahead helper), said when it is noticeable, with the
+    rate without them, so a first run's rate is not taken for mbsim's speed."""
     d = summary.as_dict()
     d["results"] = str(sc.output.path)
+    d["compile_seconds"] = compiled
     if as_json:
         typer.echo(json.dumps(d, indent=2))
         return
@@ -265,7 +275,7 @@ def _print_summary(summary, sc, as_json):
     lines = [
         f"mbsim run: {summary.status}, {summary.steps} steps, {summary.sim_time:.6g} s simulated "
         f"in {summary.wall_seconds:.3g} s ({d['steps_per_second'] or 0:.0f} steps/s, "
-        f"real-time factor {summary.real_time_factor:.3g})",
+        f"real-time factor {summary.real_time_factor:.3g})" + _compile_note(summary, compiled),
         f"events: {ev}",
         f"max penetration: {summary.max_penetration:.3g} m; worst LCP residual: "
         f"{summary.worst_lcp_residual:.3g}; impacts that gained energy: {summary.energy_gains}",
@@ -295,3 +305,13 @@ def _print_summary(summary, sc, as_json):
             3, f"max loop-closure / mimic error: {summary.max_constraint_error:.3g} (m or rad)"
         )
     typer.echo("\n".join(lines))
+
+
+def _compile_note(summary, compiled: float) -> str:
+    """'; X s of it compiling kernels (first run only), N steps/s without' when compiling took
+    at least COMPILE_NOTE_SECONDS of the run, else ''."""
+    if compiled < COMPILE_NOTE_SECONDS:
+        return ""
+    rest = summary.wall_seconds - compiled
+    rate = f", {summary.steps / rest:.0f} steps/s without" if rest > 0.0 and summary.steps else ""
+    return f"; {compiled:.3g} s of it compiling kernels (first run only){rate}"

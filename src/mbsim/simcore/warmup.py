@@ -38,6 +38,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -47,6 +48,51 @@ ENV = "MBSIM_COMPILE_AHEAD"
 _helper: subprocess.Popen | None = None  # the running helper of this process, if any
 _jobs: list | None = None  # its jobs
 _waiting_hooks: list = []  # called once when the run first waits for a helper
+#: the compile clock (:func:`compile_seconds`): the depth of nested numba compiles, the start
+#: of the outermost one, and the seconds counted so far
+_clock = {"depth": 0, "t0": 0.0, "seconds": 0.0, "on": False}
+
+
+def start_clock() -> None:
+    """Count from now on the wall time this process spends compiling numba kernels (the
+    outermost ``numba:compile`` events: a cache miss; a kernel loaded from numba's cache
+    fires none) or waiting for a compile-ahead helper outside a compile (:func:`wait`), read
+    by :func:`compile_seconds`. The CLI's run reports it, so a first run's rate is not taken
+    for mbsim's speed. Idempotent."""
+    if _clock["on"]:
+        return
+    from numba.core import event
+
+    class _Clock(event.Listener):
+        def on_start(self, ev) -> None:
+            if _clock["depth"] == 0:
+                _clock["t0"] = time.perf_counter()
+            _clock["depth"] += 1
+
+        def on_end(self, ev) -> None:
+            _clock["depth"] -= 1
+            if _clock["depth"] == 0:
+                _clock["seconds"] += time.perf_counter() - _clock["t0"]
+
+    event.register("numba:compile", _Clock())
+    _clock["on"] = True
+
+
+def compile_seconds() -> float:
+    """Seconds counted by the compile clock (:func:`start_clock`; 0 before it starts)."""
+    return _clock["seconds"]
+
+
+@contextmanager
+def _waiting():
+    """Time a wait for the helper on the compile clock, unless a compile (which the clock
+    times already) is waiting."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        if _clock["on"] and _clock["depth"] == 0:
+            _clock["seconds"] += time.perf_counter() - t0
 
 
 def on_wait(hook) -> None:
@@ -229,7 +275,8 @@ def wait() -> None:
         return
     while _waiting_hooks:
         _waiting_hooks.pop(0)()
-    proc.wait()
+    with _waiting():
+        proc.wait()
 
 
 def _exit_when_orphaned() -> None:
@@ -249,7 +296,8 @@ def _after(dispatcher, proc: subprocess.Popen) -> None:
     compile_ = dispatcher.compile
 
     def compile_after(sig):
-        proc.wait()
+        with _waiting():
+            proc.wait()
         dispatcher.compile = compile_  # once: the instance's own method again
         return compile_(sig)
 
