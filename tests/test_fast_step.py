@@ -190,7 +190,9 @@ def test_joint_limits_bit_for_bit_with_the_same_limit_events(monkeypatch):
     np.testing.assert_array_equal(v1, v0)
 
 
-def test_joint_friction_takes_the_general_path():
+def test_joint_friction_is_never_a_free_step():
+    # joint friction has rows on every step: FreeStepper hands every step on (to the
+    # compiled joint-row step, limit_step.py, or the general path), never a free step
     sim = Simulator(pendulum_scenario(3, "os", 0.01, 1e-3))
     from mbsim.simcore.joint_rows import JointLimits
 
@@ -198,7 +200,19 @@ def test_joint_friction_takes_the_general_path():
     sim.stepper.joint_limits = JointLimits(
         np.full(nv, -np.inf), np.full(nv, np.inf), np.zeros(nv), np.full(nv, 0.1)
     )
-    assert not FreeStepper.eligible(sim.stepper)
+    st = sim.stepper
+    assert FreeStepper.eligible(st)
+    handed = []
+
+    def general(q, v, t, tau=None):
+        handed.append(t)
+        return st._general_step(q, v, t, tau)
+
+    q, v = sim.q.copy(), sim.v.copy()
+    for k in range(3):
+        q, v, rep = st._fast.step(q, v, k * 1e-3, general)
+        assert rep.lcp_size == 3 * nv  # a pair and a sigma per friction joint
+    assert len(handed) == 3
 
 
 # --------------------------------------------------------------------------- the compiled loop

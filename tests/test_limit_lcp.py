@@ -85,6 +85,14 @@ def test_one_row_path_is_the_general_path_bit_for_bit(least_norm):
         M[0, 0], qv[0] = mk, qk
         a = _solve_general(M, qv, least_norm, TOL_REL, z1, w1, fw, iw)
         b = _solve_one(M, qv, least_norm, TOL_REL, z2, w2, fw)
+        if not a[0] and not b[0]:
+            continue  # neither decides: the Python chain goes on (the general kernels follow
+            # lemke.lemke's other paths first, so their pivot counts differ)
+        if a[0] and not b[0]:
+            # the general kernels go on where the one-row path hands the LCP to Python (the
+            # proximal polish of chain._polish, e.g. M = 1e300): the same first steps
+            assert least_norm and a[1] == b[1] and a[3] == b[3], (mk, qk, a, b)
+            continue
         assert a[0] == b[0] and a[1] == b[1] and a[3] == b[3], (mk, qk, a, b)
         assert a[2] == b[2] or (np.isnan(a[2]) and np.isnan(b[2])), (mk, qk, a, b)
         if a[0]:

@@ -123,12 +123,11 @@ from mbsim.simcore.kinematics import (
 )
 from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp import warm as warm_start
-from mbsim.simcore.lcp.chain import ACTIVE_SET_FIXES, LSTSQ_RCOND, POLISH_ITERS
+from mbsim.simcore.lcp.chain import ACTIVE_SET_FIXES, LSTSQ_RCOND
 from mbsim.simcore.lcp.islands import _component_labels, block_order
 from mbsim.simcore.lcp.lemke import _SOLVED, REFACTOR_EVERY, ZERO_REL, _lemke_once
-from mbsim.simcore.lcp.lstsq import active_set_error, active_set_least_change
-from mbsim.simcore.lcp.problem import _inf_norm, _snap_kernel, principal_kernel
-from mbsim.simcore.lcp.proximal import proximal_kernel
+from mbsim.simcore.lcp.lstsq import active_set_work
+from mbsim.simcore.lcp.problem import _inf_norm, principal_kernel
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
 from mbsim.simcore.lcp.warm import CANDIDATE, guess_normed
 from mbsim.simcore.lcp.warm import ROUNDS as WARM_ROUNDS
@@ -139,6 +138,7 @@ from mbsim.simcore.limit_step import (
     SOLVER_NAMES,
     _armature_energy,
     _kinetic,
+    _polish_into,
     _response_column,
     evaluate_candidate,
 )
@@ -308,42 +308,11 @@ def _mscale(M):
     return mscale
 
 
-#: the proximal iterations by address (native_call.py): compiled once, on their own, as the
-#: Python chain's call compiles them, not again inside the least-norm attempt
-_proximal_call = native(proximal_kernel)
-
-
-@njit(cache=True, inline="always")
-def _polish_into(M, q, z_reg, S, delta, out):
-    """``chain._polish``'s candidate z_S for the active set S into ``out``: the least-change
-    correction (lcp/lstsq.py), and when it is not at rounding level the proximal-point
-    iterate (lcp/proximal.py) if that one is (or its error is smaller); False when neither
-    gives a candidate (the Python polish's None)."""
-    ok, err, bound = active_set_least_change(M, q, z_reg, S, LSTSQ_RCOND, out)
-    best_err = err if ok else np.inf
-    if not err <= bound:
-        MSS, qS = principal_kernel(M, q, S)
-        m = S.shape[0]
-        rhs = np.empty(m)
-        zS = np.empty(m)
-        for a in range(m):
-            rhs[a] = -qS[a]
-            zS[a] = z_reg[S[a]]
-        p = np.empty(m)
-        if _proximal_call(MSS, rhs, zS, delta, np.int64(POLISH_ITERS), p):
-            e, bound_p = active_set_error(MSS, rhs, p)
-            if e <= bound_p or e < best_err:
-                for a in range(m):
-                    out[a] = p[a]
-                ok = True
-    return ok
-
-
 @njit(cache=True)
 def _least_norm_solve(M, q, delta, tol_rel, caps, z, w):
     """``chain.lemke_regularised`` on (M, q) with the regularisation delta (absolute), as the
     first attempt of the chain runs it: Lemke on M + delta I, the polish on M's active set
-    (:func:`_polish_into`: least change, else proximal), the active-set corrections (rows
+    (``limit_step._polish_into``: least change, else proximal), the active-set corrections (rows
     the polish leaves on the wrong side swapped, at most ACTIVE_SET_FIXES times), then the
     restricted LCP (``_restricted``); every candidate verified on (M, q). Returns (accepted,
     pivots, worst residual); z and w = M z + q hold the accepted answer. Not accepted where
@@ -365,12 +334,12 @@ def _least_norm_solve(M, q, delta, tol_rel, caps, z, w):
         for i in range(n):
             z[i] = 0.0
         if S.shape[0]:
-            c = np.empty(S.shape[0])
-            if not _polish_into(M, q, z_reg, S, delta, c):
+            nf, ni = active_set_work(S.shape[0])
+            c = np.empty(n)
+            if not _polish_into(
+                M, q, z_reg, S, delta, z, c, np.empty(nf), np.empty(ni, dtype=np.int64)
+            ):
                 break  # no candidate: the restricted LCP
-            for a in range(S.shape[0]):
-                z[S[a]] = c[a]
-            _snap_kernel(z)
         ok, worst, tol = evaluate_candidate(M, q, z, tol_rel, w)
         if ok:
             return True, pivots, worst

@@ -6,7 +6,8 @@ empty contact set). Joint limits may exist: a step in which no limit is near (th
 :meth:`mbsim.simcore.joint_rows.JointLimits.rows`, gap plus the step's travel at the faster
 of v and v+ below the margin, checked by :func:`limit_rows_needed`) has no limit row in the
 general path either, so it is the same free step. Joint friction rows are on every step, so
-a model with joint friction takes the general path.
+every step of a model with joint friction goes to ``general`` (below: the compiled
+joint-row step of limit_step.py takes it when it may, else the general path).
 
     tau  = -D v + tau_applied(t, q, v)            (OSStepper._joint_forces, N m or N)
     qdd  = (M + diag(armature))^-1 (tau - C(q, v))   (ABA, 004 Eq. 0.31; armature = dt D
@@ -90,6 +91,8 @@ class FreeStepper:
         #: the JointLimits :meth:`no_joint_rows` last looked at, and whether its rows can
         #: only be 1-DoF limit rows (no joint friction, no spherical limits)
         self._rows_for, self._only_limits = None, False
+        #: the JointLimits :meth:`step` last looked at, and whether it has joint friction
+        self._friction_for, self._friction = None, False
         self._data = self._model = None
         self._bind(m, stepper.data)
         self._jl = stepper.joint_limits
@@ -130,11 +133,11 @@ class FreeStepper:
     @staticmethod
     def eligible(stepper) -> bool:
         """Whether the fast path may replace the general one at all: Euler, ABA, no bilateral
-        rows, a formulation that solves no LCP without contacts, and no constraint rows the
-        stepper knows of on every step (joint friction; joint limits are checked per step,
-        module docstring). Conservative: any new kind of constraint row must turn it off
-        here. Applied forces (damping, controls, implicit PD gains) go through the stepper's
-        own ``_joint_forces``, as in the general path."""
+        rows, a formulation that solves no LCP without contacts, and no spherical-joint
+        limits (joint limits are checked per step; joint friction, rows on every step, sends
+        every step to ``general``: module docstring). Conservative: any new kind of
+        constraint row must turn it off here. Applied forces (damping, controls, implicit PD
+        gains) go through the stepper's own ``_joint_forces``, as in the general path."""
         jl = stepper.joint_limits
         # asked up to three times a step: the answer is kept while the stepper's parts are
         # the same objects (a JointLimits is not changed in place once the stepper has it)
@@ -148,7 +151,6 @@ class FreeStepper:
             and stepper.dynamics.name == "aba"
             and stepper.bilateral is None
             and not stepper.formulation.always_solves
-            and (jl is None or not bool(np.any(jl.friction > 0)))
             and (jl is None or not jl.spherical)  # spherical limits: general path only
         )
         if fast is not None:
@@ -179,8 +181,14 @@ class FreeStepper:
         """(q+, v+, StepReport) of one step: the fast path when the step has no contact and no
         limit row, else ``general(q, v, t[, tau])`` (the stepper's general path, given the
         joint forces when they were already asked for), which also takes any step whose state
-        turns out bad (it raises the usual error) and every step after a contact step until
-        one finds no contact."""
+        turns out bad (it raises the usual error), every step after a contact step until
+        one finds no contact, and every step of a model with joint friction."""
+        jl = self.s.joint_limits
+        if jl is not self._friction_for:
+            self._friction_for = jl
+            self._friction = jl is not None and bool(np.any(jl.friction > 0))
+        if self._friction:  # joint friction rows: on every step (module docstring)
+            return general(q, v, t)
         if self._last_had_contact:
             out = general(q, v, t)
             self._last_had_contact = out[2].n_contacts > 0

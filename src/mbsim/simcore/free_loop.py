@@ -158,10 +158,13 @@ from mbsim.simcore.limit_step import (
     I_PIVOTS,
     I_RESIDUAL,
     I_ROWS,
+    I_SIZE,
     I_SOLVER,
     KINEMATICS_DONE,
+    N_INFO,
     OK,
     LimitStepper,
+    friction_args,
     limit_step_from,
 )
 from mbsim.simcore.native_call import native
@@ -314,7 +317,8 @@ def free_run_kernel(
     implicit, has_gain, saturable, act_tau0, act_gain0, limited, effort, base_armature, act_tau,
     act_gain, act_flags, applied,
     last_flags, rec_tau, rec_flags, saturated, ls_on, wpA, wu, wacc, zero6, bv, ls_lower,
-    ls_upper, ls_eps, ls_qi, ls_vi, ls_margin, stabilization, max_recovery_speed,
+    ls_upper, ls_eps, ls_qi, ls_vi, ls_margin, ls_fdof, ls_fforce, stabilization,
+    max_recovery_speed,
     impact_velocity, tol_rel, least_norm, active, n_active, ls_dof, ls_side, ls_imp, ls_info,
     ls_vstart, ls_stats, limit_min, rec_lcp, rec_solver, ev_step, ev_kind, ev_n, ev_dof,
     ev_side, ev_imp, ev_gain, ev_q, ev_v, check_every, e_bound, e_now, cl,
@@ -356,8 +360,10 @@ def free_run_kernel(
     for k in range(3):
         a0[3 + k] = -gravity[k]
     for step in range(n_max):
-        near = lim_on and limit_rows_needed(
-            lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v, dt
+        # joint friction (ls_fdof: its DoFs) has rows on every step: each is a limit step
+        near = ls_fdof.shape[0] > 0 or (
+            lim_on
+            and limit_rows_needed(lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v, dt)
         )
         if near and ls_on is None:
             return step, LIMIT, nrec, nev
@@ -514,7 +520,7 @@ def free_run_kernel(
                 parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass,
                 com, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc,
                 scratch, qdd, armature, wpA, wu, wacc, zero6, bv, ls_lower, ls_upper, ls_eps,
-                ls_qi, ls_vi, ls_margin, dt, stabilization, max_recovery_speed,
+                ls_qi, ls_vi, ls_margin, ls_fdof, ls_fforce, dt, stabilization, max_recovery_speed,
                 impact_velocity, tol_rel, least_norm, max_speed, q, v, tau, q_new, v_new,
                 ls_vstart, ls_dof, ls_side, ls_imp, ls_info, done,
             )  # fmt: skip
@@ -627,7 +633,7 @@ def free_run_kernel(
                 rec_tau[nrec, i] = applied[i]
                 rec_flags[nrec, i] = last_flags[i]
             if code == OK:  # the limit step's diagnostics row (SOLVER_CODES: 1 + its code)
-                rec_lcp[nrec, 0] = ls_info[I_ROWS]
+                rec_lcp[nrec, 0] = ls_info[I_SIZE]
                 rec_lcp[nrec, 1] = ls_info[I_PIVOTS]
                 rec_lcp[nrec, 2] = ls_info[I_RESIDUAL]
                 rec_solver[nrec] = 1 + int(ls_info[I_SOLVER])
@@ -756,8 +762,8 @@ class FreeLoop:
         )  # fmt: skip
         jl = st.joint_limits
         lim = FreeStepper._limit_args(jl, m)
+        zi = np.zeros(0, dtype=np.int64)
         if lim is None:
-            zi = np.zeros(0, dtype=np.int64)
             self._lim_args = (False, zi, zi, np.zeros(0), np.zeros(0), 0.0)
         else:
             self._lim_args = (True, *lim)
@@ -825,10 +831,11 @@ class FreeLoop:
             np.ascontiguousarray(np.asarray(m.qi)[one], dtype=np.int64),
             np.ascontiguousarray(np.asarray(m.vi)[one], dtype=np.int64),
             0.0 if jl is None else float(jl.margin),
+            *(friction_args(jl) if jl is not None else (zi, np.zeros(0))),
         )  # fmt: skip
         self._ls_out = (
-            np.zeros(2 * nv, dtype=np.int64), np.zeros(2 * nv), np.zeros(2 * nv), np.zeros(7),
-            np.zeros(nv),
+            np.zeros(4 * nv, dtype=np.int64), np.zeros(4 * nv), np.zeros(4 * nv),
+            np.zeros(N_INFO), np.zeros(nv),
         )  # fmt: skip
         self._active = np.zeros(2 * nv, dtype=np.int8)
         self._ls_stats = np.zeros(3)
@@ -987,8 +994,10 @@ class FreeLoop:
 
     def _limit_steps(self, stepper):
         """``free_run_kernel``'s ``ls_on``: True when the compiled limit step may take the
-        stepper's steps and the model has limits to enforce, else None (module docstring)."""
-        return True if self._lim_args[0] and LimitStepper.eligible(stepper) else None
+        stepper's steps and the model has limits or joint friction to enforce, else None
+        (module docstring)."""
+        rows = self._lim_args[0] or self._ls_arrays[-2].shape[0] > 0
+        return True if rows and LimitStepper.eligible(stepper) else None
 
     def _ev_buffers(self, rows: int) -> None:
         m = self.sim.model

@@ -381,3 +381,50 @@ def q_of_v(model, q: np.ndarray) -> np.ndarray:
     one = model.nvj == 1
     out[model.vi[one]] = q[model.qi[one]]
     return out
+
+
+@njit(cache=True)
+def friction_rows_into(nl, friction_dof, dof, side):
+    """The friction pairs' rows after the nl limit rows (``JointRows.G``'s layout): row
+    nl + 2 j is +e_k, row nl + 2 j + 1 is -e_k for the j-th friction DoF k, written as the
+    (dof, side) of a one-entry row (the form the limit rows take). Returns the row count
+    nl + 2 nf."""
+    for j in range(friction_dof.shape[0]):
+        dof[nl + 2 * j] = friction_dof[j]
+        side[nl + 2 * j] = 1.0
+        dof[nl + 2 * j + 1] = friction_dof[j]
+        side[nl + 2 * j + 1] = -1.0
+    return nl + 2 * friction_dof.shape[0]
+
+
+@njit(cache=True)
+def joint_lcp_into(K, rate, nl, bound, M, q):
+    """The joint block's LCP (M, q) of ``assembly.delassus_lcp`` without contacts or
+    equality rows: M = T^T K T + E, q = T^T rate + e (``ContactProblem.complementary_map``,
+    ``complementary_block``, ``complementary_shift``; ``JointRows.row_map`` and ``block``).
+
+    K (nr square, nr = nl + 2 nf): the rows' Delassus matrix G (M + armature)^-1 G^T, rows
+    [nl limit rows; nf (+e_k, -e_k) friction pairs] (module docstring, "Row layout"); rate
+    (nr,): each row's velocity plus its allowance, G v + shift (rad/s or m/s); bound (nf,):
+    each friction joint's F dt (N m s or N s; 0 in an impulsive phase). Writes M (n square,
+    n = nr + nf, unknowns [lambda; beta pairs; sigma]) and q (n,). T is the identity on the
+    row impulses, so T^T K T is K with zero sigma rows and columns; E couples each beta row to
+    its sigma (+1) and each sigma row to its pair (-1); e is the bound on the sigma rows. The
+    same numbers as the general path's BLAS products, whose only nonzero term per entry is
+    one product by 1 (the sums of exact zeros leave it unchanged)."""
+    nr = K.shape[0]
+    nf = (nr - nl) // 2
+    n = nr + nf
+    for i in range(n):
+        for j in range(n):
+            M[i, j] = 0.0
+    for i in range(nr):
+        for j in range(nr):
+            M[i, j] = K[i, j] + 0.0
+        q[i] = rate[i] + 0.0
+    for j in range(nf):
+        s = nr + j
+        for r in (nl + 2 * j, nl + 2 * j + 1):
+            M[r, s] = 1.0
+            M[s, r] = -1.0
+        q[s] = 0.0 + bound[j]

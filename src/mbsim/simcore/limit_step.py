@@ -1,8 +1,9 @@
-"""The compiled joint-limit step: a step whose only constraint rows are joint-limit rows.
+"""The compiled joint-row step: a step whose only constraint rows are joint limit and friction rows.
 
-A step of the OS stepper (stepper.py) with no contact, no bilateral row and no joint friction,
-in which some revolute or prismatic joint is near a stop (joint_rows.py), runs the general
-path's pipeline on a handful of rows: ContactProblem, ``OS.prepare`` / ``OS.solve``, the LCP
+A step of the OS stepper (stepper.py) with no contact and no bilateral row, in which some
+revolute or prismatic joint is near a stop or some joint has Coulomb friction (joint_rows.py:
+a (+e_k, -e_k) pair and a sigma per friction DoF, on every step), runs the general path's
+pipeline on a handful of rows: ContactProblem, ``OS.prepare`` / ``OS.solve``, the LCP
 chain, the impact phase and the report, some 25 Python calls. :func:`limit_step_kernel` does
 the same arithmetic in one numba call. Its stages, each the general path's function it
 mirrors (the operations and their order are the same, so the two agree bit for bit; the
@@ -17,12 +18,17 @@ row, are exact either way):
    (``aba_kernel``, 004 Eq. 0.31), v_f = v + dt qdd;
 2. the limit rows (``JointLimits.rows``, the compiled ``_near_limits``): DoF k, side s, gap
    g and allowance g_v of every stop with g + dt min(0, s v_k, s v_f,k) < margin, and the cap
-   row of a stop passed (joint_rows.py, "Recovery") in the other side's place;
+   row of a stop passed (joint_rows.py, "Recovery") in the other side's place; then the
+   friction pairs (``joint_rows.friction_rows_into``), row nl + 2 j = +e_k and nl + 2 j + 1 =
+   -e_k of the j-th friction DoF k, no allowance;
 3. the joint Delassus matrix (``OS.prepare`` -> ``joint_row_delassus``): W = (M +
    diag(armature))^-1 G^T column by column, the two ABA sweeps with zero velocity and
    gravity and the row s e_k as joint force on the factorisation of step 1
    (``AbaDynamics.solve_joint``; both in one call, ``dynamics.joint_response_kernel``, for
-   trees of revolute and prismatic bodies), and K = G W, i.e. K_ij = s_i W_(k_i, j);
+   trees of revolute and prismatic bodies), and K = G W, i.e. K_ij = s_i W_(k_i, j); the
+   joint LCP of ``assembly.delassus_lcp`` is M = T^T K T + E, q = T^T (G v + shift) + e
+   (``joint_rows.joint_lcp_into``: unknowns [lambda; beta pairs; sigma], e the friction
+   bound F dt on the sigma rows, 0 in an impulsive phase; without friction M = K);
 4. the impact phase (``stepper.impact_phase``, 000 Eqs. 54-58), when a stop is approached
    faster than ``impact_velocity`` and would be closed within the step: the compression LCP
    (dt = 0, q = G v, Eq. 54) gives v_c = v + W lambda_c; with restitution eps the recovered
@@ -30,8 +36,9 @@ row, are exact either way):
    (q = G v_t, Eq. 57) gives v_c = v_t + W lambda_d; the impulse total is lambda_c +
    lambda_d + theta, and the kinetic energy the collision added in the metric M + armature
    (``energy_impacts``, energy_sources.py); then the free motion from v_c again (ABA);
-5. the step's LCP (``OS.solve``, Eq. 53 with the joint rows only): w = K lambda + G v_f +
-   g_v >= 0 _|_ lambda >= 0, v+ = v_f + W lambda;
+5. the step's LCP (``OS.solve``, Eq. 53 with the joint rows only): w = M z + q >= 0 _|_
+   z >= 0, v+ = v_f + W p with p = z[:nr] the row impulses (the friction rows' impulses are
+   not reported, as in the general path's StepReport: only the limit rows');
 6. the LCP solve (``lcp/chain.py``'s first attempt): with the stepper's ``lcp_selection``
    "least_norm" Lemke on K + delta I (delta = 1e-6 ||K||_inf) polished on K's active set by
    the least-change correction (``lemke_regularised``, ``lstsq.active_set_least_change``),
@@ -39,11 +46,16 @@ row, are exact either way):
    case) by that path written out for one row (:func:`_solve_one`), more rows by the general
    kernels in the step's work arrays (no allocation per LCP); the answer is verified on
    (K, q) by the acceptance test of lcp/problem.py (``evaluate``: relative residual
-   ``lcp_tol_rel``, sign violation, verifiability). Any other outcome -- a matrix that
-   splits into islands, a Lemke path that ends without a solution, a polish above rounding
-   level, a rejected answer -- is not decided here: the kernel returns FALLBACK and the
-   caller takes the step by the Python path, whose chain goes on from there (or raises the
-   failure);
+   ``lcp_tol_rel``, sign violation, verifiability); more rows as the chain solves them
+   (:func:`_solve_general`): an M that splits into islands (lcp/islands.py: a fixed-base
+   robot's branches) block by block, each block by ``chain.lemke_regularised`` written out
+   (:func:`_lemke_regularised`: the polish with the proximal iterations, the active-set
+   corrections, the restricted LCP, the raw answer) and, where that fails as Python's
+   does, the chain's second attempt ``lemke.lemke`` (:func:`_lemke_full`, its other paths).
+   Any other outcome -- a Lemke path longer than one budget chunk, the chain's later
+   attempts (other regularisations, PGS) -- is not decided here: the kernel returns
+   FALLBACK and the caller takes the step by the Python path, whose chain goes on from
+   there (or raises the failure);
 7. the energy share of the stops passed (``energy_sources.step_shares``): the rows with g <
    0 get p (G (v_f + v+)) / 2 (``energy_stabilisation``);
 8. Euler: q+ = q (+) dt v+ (``integrate_kernel``); a non-finite state or |v+| > max_speed
@@ -55,7 +67,7 @@ The effort bound of the implicit actuator forces (control/actuation.py) is the c
 tau_e - g (v+ - v) across its effort is taken by the general path.
 
 What it does not do (the caller's eligibility, :meth:`LimitStepper.eligible`): contacts,
-bilateral rows, joint friction, RK4, other formulations than OS, the "pgs" solver, the
+bilateral rows, spherical-joint limits, RK4, other formulations than OS, the "pgs" solver, the
 energy-consistent impact option, LCP dumps, the softened retries of a failed step and the
 step's LCP time budget (the LCPs here have at most nv rows). Units: SI (s, rad or m, rad/s or
 m/s, N m s or N s).
@@ -69,6 +81,7 @@ from dataclasses import fields
 import numpy as np
 from numba import njit
 
+from mbsim.simcore.contact_islands import verify_blocks
 from mbsim.simcore.dynamics import (
     aba_accel_kernel,
     aba_bias_kernel,
@@ -77,22 +90,33 @@ from mbsim.simcore.dynamics import (
     energy_kernel,
     joint_response_kernel,
 )
-from mbsim.simcore.joint_rows import JointLimits, _near_limits, limit_rows_needed
+from mbsim.simcore.joint_rows import (
+    JointLimits,
+    _near_limits,
+    friction_rows_into,
+    joint_lcp_into,
+    limit_rows_needed,
+)
 from mbsim.simcore.kinematics import (
     body_velocities_kernel,
     forward_kinematics_kernel,
     integrate_kernel,
 )
-from mbsim.simcore.lcp.chain import LSTSQ_RCOND
-from mbsim.simcore.lcp.islands import _component_labels
+from mbsim.simcore.lcp.budget import CHUNK_FLOPS
+from mbsim.simcore.lcp.chain import ACTIVE_SET_FIXES, LSTSQ_RCOND, POLISH_ITERS
+from mbsim.simcore.lcp.islands import _component_labels, block_order
 from mbsim.simcore.lcp.lemke import (
+    _CONTINUE,
+    _PIVOT_LIMIT,
     _SOLVED,
+    OTHER_PATHS,
     REFACTOR_EVERY,
     ZERO_REL,
     lemke_once_into,
     lemke_one,
 )
 from mbsim.simcore.lcp.lstsq import (
+    active_set_error,
     active_set_least_change_into,
     active_set_least_change_one,
     active_set_work,
@@ -102,7 +126,9 @@ from mbsim.simcore.lcp.problem import (
     _snap_kernel,
     _verify_kernel,
     accept_kernel,
+    principal_kernel,
 )
+from mbsim.simcore.lcp.proximal import proximal_call
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
 from mbsim.simcore.spatial import borrowed
 
@@ -119,10 +145,21 @@ def regularised(M):
 @njit(cache=True)
 def regularise_into(M, Mr):
     """Mr = :func:`regularised` (M), no allocation."""
+    return regularise_delta_into(M, LEAST_NORM_DELTA * _mscale(M), Mr)
+
+
+@njit(cache=True)
+def _mscale(M):
+    """||M||_inf, taken as 1 when it is 0 or not finite (``chain.solve_lcp``'s mscale)."""
     mscale = _inf_norm(M)
     if not (mscale > 0.0 and np.isfinite(mscale)):
         mscale = 1.0
-    delta = LEAST_NORM_DELTA * mscale
+    return mscale
+
+
+@njit(cache=True)
+def regularise_delta_into(M, delta, Mr):
+    """Mr = M + delta I (delta absolute), no allocation."""
     n = M.shape[0]
     for i in range(n):
         for j in range(n):
@@ -137,8 +174,11 @@ def regularise_into(M, Mr):
 OK, FALLBACK, FREE, BAD = 0, 1, 2, 3
 #: the ``info`` slots of :func:`limit_step_kernel`
 (
-    I_ROWS, I_IMPACT, I_E_IMPACTS, I_E_STAB, I_PIVOTS, I_RESIDUAL, I_SOLVER,
-) = range(7)  # fmt: skip
+    I_ROWS, I_IMPACT, I_E_IMPACTS, I_E_STAB, I_PIVOTS, I_RESIDUAL, I_SOLVER, I_SIZE,
+) = range(8)  # fmt: skip
+#: the ``info`` slots of :func:`limit_step_kernel` (I_ROWS: the limit rows, whose dof, side
+#: and impulse are reported; I_SIZE: the step LCP's unknowns, nl + 3 nf with nf friction joints)
+N_INFO = 8
 #: the solver names of the report, by the code in info[I_SOLVER]
 SOLVER_NAMES = ("lemke", "lemke_reg")
 #: the joint-row settings the kernel builds its rows from; a JointLimits with any other field
@@ -198,13 +238,26 @@ def lcp_work(n):
 @njit(cache=True)
 def _lemke_path(M, q, z, fw, iw):
     """``lemke.run_lemke`` (lexicographic, ZERO_REL) without the budget poll: (solved?,
-    pivots, basic z indices, a view of iw); z gets the snapped answer. The pivot chunk of
-    run_lemke is larger than the pivot cap for the LCP sizes here, so it runs as one chunk
-    there too (``lemke._lemke_once``, the compiled call run_lemke makes then, here in the
-    work arrays fw (3 n^2 + 5 n floats) and iw (3 n + 4 ints): ``lemke.lemke_once_into``)."""
+    pivots, basic z indices, a view of iw); z gets the snapped answer (:func:`_lemke_run`)."""
+    code, pivots, basic = _lemke_run(M, q, True, ZERO_REL, z, fw, iw)
+    return code == _SOLVED, pivots, basic
+
+
+@njit(cache=True)
+def _lemke_run(M, q, lexicographic, zero_rel, z, fw, iw):
+    """``lemke.run_lemke`` on the path (lexicographic, zero_rel) without the budget poll:
+    (status code, pivots, basic z indices, a view of iw); z gets the snapped answer. The
+    pivot chunk of run_lemke is larger than the pivot cap for the LCP sizes up to some 70
+    rows, so it runs as one chunk there too (``lemke._lemke_once``, the compiled call
+    run_lemke makes then, here in the work arrays fw (3 n^2 + 5 n floats) and iw (3 n + 4
+    ints): ``lemke.lemke_once_into``); a longer path stops at the end of the first chunk
+    (code ``_CONTINUE``), where the Python path polls the step's time budget."""
     n = q.shape[0]
     nn = n * n
     max_pivots = 50 * n + 100  # lemke.default_max_pivots
+    # budget.chunk_pivots: a path longer than one chunk is Python's (it polls the step's time
+    # budget after each chunk); larger than the cap up to some 20 rows, so one chunk there
+    chunk = int(max(1.0, min(100_000.0, CHUNK_FLOPS // max(1, 2 * n * n))))
     Binv = fw[0:nn].reshape((n, n))
     Bmat = fw[nn : 2 * nn].reshape((n, n))
     work = fw[2 * nn : 3 * nn].reshape((n, n))
@@ -214,10 +267,45 @@ def _lemke_path(M, q, z, fw, iw):
     basis, cand, basic = iw[0:n], iw[n : 2 * n], iw[2 * n : 3 * n]
     ist = iw[3 * n : 3 * n + 4]
     code, pivots, nb = lemke_once_into(
-        M, q, max_pivots, max(REFACTOR_EVERY, n), max_pivots + 1, True, ZERO_REL, z, Binv,
-        Bmat, work, x, basis, col, a, noise, div, cand, ist, basic,
+        M, q, max_pivots, max(REFACTOR_EVERY, n), min(max_pivots + 1, chunk), lexicographic,
+        zero_rel, z, Binv, Bmat, work, x, basis, col, a, noise, div, cand, ist, basic,
     )  # fmt: skip
-    return code == _SOLVED, int(pivots), basic[:nb]
+    return code, int(pivots), basic[:nb]
+
+
+@njit(cache=True)
+def _lemke_full(M, q, tol_rel, z, w, fw, iw):
+    """``lemke.lemke`` on (M, q): the lexicographic path, and when it ends without a verified
+    answer (not at the pivot limit) the paths of ``lemke.OTHER_PATHS`` in turn (on
+    M + shift ||M||_inf I for a shift), each verified on (M, q). Returns (ACCEPT, REJECT or
+    UNDECIDED: a path cut by the budget chunk, pivots of all the paths followed, worst
+    residual); z and w = M z + q the answer; fw, iw: the work of :func:`_lemke_run`."""
+    code, pivots, _b = _lemke_run(M, q, True, ZERO_REL, z, fw, iw)
+    if code == _CONTINUE:
+        return UNDECIDED, pivots, np.inf
+    # any end of a path is verified: a verified z is a solution (``problem.evaluate``)
+    ok, worst, _t = evaluate_candidate(M, q, z, tol_rel, w)
+    if ok:
+        return ACCEPT, pivots, worst
+    if code == _PIVOT_LIMIT:
+        return REJECT, pivots, np.inf
+    n = q.shape[0]
+    total = pivots
+    mnorm = _inf_norm(M)
+    Ms = np.empty((n, n))
+    for k in range(len(OTHER_PATHS)):
+        lex, zero_rel, shift = OTHER_PATHS[k]
+        for i in range(n):
+            for j in range(n):
+                Ms[i, j] = M[i, j] + ((shift * mnorm) if i == j else 0.0) if shift else M[i, j]
+        code2, piv2, _b = _lemke_run(Ms, q, lex, zero_rel, z, fw, iw)
+        total += piv2
+        if code2 == _CONTINUE:
+            return UNDECIDED, total, np.inf
+        ok, worst, _t = evaluate_candidate(M, q, z, tol_rel, w)
+        if ok:
+            return ACCEPT, total, worst
+    return REJECT, total, np.inf
 
 
 @njit(cache=True)
@@ -227,15 +315,6 @@ def solve_limit_lcp(M, q, least_norm, tol_rel, z, w):
     return solve_limit_lcp_into(
         M, q, least_norm, tol_rel, z, w, np.empty(nf), np.empty(ni, dtype=np.int64)
     )
-
-
-@njit(cache=True)
-def _islands(M, label):
-    """Whether M (n x n) splits into independent blocks (lcp/islands.py); label (n,) work."""
-    n = M.shape[0]
-    if n == 2:  # the one pair: what _component_labels finds, without its work array
-        return M[0, 1] == 0.0 and M[1, 0] == 0.0
-    return n > 2 and _component_labels(M, label) > 1
 
 
 @njit(cache=True)
@@ -283,38 +362,260 @@ def solve_limit_lcp_into(M, q, least_norm, tol_rel, z, w, fw, iw):
 
 @njit(cache=True)
 def _solve_general(M, q, least_norm, tol_rel, z, w, fw, iw):
-    """:func:`solve_limit_lcp_into` by the general kernels, any number of rows."""
+    """:func:`solve_limit_lcp_into` by the general kernels, any number of rows: an M that
+    splits into independent blocks (lcp/islands.py: a fixed-base robot's branches, each
+    joint's friction triple) block by block, as ``islands.solve_blocks`` takes them
+    (:func:`_solve_blocks`), else whole (:func:`_solve_block`)."""
+    n = q.shape[0]
+    delta = LEAST_NORM_DELTA * _mscale(M) if least_norm else 0.0
+    if n > 1:
+        label = iw[0:n]
+        count = _component_labels(M, label)
+        if count > 1:
+            return _solve_blocks(M, q, least_norm, tol_rel, z, w, fw, iw[n:], label, count, delta)
+    return _solve_block(M, q, delta, least_norm, tol_rel, z, w, fw, iw[n:])
+
+
+@njit(cache=True)
+def _solve_blocks(M, q, least_norm, tol_rel, z, w, fw, iw, label, count, delta):
+    """``islands.solve_blocks`` up to the first attempt of the chain on each block: the blocks
+    of ``label`` (``_component_labels``; ``count`` of them) in the order of their first row
+    (``islands.block_order``), each (M_bb, q_b) solved by :func:`_solve_block` with the whole
+    LCP's regularisation delta (``chain._solve_chain``'s mscale: the whole M's), z assembled
+    and verified on the whole from its blocks (``contact_islands.verify_blocks``, the test
+    ``problem.evaluate`` makes with ``parts``). The pivots are summed over the blocks. A block
+    or an assembled z not accepted: not accepted (the Python chain's unsplit solve)."""
+    n = q.shape[0]
+    order, starts = block_order(label, count)
+    Ms = []
+    qs = []
+    zs = []
+    ws = []
+    pivots = 0
+    solver = 0
+    for b in range(count):
+        rows = order[starts[b] : starts[b + 1]]
+        m = rows.shape[0]
+        Mb, qb = principal_kernel(M, q, rows)
+        zb = np.empty(m)
+        wb = np.empty(m)
+        ok, piv, _worst, code = _solve_block(Mb, qb, delta, least_norm, tol_rel, zb, wb, fw, iw)
+        if not ok:
+            return False, pivots + piv, np.inf, code
+        solver = max(solver, code)  # the last resort any block needed (SOLVER_ORDER)
+        for a in range(m):
+            z[rows[a]] = zb[a]
+        pivots += piv
+        Ms.append(Mb)
+        qs.append(qb)
+        zs.append(zb)
+        ws.append(wb)
+    ok, worst, _tol = verify_blocks(n, tol_rel, Ms, qs, zs, ws)
+    for b in range(count):
+        rows = order[starts[b] : starts[b + 1]]
+        for a in range(rows.shape[0]):
+            w[rows[a]] = ws[b][a]
+    return ok, pivots, worst if ok else np.inf, solver
+
+
+@njit(cache=True)
+def _solve_block(M, q, delta, least_norm, tol_rel, z, w, fw, iw):
+    """``chain._solve_chain`` on one LCP (M, q) that is solved whole (or one block of one),
+    its first attempts: "vertex", lexicographic Lemke; "least_norm", Lemke on M + delta I
+    polished on M's active set (``chain.lemke_regularised``: :func:`_lemke_regularised`)
+    and, when that attempt fails where the Python chain's fails too, the chain's second
+    attempt, lexicographic Lemke (``lemke.lemke``'s first path); each verified on (M, q).
+    Returns (accepted, pivots, worst residual, solver code: 0 lemke, 1 lemke_reg); not
+    accepted where the chain goes on (other Lemke paths, other regularisations, PGS) or
+    may decide otherwise. fw, iw: :func:`lcp_work` (n) entries at least (iw past the
+    islands labels)."""
+    if not least_norm:
+        state, pivots, worst = _lemke_full(M, q, tol_rel, z, w, fw, iw)
+        return state == ACCEPT, pivots, worst, 0
+    state, pivots, worst = _lemke_regularised(M, q, delta, tol_rel, z, w, fw, iw)
+    if state == ACCEPT:
+        return True, pivots, worst, 1
+    if state == UNDECIDED:
+        return False, pivots, np.inf, 1
+    # the chain's second attempt (``run_lemke_plain``): ``lemke.lemke`` on (M, q); not
+    # accepted: the chain's further regularisations and PGS (Python's)
+    state, pivots, worst = _lemke_full(M, q, tol_rel, z, w, fw, iw)
+    return state == ACCEPT, pivots, worst, 0
+
+
+#: what :func:`_lemke_regularised` and :func:`_restricted` conclude: an accepted answer, a
+#: failure the Python chain concludes too (its next attempt follows), or undecided (the
+#: Python chain may still find an answer by a way not compiled here)
+ACCEPT, REJECT, UNDECIDED = 0, 1, 2
+
+
+@njit(cache=True)
+def _one_chunk(n):
+    """Whether a Lemke path of n rows always ends within one budget chunk
+    (``budget.chunk_pivots`` above ``lemke.default_max_pivots``), as :func:`_lemke_path`
+    runs it: a path it did not end then ends unsolved in the Python path too."""
+    return int(max(1.0, min(100_000.0, CHUNK_FLOPS // max(1, 2 * n * n)))) > 50 * n + 100
+
+
+@njit(cache=True)
+def _lemke_regularised(M, q, delta, tol_rel, z, w, fw, iw):
+    """``chain.lemke_regularised`` on (M, q) with the regularisation delta: Lemke on
+    M + delta I, the polish on M's active set (:func:`_polish_into`), the active-set
+    corrections (at most ACTIVE_SET_FIXES), the restricted LCP (:func:`_restricted`), else the
+    better of the raw regularised answer and the polished one, verified on (M, q). Returns
+    (ACCEPT, REJECT or UNDECIDED, pivots, worst residual); z and w = M z + q the answer."""
     n = q.shape[0]
     nn = n * n
-    if _islands(M, iw[0:n]):
-        return False, 0, np.inf, 0  # islands: solved block by block there
-    if not least_norm:
-        solved, pivots, _ = _lemke_path(M, q, z, fw, iw)
-        if not solved:
-            return False, pivots, np.inf, 0
-        ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
-        return ok, pivots, worst, 0
-    Mr = regularise_into(M, fw[0:nn].reshape((n, n)))
+    Mr = regularise_delta_into(M, delta, fw[0:nn].reshape((n, n)))
     z_reg = fw[nn : nn + n]
     c = fw[nn + n : nn + 2 * n]
     lw = fw[nn + 2 * n :]
-    solved, pivots, S = _lemke_path(Mr, q, z_reg, lw, iw[n:])
+    solved, pivots, basic = _lemke_path(Mr, q, z_reg, lw, iw)
     if not solved:
-        return False, pivots, np.inf, 1
+        if not _one_chunk(n):  # a path cut by the budget chunk: Python's run goes on
+            return UNDECIDED, pivots, np.inf
+        # the path's end verified on (M, q) all the same (``problem.evaluate``)
+        for i in range(n):
+            z[i] = z_reg[i]
+        ok, worst, _t = evaluate_candidate(M, q, z, tol_rel, w)
+        return ACCEPT if ok else REJECT, pivots, worst if ok else np.inf
+    # chain.lemke_regularised from here: the polish on the active set, the active-set
+    # corrections, the restricted LCP, else the better of the raw and polished answers
+    S0 = basic.copy()
+    S = S0
+    piw = iw[3 * n + 4 :]
+    best_set = False
+    best_ok = False
+    best_worst = np.inf
+    z_best = np.empty(n)
+    w_tmp = np.empty(n)
+    inside = np.zeros(n, dtype=np.bool_)
+    for _ in range(ACTIVE_SET_FIXES + 1):
+        if not _polish_into(M, q, z_reg, S, delta, z, c, lw, piw):
+            break
+        ok, worst, tol = evaluate_candidate(M, q, z, tol_rel, w)
+        if ok:
+            return ACCEPT, pivots, worst
+        if not best_set:  # the raw regularised answer, verified on (M, q)
+            best_set = True
+            best_ok, best_worst, _t = evaluate_candidate(M, q, z_reg, tol_rel, w_tmp)
+            best_worst = best_worst if np.isfinite(best_worst) else np.inf
+            for i in range(n):
+                z_best[i] = z_reg[i]
+        pol_worst = worst if np.isfinite(worst) else np.inf
+        if not best_ok and pol_worst <= best_worst:
+            best_worst = pol_worst
+            for i in range(n):
+                z_best[i] = z[i]
+        # the rows on the wrong side swapped, polished again
+        for i in range(n):
+            inside[i] = False
+        for a in range(S.shape[0]):
+            inside[S[a]] = True
+        flips = 0
+        for i in range(n):
+            if (inside[i] and z[i] < -tol) or (not inside[i] and w[i] < -tol):
+                inside[i] = not inside[i]
+                flips += 1
+        if flips == 0:
+            break
+        S = np.flatnonzero(inside)
+    state, sub_pivots, worst = _restricted(M, q, S0, tol_rel, z, w, lw, iw)
+    if state == ACCEPT:
+        return ACCEPT, pivots + sub_pivots, worst
+    if state == UNDECIDED:
+        return UNDECIDED, pivots, np.inf
+    if not best_set:
+        best_ok, best_worst, _t = evaluate_candidate(M, q, z_reg, tol_rel, w)
+        for i in range(n):
+            z_best[i] = z_reg[i]
+    if not best_ok:
+        return REJECT, pivots, np.inf
+    for i in range(n):
+        z[i] = z_best[i]
+    ok, worst, _t = evaluate_candidate(M, q, z, tol_rel, w)
+    return ACCEPT if ok else REJECT, pivots, worst
+
+
+@njit(cache=True)
+def _polish_into(M, q, z_reg, S, delta, z, c, fw, iw):
+    """``chain._polish``: z = the regularised answer z_reg refined on M's active-set system
+    M_SS z_S = -q_S (zero outside S; snapped, ``snap_rounding_negatives``): the least-change
+    correction (``lstsq.active_set_least_change_into``, in the work arrays fw, iw), and when
+    that is not at rounding level the proximal-point iterations (lcp/proximal.py), the
+    first at rounding level winning, else the smaller error. Returns False when neither
+    gives a candidate (``_polish`` None); c: (n,) work."""
+    n = q.shape[0]
     for i in range(n):
         z[i] = 0.0
     ns = S.shape[0]
-    if ns:  # chain._polish: the least-change candidate, at rounding level only
-        ok, err, bound = active_set_least_change_into(
-            M, q, z_reg, S, LSTSQ_RCOND, c[:ns], lw, iw[4 * n + 4 :]
-        )
-        if not (ok and err <= bound):
-            return False, pivots, np.inf, 1  # the proximal iterations: Python's
+    if ns == 0:
+        return True
+    cs = c[:ns]
+    ok, err, bound = active_set_least_change_into(M, q, z_reg, S, LSTSQ_RCOND, cs, fw, iw)
+    have = ok
+    best_err = err if ok else np.inf
+    if not err <= bound:
+        MSS, rhs = principal_kernel(M, q, S)
         for a in range(ns):
-            z[S[a]] = c[a]
-        _snap_kernel(z)
-    ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
-    return ok, pivots, worst, 1
+            rhs[a] = -rhs[a]
+        zS = np.empty(ns)
+        for a in range(ns):
+            zS[a] = z_reg[S[a]]
+        p = np.empty(ns)
+        if proximal_call(MSS, rhs, zS, delta, np.int64(POLISH_ITERS), p):
+            e, bound_p = active_set_error(MSS, rhs, p)
+            if e <= bound_p or e < best_err:
+                have = True
+                for a in range(ns):
+                    cs[a] = p[a]
+    if not have:
+        return False
+    for a in range(ns):
+        z[S[a]] = cs[a]
+    _snap_kernel(z)
+    return True
+
+
+@njit(cache=True)
+def _restricted(M, q, S0, tol_rel, z, w, fw, iw):
+    """``chain._restricted``: the LCP restricted to the working set S0 (z = 0 outside) by
+    lexicographic Lemke (:func:`_lemke_path`), S grown by the rows outside it with
+    w < -tol, at most ACTIVE_SET_FIXES times; True with z, w the first answer accepted on
+    (M, q). Not accepted also where the Python chain might still find one (a sub-problem
+    the lexicographic path does not solve and verify: ``lemke.lemke`` tries other paths).
+    Returns (ACCEPT, REJECT or UNDECIDED, the sub-problem's pivots, worst residual); fw, iw:
+    the Lemke path's work for n rows (:func:`_lemke_path`)."""
+    n = q.shape[0]
+    inside = np.zeros(n, dtype=np.bool_)
+    for a in range(S0.shape[0]):
+        inside[S0[a]] = True
+    for _ in range(ACTIVE_SET_FIXES + 1):
+        idx = np.flatnonzero(inside)
+        m = idx.shape[0]
+        if m == 0:
+            return REJECT, 0, np.inf
+        Ms, qs = principal_kernel(M, q, idx)
+        zs = np.empty(m)
+        ws = np.empty(m)
+        state, piv, _worst = _lemke_full(Ms, qs, tol_rel, zs, ws, fw, iw)
+        if state != ACCEPT:  # UNDECIDED, or REJECT: chain._restricted's None
+            return state, 0, np.inf
+        for i in range(n):
+            z[i] = 0.0
+        for a in range(m):
+            z[idx[a]] = zs[a]
+        ok, worst, tol = evaluate_candidate(M, q, z, tol_rel, w)
+        if ok:
+            return ACCEPT, piv, worst
+        grow = False
+        for i in range(n):
+            if not inside[i] and w[i] < -tol:
+                inside[i] = True
+                grow = True
+        if not grow:
+            return REJECT, 0, np.inf
+    return REJECT, 0, np.inf
 
 
 @njit(cache=True)
@@ -371,8 +672,8 @@ def limit_step_kernel(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com,
     E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
     wpA, wu, wacc, zero6, bv, lower, upper, restitution, q_of_v_qi, q_of_v_vi, margin,
-    dt, stabilization, max_recovery_speed, impact_velocity, tol_rel, least_norm, max_speed,
-    q, v, tau, q_new, v_new, v_start, dof, side, impulse, info,
+    fr_dof, fr_force, dt, stabilization, max_recovery_speed, impact_velocity, tol_rel,
+    least_norm, max_speed, q, v, tau, q_new, v_new, v_start, dof, side, impulse, info,
 ):  # fmt: skip
     """One joint-limit step from (q, v) under the joint forces tau (module docstring, steps
     1-8). Writes q_new, v_new (v+), v_start (the velocity after the impact phase), the rows'
@@ -384,8 +685,8 @@ def limit_step_kernel(
         parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com,
         E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd,
         armature, wpA, wu, wacc, zero6, bv, lower, upper, restitution, q_of_v_qi, q_of_v_vi,
-        margin, dt, stabilization, max_recovery_speed, impact_velocity, tol_rel, least_norm,
-        max_speed, q, v, tau, q_new, v_new, v_start, dof, side, impulse, info,
+        margin, fr_dof, fr_force, dt, stabilization, max_recovery_speed, impact_velocity,
+        tol_rel, least_norm, max_speed, q, v, tau, q_new, v_new, v_start, dof, side, impulse, info,
         np.int64(NOTHING_DONE),  # not a literal: the compiled loop's compilation serves
     )  # fmt: skip
 
@@ -413,8 +714,8 @@ def limit_step_from(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com,
     E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
     wpA, wu, wacc, zero6, bv, lower, upper, restitution, q_of_v_qi, q_of_v_vi, margin,
-    dt, stabilization, max_recovery_speed, impact_velocity, tol_rel, least_norm, max_speed,
-    q, v, tau, q_new, v_new, v_start, dof, side, impulse, info, done,
+    fr_dof, fr_force, dt, stabilization, max_recovery_speed, impact_velocity, tol_rel,
+    least_norm, max_speed, q, v, tau, q_new, v_new, v_start, dof, side, impulse, info, done,
 ):  # fmt: skip
     """:func:`limit_step_kernel`, with the part of step 1 the caller already computed in
     the Data arrays from the same (q, v, tau, armature) skipped (``done``: NOTHING_DONE,
@@ -433,7 +734,8 @@ def limit_step_from(
         b(inertia), b(gravity), b(mass), b(com), b(E), b(r), b(R_world), b(p_world), b(vel),
         b(cbias), b(IA), b(U), b(Dinv), b(pivots), b(pA), b(u), b(acc), b(scratch), b(qdd),
         b(armature), b(wpA), b(wu), b(wacc), b(zero6), b(bv), b(lower), b(upper),
-        b(restitution), b(q_of_v_qi), b(q_of_v_vi), margin, dt, stabilization,
+        b(restitution), b(q_of_v_qi), b(q_of_v_vi), margin, b(fr_dof), b(fr_force), dt,
+        stabilization,
         max_recovery_speed, impact_velocity, tol_rel, least_norm, max_speed, b(q), b(v),
         b(tau), b(q_new), b(v_new), b(v_start), b(dof), b(side), b(impulse), b(info), done,
     )  # fmt: skip
@@ -444,18 +746,18 @@ def _limit_step_body(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com,
     E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
     wpA, wu, wacc, zero6, bv, lower, upper, restitution, q_of_v_qi, q_of_v_vi, margin,
-    dt, stabilization, max_recovery_speed, impact_velocity, tol_rel, least_norm, max_speed,
-    q, v, tau, q_new, v_new, v_start, dof, side, impulse, info, done,
+    fr_dof, fr_force, dt, stabilization, max_recovery_speed, impact_velocity, tol_rel,
+    least_norm, max_speed, q, v, tau, q_new, v_new, v_start, dof, side, impulse, info, done,
 ):  # fmt: skip
     """:func:`limit_step_from` on borrowed arrays."""
     nv = v.shape[0]
     # the step's work arrays: two allocations, carved (the LCP part once the rows are known)
     # (one allocation when the step has one row and no impact: the usual limit step, whose
     # LCP's work, ONE_ROW_WORK floats, is the tail of fw)
-    fw = np.empty(8 * nv + 12 + ONE_ROW_WORK)
+    fw = np.empty(10 * nv + 12 + ONE_ROW_WORK)
     v_free, qv, g, col = fw[0:nv], fw[nv : 2 * nv], fw[2 * nv : 3 * nv], fw[3 * nv : 4 * nv]
-    gap, allowance = fw[4 * nv : 6 * nv], fw[6 * nv : 8 * nv]
-    g0, a0 = fw[8 * nv : 8 * nv + 6], fw[8 * nv + 6 : 8 * nv + 12]
+    gap, allowance = fw[4 * nv : 6 * nv], fw[6 * nv : 10 * nv]
+    g0, a0 = fw[10 * nv : 10 * nv + 6], fw[10 * nv + 6 : 10 * nv + 12]
     # 1. free motion (aba_kernel, or the part of it not done yet)
     if done == NOTHING_DONE:
         forward_kinematics_kernel(
@@ -483,12 +785,18 @@ def _limit_step_body(
         gap, allowance,
     )  # fmt: skip
     info[I_ROWS] = nl
+    # the friction pairs after the limit rows (joint_rows.py, "Row layout"), no allowance
+    nf = fr_dof.shape[0]
+    nr = friction_rows_into(nl, fr_dof, dof, side)
+    for i in range(nl, nr):
+        allowance[i] = 0.0
+    info[I_SIZE] = nr + nf
     info[I_IMPACT] = 0.0
     info[I_E_IMPACTS] = 0.0
     info[I_E_STAB] = 0.0
     for i in range(nv):
         v_start[i] = v[i]
-    if nl == 0:
+    if nr == 0:
         for i in range(nv):
             v_new[i] = v_free[i]
         integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
@@ -498,14 +806,14 @@ def _limit_step_body(
         sv = side[i] * v[dof[i]]
         if sv < -impact_velocity and gap[i] + sv * dt <= 0.0:
             impacting = True
-    if nl == 1 and not impacting:
+    if nr == 1 and not impacting:
         # the usual step, one row and no impact: steps 3 and 5-7 below on one row, the same
         # operations in the same order (W is the column col, K its entry at the row's DoF,
         # the LCP by _solve_one in fw's tail), without the general path's two allocations
         # and its views (docs/results.md, "pfree")
         k1 = dof[0]
         s1 = side[0]
-        o1 = 8 * nv + 12
+        o1 = 10 * nv + 12
         K1 = fw[o1 : o1 + 1].reshape((1, 1))
         qk1, z1, w1 = fw[o1 + 1 : o1 + 2], fw[o1 + 2 : o1 + 3], fw[o1 + 3 : o1 + 4]
         fl1 = fw[o1 + 4 : o1 + ONE_ROW_WORK]
@@ -529,31 +837,39 @@ def _limit_step_body(
             info[I_E_STAB] = 0.0 + (0.0 + (0.5 * p1) * (s1 * (v_free[k1] + v_new[k1])))
         integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
         return _state_code(q_new, v_new, max_speed, OK)
-    nf, ni = lcp_work(nl)
-    o = nv * nl + nl * nl
-    lw = np.empty(o + 6 * nl + nf)
+    n = nr + nf  # the LCP's unknowns [lambda; beta pairs; sigma]
+    nfw, ni = lcp_work(n)
+    o = nv * nr + nr * nr + n * n
+    lw = np.empty(o + 4 * nr + 3 * n + 2 * nf + nfw)
     iw = np.empty(ni, dtype=np.int64)
-    W = lw[0 : nv * nl].reshape((nv, nl))
-    K = lw[nv * nl : o].reshape((nl, nl))
-    zero, qk, z = lw[o : o + nl], lw[o + nl : o + 2 * nl], lw[o + 2 * nl : o + 3 * nl]
-    w, total, share = (
-        lw[o + 3 * nl : o + 4 * nl],
-        lw[o + 4 * nl : o + 5 * nl],
-        lw[o + 5 * nl : o + 6 * nl],
-    )
-    fl = lw[o + 6 * nl :]
+    W = lw[0 : nv * nr].reshape((nv, nr))
+    K = lw[nv * nr : nv * nr + nr * nr].reshape((nr, nr))
+    M = lw[nv * nr + nr * nr : o].reshape((n, n))
+    zero, rate, total, share = (
+        lw[o : o + nr], lw[o + nr : o + 2 * nr], lw[o + 2 * nr : o + 3 * nr],
+        lw[o + 3 * nr : o + 4 * nr],
+    )  # fmt: skip
+    o += 4 * nr
+    qk, z, w = lw[o : o + n], lw[o + n : o + 2 * n], lw[o + 2 * n : o + 3 * n]
+    o += 3 * n
+    bound, no_bound = lw[o : o + nf], lw[o + nf : o + 2 * nf]
+    fl = lw[o + 2 * nf :]
+    p = z[:nr]  # the row impulses (JointRows.row_map: the first nr unknowns)
+    for j in range(nf):
+        bound[j] = fr_force[j] * dt  # JointRows.block: the friction bound F dt
+        no_bound[j] = 0.0  # an impulsive phase's (dt = 0)
     # 3. W = (M + armature)^-1 G^T and K = G W
-    for j in range(nl):
+    for j in range(nr):
         _response_column(
             parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, zero6, wpA, wu, wacc, g, a0, dof[j],
             side[j], col,
         )  # fmt: skip
         for i in range(nv):
             W[i, j] = col[i]
-    for i in range(nl):
+    for i in range(nr):
         zero[i] = 0.0
         total[i] = 0.0
-        for j in range(nl):
+        for j in range(nr):
             K[i, j] = 0.0 + side[i] * W[dof[i], j]
     v_now = v_start
     # 4. the impact phase (``impacting``: above)
@@ -561,15 +877,16 @@ def _limit_step_body(
         ke_before = _kinetic(
             parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v, bv
         )
-        _row_lcp(dof, side, v, zero, qk)
-        ok, _p, _w, _s = solve_limit_lcp_into(K, qk, least_norm, tol_rel, z, w, fl, iw)
+        _row_lcp(dof, side, v, zero, rate)
+        joint_lcp_into(K, rate, nl, no_bound, M, qk)
+        ok, _p, _w, _s = solve_limit_lcp_into(M, qk, least_norm, tol_rel, z, w, fl, iw)
         if not ok:
             return FALLBACK
         v_c = np.empty(nv)
-        _respond(v, W, z, v_c)
-        for i in range(nl):
-            total[i] = z[i]
-        theta = np.empty(nl)
+        _respond(v, W, p, v_c)
+        for i in range(nr):
+            total[i] = p[i]
+        theta = np.zeros(nr)  # the friction rows recover nothing (eps 0)
         any_eps = False
         any_theta = False
         for i in range(nl):
@@ -585,14 +902,15 @@ def _limit_step_body(
                 dv = np.dot(W, theta)
                 for i in range(nv):
                     v_t[i] = v_t[i] + dv[i]
-            _row_lcp(dof, side, v_t, zero, qk)
-            ok, _p, _w, _s = solve_limit_lcp_into(K, qk, least_norm, tol_rel, z, w, fl, iw)
+            _row_lcp(dof, side, v_t, zero, rate)
+            joint_lcp_into(K, rate, nl, no_bound, M, qk)
+            ok, _p, _w, _s = solve_limit_lcp_into(M, qk, least_norm, tol_rel, z, w, fl, iw)
             if not ok:
                 return FALLBACK
-            _respond(v_t, W, z, v_c)
-            for i in range(nl):
-                total[i] = (total[i] + z[i]) + theta[i]
-        for i in range(nl):
+            _respond(v_t, W, p, v_c)
+            for i in range(nr):
+                total[i] = (total[i] + p[i]) + theta[i]
+        for i in range(nr):
             total[i] = 0.0 + total[i]
         ke_after = _kinetic(
             parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v_c, bv
@@ -613,13 +931,14 @@ def _limit_step_body(
         for i in range(nv):
             v_free[i] = v_now[i] + dt * qdd[i]
     # 5.-6. the step's LCP
-    _row_lcp(dof, side, v_free, allowance, qk)
-    ok, npiv, worst, solver = solve_limit_lcp_into(K, qk, least_norm, tol_rel, z, w, fl, iw)
+    _row_lcp(dof, side, v_free, allowance, rate)
+    joint_lcp_into(K, rate, nl, bound, M, qk)
+    ok, npiv, worst, solver = solve_limit_lcp_into(M, qk, least_norm, tol_rel, z, w, fl, iw)
     if not ok:
         return FALLBACK
-    _respond(v_free, W, z, v_new)
-    for i in range(nl):
-        impulse[i] = total[i] + z[i]
+    _respond(v_free, W, p, v_new)
+    for i in range(nr):
+        impulse[i] = total[i] + p[i]
     info[I_PIVOTS] = npiv
     info[I_RESIDUAL] = worst
     info[I_SOLVER] = solver
@@ -649,6 +968,13 @@ def _state_code(q_new, v_new, max_speed, good):
     return good
 
 
+def friction_args(jl):
+    """(DoFs, F) of the joints with Coulomb friction (``JointRows.friction_dof`` and
+    ``friction_force``; int64 and float64 arrays, empty for none) of the JointLimits jl."""
+    k = np.flatnonzero(jl.friction > 0).astype(np.int64)
+    return k, np.ascontiguousarray(jl.friction[k], dtype=np.float64)
+
+
 class LimitStepper:
     """The compiled joint-limit step of one :class:`~mbsim.simcore.stepper.OSStepper`
     (module docstring): :meth:`step` is the ``general`` callable the stepper hands its free
@@ -663,10 +989,10 @@ class LimitStepper:
     @staticmethod
     def eligible(stepper) -> bool:
         """Whether the kernel may take a step of ``stepper`` at all: the compiled free step's
-        conditions (Euler, ABA, no bilateral rows, no joint friction, a formulation that
-        solves no LCP without contacts), the OS formulation, the Lemke solver, no
-        energy-consistent impact option, no LCP dumps, and joint limits to enforce (a
-        JointLimits with the fields the kernel knows, KNOWN_LIMIT_FIELDS, and no spherical-joint
+        conditions (Euler, ABA, no bilateral rows, a formulation that solves no LCP without
+        contacts), the OS formulation, the Lemke solver, no energy-consistent impact option,
+        no LCP dumps, and joint rows to enforce (a JointLimits with the fields the kernel
+        knows, KNOWN_LIMIT_FIELDS: limits and Coulomb joint friction, and no spherical-joint
         limits: their rows are built by simcore/spherical_limits.py in Python). Any new kind
         of joint row must turn it off here until the kernel builds its rows."""
         o = stepper.opt
@@ -697,17 +1023,19 @@ class LimitStepper:
             np.ascontiguousarray(jl.restitution, dtype=np.float64),
             np.ascontiguousarray(np.asarray(m.qi)[one], dtype=np.int64),
             np.ascontiguousarray(np.asarray(m.vi)[one], dtype=np.int64), float(jl.margin),
+            *friction_args(jl),
         )  # fmt: skip
+        self._friction = bool(self._args[-2].shape[0])
         self._near = (
             np.ascontiguousarray(np.asarray(m.qi)[one], dtype=np.int64),
             np.ascontiguousarray(np.asarray(m.vi)[one], dtype=np.int64),
-            self._args[-6], self._args[-5], float(jl.margin),
+            self._args[-8], self._args[-7], float(jl.margin),
         )  # fmt: skip
         nv = m.nv
-        self._dof = np.zeros(2 * nv, dtype=np.int64)
-        self._side = np.zeros(2 * nv)
-        self._impulse = np.zeros(2 * nv)
-        self._info = np.zeros(7)
+        self._dof = np.zeros(4 * nv, dtype=np.int64)
+        self._side = np.zeros(4 * nv)
+        self._impulse = np.zeros(4 * nv)
+        self._info = np.zeros(N_INFO)
         self._model, self._data, self._jl = m, d, jl
 
     def step(self, q, v, t, tau=None):
@@ -731,7 +1059,9 @@ class LimitStepper:
         v = np.ascontiguousarray(v, dtype=np.float64)
         dt = float(o.dt)
         if tau is None:
-            if s._fast._last_had_contact or not limit_rows_needed(*self._near, q, v, v, dt):
+            if s._fast._last_had_contact or not (
+                self._friction or limit_rows_needed(*self._near, q, v, v, dt)
+            ):
                 return general(q, v, t)  # a contact step (or its follow-up): not ours
             tau = s._joint_forces(t, q, v)
             if s.effort is not None:  # the effort bound at the free motion (stepper.py)
@@ -772,7 +1102,7 @@ class LimitStepper:
             report.limit_impact = bool(info[I_IMPACT])
             report.energy_impacts = float(info[I_E_IMPACTS])
             report.energy_stabilisation = float(info[I_E_STAB])
-            report.lcp_size = nl
+            report.lcp_size = int(info[I_SIZE])
             report.lcp_pivots = int(info[I_PIVOTS])
             report.lcp_residual = float(info[I_RESIDUAL])
             report.solver = SOLVER_NAMES[int(info[I_SOLVER])]

@@ -25,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from mbsim.simcore.native_call import native
+
 EPS = float(np.finfo(np.float64).eps)
 
 
@@ -97,3 +99,8 @@ def proximal_kernel(A, rhs, z0, delta, iters, out):
     for i in range(m):
         out[i] = z[i]
     return True
+
+
+#: :func:`proximal_kernel` called from compiled code by its address (native_call.py): compiled
+#: once, on its own (as the Python chain's call compiles it), not again inside each caller
+proximal_call = native(proximal_kernel)
