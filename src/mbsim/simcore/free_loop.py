@@ -700,13 +700,17 @@ class FreeLoop:
     @staticmethod
     def eligible(sim) -> bool:
         """Whether the loop may run at all for ``sim``: the stepper's compiled free step is
-        eligible (Euler, ABA, no bilateral or joint friction rows, fast_step.FreeStepper),
+        eligible (Euler, ABA, no bilateral rows, fast_step.FreeStepper; with joint friction
+        the compiled joint-row step too, limit_step.LimitStepper),
         the scene's broadphase is the numba one (or nothing can collide), and no force but
         joint damping and the scenario's actuators acts (no step(tau), no Python
         controller)."""
         st = sim.stepper
         if not st._fast.eligible(st):
             return False
+        jl = st.joint_limits
+        if jl is not None and bool(np.any(jl.friction > 0)) and not LimitStepper.eligible(st):
+            return False  # joint friction: every step is a joint-row step, none of them ours
         c = st.collision
         if c is not None and not isinstance(getattr(c, "_broad", None), AabbBroadphase):
             return False

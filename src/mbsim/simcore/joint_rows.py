@@ -383,7 +383,7 @@ def q_of_v(model, q: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def friction_rows_into(nl, friction_dof, dof, side):
     """The friction pairs' rows after the nl limit rows (``JointRows.G``'s layout): row
     nl + 2 j is +e_k, row nl + 2 j + 1 is -e_k for the j-th friction DoF k, written as the

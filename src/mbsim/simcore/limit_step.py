@@ -145,7 +145,16 @@ def regularised(M):
 @njit(cache=True)
 def regularise_into(M, Mr):
     """Mr = :func:`regularised` (M), no allocation."""
-    return regularise_delta_into(M, LEAST_NORM_DELTA * _mscale(M), Mr)
+    mscale = _inf_norm(M)
+    if not (mscale > 0.0 and np.isfinite(mscale)):
+        mscale = 1.0
+    delta = LEAST_NORM_DELTA * mscale
+    n = M.shape[0]
+    for i in range(n):
+        for j in range(n):
+            Mr[i, j] = M[i, j]
+        Mr[i, i] = M[i, i] + delta
+    return Mr
 
 
 @njit(cache=True)
@@ -787,9 +796,11 @@ def _limit_step_body(
     info[I_ROWS] = nl
     # the friction pairs after the limit rows (joint_rows.py, "Row layout"), no allowance
     nf = fr_dof.shape[0]
-    nr = friction_rows_into(nl, fr_dof, dof, side)
-    for i in range(nl, nr):
-        allowance[i] = 0.0
+    nr = nl
+    if nf:
+        nr = friction_rows_into(nl, fr_dof, dof, side)
+        for i in range(nl, nr):
+            allowance[i] = 0.0
     info[I_SIZE] = nr + nf
     info[I_IMPACT] = 0.0
     info[I_E_IMPACTS] = 0.0
