@@ -116,6 +116,7 @@ from mbsim.simcore.contact_islands import (
 from mbsim.simcore.contact_stages import _gap_allowance_kernel, _impacting_kernel, _split_kernel
 from mbsim.simcore.delassus.upsilon_body import upsilon_kernel
 from mbsim.simcore.dynamics import aba_kernel, impulse_response_kernel
+from mbsim.simcore.joint_rows import joint_lcp_into
 from mbsim.simcore.kinematics import (
     node_transforms_kernel,
     propagate_bias,
@@ -445,6 +446,24 @@ def _solve_block(
 _solve_block_call = native(_solve_block)
 
 
+@njit(cache=True, inline="always")
+def _solve_whole(M, q, least_norm, tol_rel, caps, warm, tab, und, z):
+    """An LCP that does not split into blocks, solved whole as ``chain.solve_lcp`` solves it
+    up to its first attempt (:func:`_solve_block` with ||M||_inf its mscale), its set then
+    remembered under the key (n, None). Returns (accepted, pivots, worst residual)."""
+    n = q.shape[0]
+    mraw = _inf_norm(M)
+    mscale = mraw if mraw > 0.0 and np.isfinite(mraw) else 1.0  # _mscale's rule
+    none = np.empty(0, dtype=np.int64)
+    w = np.empty(n)
+    ok, pivots, worst, S = _solve_block_call(
+        M, q, mscale, mraw, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
+    )
+    if ok and warm:
+        warm_remember(tab, und, n, True, none, S)
+    return ok, pivots, worst
+
+
 @njit(cache=True)
 def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_rel, caps, warm,
                 tab, und, z):  # fmt: skip
@@ -478,15 +497,7 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
                 q[nu * k + a] = budget[a]
         label = np.empty(n, dtype=np.int64)
         if n <= 1 or _component_labels(M, label) == 1:  # one block: solved whole
-            mraw = _inf_norm(M)
-            mscale = mraw if mraw > 0.0 and np.isfinite(mraw) else 1.0  # _mscale's rule
-            none = np.empty(0, dtype=np.int64)
-            w = np.empty(n)
-            ok, pivots, worst, S = _solve_block_call(
-                M, q, mscale, mraw, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
-            )
-            if ok and warm:
-                warm_remember(tab, und, n, True, none, S)
+            ok, pivots, worst = _solve_whole(M, q, least_norm, tol_rel, caps, warm, tab, und, z)
             return ok, pivots, worst, code
     Ms = []
     qs = []
@@ -679,34 +690,26 @@ def _solve_joint_rows(W, wstart, corder, cstarts, D, mu, vu, Wj, Kcj, j_dof, j_s
         for j in range(nc):
             M[nju + i, nju + j] = Mc[i, j]
     nl = nr - 2 * nfr
+    # the joint block (joint_rows.joint_lcp_into): K_jj = G_j M^-1 G_j^T, the rows' rates
+    # G_j v_f + g_v, E and e of the friction pairs
+    Kj = np.empty((nr, nr))
+    rate = np.empty(nr)
     for a in range(nr):
-        q[a] = j_sign[a] * v_free[j_dof[a]] + j_shift[a]
+        rate[a] = j_sign[a] * v_free[j_dof[a]] + j_shift[a]
         for b in range(nr):
-            M[a, b] = j_sign[a] * Wj[b, j_dof[a]]
+            Kj[a, b] = j_sign[a] * Wj[b, j_dof[a]]
+    joint_lcp_into(Kj, rate, nl, j_bound, M[:nju, :nju], q[:nju])
+    for a in range(nr):
         for i in range(nu):
             for c in range(k):
                 x = Kcj[a, i, 0] * D[i, 0, c] + Kcj[a, i, 1] * D[i, 1, c]
                 x += Kcj[a, i, 2] * D[i, 2, c]
                 M[a, nju + k * i + c] = x
                 M[nju + k * i + c, a] = x
-    for f in range(nfr):
-        sg = nr + f
-        q[sg] = j_bound[f]
-        for rr in (nl + 2 * f, nl + 2 * f + 1):
-            M[rr, sg] = 1.0
-            M[sg, rr] = -1.0
     code = 1 if least_norm else 0
     label = np.empty(n, dtype=np.int64)
     if n <= 1 or _component_labels(M, label) == 1:  # one block: solved whole
-        mraw = _inf_norm(M)
-        mscale = mraw if mraw > 0.0 and np.isfinite(mraw) else 1.0  # _mscale's rule
-        none = np.empty(0, dtype=np.int64)
-        w = np.empty(n)
-        ok, pivots, worst, S = _solve_block_call(
-            M, q, mscale, mraw, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
-        )
-        if ok and warm:
-            warm_remember(tab, und, n, True, none, S)
+        ok, pivots, worst = _solve_whole(M, q, least_norm, tol_rel, caps, warm, tab, und, z)
         return ok, pivots, worst, code
     Ms = [M]
     qs = [q]
