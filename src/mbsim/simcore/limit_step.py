@@ -145,16 +145,7 @@ def regularised(M):
 @njit(cache=True)
 def regularise_into(M, Mr):
     """Mr = :func:`regularised` (M), no allocation."""
-    mscale = _inf_norm(M)
-    if not (mscale > 0.0 and np.isfinite(mscale)):
-        mscale = 1.0
-    delta = LEAST_NORM_DELTA * mscale
-    n = M.shape[0]
-    for i in range(n):
-        for j in range(n):
-            Mr[i, j] = M[i, j]
-        Mr[i, i] = M[i, i] + delta
-    return Mr
+    return regularise_delta_into(M, LEAST_NORM_DELTA * _mscale(M), Mr)
 
 
 @njit(cache=True)
