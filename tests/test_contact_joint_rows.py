@@ -14,7 +14,10 @@ rows (``_joint_columns``, ``_solve_joint_rows``). Truth:
   M = T^T K T + E go through BLAS, the kernel sums each entry on its own. The LCP entries
   agree to ~1e-16 relative; the tolerances below (1e-10 m or rad on q, 1e-8 on v in m/s or
   rad/s over 0.3 s, ~300 LCPs of 60-68 rows) are ~100x the differences measured (q 1.2e-15,
-  v 1.9e-12), and far below any physical effect.
+  v 1.9e-12), and far below any physical effect;
+* the step-by-step run, for the compiled loop of steps (free_loop.py, contact_loop.py) taking
+  contact steps with joint rows: the same kernel on the same numbers, so bit for bit, limit
+  events and their order among a step's contact events included.
 """
 
 from __future__ import annotations
@@ -117,3 +120,99 @@ def test_go1_on_the_floor_against_the_python_path(tmp_path, monkeypatch):
     for col in ("step", "kind", "body_a", "body_b"):
         np.testing.assert_array_equal(ra.events[col], rb.events[col], err_msg=col)
     assert sa.status == sb.status == "complete"
+
+
+ARM = """<?xml version="1.0"?>
+<robot name="arm">
+  <link name="base"/>
+  <link name="upper">
+    <inertial><origin xyz="0.2 0 0"/><mass value="1.0"/>
+      <inertia ixx="0.001" iyy="0.014" izz="0.014" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><origin xyz="0.2 0 0"/><geometry><box size="0.4 0.04 0.04"/></geometry></collision>
+  </link>
+  <link name="fore">
+    <inertial><origin xyz="0.15 0 0"/><mass value="0.5"/>
+      <inertia ixx="0.0005" iyy="0.004" izz="0.004" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><origin xyz="0.3 0 0"/><geometry><sphere radius="0.05"/></geometry></collision>
+  </link>
+  <joint name="shoulder" type="revolute">
+    <parent link="base"/><child link="upper"/><origin xyz="0 0 0.45"/><axis xyz="0 1 0"/>
+    <limit lower="-3" upper="3" effort="50" velocity="10"/><dynamics friction="0.3"/>
+  </joint>
+  <joint name="elbow" type="revolute">
+    <parent link="upper"/><child link="fore"/><origin xyz="0.4 0 0"/><axis xyz="0 1 0"/>
+    <limit lower="-3" upper="3" effort="50" velocity="10"/><dynamics friction="0.2"/>
+  </joint>
+</robot>
+"""
+
+
+def test_friction_arm_on_the_floor_in_the_compiled_loop_bit_for_bit(tmp_path, monkeypatch):
+    """A two-link arm with joint friction (primitive shapes: the numba narrowphase) swings
+    down onto the floor and rests there: its contact steps, with the friction rows and no
+    stop near, are taken in the compiled loop of steps (free_loop.py, contact_loop.py) and
+    must equal the step-by-step run's (the same contact step kernel on the same numbers)."""
+    from mbsim.io.scenario import scenario_from_urdf
+    from mbsim.simcore.free_loop import FreeLoop
+    from whole_runs import assert_same_runs
+
+    urdf = tmp_path / "arm.urdf"
+    urdf.write_text(ARM)
+    sc = scenario_from_urdf(
+        str(urdf), {}, duration=0.6, floor=True, record_every=1, record_contacts=True,
+        output=str(tmp_path / "x.h5"),
+    )  # fmt: skip
+    loop = file_run(sc, tmp_path / "loop.h5", monkeypatch)
+    off = [(FreeLoop, "eligible", staticmethod(lambda sim: False))]
+    step = file_run(sc, tmp_path / "step.h5", monkeypatch, off)
+    assert loop[2]._free_loop.contact_steps >= 100
+    assert step[2]._free_loop.steps == 0 and step[2].stepper._fused.steps >= 100
+    # the LCP of a contact step: 2 friction joints (2 rows and a sigma each), then contacts
+    sizes = np.asarray(loop[0].diagnostics["lcp_size"])
+    assert (sizes[sizes > 0] % 6 == 0).all() and sizes.max() >= 12
+    assert_same_runs(loop, step)
+
+
+@pytest.mark.parametrize("friction", [True, False])
+def test_arm_on_its_stop_and_the_floor_in_the_compiled_loop_bit_for_bit(
+    tmp_path, monkeypatch, friction
+):
+    """The arm above with its elbow limited to +-0.05 rad: it falls onto the floor with the
+    elbow pressed on a stop, so its resting contact steps have limit rows (and, with joint
+    friction, the friction rows). The compiled loop takes them (contact_loop.stage_joint_rows:
+    JointLimits.rows' rule in the loop) and the run, limit events included, must equal the
+    step-by-step run's."""
+    from mbsim.io.scenario import scenario_from_urdf
+    from mbsim.simcore.free_loop import FreeLoop
+    from whole_runs import assert_same_runs
+
+    text = ARM.replace(
+        '<limit lower="-3" upper="3" effort="50" velocity="10"/><dynamics friction="0.2"/>',
+        '<limit lower="-0.05" upper="0.05" effort="50" velocity="10"/>'
+        '<dynamics friction="0.2"/>',
+    )
+    if not friction:
+        text = text.replace('<dynamics friction="0.3"/>', "").replace(
+            '<dynamics friction="0.2"/>', ""
+        )
+    urdf = tmp_path / "arm.urdf"
+    urdf.write_text(text)
+    sc = scenario_from_urdf(
+        str(urdf), {}, duration=0.6, floor=True, record_every=1, record_contacts=True,
+        output=str(tmp_path / "x.h5"),
+    )  # fmt: skip
+    loop = file_run(sc, tmp_path / "loop.h5", monkeypatch)
+    off = [(FreeLoop, "eligible", staticmethod(lambda sim: False))]
+    step = file_run(sc, tmp_path / "step.h5", monkeypatch, off)
+    res = loop[0]
+    # the elbow rests on a stop while the arm lies on the floor: limit rows in contact steps
+    elbow = np.asarray(res.q)[-100:, 1]
+    assert (np.abs(np.abs(elbow) - 0.05) < 1e-3).all()
+    assert np.asarray(res.diagnostics["n_contacts"])[-100:].min() >= 1
+    assert loop[1].events.get("limit_begin", 0) >= 1
+    assert loop[2]._free_loop.contact_steps >= 100
+    # the Python path's contact steps (ContactFuser.step counts the loop's too): the landing
+    # (collisions with joint rows are Python's) and the step after each
+    python_steps = loop[2].stepper._fused.steps - loop[2]._free_loop.contact_steps
+    assert python_steps < 20, python_steps
+    assert_same_runs(loop, step)

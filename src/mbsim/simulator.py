@@ -884,19 +884,20 @@ class Simulator:
             return
         body_a, body_b, point, normal = ci[:, 2], ci[:, 3], cf[:, 0:3], cf[:, 3:6]
         vb, va, eb, ea, at = cf[:, 10], cf[:, 11], cf[:, 12], cf[:, 13], ci[:, 0]
-        if rows:  # limit rows of other steps: all in step order (never two kinds in a step)
+        if rows:  # the limit rows, all in step order: in a step, after its contact rows
+            # (a contact step with limit rows; _record writes a step's events so)
             lk, _dof, _side, lp, lb, lpar, lpt, ln = zip(*rows, strict=True)
-            kind = list(lk) + kind
-            body_a = np.concatenate([np.array(lb, np.int64), body_a])
-            body_b = np.concatenate([np.array(lpar, np.int64), body_b])
-            point = np.concatenate([np.array(lpt), point])
-            normal = np.concatenate([np.array(ln), normal])
-            p = np.concatenate([np.array(lp, np.float64), p])
-            tangent = np.concatenate([np.zeros((len(rows), 3)), tangent])
+            kind = kind + list(lk)
+            body_a = np.concatenate([body_a, np.array(lb, np.int64)])
+            body_b = np.concatenate([body_b, np.array(lpar, np.int64)])
+            point = np.concatenate([point, np.array(lpt)])
+            normal = np.concatenate([normal, np.array(ln)])
+            p = np.concatenate([p, np.array(lp, np.float64)])
+            tangent = np.concatenate([tangent, np.zeros((len(rows), 3))])
             nan = np.full(len(rows), np.nan)
-            vb, va = np.concatenate([nan, vb]), np.concatenate([nan, va])
-            eb, ea = np.concatenate([nan, eb]), np.concatenate([nan, ea])
-            at = np.concatenate([np.array(steps, np.int64), at])
+            vb, va = np.concatenate([vb, nan]), np.concatenate([va, nan])
+            eb, ea = np.concatenate([eb, nan]), np.concatenate([ea, nan])
+            at = np.concatenate([at, np.array(steps, np.int64)])
             order = np.argsort(at, kind="stable")
             kind = [kind[i] for i in order]
             body_a, body_b, point = body_a[order], body_b[order], point[order]

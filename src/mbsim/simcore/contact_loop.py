@@ -48,14 +48,19 @@ from mbsim.collision.manifold import BODY_PAIR
 from mbsim.collision.narrowphase import finish, narrowphase
 from mbsim.collision.scene import Contacts, _smooth_radii_kernel
 from mbsim.simcore.contact_fused import (
+    _NO_ROWS,
     I_IMPACT,
     I_KE_AFTER,
     I_KE_BEFORE,
     ContactFuser,
+    _joint_table,
     borrowed,
     contact_step_kernel,
+    joint_row_fields,
+    joint_rows_table,
     make_step,
 )
+from mbsim.simcore.joint_rows import JointRows, _near_limits
 from mbsim.simcore.lcp import warm as warm_start
 from mbsim.simcore.lcp.warm_table import WarmTable, mark, undo
 from mbsim.simcore.native_call import EMPTY, address_table, native_caller
@@ -95,13 +100,14 @@ _call_code = native_caller(types.int64)
 #: the step's contacts (:func:`stage_contacts`; empty before the first), and the buffers of
 #: MAX_CONTACTS contacts whose first rows :func:`fused_step` lends the contact step's record
 #: (each contact's mu and restitution, then the kernel's outputs z, fn, tangent, sliding,
-#: hit, vn_before, vn_after, p_impact)
+#: hit, vn_before, vn_after, p_impact), and the buffers of the step's 1-DoF joint rows whose
+#: first rows :func:`stage_joint_rows` lends the record's j_* fields (with a work vector of nv)
 STAGE_FIELDS = (
     "detect", "step", "ktab", "mu_tab", "eps_tab", "core", "max_rows", "act_pf", "act_is",
     "last_i", "last_v", "last_f", "info", "cst", "ev_i", "ev_f", "rc_i", "rc_f", "rec_cd",
     "stats", "gain", "max_pen", "warm", "wtab", "wund", "ints", "vecs", "gap", "ra", "rb",
     "b_mu", "b_eps", "b_z", "b_fn", "b_tangent", "b_sliding", "b_hit", "b_vn_before",
-    "b_vn_after", "b_p_impact",
+    "b_vn_after", "b_p_impact", "jb_dof", "jb_sign", "jb_shift", "jb_gap", "jb_qv",
 )  # fmt: skip
 
 
@@ -145,7 +151,7 @@ def make_stage(
     detect, step, ktab, mu_tab, eps_tab, core, max_rows, act_pf, act_is, last_i, last_v,
     last_f, info, cst, ev_i, ev_f, rc_i, rc_f, rec_cd, stats, gain, max_pen, warm, wtab, wund,
     ints, vecs, gap, ra, rb, b_mu, b_eps, b_z, b_fn, b_tangent, b_sliding, b_hit, b_vn_before,
-    b_vn_after, b_p_impact,
+    b_vn_after, b_p_impact, jb_dof, jb_sign, jb_shift, jb_gap, jb_qv,
 ):  # fmt: skip
     """The contact stage record (:class:`StageType`) of these fields (:data:`STAGE_FIELDS`);
     it holds the arrays themselves, not copies."""
@@ -153,7 +159,7 @@ def make_stage(
         detect, step, ktab, mu_tab, eps_tab, core, max_rows, act_pf, act_is, last_i, last_v,
         last_f, info, cst, ev_i, ev_f, rc_i, rc_f, rec_cd, stats, gain, max_pen, warm, wtab,
         wund, ints, vecs, gap, ra, rb, b_mu, b_eps, b_z, b_fn, b_tangent, b_sliding, b_hit,
-        b_vn_before, b_vn_after, b_p_impact,
+        b_vn_before, b_vn_after, b_p_impact, jb_dof, jb_sign, jb_shift, jb_gap, jb_qv,
     )  # fmt: skip
 
 
@@ -204,7 +210,8 @@ def fused_step(stage, q, v, tau, qdd, v_new):
     s = stage.step
     nu = stage.gap.shape[0]
     k = s.cos_a.shape[0] + 1
-    n = nu * (k + 1)
+    # the joint friction rows' unknowns first (the record's j_* fields: ContactStage.arrays)
+    n = s.j_dof.shape[0] + s.j_bound.shape[0] + nu * (k + 1)
     if n > stage.max_rows:
         return -1, n
     s.z = borrowed(stage.b_z[:n])
@@ -400,6 +407,40 @@ def stage_contacts(pairs, Rw, pw, bc, R_world, p_world, stage):
 
 
 @njit(cache=True)
+def stage_joint_rows(stage, lower, upper, qi, vi, fdof, q, v, v_free, dt, margin, stab, v_max):
+    """The step's 1-DoF joint rows into the contact step's record, its j_* fields as
+    ``contact_fused.joint_row_fields`` makes them of the rows ``OSStepper._joint_rows`` builds
+    (``JointLimits.rows``): the near limits by ``joint_rows._near_limits`` at (q, v, v_free)
+    (lower, upper: each v index's bounds, rad or m; qi, vi: the q and v index of each 1-DoF
+    joint; margin, stab, v_max: the limits' margin, the stabilisation and
+    max_recovery_speed), then the (+e_k, -e_k) pair of each friction DoF ``fdof`` with no
+    allowance. The friction bounds F dt (``j_bound``) are the record's own, the same every
+    step. Returns the number of limit rows."""
+    dof, sign, shift, gap = stage.jb_dof, stage.jb_sign, stage.jb_shift, stage.jb_gap
+    qv = stage.jb_qv
+    for i in range(qv.shape[0]):
+        qv[i] = np.nan  # joint_rows.q_of_v: a free joint's components
+    for j in range(qi.shape[0]):
+        qv[vi[j]] = q[qi[j]]
+    nl = _near_limits(lower, upper, qv, v, v_free, dt, margin, stab, v_max, dof, sign, gap, shift)
+    n = nl
+    for j in range(fdof.shape[0]):
+        dof[n] = fdof[j]
+        sign[n] = 1.0
+        shift[n] = 0.0
+        dof[n + 1] = fdof[j]
+        sign[n + 1] = -1.0
+        shift[n + 1] = 0.0
+        n += 2
+    s = stage.step
+    s.j_dof = borrowed(dof[:n])
+    s.j_sign = borrowed(sign[:n])
+    s.j_shift = borrowed(shift[:n])
+    s.j_gap = borrowed(gap[:nl])
+    return nl
+
+
+@njit(cache=True)
 def stage_step(stage, q, v, tau, qdd, v_new):
     """:func:`fused_step` on the record's contacts (:func:`stage_contacts`), its outputs in
     the record's ``step``; v_new gets v+. Returns (its code, the LCP's rows)."""
@@ -509,11 +550,35 @@ class ContactStage:
         e = np.zeros(0)
         #: the record's step contacts before the first
         self._empty = (np.zeros((6, 0), np.int64), np.zeros((5, 0, 3)), e, e, e)
-        #: the buffers of the contact step's pair parameters and outputs (:func:`fused_step`)
+        #: the joint rows: the record's j_* fields start as the friction rows (every contact
+        #: step of a model with joint friction has them; their bounds F dt stay) and
+        #: :func:`stage_joint_rows` puts each step's rows in when the model has limits or
+        #: friction; the table of the contact step's joint-row kernel
+        #: (contact_fused.joint_rows_table) is compiled now for a model with friction, else
+        #: taken once a step of the run has compiled it (:meth:`arrays`; until then the loop
+        #: leaves a contact step with limit rows to Python, which compiles it)
+        jl = st.joint_limits
+        self._jrows, self._jtab = _NO_ROWS, EMPTY
+        nf = 0
+        if jl is not None and bool(np.any(jl.friction > 0)):
+            fdof = np.flatnonzero(jl.friction > 0)
+            nf = fdof.shape[0]
+            none = np.zeros(0)
+            rows = JointRows(
+                m.nv, np.zeros(0, np.int64), none, none, none, none, fdof, jl.friction[fdof]
+            )
+            self._jrows = joint_row_fields(rows, float(o.dt))
+            self._jtab = joint_rows_table()
+        self._joint = jl is not None
+        nr = 2 * m.nv + 2 * nf  # JointLimits.rows: at most two limit rows a DoF
+        #: the buffers of the contact step's pair parameters and outputs (:func:`fused_step`),
+        #: then of its joint rows (:func:`stage_joint_rows`)
         self._bufs = (
-            np.zeros(C), np.zeros(C), np.zeros(C * (fuser._k + 1)), np.zeros(C), np.zeros((C, 3)),
-            np.zeros(C, np.bool_), np.zeros(C, np.bool_), np.zeros(C), np.zeros(C),
+            np.zeros(C), np.zeros(C), np.zeros(C * (fuser._k + 1) + nr + nf), np.zeros(C),
             np.zeros((C, 3)),
+            np.zeros(C, np.bool_), np.zeros(C, np.bool_), np.zeros(C), np.zeros(C),
+            np.zeros((C, 3)), np.zeros(nr, np.int64), np.zeros(nr), np.zeros(nr), np.zeros(nr),
+            np.zeros(m.nv),
         )  # fmt: skip
 
     def link(self) -> None:
@@ -588,11 +653,13 @@ class ContactStage:
         # the contact step's record (contact_fused.StepType), its step fields empty (the
         # loop's fused_step puts each step's in); the types ContactFuser.step's records have
         nv = sim.stepper.model.nv
+        if self._joint and self._jtab.shape[0] == 0 and _joint_table[0] is not None:
+            self._jtab = _joint_table[0]  # compiled by a contact step with limit rows
         e, e3, ei, eb = np.zeros(0), np.zeros((0, 3)), np.zeros(0, np.int64), np.zeros(0, np.bool_)
         #: the contact step record's fields (the record borrows them: kept alive here)
         self._step_fields = (
-            *self._head, ei, e3, ei, e3, e3, e, e, e, e, e, *self._middle, ei, e, e, e, e,
-            EMPTY, np.zeros(nv),
+            *self._head, ei, e3, ei, e3, e3, e, e, e, e, e, *self._middle, *self._jrows,
+            self._jtab, np.zeros(nv),
             np.zeros(nv), np.zeros(nv), np.zeros(nv), *self._opts, warm, self.wtable.tab,
             self.wtable.und, np.zeros(nv), np.zeros(nv), e, e, e3, eb, eb, e, e, e3, self.info,
         )  # fmt: skip

@@ -188,7 +188,11 @@ class FreeStepper:
             self._friction_for = jl
             self._friction = jl is not None and bool(np.any(jl.friction > 0))
         if self._friction:  # joint friction rows: on every step (module docstring)
-            return general(q, v, t)
+            # whether it had contacts: the rule below for the step after it, and what the
+            # compiled loop's contact stage resumes from (free_loop.FreeLoop.ready)
+            out = general(q, v, t)
+            self._last_had_contact = out[2].n_contacts > 0
+            return out
         if self._last_had_contact:
             out = general(q, v, t)
             self._last_had_contact = out[2].n_contacts > 0
@@ -208,7 +212,11 @@ class FreeStepper:
         lim = self._limits
         dt = float(o.dt)
         if lim is not None and limit_rows_needed(*lim, q, v, v, dt):
-            return general(q, v, t)  # a limit is near already: before any joint force
+            # a limit is near already: before any joint force; a contact step with limit
+            # rows counts as one for the step after it (the rule above)
+            out = general(q, v, t)
+            self._last_had_contact = out[2].n_contacts > 0
+            return out
         if s.collision is not None:
             # contacts first, from the poses of q: a contact step goes to the general path
             # before the joint forces are asked for, so a controller is called once a step

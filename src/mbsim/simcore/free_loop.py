@@ -129,6 +129,7 @@ from mbsim.simcore.contact_loop import (
     keep_warm,
     stage_contacts,
     stage_events,
+    stage_joint_rows,
     stage_rows,
     stage_step,
 )
@@ -182,6 +183,7 @@ _stage_contacts = native(stage_contacts)
 _stage_step = native(stage_step)
 _stage_events = native(stage_events)
 _stage_rows = native(stage_rows)
+_stage_joint_rows = native(stage_joint_rows)
 #: the free step's kernels, the recording's and the limit step, called through their addresses
 #: too: each is compiled on its own anyway (the run calls it from Python, or another kernel
 #: links it), and linked here it was optimised and compiled to machine code again inside
@@ -360,11 +362,13 @@ def free_run_kernel(
     for k in range(3):
         a0[3 + k] = -gravity[k]
     for step in range(n_max):
-        # joint friction (ls_fdof: its DoFs) has rows on every step: each is a limit step
-        near = ls_fdof.shape[0] > 0 or (
-            lim_on
-            and limit_rows_needed(lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v, dt)
+        # joint friction (ls_fdof: its DoFs) has rows on every step: each is a limit step,
+        # or a contact step with the joint rows (contact_loop.stage_joint_rows)
+        fric = ls_fdof.shape[0] > 0
+        lim_near = lim_on and limit_rows_needed(
+            lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v, dt
         )
+        near = fric or lim_near
         if near and ls_on is None:
             return step, LIMIT, nrec, nev
         _forward_kinematics_kernel(
@@ -381,12 +385,15 @@ def free_run_kernel(
             if touch and cl is None:
                 return step, CONTACT, nrec, nev
         nc = 0
+        nl = 0  # the contact step's limit rows
         nz = 0  # the contact step's LCP rows
         had = False
+        touch_rows = False  # joint rows at v and a pair that may touch: a contact step's?
         if cl is not None:  # contact steps in the loop (contact_loop.py); pruned without
             had = cst[1] > 0  # the last step had contacts: Python's general path's step
-            if (touch or had) and (near or n_active):
-                return step, CONTACT, nrec, nev  # joint rows or limit events with contacts
+            if had and not touch and (near or n_active):
+                return step, CONTACT, nrec, nev  # joint rows or acting limits after contacts
+            touch_rows = near and touch
             if cst[2] + 3 * MAX_CONTACTS > ev_ci.shape[0] or cst[3] + MAX_CONTACTS > rc_i.shape[0]:
                 return step, BUFFERS, nrec, nev
         if act_on:
@@ -423,7 +430,8 @@ def free_run_kernel(
         # from that compilation (a first run's compile time), as ls_on's limit step
         settle = act_on and saturable is not None
         passes = 0
-        while not near or settle:  # solved again while the effort bound changes a side
+        # solved again while the effort bound changes a side
+        while not near or settle or touch_rows:
             _free_motion(
                 parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature, vel,
                 cbias, tau, pA, u, a0, acc, qdd, v, dt, v_new,
@@ -446,11 +454,17 @@ def free_run_kernel(
                 nc = _stage_contacts(pairs, Rw, pw, bc, R_world, p_world, cl)
                 if nc < 0:
                     return step, CONTACT, nrec, nev  # a pair Python's detection must take
+                if touch_rows and nc == 0 and had:
+                    return step, CONTACT, nrec, nev  # a joint-row step after a contact step
                 if nc > 0:
-                    if lim_on and limit_rows_needed(
-                        lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new, dt
-                    ):
-                        return step, CONTACT, nrec, nev  # joint rows with the contacts
+                    at_stop = False  # the joint rows go in the contact step
+                    if lim_on or fric:
+                        nl = _stage_joint_rows(
+                            cl, ls_lower, ls_upper, ls_qi, ls_vi, ls_fdof, q, v, v_new, dt,
+                            ls_margin, stabilization, max_recovery_speed,
+                        )  # fmt: skip
+                        if nl and (ls_on is None or cl.step.jtab.shape[0] == 0):
+                            return step, CONTACT, nrec, nev  # Python's (it compiles jtab)
                     ccode, nz = _stage_step(cl, q, v, tau, qdd, v_new)
                     if ccode != 0:
                         return step, CONTACT, nrec, nev  # Python's contact step decides
@@ -478,17 +492,19 @@ def free_run_kernel(
                                 scratch, armature, vel, cbias, tau, pA, u, a0, acc, qdd, v, dt,
                                 v_new,
                             )  # fmt: skip
-                            if lim_on and limit_rows_needed(
-                                lim_qi, lim_vi, lim_lower, lim_upper, lim_margin, q, v, v_new,
-                                dt,
-                            ):  # fmt: skip
-                                return step, CONTACT, nrec, nev  # joint rows with them
+                            if lim_on or fric:  # the rows at the new free motion
+                                nl = _stage_joint_rows(
+                                    cl, ls_lower, ls_upper, ls_qi, ls_vi, ls_fdof, q, v, v_new,
+                                    dt, ls_margin, stabilization, max_recovery_speed,
+                                )  # fmt: skip
+                                if nl and (ls_on is None or cl.step.jtab.shape[0] == 0):
+                                    return step, CONTACT, nrec, nev
                             ccode, nz = _stage_step(cl, q, v, tau, qdd, v_new)
                             if ccode != 0:
                                 return step, CONTACT, nrec, nev  # Python's step decides
                     deepest = cinfo[C_DEEPEST]
                     pen = -deepest if -deepest > 0.0 else 0.0
-        if not near:
+        if not near or nc > 0:
             _integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
             for i in range(nq):
                 if not np.isfinite(q_new[i]):
@@ -515,7 +531,7 @@ def free_run_kernel(
                 return step, LIMIT, nrec, nev
             # the kinematics of (q, v) are in the Data (step 2), and the free motion too
             # unless a stop was near at v already (step 4 skipped): not computed again
-            done = KINEMATICS_DONE if near else FREE_MOTION_DONE
+            done = KINEMATICS_DONE if near and not touch_rows else FREE_MOTION_DONE
             code = _limit_step_from(
                 parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass,
                 com, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc,
@@ -543,21 +559,29 @@ def free_run_kernel(
                 code == OK, ls_info, ls_dof, ls_side, ls_imp, active, n_active, limit_min
             ):
                 kind |= LIMITS  # a limit_begin or limit_end event
-        elif n_active:  # a free step ends the limits still acting: limit_end
+        elif n_active and nc == 0:  # a free step ends the limits still acting: limit_end
             if ls_on is None:  # no event row then (below): Python takes the step
                 return step, LIMIT, nrec, nev
             kind |= LIMITS
         # step 5c: the event row (module docstring); numba prunes it with ls_on None: no
         # limit acts then (FreeLoop.ready), so none can end, and none can begin without a
         # limit step
-        if cl is not None:
-            if nc > 0 and not (
-                cinfo[C_E_IMPACTS] <= GAIN_TOL_ABS and cinfo[C_E_STAB] <= GAIN_TOL_ABS
-            ):
+        if cl is not None and nc > 0:
+            # the contact step's limit rows (their impulses lead its LCP's unknowns, z) in
+            # the limit step's slots: the limits acting after it, as a limit step's
+            gi[I_ROWS] = nl
+            zc = cl.b_z
+            for i in range(nl):
+                ls_dof[i] = cl.jb_dof[i]
+                ls_side[i] = cl.jb_sign[i]
+                ls_imp[i] = zc[i]
+            if not _same_limits(True, gi, ls_dof, ls_side, ls_imp, active, n_active, limit_min):
+                kind |= LIMITS  # a limit_begin or limit_end event
+            if not (cinfo[C_E_IMPACTS] <= GAIN_TOL_ABS and cinfo[C_E_STAB] <= GAIN_TOL_ABS):
                 kind |= GAIN  # the contact step's energy shares, in the limit step's slots
-                gi[I_ROWS] = 0.0
-                gi[I_E_IMPACTS] = cinfo[C_E_IMPACTS]
-                gi[I_E_STAB] = cinfo[C_E_STAB]
+            gi[I_E_IMPACTS] = cinfo[C_E_IMPACTS]
+            gi[I_E_STAB] = cinfo[C_E_STAB]
+            if kind:
                 n_active = _event_row(
                     nev, k0 + step + 1, kind, True, gi, ls_dof, ls_side, ls_imp, limit_min,
                     active, n_active, q_new, v_new, ev_step, ev_kind, ev_n, ev_dof, ev_side,
