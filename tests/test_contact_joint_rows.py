@@ -188,8 +188,7 @@ def test_arm_on_its_stop_and_the_floor_in_the_compiled_loop_bit_for_bit(
 
     text = ARM.replace(
         '<limit lower="-3" upper="3" effort="50" velocity="10"/><dynamics friction="0.2"/>',
-        '<limit lower="-0.05" upper="0.05" effort="50" velocity="10"/>'
-        '<dynamics friction="0.2"/>',
+        '<limit lower="-0.05" upper="0.05" effort="50" velocity="10"/><dynamics friction="0.2"/>',
     )
     if not friction:
         text = text.replace('<dynamics friction="0.3"/>', "").replace(
