@@ -1,4 +1,5 @@
-"""The acceptance tolerance's absolute floor (lcp/problem.py, ``ABS_TOL``).
+"""The acceptance tolerance's absolute floor (lcp/problem.py, ``ABS_TOL``) and the names a
+results file gives its static world and its event counts.
 
 Independent truths: a contact whose normal row of M is exactly zero (a sphere turning about a
 horizontal axis through its centre: its contact point never moves along the normal) cannot
@@ -13,17 +14,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from mbsim.io.results import load_results
+from mbsim.io.results import EVENT_KINDS, load_results
 from mbsim.simcore.lcp.chain import solve_lcp
 from mbsim.simcore.lcp.problem import (
     ABS_TOL,
     DEFAULT_TOL_REL,
     GROWTH,
     ROUND,
+    SCALE_FLOOR,
     Status,
     accept_kernel,
     evaluate,
@@ -79,6 +82,9 @@ def test_the_floor_changes_nothing_above_it():
     assert rel > ABS_TOL and tolerance(M, q, z) == rel
     # the same problem in units 1e9 times smaller: the floor takes over, never below it
     assert tolerance(M, q * 1e-9, z * 1e-9) == ABS_TOL
+    # proportional to tol_rel: a tighter one tightens it, a negative one accepts nothing
+    assert tolerance(M, q * 1e-9, z * 1e-9, tol_rel=1e-12) == 1e-12 * SCALE_FLOOR
+    assert tolerance(M, q * 1e-9, z * 1e-9, tol_rel=-1.0) < 0.0
 
 
 def test_python_and_compiled_acceptance_agree_near_the_floor():
@@ -142,3 +148,16 @@ def test_resting_at_a_rounding_size_gap_is_not_softened(tmp_path):
     assert r.run_summary["recovery_softened_steps"] == 0
     assert summary["recovery_softened_steps"] == 0
     assert np.all(r.diagnostics["lcp_residual"] <= ABS_TOL)
+    # the run's JSON counts every kind of the file's /events/kind, as inspect does
+    kinds = Counter(r.event_kinds[k] for k in r.events["kind"])
+    assert summary["events"] == {k: kinds.get(k, 0) for k in EVENT_KINDS}
+    assert summary["events"]["contact_begin"] == 1
+    inspected = json.loads(run("inspect", out, "--json", "--events"))
+    assert inspected["events_by_kind"] == summary["events"]
+    # the floor is named as the scenario and `mbsim info` name it
+    assert r.static_links == [] and r.floor
+    assert {(e["body_a"], e["body_b"]) for e in inspected["event_list"]} == {
+        ("wheel", "builtin/floor")
+    }
+    info = json.loads(run("info", urdf, "--floor", "--json"))
+    assert ["builtin/floor", "wheel/wheel"] in info["checked_pairs"]
