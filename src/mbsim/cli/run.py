@@ -266,12 +266,13 @@ def _print_summary(summary, sc, as_json, compiled=0.0):
     kernels (or waiting for the compile-ahead helper), said when it is noticeable, with the
     rate without them, so a first run's rate is not taken for mbsim's speed."""
     d = summary.as_dict()
+    d["events"] = event_counts(summary.events)
     d["results"] = str(sc.output.path)
     d["compile_seconds"] = compiled
     if as_json:
         typer.echo(json.dumps(d, indent=2))
         return
-    ev = ", ".join(f"{v} {k}" for k, v in sorted(summary.events.items()) if v) or "none"
+    ev = ", ".join(f"{v} {k}" for k, v in d["events"].items() if v) or "none"
     lines = [
         f"mbsim run: {summary.status}, {summary.steps} steps, {summary.sim_time:.6g} s simulated "
         f"in {summary.wall_seconds:.3g} s ({d['steps_per_second'] or 0:.0f} steps/s, "
@@ -305,6 +306,19 @@ def _print_summary(summary, sc, as_json, compiled=0.0):
             3, f"max loop-closure / mimic error: {summary.max_constraint_error:.3g} (m or rad)"
         )
     typer.echo("\n".join(lines))
+
+
+def event_counts(events: dict) -> dict:
+    """The run's event counts by kind, as the results file has them: every kind of its
+    ``/events/kind`` enum (``schema.EVENT_KINDS``) in code order, 0 for a kind that did not
+    occur (what ``mbsim inspect`` shows as ``events_by_kind``), then any other key of
+    ``events``. The run loop's summary only holds the kinds it met (and ``contact_end``,
+    counted after every step), so ``--json`` listed ``contact_end: 0`` and no other zero."""
+    from mbsim.io.results.schema import EVENT_KINDS
+
+    out = {k: int(events.get(k, 0)) for k in EVENT_KINDS}
+    out.update({k: int(v) for k, v in events.items() if k not in out})
+    return out
 
 
 def _compile_note(summary, compiled: float) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from mbsim.io.results.schema import (
     _trajectory_cols,
 )
 from mbsim.io.results.target import writer_holds
+from mbsim.names import FLOOR, WORLD
 
 
 @dataclass
@@ -71,6 +74,9 @@ class Results:
     controller_name: str = ""
     #: the attributes of ``/summary`` (written when the run ends; empty before that)
     run_summary: dict = field(default_factory=dict)
+    #: ``tree/link`` of the links with static collision shapes (``/model/static_links``);
+    #: None in files written before it was recorded
+    static_links: list[str] | None = None
     event_kinds: tuple[str, ...] = field(default=EVENT_KINDS)
     solver_codes: tuple[str, ...] = field(default=SOLVER_CODES)
 
@@ -91,8 +97,35 @@ class Results:
         return np.array([self.event_kinds[k] for k in self.events["kind"]], dtype=object)
 
     def body_name(self, index: int) -> str:
-        """Name of body ``index`` (-1: ``world``)."""
-        return "world" if index < 0 else self.body_names[index]
+        """Name of body ``index``: its ``/model/body_names`` entry, and for -1 (the static
+        world) :meth:`static_name`."""
+        return self._static_name if index < 0 else self.body_names[index]
+
+    @functools.cached_property
+    def _static_name(self) -> str:
+        return self.static_name()
+
+    def static_name(self) -> str:
+        """The name of body index -1 in the scenario's vocabulary (mbsim.names): the one link
+        the static world is made of when there is one, ``builtin/floor`` for a scene whose
+        only static shape is the built-in floor (what ``mbsim info`` and the scenario's
+        ``pairs`` call it); ``world`` when it holds several links (say the floor and a
+        fixed base, whose contacts the file does not tell apart) or the file predates
+        ``/model/static_links``."""
+        if self.static_links is None:
+            return WORLD
+        links = [*self.static_links, *([FLOOR] if self.floor else [])]
+        return links[0] if len(links) == 1 else WORLD
+
+    @property
+    def floor(self) -> bool:
+        """Whether the run had the built-in floor (the scenario's ``contact.floor``)."""
+        try:
+            sc = tomllib.loads(self.scenario_toml)
+        except tomllib.TOMLDecodeError:
+            return False
+        contact = sc.get("contact", {})
+        return bool(contact.get("floor", False)) if isinstance(contact, dict) else False
 
     def long_table(self) -> dict[str, np.ndarray]:
         """The trajectory in long format: time, step, kind, item, quantity, value
@@ -322,6 +355,7 @@ def _read(p: Path, f: h5py.File, locked: bool) -> Results:
         v_names=v_names,
         tree_names=names("tree_names", required=False),
         body_trees=numbers("body_trees", nb, default=np.zeros(nb, np.int64)),
+        static_links=names("static_links") if "static_links" in m else None,
         time=traj["time"],
         step=traj["step"],
         q=traj["q"],

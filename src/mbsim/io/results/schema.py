@@ -15,6 +15,7 @@ import h5py
 import numpy as np
 
 from mbsim.errors import MbsimError
+from mbsim.names import link_ref
 
 FORMAT = "mbsim-results"
 SCHEMA_VERSION = 1
@@ -222,7 +223,21 @@ def model_info(model) -> dict:
         "masses": np.asarray(model.mass, dtype=np.float64),
         "tree_names": list(model.tree_names),
         "body_trees": np.asarray(model.tree_of, dtype=np.int64),
+        "static_links": static_links(model),
     }
+
+
+def static_links(model) -> list[str]:
+    """``tree/link`` of every link whose collision shapes (or PyBullet ``<plane>``) are static,
+    i.e. welded to the world (body index -1), in model order: with the built-in floor (not a
+    model link: the scenario's ``contact.floor``) they make up the static world that body
+    index -1 of the contacts and events stands for."""
+    out: list[str] = []
+    for g in (*model.geometries, *model.planes):
+        ref = link_ref(model.tree_names[g.tree], g.link)
+        if g.body < 0 and ref not in out:
+            out.append(ref)
+    return out
 
 
 _MODEL_META = {
@@ -235,6 +250,11 @@ _MODEL_META = {
     "masses": ("kg", "mass of each body (fixed-joint children merged in)"),
     "tree_names": ("1", "robot and environment names, one per tree"),
     "body_trees": ("1", "index into tree_names of each body"),
+    "static_links": (
+        "1",
+        "tree/link of each link with static collision shapes (body index -1; the built-in "
+        "floor builtin/floor is not listed: the scenario's contact.floor)",
+    ),
 }
 
 

@@ -26,7 +26,8 @@ sign violation and equality residual are all <= ``tol`` with
           + ROUND * n * eps * ||M||_inf ||z||_inf,
 
 tol_rel = 1e-9, GROWTH = 1e4 and ROUND = 10 by default, ``||M||_inf`` the induced infinity norm
-(max absolute row sum); for a mixed LCP, M, q and z are the full ones (z there means [x; z]).
+(max absolute row sum); for a mixed LCP, M, q and z are the full ones (z there means [x; z]);
+and never below the floor tol_rel * SCALE_FLOOR: ABS_TOL = 1e-12 at the default tol_rel (below).
 The test is on the verified residuals only: a candidate that meets it is accepted whichever
 solver produced it and however that solver ended (a Lemke basis it judged ill-conditioned, a
 pivot cap), and the status becomes ``solved`` (the solver's own verdict stays in the message).
@@ -38,7 +39,7 @@ Why these terms:
   resting on a link 1e4 times lighter has ||M|| ||z|| ~ 1e4 ||q||, and its contact rows are
   resolved only to ~1e-9 of that (the issue-20 trial on real URDFs: 9 of 11 rejected landing
   and resting steps had residuals of 2.5e-13 to 2.4e-9 under the old absolute floor
-  1e-9 max(1, ||q||)). No absolute floor: the test does not depend on units.
+  1e-9 max(1, ||q||)). It does not depend on units, except through the floor below.
 * ``||M|| ||z||`` counts at most GROWTH ||q||. Without a cap an infeasible problem (e.g. a
   singular PSD M with q outside its range) "solved" on M + delta I returns z ~ 1/delta, and its
   O(||q||) residual would pass because ||M|| ||z|| is huge (tested). With the cap the relative
@@ -47,6 +48,22 @@ Why these terms:
   Lemke's refined solves are).
 * the last is the rounding error of a backward-stable solve and of evaluating ``w = M z + q``
   itself (bounded by n eps |M| |z|), with a factor 10 for pivot growth.
+* the floor tol_rel * SCALE_FLOOR, SCALE_FLOOR = 1e-3 (the data's scale is never taken
+  below 1e-3), i.e. ABS_TOL = 1e-12 at the default tol_rel, in the units of w: m/s (contact
+  and closure velocity rows), rad/s (joint rows) and N s (the friction rows' impulse
+  slacks), mbsim's SI units. Proportional to tol_rel, so a caller's tighter tol_rel tightens
+  it and a tol_rel <= 0 (no answer accepted: tests) keeps meaning that. The relative
+  terms vanish with ||q||, but q itself carries rounding that ||q|| does not see: a contact
+  resting at a gap of rounding size (pybullet_data's minitaur on the floor: -6.9e-18 m,
+  eps times its coordinates) gets the recovery demand 0.2 |g| / dt = 1.4e-15 m/s, and when
+  its normal row of M is exactly zero (a motor cylinder turning about its own axis) no z can
+  meet it. With ||q|| = 1.4e-15 the relative tolerance was 1.4e-24, so z = 0 (sign violation
+  1.4e-15) was refused and every step was solved again with softened recovery. The floor is
+  the largest residual that is still noise in every unit above: 1e-12 m/s moves a body 1e-15 m
+  in a 1 ms step (a rounding-size gap demands 0.2 x 4 eps x 1 m / dt = 1.8e-13 m/s at
+  coordinates up to 1 m and dt = 1 ms), and 1e-12 N s is 1e-7 of a 1 g body's weight
+  impulse in that step. It only matters where every relative term is below it (||q|| below
+  ~1e-3 with z ~ 0).
 
 Unverifiable candidates (:func:`verifiable`). The rounding term grows with ||z|| without a
 cap, so a candidate with astronomically large z (a Lemke basis near a ray) could pass with an
@@ -71,8 +88,10 @@ overstates the rounding when the largest z and the largest rows of M do not meet
 alex_psyonic_hands (issue 19) the impact LCP at t = 0.68 s (n = 298) was solved by Lemke to an
 exact residual of 3.2e-13, its ||M|| ||z|| = 1.24e6 x 11.4 put the normwise bound at 9.3e-6,
 above the cap 7.2e-6, while the rows of 6 g fingertips that carry the impulses have
-componentwise bound 3.5e-9. A z = 0 candidate is always verifiable. The acceptance tolerance
-itself keeps the normwise rounding term (a looser, safe upper bound on the same error).
+componentwise bound 3.5e-9. With the floor, a rounding bound below ABS_TOL is verifiable as
+well (:func:`verify_cap`; tol_rel * SCALE_FLOOR in general). A z = 0 candidate is always
+verifiable. The acceptance tolerance itself keeps the normwise rounding term (a looser, safe
+upper bound on the same error).
 """
 
 from __future__ import annotations
@@ -91,6 +110,12 @@ DEFAULT_TOL_REL = 1e-9
 GROWTH = 1e4
 ROUND = 10.0
 EPS = float(np.finfo(np.float64).eps)
+#: The smallest data scale (units of w: m/s, rad/s, N s) the acceptance tolerance is relative
+#: to: its floor is tol_rel * SCALE_FLOOR (module docstring).
+SCALE_FLOOR = 1e-3
+#: That floor at the default tol_rel: a residual far below anything physical, above the
+#: rounding of q's entries.
+ABS_TOL = DEFAULT_TOL_REL * SCALE_FLOOR
 
 
 class Status(StrEnum):
@@ -342,9 +367,18 @@ def _tol(tol_rel: float, n: int, mnorm: float, qn: float, zn: float) -> float:
 
 @njit(cache=True)
 def tolerance_kernel(tol_rel, n, mnorm, qn, zn):
-    """The acceptance tolerance of the module docstring from the norms (shared with PGS)."""
+    """The acceptance tolerance of the module docstring from the norms (shared with PGS, the
+    warm start and every compiled acceptance test), never below tol_rel * SCALE_FLOOR."""
     mz = mnorm * zn
-    return tol_rel * (min(mz, GROWTH * qn) + qn) + ROUND * n * EPS * mz
+    return max(tol_rel * (min(mz, GROWTH * qn) + qn) + ROUND * n * EPS * mz, tol_rel * SCALE_FLOOR)
+
+
+@njit(cache=True)
+def verify_cap(tol_rel, qn):
+    """The largest rounding bound ROUND n eps || |M| |z| || a verifiable candidate may have:
+    the largest relative term of the tolerance, tol_rel (GROWTH + 1) ||q||, or its floor
+    tol_rel * SCALE_FLOOR when that is larger (module docstring, "Unverifiable candidates")."""
+    return max(tol_rel * (GROWTH + 1.0) * qn, tol_rel * SCALE_FLOOR)
 
 
 @njit(cache=True)
@@ -359,7 +393,7 @@ def accept_kernel(tol_rel, n, res, sv, mnorm, qn, zn, mv):
     else:
         tol = 0.0
     worst = max(res, sv, 0.0)
-    if zn != 0.0 and not ROUND * n * EPS * mv <= tol_rel * (GROWTH + 1.0) * qn:
+    if zn != 0.0 and not ROUND * n * EPS * mv <= verify_cap(tol_rel, qn):
         return False, worst, tol  # unverifiable (verifiable)
     return bool(np.isfinite(res) and worst <= tol), worst, tol
 
@@ -368,10 +402,11 @@ def verifiable(tol_rel: float, n: int, mz_abs: float, qn: float, zn: float) -> b
     """Whether a candidate z can be verified at all: the rounding bound ROUND n eps
     || |M| |z| ||_inf (``mz_abs``, from :func:`_verify_kernel`) of the computed w = M z + q
     must not exceed the largest relative term tol_rel (GROWTH + 1) ||q||, which caps what may
-    be accepted relative to the data (module docstring). z = 0 (``zn`` = 0) always is."""
+    be accepted relative to the data, or the floor tol_rel * SCALE_FLOOR (:func:`verify_cap`,
+    module docstring). z = 0 (``zn`` = 0) always is."""
     if zn == 0.0:
         return True
-    return ROUND * n * EPS * mz_abs <= tol_rel * (GROWTH + 1.0) * qn
+    return ROUND * n * EPS * mz_abs <= float(verify_cap(tol_rel, qn))
 
 
 def tolerance(M: np.ndarray, q: np.ndarray, z: np.ndarray, tol_rel: float = DEFAULT_TOL_REL):
