@@ -32,7 +32,7 @@ from numba import njit
 
 from mbsim.simcore.delassus.compressed_tree import common_vertex, compress, zero_blocks
 from mbsim.simcore.delassus.nodes import as_nodes
-from mbsim.simcore.spatial import c_view, congruence_sym, copy6x6, xform_force_T
+from mbsim.simcore.spatial import borrowed, c_view, congruence_sym, copy6x6, xform_force_T
 
 
 @njit(cache=True, forceinline=True)
@@ -174,8 +174,12 @@ def _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, lo):
     all of Lambda; lo = 3: its linear-linear blocks)."""
     nb = parent.shape[0]
     nc = node_body.shape[0]
-    # 1. nodes per subtree and branch points -> compressed-tree vertices
-    iw = np.empty((7, max(nb, 1)), dtype=np.int64)
+    # 1. nodes per subtree and branch points -> compressed-tree vertices. The work arrays
+    # (iw, buf) are used through borrowed views (spatial.borrowed: no owner, so the views
+    # made of them below and in the loops count no references, each an atomic update
+    # otherwise); the arrays themselves are read at the end, which keeps them alive
+    iw_owned = np.empty((7, max(nb, 1)), dtype=np.int64)
+    iw = borrowed(iw_owned)
     nvert = compress(parent, node_body, iw)
     vid, vbody, cparent, cdepth = iw[3], iw[4], iw[5], iw[6]
     # the work arrays below as views of one allocation each (ints: iw's rows 1-2, which
@@ -193,7 +197,8 @@ def _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, lo):
     o_f = o_t + 12
     o_g = o_f + 36 * nc * nd
     o_d = o_g + 36 * nc * nd
-    buf = np.empty(o_d + nc * nd)
+    buf_owned = np.empty(o_d + nc * nd)
+    buf = borrowed(buf_owned)
     edge = c_view(buf, 0, (nvert, 6, 6))
     ident = c_view(buf, o_id, (6, 6))
     tmp = c_view(buf, o_id + 36, (6, 6))
@@ -248,6 +253,7 @@ def _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, lo):
     for a in range(done.shape[0]):
         done[a] = 0.0
     _blocks(node_body, vid, vbody, cparent, cdepth, F, Gs, done, ups, Lam, lo)
+    return iw_owned.shape[0] + buf_owned.shape[0]  # read last: alive until here
 
 
 @njit(cache=True, forceinline=True)
