@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import itertools
 
+import numba
 import numpy as np
 import pytest
 
 from mbsim.simcore.lcp.lemke import ZERO_REL, _lemke_once, lemke_once_into
 from mbsim.simcore.limit_step import (
+    SOLVE_RESULT,
     _solve_direct,
     _solve_general,
     _solve_one,
@@ -151,6 +153,30 @@ def test_direct_candidate_is_the_general_path_bit_for_bit(least_norm):
         assert a[2] == b[2], (M, q, a, b)
         assert z1.tobytes() == z2.tobytes() and w1.tobytes() == w2.tobytes(), (M, q)
     assert accepted > 1000  # the usual case is decided directly
+
+
+def test_general_path_by_address():
+    """solve_limit_lcp_into calls _solve_general through its address, compiled when first
+    needed, with the return type it declares (SOLVE_RESULT): on LCPs the direct candidate
+    leaves to it (islands, the indefinite and scaled cases) the answers are a linked call's."""
+    general = 0
+    for M, q in _direct_cases(400, 11):
+        n = q.shape[0]
+        for least_norm in (True, False):
+            fw, iw = _work(n)
+            z1, z2, w1, w2 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+            if _solve_direct(M, q, least_norm, TOL_REL, z1, w1, fw, iw)[0]:
+                continue
+            general += 1
+            a = solve_limit_lcp(M, q, least_norm, TOL_REL, z1, w1)
+            b = _solve_general(M, q, least_norm, TOL_REL, z2, w2, fw, iw)
+            assert a[0] == b[0] and a[1] == b[1] and a[3] == b[3], (M, q, a, b)
+            if a[0]:
+                assert a[2] == b[2] and z1.tobytes() == z2.tobytes(), (M, q)
+    assert general > 50
+    for sig, cres in _solve_general.overloads.items():
+        if sig[0] == numba.typeof(np.empty((2, 2))):
+            assert cres.signature.return_type == SOLVE_RESULT
 
 
 def _brute_force(M, q):

@@ -79,7 +79,7 @@ import time as _time
 from dataclasses import fields
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from mbsim.simcore.contact_islands import verify_blocks
 from mbsim.simcore.dynamics import (
@@ -440,10 +440,14 @@ def _solve_general(M, q, least_norm, tol_rel, z, w, fw, iw):
     return _solve_block(M, q, delta, least_norm, tol_rel, z, w, fw, iw[n:])
 
 
-#: :func:`_solve_general` called by its address (native_call.py): compiled once on its own,
-#: not again inside the joint-row step's compilations (the step's loop and
-#: :func:`limit_step_kernel`); the step links only :func:`_solve_direct`
-_solve_general_call = native(_solve_general)
+#: what :func:`_solve_general` returns (accepted, pivots, worst residual, solver code)
+SOLVE_RESULT = types.Tuple((types.boolean, types.int64, types.float64, types.int64))
+#: :func:`_solve_general` called by its address (native_call.py), compiled only when a step
+#: first needs it (typing the call compiles nothing: ``native`` with its return type): not
+#: inside the joint-row step's compilations (the step's loop and :func:`limit_step_kernel`),
+#: which link only :func:`_solve_direct`, and not at all by a run whose limit LCPs the direct
+#: candidate decides (no friction rows, no islands)
+_solve_general_call = native(_solve_general, SOLVE_RESULT)
 
 
 @njit(cache=True)
