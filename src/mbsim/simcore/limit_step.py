@@ -40,22 +40,22 @@ row, are exact either way):
    z >= 0, v+ = v_f + W p with p = z[:nr] the row impulses (the friction rows' impulses are
    not reported, as in the general path's StepReport: only the limit rows');
 6. the LCP solve (``lcp/chain.py``'s first attempt): with the stepper's ``lcp_selection``
-   "least_norm" Lemke on K + delta I (delta = 1e-6 ||K||_inf) polished on K's active set by
-   the least-change correction (``lemke_regularised``, ``lstsq.active_set_least_change``),
-   with "vertex" lexicographic Lemke (``lemke``) -- one row (a joint on one stop, the usual
-   case) by that path written out for one row (:func:`_solve_one`), more rows by the general
-   kernels in the step's work arrays (no allocation per LCP); the answer is verified on
-   (K, q) by the acceptance test of lcp/problem.py (``evaluate``: relative residual
-   ``lcp_tol_rel``, sign violation, verifiability); more rows as the chain solves them
-   (:func:`_solve_general`): an M that splits into islands (lcp/islands.py: a fixed-base
-   robot's branches) block by block, each block by ``chain.lemke_regularised`` written out
-   (:func:`_lemke_regularised`: the polish with the proximal iterations, the active-set
-   corrections, the restricted LCP, the raw answer) and, where that fails as Python's
-   does, the chain's second attempt ``lemke.lemke`` (:func:`_lemke_full`, its other paths).
-   Any other outcome -- a Lemke path longer than one budget chunk, the chain's later
-   attempts (other regularisations, PGS) -- is not decided here: the kernel returns
-   FALLBACK and the caller takes the step by the Python path, whose chain goes on from
-   there (or raises the failure);
+   "least_norm" Lemke on K + delta I (delta = 1e-6 ||K||_inf) polished on K's active set by the
+   least-change correction (``lemke_regularised``, ``lstsq.active_set_least_change``), with "vertex"
+   lexicographic Lemke (``lemke``) -- one row (a joint on one stop, the usual case) by that path
+   written out for one row (:func:`_solve_one`), more rows by the general kernels in the step's work
+   arrays (no allocation per LCP); the answer is verified on (K, q) by the acceptance test of
+   lcp/problem.py (``evaluate``: relative residual ``lcp_tol_rel``, sign violation, verifiability);
+   more rows first by the chain's first candidate alone (:func:`_solve_direct`: what the general
+   kernels accept there, with the same bits), else as the chain solves them (:func:`_solve_general`,
+   called by its address and compiled only when a step first needs it): an M that splits into
+   islands (lcp/islands.py: a fixed-base robot's branches) block by block, each block by
+   ``chain.lemke_regularised`` written out (:func:`_lemke_regularised`: the polish with the proximal
+   iterations, the active-set corrections, the restricted LCP, the raw answer) and, where that fails
+   as Python's does, the chain's second attempt ``lemke.lemke`` (:func:`_lemke_full`, its other
+   paths). Any other outcome -- a Lemke path longer than one budget chunk, the chain's later
+   attempts (other regularisations, PGS) -- is not decided here: the kernel returns FALLBACK and the
+   caller takes the step by the Python path, whose chain goes on from there (or raises the failure);
 7. the energy share of the stops passed (``energy_sources.step_shares``): the rows with g <
    0 get p (G (v_f + v+)) / 2 (``energy_stabilisation``);
 8. Euler: q+ = q (+) dt v+ (``integrate_kernel``); a non-finite state or |v+| > max_speed
