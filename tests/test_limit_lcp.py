@@ -13,17 +13,24 @@
   the bit, on random rows across 16 orders of magnitude and on the special values (0, -0,
   inf, nan, subnormal); and the Lemke path in a reused, dirty workspace
   (``lemke.lemke_once_into``) must give what it gives in fresh arrays (``lemke._lemke_once``).
+* The direct first candidate, bit for bit: on 2-5 rows (``_solve_direct``, the limit rows'
+  usual LCP without the general path's later attempts) whatever it accepts, the general
+  kernels accept with the same z, w, pivots, residual and solver code, on random Delassus
+  matrices, split ones, indefinite and badly scaled ones and special values.
 """
 
 from __future__ import annotations
 
 import itertools
 
+import numba
 import numpy as np
 import pytest
 
 from mbsim.simcore.lcp.lemke import ZERO_REL, _lemke_once, lemke_once_into
 from mbsim.simcore.limit_step import (
+    SOLVE_RESULT,
+    _solve_direct,
     _solve_general,
     _solve_one,
     lcp_work,
@@ -97,6 +104,79 @@ def test_one_row_path_is_the_general_path_bit_for_bit(least_norm):
         assert a[2] == b[2] or (np.isnan(a[2]) and np.isnan(b[2])), (mk, qk, a, b)
         if a[0]:
             assert z1.tobytes() == z2.tobytes() and w1.tobytes() == w2.tobytes(), (mk, qk)
+
+
+def _direct_cases(count, seed):
+    rng = np.random.default_rng(seed)
+    for k in range(count):
+        n = 2 + k % 4
+        A = rng.standard_normal((n, n)) * 10.0 ** rng.uniform(-6, 6)
+        kind = k % 7
+        if kind == 0:  # a Delassus matrix, SPD
+            M = A @ A.T + 1e-3 * np.abs(A).max() ** 2 * np.eye(n)
+        elif kind == 1:  # a split one (two blocks), or a diagonal pair
+            M = A @ A.T
+            M[: n // 2, n // 2 :] = 0.0
+            M[n // 2 :, : n // 2] = 0.0
+        elif kind == 2:  # singular: rank one
+            u = A[:, 0]
+            M = np.outer(u, u)
+        elif kind == 3:  # indefinite
+            M = A + A.T
+        elif kind == 4:  # badly scaled rows
+            M = A @ A.T
+            d = 10.0 ** rng.uniform(-8, 8, n)
+            M = d[:, None] * M * d[None, :]
+        elif kind == 5:  # nonsymmetric
+            M = A
+        else:  # a special value somewhere
+            M = A @ A.T
+            M[rng.integers(n), rng.integers(n)] = rng.choice([0.0, -0.0, np.inf, np.nan, 1e-320])
+        q = rng.standard_normal(n) * 10.0 ** rng.uniform(-6, 4, n)
+        yield np.ascontiguousarray(M), q
+
+
+@pytest.mark.parametrize("least_norm", [True, False])
+def test_direct_candidate_is_the_general_path_bit_for_bit(least_norm):
+    accepted = 0
+    for M, q in _direct_cases(3000, 7):
+        n = q.shape[0]
+        fw1, iw1 = _work(n)
+        fw2, iw2 = _work(n)
+        z1, z2, w1, w2 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+        a = _solve_direct(M, q, least_norm, TOL_REL, z1, w1, fw1, iw1)
+        if not a[0]:
+            continue  # the general kernels from the start (solve_limit_lcp_into)
+        accepted += 1
+        b = _solve_general(M, q, least_norm, TOL_REL, z2, w2, fw2, iw2)
+        assert b[0] and a[1] == b[1] and a[3] == b[3], (M, q, a, b)
+        assert a[2] == b[2], (M, q, a, b)
+        assert z1.tobytes() == z2.tobytes() and w1.tobytes() == w2.tobytes(), (M, q)
+    assert accepted > 1000  # the usual case is decided directly
+
+
+def test_general_path_by_address():
+    """solve_limit_lcp_into calls _solve_general through its address, compiled when first
+    needed, with the return type it declares (SOLVE_RESULT): on LCPs the direct candidate
+    leaves to it (islands, the indefinite and scaled cases) the answers are a linked call's."""
+    general = 0
+    for M, q in _direct_cases(400, 11):
+        n = q.shape[0]
+        for least_norm in (True, False):
+            fw, iw = _work(n)
+            z1, z2, w1, w2 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+            if _solve_direct(M, q, least_norm, TOL_REL, z1, w1, fw, iw)[0]:
+                continue
+            general += 1
+            a = solve_limit_lcp(M, q, least_norm, TOL_REL, z1, w1)
+            b = _solve_general(M, q, least_norm, TOL_REL, z2, w2, fw, iw)
+            assert a[0] == b[0] and a[1] == b[1] and a[3] == b[3], (M, q, a, b)
+            if a[0]:
+                assert a[2] == b[2] and z1.tobytes() == z2.tobytes(), (M, q)
+    assert general > 50
+    for sig, cres in _solve_general.overloads.items():
+        if sig[0] == numba.typeof(np.empty((2, 2))):
+            assert cres.signature.return_type == SOLVE_RESULT
 
 
 def _brute_force(M, q):

@@ -40,22 +40,22 @@ row, are exact either way):
    z >= 0, v+ = v_f + W p with p = z[:nr] the row impulses (the friction rows' impulses are
    not reported, as in the general path's StepReport: only the limit rows');
 6. the LCP solve (``lcp/chain.py``'s first attempt): with the stepper's ``lcp_selection``
-   "least_norm" Lemke on K + delta I (delta = 1e-6 ||K||_inf) polished on K's active set by
-   the least-change correction (``lemke_regularised``, ``lstsq.active_set_least_change``),
-   with "vertex" lexicographic Lemke (``lemke``) -- one row (a joint on one stop, the usual
-   case) by that path written out for one row (:func:`_solve_one`), more rows by the general
-   kernels in the step's work arrays (no allocation per LCP); the answer is verified on
-   (K, q) by the acceptance test of lcp/problem.py (``evaluate``: relative residual
-   ``lcp_tol_rel``, sign violation, verifiability); more rows as the chain solves them
-   (:func:`_solve_general`): an M that splits into islands (lcp/islands.py: a fixed-base
-   robot's branches) block by block, each block by ``chain.lemke_regularised`` written out
-   (:func:`_lemke_regularised`: the polish with the proximal iterations, the active-set
-   corrections, the restricted LCP, the raw answer) and, where that fails as Python's
-   does, the chain's second attempt ``lemke.lemke`` (:func:`_lemke_full`, its other paths).
-   Any other outcome -- a Lemke path longer than one budget chunk, the chain's later
-   attempts (other regularisations, PGS) -- is not decided here: the kernel returns
-   FALLBACK and the caller takes the step by the Python path, whose chain goes on from
-   there (or raises the failure);
+   "least_norm" Lemke on K + delta I (delta = 1e-6 ||K||_inf) polished on K's active set by the
+   least-change correction (``lemke_regularised``, ``lstsq.active_set_least_change``), with "vertex"
+   lexicographic Lemke (``lemke``) -- one row (a joint on one stop, the usual case) by that path
+   written out for one row (:func:`_solve_one`), more rows by the general kernels in the step's work
+   arrays (no allocation per LCP); the answer is verified on (K, q) by the acceptance test of
+   lcp/problem.py (``evaluate``: relative residual ``lcp_tol_rel``, sign violation, verifiability);
+   more rows first by the chain's first candidate alone (:func:`_solve_direct`: what the general
+   kernels accept there, with the same bits), else as the chain solves them (:func:`_solve_general`,
+   called by its address and compiled only when a step first needs it): an M that splits into
+   islands (lcp/islands.py: a fixed-base robot's branches) block by block, each block by
+   ``chain.lemke_regularised`` written out (:func:`_lemke_regularised`: the polish with the proximal
+   iterations, the active-set corrections, the restricted LCP, the raw answer) and, where that fails
+   as Python's does, the chain's second attempt ``lemke.lemke`` (:func:`_lemke_full`, its other
+   paths). Any other outcome -- a Lemke path longer than one budget chunk, the chain's later
+   attempts (other regularisations, PGS) -- is not decided here: the kernel returns FALLBACK and the
+   caller takes the step by the Python path, whose chain goes on from there (or raises the failure);
 7. the energy share of the stops passed (``energy_sources.step_shares``): the rows with g <
    0 get p (G (v_f + v+)) / 2 (``energy_stabilisation``);
 8. Euler: q+ = q (+) dt v+ (``integrate_kernel``); a non-finite state or |v+| > max_speed
@@ -79,7 +79,7 @@ import time as _time
 from dataclasses import fields
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from mbsim.simcore.contact_islands import verify_blocks
 from mbsim.simcore.dynamics import (
@@ -130,6 +130,7 @@ from mbsim.simcore.lcp.problem import (
 )
 from mbsim.simcore.lcp.proximal import proximal_call
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
+from mbsim.simcore.native_call import native
 from mbsim.simcore.spatial import borrowed
 
 
@@ -357,7 +358,70 @@ def solve_limit_lcp_into(M, q, least_norm, tol_rel, z, w, fw, iw):
     but the islands test's of n > 2 rows)."""
     if q.shape[0] == 1:
         return _solve_one(M, q, least_norm, tol_rel, z, w, fw)
-    return _solve_general(M, q, least_norm, tol_rel, z, w, fw, iw)
+    ok, pivots, worst, solver = _solve_direct(M, q, least_norm, tol_rel, z, w, fw, iw)
+    if ok:
+        return ok, pivots, worst, solver
+    return _solve_general_call(M, q, least_norm, tol_rel, z, w, fw, iw)
+
+
+@njit(cache=True)
+def _islands(M, label):
+    """Whether M (n x n, n > 1) splits into independent blocks (``_component_labels``);
+    label (n,) work."""
+    n = M.shape[0]
+    if n == 2:  # the one pair: what _component_labels finds, without its work arrays
+        return M[0, 1] == 0.0 and M[1, 0] == 0.0
+    return _component_labels(M, label) > 1
+
+
+@njit(cache=True)
+def _solve_direct(M, q, least_norm, tol_rel, z, w, fw, iw):
+    """The first candidate of :func:`_solve_general` on an M of n > 1 rows that does not
+    split, and nothing else: "vertex", the lexicographic Lemke path verified on (M, q);
+    "least_norm", Lemke on M + delta I, the least-change polish on M's active set when it is
+    at rounding level, verified on (M, q) -- the joint-limit LCP's usual answer, as cheap as
+    before joint friction (no islands labels for two rows, no work of the later attempts).
+    Accepted only where :func:`_solve_general` accepts this same candidate (the same
+    operations on the same work layout, so the same z, w, pivots and residual, bit for bit);
+    anything else -- islands, a path without a solution, a polish off rounding level (the
+    proximal iterations), a candidate not accepted (the active-set corrections, the
+    restricted LCP, the chain's second attempt) -- is not accepted here, and the caller runs
+    :func:`_solve_general` from the start. Returns (accepted, pivots, worst residual,
+    solver code)."""
+    n = q.shape[0]
+    nn = n * n
+    if _islands(M, iw[0:n]):
+        return False, 0, np.inf, 0
+    iwb = iw[n:]  # past the islands labels, as _solve_general's
+    if not least_norm:  # _lemke_full's first path
+        solved, pivots, _b = _lemke_path(M, q, z, fw, iwb)
+        if not solved:
+            return False, pivots, np.inf, 0
+        ok, worst, _t = evaluate_candidate(M, q, z, tol_rel, w)
+        return ok, pivots, worst, 0
+    # _lemke_regularised's first candidate (its _polish_into without the proximal branch)
+    delta = LEAST_NORM_DELTA * _mscale(M)
+    Mr = regularise_delta_into(M, delta, fw[0:nn].reshape((n, n)))
+    z_reg = fw[nn : nn + n]
+    c = fw[nn + n : nn + 2 * n]
+    lw = fw[nn + 2 * n :]
+    solved, pivots, S = _lemke_path(Mr, q, z_reg, lw, iwb)
+    if not solved:
+        return False, pivots, np.inf, 1
+    for i in range(n):
+        z[i] = 0.0
+    ns = S.shape[0]
+    if ns:
+        ok, err, bound = active_set_least_change_into(
+            M, q, z_reg, S, LSTSQ_RCOND, c[:ns], lw, iwb[3 * n + 4 :]
+        )
+        if not (ok and err <= bound):
+            return False, pivots, np.inf, 1
+        for a in range(ns):
+            z[S[a]] = c[a]
+        _snap_kernel(z)
+    ok, worst, _t = evaluate_candidate(M, q, z, tol_rel, w)
+    return ok, pivots, worst, 1
 
 
 @njit(cache=True)
@@ -374,6 +438,16 @@ def _solve_general(M, q, least_norm, tol_rel, z, w, fw, iw):
         if count > 1:
             return _solve_blocks(M, q, least_norm, tol_rel, z, w, fw, iw[n:], label, count, delta)
     return _solve_block(M, q, delta, least_norm, tol_rel, z, w, fw, iw[n:])
+
+
+#: what :func:`_solve_general` returns (accepted, pivots, worst residual, solver code)
+SOLVE_RESULT = types.Tuple((types.boolean, types.int64, types.float64, types.int64))
+#: :func:`_solve_general` called by its address (native_call.py), compiled only when a step
+#: first needs it (typing the call compiles nothing: ``native`` with its return type): not
+#: inside the joint-row step's compilations (the step's loop and :func:`limit_step_kernel`),
+#: which link only :func:`_solve_direct`, and not at all by a run whose limit LCPs the direct
+#: candidate decides (no friction rows, no islands)
+_solve_general_call = native(_solve_general, SOLVE_RESULT)
 
 
 @njit(cache=True)
@@ -537,7 +611,7 @@ def _lemke_regularised(M, q, delta, tol_rel, z, w, fw, iw):
     return ACCEPT if ok else REJECT, pivots, worst
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _polish_into(M, q, z_reg, S, delta, z, c, fw, iw):
     """``chain._polish``: z = the regularised answer z_reg refined on M's active-set system
     M_SS z_S = -q_S (zero outside S; snapped, ``snap_rounding_negatives``): the least-change
@@ -857,6 +931,14 @@ def _limit_step_body(
     bound, no_bound = lw[o : o + nf], lw[o + nf : o + 2 * nf]
     fl = lw[o + 2 * nf :]
     p = z[:nr]  # the row impulses (JointRows.row_map: the first nr unknowns)
+    # the LCP (M, q): joint_lcp_into's, and without friction rows K and the rates themselves
+    # (joint_lcp_into adds 0.0 to each entry; K's entries and the rates are sums with 0.0
+    # already, never -0.0, so the same bits) with no copy
+    Ml = M
+    ql = qk
+    if nf == 0:
+        Ml = K
+        ql = rate
     for j in range(nf):
         bound[j] = fr_force[j] * dt  # JointRows.block: the friction bound F dt
         no_bound[j] = 0.0  # an impulsive phase's (dt = 0)
@@ -880,8 +962,9 @@ def _limit_step_body(
             parent, vi, nvj, S, E, r, inertia, mass, com, gravity, R_world, p_world, v, bv
         )
         _row_lcp(dof, side, v, zero, rate)
-        joint_lcp_into(K, rate, nl, no_bound, M, qk)
-        ok, _p, _w, _s = solve_limit_lcp_into(M, qk, least_norm, tol_rel, z, w, fl, iw)
+        if nf:
+            joint_lcp_into(K, rate, nl, no_bound, M, qk)
+        ok, _p, _w, _s = solve_limit_lcp_into(Ml, ql, least_norm, tol_rel, z, w, fl, iw)
         if not ok:
             return FALLBACK
         v_c = np.empty(nv)
@@ -905,8 +988,9 @@ def _limit_step_body(
                 for i in range(nv):
                     v_t[i] = v_t[i] + dv[i]
             _row_lcp(dof, side, v_t, zero, rate)
-            joint_lcp_into(K, rate, nl, no_bound, M, qk)
-            ok, _p, _w, _s = solve_limit_lcp_into(M, qk, least_norm, tol_rel, z, w, fl, iw)
+            if nf:
+                joint_lcp_into(K, rate, nl, no_bound, M, qk)
+            ok, _p, _w, _s = solve_limit_lcp_into(Ml, ql, least_norm, tol_rel, z, w, fl, iw)
             if not ok:
                 return FALLBACK
             _respond(v_t, W, p, v_c)
@@ -934,8 +1018,9 @@ def _limit_step_body(
             v_free[i] = v_now[i] + dt * qdd[i]
     # 5.-6. the step's LCP
     _row_lcp(dof, side, v_free, allowance, rate)
-    joint_lcp_into(K, rate, nl, bound, M, qk)
-    ok, npiv, worst, solver = solve_limit_lcp_into(M, qk, least_norm, tol_rel, z, w, fl, iw)
+    if nf:
+        joint_lcp_into(K, rate, nl, bound, M, qk)
+    ok, npiv, worst, solver = solve_limit_lcp_into(Ml, ql, least_norm, tol_rel, z, w, fl, iw)
     if not ok:
         return FALLBACK
     _respond(v_free, W, p, v_new)

@@ -143,31 +143,39 @@ RESOLVE = "mbsim_native_resolve"
 llvm.add_symbol(RESOLVE, ctypes.cast(_resolver, ctypes.c_void_p).value)
 
 
-def native(dispatcher):
+def native(dispatcher, restype=None):
     """An intrinsic ``call(*args)`` for jitted kernels: ``dispatcher(*args)`` (a jitted
     module-level function) through its address (module docstring), found on the call's
     first run in each process: compiled or loaded from numba's cache then by
     :func:`_resolve` (a call back into Python, once) and kept in a slot of the caller's
     code. Typing the call compiles the function for these argument types (on its own, as a
     call from Python would, into numba's cache), so a caller compiled in one process finds
-    its callees compiled. Results and exceptions are those of a linked call."""
+    its callees compiled. Results and exceptions are those of a linked call.
+
+    With ``restype`` (the numba type the function returns for the call's argument types,
+    which must be exact: a test should check it) typing compiles nothing: the function is
+    compiled (or loaded from the cache) only when a call first runs, so a caller whose runs
+    seldom or never reach the call does not compile it on a first run."""
     py = dispatcher.py_func
     fnty = types.Dispatcher(dispatcher)
 
     @intrinsic
     def call(typingctx, *args):
-        return _typed(typingctx, fnty, py, args)
+        return _typed(typingctx, fnty, py, args, restype)
 
     return call
 
 
-def _typed(typingctx, fn, py, args):
+def _typed(typingctx, fn, py, args, restype=None):
     """:func:`native`'s call: its signature and code generator."""
     module = importlib.import_module(py.__module__)
     if getattr(module, py.__name__, None) is not fn.dispatcher:
         return None  # not found again by name in another process
-    sig = fn.get_call_type(typingctx, args, {})
-    restype = sig.return_type
+    if restype is None:
+        sig = fn.get_call_type(typingctx, args, {})
+        restype = sig.return_type
+    else:  # not compiled now: the argument types as a call from Python would type them
+        sig = restype(*(types.unliteral(a) for a in args))
     spec = pickle.dumps((py.__module__, py.__name__, tuple(sig.args), restype))
     slot_name = f"_mbsim_native_slot.{zlib.crc32(spec):08x}"
 
