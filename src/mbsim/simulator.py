@@ -758,6 +758,11 @@ class Simulator:
                 # free steps in one compiled call (simcore/free_loop.py), recording and
                 # checking the energy as it goes
                 chunk = min(n_steps - done, budget)
+                if loop.link_early():
+                    # the contact stage linked before the first contact (an earlier run of
+                    # this process compiled its contact step): contact steps may cost ms
+                    # each (a box pile), a short first call as after the first contact
+                    chunk = min(chunk, ENERGY_CHECK_EVERY)
                 t0 = _time.perf_counter()
                 args = (
                     chunk, summary, every if writer is not None else 0, poses,

@@ -480,6 +480,10 @@ def stage_rows(stage, step, nc):
 
 #: contact_fused.contact_signature(), made at the first ContactStage.link of the process
 _contact_sig = None
+#: the contact step's address table (native_call.address_table) as the last
+#: ContactStage.link of this process made it, and the number of compilations it lists:
+#: a later link reuses it while the dispatcher holds no other (ContactStage.warm)
+_linked: tuple[int, np.ndarray] | None = None
 
 
 class ContactStage:
@@ -585,8 +589,15 @@ class ContactStage:
         """Compile (or load from numba's cache) ``contact_step_kernel`` for the record type
         ContactFuser.step passes, which is that of :func:`fused_step`'s call, and put its
         address in ``ktab`` (native_call.py). Called before the loop's first call with this
-        stage, after the compile-ahead helper is done (warmup.wait)."""
-        global _contact_sig
+        stage, after the compile-ahead helper is done (warmup.wait), or before the run's
+        first call when :meth:`warm`."""
+        global _contact_sig, _linked
+        if _linked is not None and len(contact_step_kernel.overloads) == _linked[0]:
+            # compiled in this process already: the same table (the kernel only reads it;
+            # numba's compile call and the table's making cost ~0.5 ms a run)
+            self.ktab = _linked[1]
+            self.linked = True
+            return
         if _contact_sig is None:  # the same for any model and options: built once (~1 ms)
             from mbsim.simcore.contact_fused import contact_signature
 
@@ -594,6 +605,15 @@ class ContactStage:
         contact_step_kernel.compile(_contact_sig)
         self.ktab = address_table(contact_step_kernel)
         self.linked = True
+        _linked = (len(contact_step_kernel.overloads), self.ktab)
+
+    @staticmethod
+    def warm() -> bool:
+        """Whether :meth:`link` costs no compile, load or wait: a stage of this process
+        linked the contact step already (numba's dispatcher holds it; the compile-ahead
+        helper has nothing left to give it), so a run may link its stage before its first
+        contact (``FreeLoop.link_early``)."""
+        return _linked is not None
 
     def current(self) -> bool:
         """Whether the Lemke pivot caps the step record holds are those of the Python path's

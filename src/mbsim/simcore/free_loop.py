@@ -29,7 +29,9 @@ limit_step.LimitStepper.step for the steps it hands on):
    not once without the stage and again with it (each ~20 s on an empty numba cache); until
    the run has come to a contact (``FreeLoop.contacts_met``) the stage is not linked to the
    contact step (``ContactStage.link``): the loop stops at a step with contacts, and the run
-   links it then (waiting for the compile-ahead helper, warmup.py) and calls again. A
+   links it then (waiting for the compile-ahead helper, warmup.py) and calls again; a run
+   of a process that linked a stage before links its own before its first call
+   (``FreeLoop.link_early``: the contact step is compiled, the link costs nothing). A
    scene with nothing to collide never gets a stage (numba prunes it). The stage's kernels,
    the contact step among them, are called through their addresses (native_call.py), not
    compiled again inside this one, and the stage is handed over as one record
@@ -681,6 +683,12 @@ def free_run_kernel(
     return n_max, DONE, nrec, nev
 
 
+#: the loop's event buffers hold at least this many rows (one a step): the run loop's
+#: longest call (simulator.FREE_LOOP_CHUNK), so a run whose first call is short (its first
+#: contact) makes them once
+EVENT_ROWS = 1600
+
+
 class FreeLoop:
     """The compiled loop of one :class:`~mbsim.Simulator` (module docstring): built once,
     asked per chunk of the run loop whether it may run (:meth:`ready`) and to
@@ -775,6 +783,20 @@ class FreeLoop:
         if g is None or any(a is not b for a, b in zip(g.key, key, strict=True)) or not g.current():
             g = self._stage = ContactStage(s)
         return g
+
+    def link_early(self) -> bool:
+        """Link the contact stage before the run's first contact when that costs nothing
+        (``ContactStage.warm``: an earlier run of this process linked the contact step), so
+        the loop's first call takes contact steps instead of stopping at the first one and
+        being called again (the results are the same either way, bit for bit); True when it
+        linked the stage now. A run's first contact in a process still links as before."""
+        if self.contacts_met or not ContactStage.warm():
+            return False
+        stage = self._contact_stage()
+        if stage is None or stage.linked:
+            return False
+        stage.link()
+        return True
 
     def _bind(self) -> None:
         s = self.sim
@@ -902,8 +924,8 @@ class FreeLoop:
         rows = n_max // every + 1 if every > 0 else 0
         if self._rec_q.shape[0] < rows:
             self._rec_buffers(rows)
-        if self._ev_step.shape[0] < n_max:
-            self._ev_buffers(n_max)
+        if self._ev_step.shape[0] < n_max:  # made once for the run loop's longest call
+            self._ev_buffers(max(n_max, EVENT_ROWS))
         q = np.array(s.q, dtype=np.float64)
         v = np.array(s.v, dtype=np.float64)
         self._best[0] = summary.max_velocity_ratio
