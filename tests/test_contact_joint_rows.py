@@ -147,24 +147,31 @@ ARM = """<?xml version="1.0"?>
 """
 
 
-def test_friction_arm_on_the_floor_in_the_compiled_loop_bit_for_bit(tmp_path, monkeypatch):
-    """A two-link arm with joint friction (primitive shapes: the numba narrowphase) swings
-    down onto the floor and rests there: its contact steps, with the friction rows and no
-    stop near, are taken in the compiled loop of steps (free_loop.py, contact_loop.py) and
-    must equal the step-by-step run's (the same contact step kernel on the same numbers)."""
+def _arm_runs(text, tmp_path, monkeypatch):
+    """(results, summary, simulator) of 0.6 s of the arm URDF ``text`` on the floor, recorded
+    every step with its contacts: by the compiled loop of steps, and step by step."""
     from mbsim.io.scenario import scenario_from_urdf
     from mbsim.simcore.free_loop import FreeLoop
-    from whole_runs import assert_same_runs
 
     urdf = tmp_path / "arm.urdf"
-    urdf.write_text(ARM)
+    urdf.write_text(text)
     sc = scenario_from_urdf(
         str(urdf), {}, duration=0.6, floor=True, record_every=1, record_contacts=True,
         output=str(tmp_path / "x.h5"),
     )  # fmt: skip
     loop = file_run(sc, tmp_path / "loop.h5", monkeypatch)
     off = [(FreeLoop, "eligible", staticmethod(lambda sim: False))]
-    step = file_run(sc, tmp_path / "step.h5", monkeypatch, off)
+    return loop, file_run(sc, tmp_path / "step.h5", monkeypatch, off)
+
+
+def test_friction_arm_on_the_floor_in_the_compiled_loop_bit_for_bit(tmp_path, monkeypatch):
+    """A two-link arm with joint friction (primitive shapes: the numba narrowphase) swings
+    down onto the floor and rests there: its contact steps, with the friction rows and no
+    stop near, are taken in the compiled loop of steps (free_loop.py, contact_loop.py) and
+    must equal the step-by-step run's (the same contact step kernel on the same numbers)."""
+    from whole_runs import assert_same_runs
+
+    loop, step = _arm_runs(ARM, tmp_path, monkeypatch)
     assert loop[2]._free_loop.contact_steps >= 100
     assert step[2]._free_loop.steps == 0 and step[2].stepper._fused.steps >= 100
     # the LCP of a contact step: 2 friction joints (2 rows and a sigma each), then contacts
@@ -182,8 +189,6 @@ def test_arm_on_its_stop_and_the_floor_in_the_compiled_loop_bit_for_bit(
     friction, the friction rows). The compiled loop takes them (contact_loop.stage_joint_rows:
     JointLimits.rows' rule in the loop) and the run, limit events included, must equal the
     step-by-step run's."""
-    from mbsim.io.scenario import scenario_from_urdf
-    from mbsim.simcore.free_loop import FreeLoop
     from whole_runs import assert_same_runs
 
     text = ARM.replace(
@@ -194,15 +199,7 @@ def test_arm_on_its_stop_and_the_floor_in_the_compiled_loop_bit_for_bit(
         text = text.replace('<dynamics friction="0.3"/>', "").replace(
             '<dynamics friction="0.2"/>', ""
         )
-    urdf = tmp_path / "arm.urdf"
-    urdf.write_text(text)
-    sc = scenario_from_urdf(
-        str(urdf), {}, duration=0.6, floor=True, record_every=1, record_contacts=True,
-        output=str(tmp_path / "x.h5"),
-    )  # fmt: skip
-    loop = file_run(sc, tmp_path / "loop.h5", monkeypatch)
-    off = [(FreeLoop, "eligible", staticmethod(lambda sim: False))]
-    step = file_run(sc, tmp_path / "step.h5", monkeypatch, off)
+    loop, step = _arm_runs(text, tmp_path, monkeypatch)
     res = loop[0]
     # the elbow rests on a stop while the arm lies on the floor: limit rows in contact steps
     elbow = np.asarray(res.q)[-100:, 1]
