@@ -231,7 +231,7 @@ def contact_costs(sim, reps: int) -> dict[str, float]:
         free_loop._may_touch, (pairs, _allowed, si, sf, bc, _ground, _reach), reps
     )
     # the contact step's outputs: the first rows of the stage's buffers (contact_loop.fused_step)
-    fn, tan, sl, hit, vb, va, p_imp = (b[:nc] for b in stage._bufs[3:])
+    fn, tan, sl, hit, vb, va, p_imp = (b[:nc] for b in stage._bufs[3:10])  # then joint rows'
     act_pf, act_is, last_i, last_v = stage.act_pf, stage.act_is, stage.last_i, stage.last_v
     ev_i, ev_f = stage._ev[0], stage._ev[1]
     events = (np.int64(1), nc, ints, vecs, fn, tan, sl, False, hit, p_imp, vb, va, 0.0, 0.0,
