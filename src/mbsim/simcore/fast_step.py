@@ -177,6 +177,14 @@ class FreeStepper:
         lim = self._limits
         return lim is None or not limit_rows_needed(*lim, q, v, v_free, float(s.opt.dt))
 
+    def _handed_on(self, general, q, v, t):
+        """``general(q, v, t)``'s step, remembering whether it had contacts: the step after a
+        contact step goes to the general path too (:meth:`step`), and the compiled loop's
+        contact stage resumes from it (free_loop.FreeLoop.ready)."""
+        out = general(q, v, t)
+        self._last_had_contact = out[2].n_contacts > 0
+        return out
+
     def step(self, q, v, t, general):
         """(q+, v+, StepReport) of one step: the fast path when the step has no contact and no
         limit row, else ``general(q, v, t[, tau])`` (the stepper's general path, given the
@@ -187,16 +195,9 @@ class FreeStepper:
         if jl is not self._friction_for:
             self._friction_for = jl
             self._friction = jl is not None and bool(np.any(jl.friction > 0))
-        if self._friction:  # joint friction rows: on every step (module docstring)
-            # whether it had contacts: the rule below for the step after it, and what the
-            # compiled loop's contact stage resumes from (free_loop.FreeLoop.ready)
-            out = general(q, v, t)
-            self._last_had_contact = out[2].n_contacts > 0
-            return out
-        if self._last_had_contact:
-            out = general(q, v, t)
-            self._last_had_contact = out[2].n_contacts > 0
-            return out
+        if self._friction or self._last_had_contact:
+            # joint friction rows: on every step (module docstring); after a contact step
+            return self._handed_on(general, q, v, t)
         from mbsim.simcore.stepper import StepReport
 
         t0 = _time.perf_counter()
@@ -212,20 +213,15 @@ class FreeStepper:
         lim = self._limits
         dt = float(o.dt)
         if lim is not None and limit_rows_needed(*lim, q, v, v, dt):
-            # a limit is near already: before any joint force; a contact step with limit
-            # rows counts as one for the step after it (the rule above)
-            out = general(q, v, t)
-            self._last_had_contact = out[2].n_contacts > 0
-            return out
+            # a limit is near already: before any joint force
+            return self._handed_on(general, q, v, t)
         if s.collision is not None:
             # contacts first, from the poses of q: a contact step goes to the general path
             # before the joint forces are asked for, so a controller is called once a step
             forward_kinematics_kernel(*self._fk_args, q, v, *self._fk_out)
             c = s.collision.detect(d.R_world, d.p_world)
             if c is not None and len(c.gap):  # a detector may answer None for "no contact"
-                out = general(q, v, t)
-                self._last_had_contact = out[2].n_contacts > 0
-                return out
+                return self._handed_on(general, q, v, t)
         tau = s._joint_forces(t, q, v)  # the general path's own rule (damping, controls)
         q_new = np.empty(m.nq)
         v_new = np.empty(m.nv)
