@@ -56,11 +56,10 @@ from mbsim.simcore.contact_fused import (
     _joint_table,
     borrowed,
     contact_step_kernel,
-    joint_row_fields,
     joint_rows_table,
     make_step,
 )
-from mbsim.simcore.joint_rows import JointRows, _near_limits
+from mbsim.simcore.joint_rows import _near_limits
 from mbsim.simcore.lcp import warm as warm_start
 from mbsim.simcore.lcp.warm_table import WarmTable, mark, undo
 from mbsim.simcore.native_call import EMPTY, address_table, native_caller
@@ -415,7 +414,9 @@ def stage_joint_rows(stage, lower, upper, qi, vi, fdof, q, v, v_free, dt, margin
     joint; margin, stab, v_max: the limits' margin, the stabilisation and
     max_recovery_speed), then the (+e_k, -e_k) pair of each friction DoF ``fdof`` with no
     allowance. The friction bounds F dt (``j_bound``) are the record's own, the same every
-    step. Returns the number of limit rows."""
+    step. Returns the number of limit rows, or -1 when there are some and the record holds no
+    compilation of the joint-row kernel yet (its ``jtab`` empty: the step is Python's, which
+    compiles it, :meth:`ContactStage.arrays`)."""
     dof, sign, shift, gap = stage.jb_dof, stage.jb_sign, stage.jb_shift, stage.jb_gap
     qv = stage.jb_qv
     for i in range(qv.shape[0]):
@@ -437,7 +438,7 @@ def stage_joint_rows(stage, lower, upper, qi, vi, fdof, q, v, v_free, dt, margin
     s.j_sign = borrowed(sign[:n])
     s.j_shift = borrowed(shift[:n])
     s.j_gap = borrowed(gap[:nl])
-    return nl
+    return -1 if nl and s.jtab.shape[0] == 0 else nl
 
 
 @njit(cache=True)
@@ -554,24 +555,21 @@ class ContactStage:
         e = np.zeros(0)
         #: the record's step contacts before the first
         self._empty = (np.zeros((6, 0), np.int64), np.zeros((5, 0, 3)), e, e, e)
-        #: the joint rows: the record's j_* fields start as the friction rows (every contact
-        #: step of a model with joint friction has them; their bounds F dt stay) and
-        #: :func:`stage_joint_rows` puts each step's rows in when the model has limits or
-        #: friction; the table of the contact step's joint-row kernel
-        #: (contact_fused.joint_rows_table) is compiled now for a model with friction, else
-        #: taken once a step of the run has compiled it (:meth:`arrays`; until then the loop
-        #: leaves a contact step with limit rows to Python, which compiles it)
+        #: the joint rows: :func:`stage_joint_rows` puts each contact step's rows in the
+        #: record's j_* fields when the model has limits or friction; the record keeps the
+        #: friction bounds F dt (``joint_row_fields``' j_bound, N m s or N s). The table of
+        #: the contact step's joint-row kernel (contact_fused.joint_rows_table) is compiled
+        #: now for a model with friction, else taken once a step of the run has compiled it
+        #: (:meth:`arrays`; until then the loop leaves a contact step with limit rows to
+        #: Python, which compiles it)
         jl = st.joint_limits
         self._jrows, self._jtab = _NO_ROWS, EMPTY
         nf = 0
         if jl is not None and bool(np.any(jl.friction > 0)):
             fdof = np.flatnonzero(jl.friction > 0)
             nf = fdof.shape[0]
-            none = np.zeros(0)
-            rows = JointRows(
-                m.nv, np.zeros(0, np.int64), none, none, none, none, fdof, jl.friction[fdof]
-            )
-            self._jrows = joint_row_fields(rows, float(o.dt))
+            bound = np.asarray(jl.friction[fdof], dtype=np.float64) * float(o.dt)
+            self._jrows = (*_NO_ROWS[:3], bound, _NO_ROWS[4])
             self._jtab = joint_rows_table()
         self._joint = jl is not None
         nr = 2 * m.nv + 2 * nf  # JointLimits.rows: at most two limit rows a DoF

@@ -465,7 +465,7 @@ def free_run_kernel(
                             cl, ls_lower, ls_upper, ls_qi, ls_vi, ls_fdof, q, v, v_new, dt,
                             ls_margin, stabilization, max_recovery_speed,
                         )  # fmt: skip
-                        if nl and (ls_on is None or cl.step.jtab.shape[0] == 0):
+                        if nl < 0 or (nl and ls_on is None):
                             return step, CONTACT, nrec, nev  # Python's (it compiles jtab)
                     ccode, nz = _stage_step(cl, q, v, tau, qdd, v_new)
                     if ccode != 0:
@@ -499,7 +499,7 @@ def free_run_kernel(
                                     cl, ls_lower, ls_upper, ls_qi, ls_vi, ls_fdof, q, v, v_new,
                                     dt, ls_margin, stabilization, max_recovery_speed,
                                 )  # fmt: skip
-                                if nl and (ls_on is None or cl.step.jtab.shape[0] == 0):
+                                if nl < 0 or (nl and ls_on is None):
                                     return step, CONTACT, nrec, nev
                             ccode, nz = _stage_step(cl, q, v, tau, qdd, v_new)
                             if ccode != 0:
@@ -681,12 +681,6 @@ def free_run_kernel(
         if check and not e_now[2] <= e_bound:  # step 8: Simulator._check_energy fails
             return step + 1, DIVERGED, nrec, nev
     return n_max, DONE, nrec, nev
-
-
-#: the loop's event buffers hold at least this many rows (one a step): the run loop's
-#: longest call (simulator.FREE_LOOP_CHUNK), so a run whose first call is short (its first
-#: contact) makes them once
-EVENT_ROWS = 1600
 
 
 class FreeLoop:
@@ -924,8 +918,11 @@ class FreeLoop:
         rows = n_max // every + 1 if every > 0 else 0
         if self._rec_q.shape[0] < rows:
             self._rec_buffers(rows)
+        # the run loop's rules: its longest call, and the limit events' impulse bound
+        from mbsim.simulator import FREE_LOOP_CHUNK, LIMIT_IMPULSE_MIN
+
         if self._ev_step.shape[0] < n_max:  # made once for the run loop's longest call
-            self._ev_buffers(max(n_max, EVENT_ROWS))
+            self._ev_buffers(max(n_max, FREE_LOOP_CHUNK))
         q = np.array(s.q, dtype=np.float64)
         v = np.array(s.v, dtype=np.float64)
         self._best[0] = summary.max_velocity_ratio
@@ -938,8 +935,6 @@ class FreeLoop:
         else:  # each step's signals at its start time, as the step-by-step path takes them
             signals = a.signals_over(np.arange(k0, k0 + n_max) * float(st.opt.dt))
         self._saturated[0] = 0
-        from mbsim.simulator import LIMIT_IMPULSE_MIN  # the run loop's event rule
-
         o = st.opt
         active = self._active
         active[:] = 0
