@@ -63,6 +63,7 @@ from mbsim.simcore.joint_rows import _near_limits
 from mbsim.simcore.lcp import warm as warm_start
 from mbsim.simcore.lcp.warm_table import WarmTable, mark, undo
 from mbsim.simcore.native_call import EMPTY, address_table, native_caller
+from mbsim.simcore.spatial import borrowed_all
 
 #: the contact event kinds of the loop's rows (Simulator.events_of's names: EVENT_NAMES)
 BEGIN, END, STICK, SLIP, IMPACT_ROW = 0, 1, 2, 3, 4
@@ -138,9 +139,14 @@ def _new_stage(*fields):
 @overload(_new_stage)
 def _new_stage_impl(*fields):
     stage_type = StageType(list(zip(STAGE_FIELDS, fields, strict=True)))
-    body = "".join(f"    s.{n} = fields[{i}]\n" for i, n in enumerate(STAGE_FIELDS))
+    body = "".join(
+        f"    s.{n} = borrowed_all(fields[{i}])[0]\n" for i, n in enumerate(STAGE_FIELDS)
+    )
     src = f"def impl(*fields):\n    s = new(stage_type)\n{body}    return s\n"
-    scope = {"new": structref.new, "stage_type": stage_type, "__name__": __name__}
+    scope = {
+        "new": structref.new, "stage_type": stage_type, "borrowed_all": borrowed_all,
+        "__name__": __name__,
+    }  # fmt: skip
     exec(src, scope)  # one assignment per field: the record's constructor
     return scope["impl"]
 
@@ -153,7 +159,10 @@ def make_stage(
     b_vn_after, b_p_impact, jb_dof, jb_sign, jb_shift, jb_gap, jb_qv,
 ):  # fmt: skip
     """The contact stage record (:class:`StageType`) of these fields (:data:`STAGE_FIELDS`);
-    it holds the arrays themselves, not copies."""
+    it holds the arrays themselves, not copies, borrowed (spatial.borrowed_all: numba counts
+    no references of them when the loop's kernels read them; :class:`ContactStage` keeps every
+    one alive while its record is used). The step's contacts, which :func:`stage_contacts`
+    puts in the record, are its own."""
     return _new_stage(
         detect, step, ktab, mu_tab, eps_tab, core, max_rows, act_pf, act_is, last_i, last_v,
         last_f, info, cst, ev_i, ev_f, rc_i, rc_f, rec_cd, stats, gain, max_pen, warm, wtab,

@@ -171,6 +171,7 @@ from mbsim.simcore.limit_step import (
     limit_step_from,
 )
 from mbsim.simcore.native_call import native
+from mbsim.simcore.spatial import borrowed_all
 
 #: why :func:`free_run_kernel` stopped before its step budget (its second result); DIVERGED:
 #: after a step whose energy check failed (module docstring, step 8); BUFFERS: the contact
@@ -344,6 +345,70 @@ def free_run_kernel(
     row of rec_step, rec_q, rec_v, rec_e, rec_pose (as ``Simulator.energy`` and
     ``body_poses`` compute them, with the kinematics in the recording Data arrays rS ...
     rcbias, dynamics.energy_kernel and kinematics.body_poses_kernel)."""
+    # the array arguments borrowed (spatial.borrowed_all): Python holds them for the call,
+    # so no step counts references of them (an atomic add and subtract each time one is
+    # passed on or inlined: ~280 a step on panda-table, docs/results.md "loop16")
+    (
+        parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, damping, E,
+        r, R_world, p_world,
+    ) = borrowed_all(
+        parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, damping, E,
+        r, R_world, p_world,
+    )  # fmt: skip
+    (
+        vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature, lim_qi, lim_vi,
+        lim_lower, lim_upper,
+    ) = borrowed_all(
+        vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature, lim_qi, lim_vi,
+        lim_lower, lim_upper,
+    )  # fmt: skip
+    (
+        lim_margin, si, sf, local_R, local_p, Rw, pw, bc, allowed, bp_index, bp_moving,
+        bp_mrow, bp_mindex, bp_msphere, bp_msize, bp_moffset,
+    ) = borrowed_all(
+        lim_margin, si, sf, local_R, local_p, Rw, pw, bc, allowed, bp_index, bp_moving,
+        bp_mrow, bp_mindex, bp_msphere, bp_msize, bp_moffset,
+    )  # fmt: skip
+    (
+        bp_lo, bp_hi, bp_out, vl_dofs, vl_limit, vl_best, vl_dof, rS, rE, rr, rRw, rpw,
+        rvel, rcbias, mass, com,
+    ) = borrowed_all(
+        bp_lo, bp_hi, bp_out, vl_dofs, vl_limit, vl_best, vl_dof, rS, rE, rr, rRw, rpw,
+        rvel, rcbias, mass, com,
+    )  # fmt: skip
+    (
+        rec_step, rec_q, rec_v, rec_e, rec_pose, q, v, tau, q_new, v_new, cmd_qi, cmd_vi,
+        mode, kp, kd, gravity_comp,
+    ) = borrowed_all(
+        rec_step, rec_q, rec_v, rec_e, rec_pose, q, v, tau, q_new, v_new, cmd_qi, cmd_vi,
+        mode, kp, kd, gravity_comp,
+    )  # fmt: skip
+    (
+        sig_u, sig_ref, sig_dref, sig_ff, aS, aE, ar, aRw, apw, avel, acbias, aacc, aforce,
+        atau, zv, act_tau0,
+    ) = borrowed_all(
+        sig_u, sig_ref, sig_dref, sig_ff, aS, aE, ar, aRw, apw, avel, acbias, aacc, aforce,
+        atau, zv, act_tau0,
+    )  # fmt: skip
+    (
+        act_gain0, effort, base_armature, act_tau, act_gain, act_flags, applied, last_flags,
+        rec_tau, rec_flags, saturated, wpA, wu, wacc, zero6, bv,
+    ) = borrowed_all(
+        act_gain0, effort, base_armature, act_tau, act_gain, act_flags, applied, last_flags,
+        rec_tau, rec_flags, saturated, wpA, wu, wacc, zero6, bv,
+    )  # fmt: skip
+    (
+        ls_lower, ls_upper, ls_qi, ls_vi, ls_fdof, ls_fforce, active, ls_dof, ls_side,
+        ls_imp, ls_info, ls_vstart, ls_stats, rec_lcp, rec_solver, ev_step,
+    ) = borrowed_all(
+        ls_lower, ls_upper, ls_qi, ls_vi, ls_fdof, ls_fforce, active, ls_dof, ls_side,
+        ls_imp, ls_info, ls_vstart, ls_stats, rec_lcp, rec_solver, ev_step,
+    )  # fmt: skip
+    (
+        ev_kind, ev_n, ev_dof, ev_side, ev_imp, ev_gain, ev_q, ev_v, e_now,
+    ) = borrowed_all(
+        ev_kind, ev_n, ev_dof, ev_side, ev_imp, ev_gain, ev_q, ev_v, e_now,
+    )  # fmt: skip
     nrec = 0
     nev = np.int64(0)  # not a literal: one compile of _event_row
     touch = False

@@ -566,16 +566,40 @@ def borrowed(typingctx, arr):
     return arr(arr), codegen
 
 
+@intrinsic
+def borrowed_all(typingctx, *values):
+    """``values`` as a tuple, each array (or tuple of arrays) in it borrowed as :func:`borrowed`
+    borrows one, anything else as it is (and counted: the tuple is a new reference): a
+    kernel's array arguments borrowed in one statement (the caller holds them for the call)."""
+    values = tuple(types.unliteral(t) for t in values)
+    rett = types.Tuple(values)
+
+    def codegen(context, builder, sig, args):
+        items = cgutils.unpack_tuple(builder, args[0], len(values))
+        items = [
+            _borrowed_value(context, builder, t, v) for t, v in zip(values, items, strict=True)
+        ]
+        out = context.make_tuple(builder, rett, items)
+        # a new reference, as numba takes a call's result: what is not borrowed (a record,
+        # say) counted once more (a borrowed array's count is a no-op)
+        context.nrt.incref(builder, rett, out)
+        return out
+
+    return rett(types.StarArgTuple.from_types(values)), codegen
+
+
 def _borrowed_value(context, builder, t, value):
     """The LLVM value of a field of numba type ``t`` as contact_fused.py's :class:`StepType`
-    holds it: an array (or a tuple of arrays) borrowed (:func:`borrowed`), anything else as it
-    is."""
+    holds it: an array borrowed (:func:`borrowed`), a tuple with its arrays (and theirs, in
+    tuples in it) borrowed, anything else as it is."""
     if isinstance(t, types.Array):
         ary = context.make_array(t)(context, builder, value)
         ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
         ary.parent = cgutils.get_null_value(ary.parent.type)
         return ary._getvalue()
-    if isinstance(t, types.BaseTuple) and all(isinstance(x, types.Array) for x in t):
+    if isinstance(t, types.BaseTuple) and any(
+        isinstance(x, (types.Array, types.BaseTuple)) for x in t
+    ):
         items = cgutils.unpack_tuple(builder, value, len(t))
         items = [_borrowed_value(context, builder, x, v) for x, v in zip(t, items, strict=True)]
         return context.make_tuple(builder, t, items)
