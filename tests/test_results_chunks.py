@@ -412,3 +412,34 @@ def test_all_zero_chunks_read_back_as_zeros_and_negative_zero_stays(tmp_path: Pa
     r = load_results(path)
     assert r.q[:, 0].tobytes() == q.tobytes() and r.v[:, 0].tobytes() == v.tobytes()
     assert np.array_equal(r.tau, np.zeros((n, 1))) and len(r.diagnostics["solver"]) == n
+
+
+def test_the_chunk_index_order_is_set_and_files_read_the_same_without_it(
+    tmp_path: Path, monkeypatch
+):
+    # writer.ISTORE_K through H5Pset_istore_k (superblock version 1); where the HDF5 library
+    # cannot be found the file is created with HDF5's defaults (version 0): the same rows
+    import mbsim.io.results.writer as writer_mod
+
+    def write(name):
+        path = tmp_path / name
+        with ResultsWriter(path, model_info=INFO, scenario_toml="", dt=1e-3, duration=1.0) as w:
+            for k in range(300):
+                w.append_state(k * 1e-3, [k * 0.5], [1.0], [1.0, 2.0, 3.0])
+                w.append_diagnostics(time=k * 1e-3, step=k)
+        with h5py.File(path, "r") as f:
+            version = f.id.get_create_plist().get_version()[0]
+            masks = {f["trajectory/q"].id.get_chunk_info(0).filter_mask}
+        return load_results(path), version, masks
+
+    if writer_mod._hdf5_library() is not None:
+        r, version, masks = write("k2.h5")
+        assert version == 1 and masks == {SKIP_SHUFFLE}
+    else:  # no /proc, or not the HDF5 h5py runs on: HDF5's defaults
+        r = None
+    monkeypatch.setitem(writer_mod._hdf5, "lib", None)
+    r0, version0, masks0 = write("default.h5")
+    assert version0 == 0 and masks0 == {SKIP_SHUFFLE}
+    assert r0.status == "complete" and np.array_equal(r0.q[:, 0], np.arange(300) * 0.5)
+    if r is not None:
+        assert np.array_equal(r.q, r0.q) and np.array_equal(r.time, r0.time)
