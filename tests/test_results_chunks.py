@@ -22,7 +22,7 @@ import pytest
 import mbsim.io.results.table as table_mod
 from mbsim.bench import pendulum_scenario
 from mbsim.io.results import ResultsWriter, load_results
-from mbsim.io.results.chunks import encode
+from mbsim.io.results.chunks import SKIP_SHUFFLE, encode, encode_last
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_results import INFO, ball  # noqa: E402
@@ -76,32 +76,44 @@ def test_an_encoded_chunk_inflates_to_the_shuffled_rows_and_padding(dtype, shape
 
 
 @pytest.mark.parametrize("dtype, shape", CASES)
-def test_a_stored_partial_chunk_inflates_and_reads_back_as_the_compressed_one(
+def test_a_last_chunk_skips_the_shuffle_and_reads_back_through_its_filter_mask(
     tmp_path: Path, dtype, shape
 ):
-    # encode(..., store=True), the finish's last chunks: every plane stored, the padding
-    # compressed, assembled at once; the same shuffled bytes, and h5py reads the same rows
+    # encode_last, the finish's last chunks: the rows unshuffled in stored blocks, the padding
+    # compressed; written with the shuffle filter's bit of the filter mask set, h5py reads the
+    # same rows, and a program appending to the file with h5py rewrites the chunk through both
+    # filters
     rng = np.random.default_rng(5)
-    path = tmp_path / "stored.h5"
+    path = tmp_path / "last.h5"
     blocks = []
+    cases = ((48, 64), (1, 16), (63, 64), (151, 8192), (9000, 16384), (70000, 131072))
     with h5py.File(path, "w") as f:
-        for rows, chunk in ((48, 64), (1, 16), (63, 64), (64, 64), (151, 8192)):
+        for rows, chunk in cases:
             a = _data(rng, dtype, shape, rows)
             full = np.zeros((chunk, *shape), dtype)
             full[:rows] = a
-            data = encode(a, chunk, nonzero=True, store=True)
-            assert zlib.decompress(data) == shuffled(full), (rows, chunk)
+            data = encode_last(a, chunk)
+            assert zlib.decompress(data) == full.tobytes(), (rows, chunk)
             ds = f.create_dataset(
                 f"b{len(blocks)}", shape=(rows, *shape), maxshape=(None, *shape),
                 chunks=(chunk, *shape), dtype=dtype, compression="gzip", shuffle=True,
             )  # fmt: skip
-            ds.id.write_direct_chunk((0, *[0] * len(shape)), data)
+            assert ds.id.get_create_plist().get_filter(0)[0] == h5py.h5z.FILTER_SHUFFLE
+            ds.id.write_direct_chunk((0, *[0] * len(shape)), data, filter_mask=SKIP_SHUFFLE)
             blocks.append(a)
-        zero = np.zeros((5, *shape), dtype)  # all zero: the one-stretch form, as without store
-        assert encode(zero, 16, store=True) == encode(zero, 16)
     with h5py.File(path, "r") as f:
         for k, a in enumerate(blocks):
             assert f[f"b{k}"][...].tobytes() == a.tobytes(), k
+            assert f[f"b{k}"].id.get_chunk_info(0).filter_mask == SKIP_SHUFFLE
+    with h5py.File(path, "r+") as f:  # appended by h5py: the chunk rewritten, mask 0
+        ds = f["b0"]
+        more = _data(rng, dtype, shape, 5)
+        ds.resize(len(ds) + 5, axis=0)
+        ds[-5:] = more
+    with h5py.File(path, "r") as f:
+        ds = f["b0"]
+        assert ds[...].tobytes() == np.concatenate([blocks[0], more]).tobytes()
+        assert ds.id.get_chunk_info(0).filter_mask == 0
 
 
 @pytest.mark.parametrize("dtype, shape", CASES)
@@ -400,3 +412,34 @@ def test_all_zero_chunks_read_back_as_zeros_and_negative_zero_stays(tmp_path: Pa
     r = load_results(path)
     assert r.q[:, 0].tobytes() == q.tobytes() and r.v[:, 0].tobytes() == v.tobytes()
     assert np.array_equal(r.tau, np.zeros((n, 1))) and len(r.diagnostics["solver"]) == n
+
+
+def test_the_chunk_index_order_is_set_and_files_read_the_same_without_it(
+    tmp_path: Path, monkeypatch
+):
+    # writer.ISTORE_K through H5Pset_istore_k (superblock version 1); where the HDF5 library
+    # cannot be found the file is created with HDF5's defaults (version 0): the same rows
+    import mbsim.io.results.writer as writer_mod
+
+    def write(name):
+        path = tmp_path / name
+        with ResultsWriter(path, model_info=INFO, scenario_toml="", dt=1e-3, duration=1.0) as w:
+            for k in range(300):
+                w.append_state(k * 1e-3, [k * 0.5], [1.0], [1.0, 2.0, 3.0])
+                w.append_diagnostics(time=k * 1e-3, step=k)
+        with h5py.File(path, "r") as f:
+            version = f.id.get_create_plist().get_version()[0]
+            masks = {f["trajectory/q"].id.get_chunk_info(0).filter_mask}
+        return load_results(path), version, masks
+
+    if writer_mod._hdf5_library() is not None:
+        r, version, masks = write("k2.h5")
+        assert version == 1 and masks == {SKIP_SHUFFLE}
+    else:  # no /proc, or not the HDF5 h5py runs on: HDF5's defaults
+        r = None
+    monkeypatch.setitem(writer_mod._hdf5, "lib", None)
+    r0, version0, masks0 = write("default.h5")
+    assert version0 == 0 and masks0 == {SKIP_SHUFFLE}
+    assert r0.status == "complete" and np.array_equal(r0.q[:, 0], np.arange(300) * 0.5)
+    if r is not None:
+        assert np.array_equal(r.q, r0.q) and np.array_equal(r.time, r0.time)

@@ -33,6 +33,16 @@ Each stretch of compressed planes ends with a full flush (byte aligned, no refer
 bytes), so compressed stretches and stored blocks follow one another in one valid stream, closed
 by an empty final block. ``zlib.decompress`` of the result gives back the shuffled
 chunk bit for bit (tests/test_results_chunks.py checks it, and that h5py reads the rows back).
+
+A dataset's last, partial chunk, written when the run ends (inside its timed finish), skips the
+shuffle filter (:func:`encode_last`): HDF5 keeps a filter mask with every chunk in the chunk
+index, and a chunk written with the shuffle filter's bit set (:data:`SKIP_SHUFFLE`) is read back
+through deflate alone, by every HDF5 reader, so the rows read the same. Its bytes are the rows
+as they are, in stored deflate blocks, then the zero padding compressed (no byte transpose, no
+run test, one Adler-32): a fraction of the shuffled form's cost. The dataset's filters (shuffle
+and gzip) are unchanged, and a program appending to a finished file with h5py rewrites that
+chunk through both. Only a reader that decodes chunks itself (``read_direct_chunk``) must
+honour the mask it returns, as HDF5 does.
 """
 
 from __future__ import annotations
@@ -54,8 +64,6 @@ _HEADER = b"\x78\x01"  # deflate, 32 KiB window, no dictionary (0x7801 % 31 == 0
 _FINAL = b"\x03\x00"  # an empty final block (fixed Huffman, end-of-block code only)
 _STORED_MAX = 65535  # bytes in one stored block
 _ADLER_MOD = 65521
-_HEADER_BYTES = np.frombuffer(_HEADER, np.uint8)
-_FINAL_BYTES = np.frombuffer(_FINAL, np.uint8)
 
 
 def _stored(plane: memoryview, out: list) -> None:
@@ -127,44 +135,54 @@ def _mem_level(count: int) -> int:
     return min(8, max(1, (count + 1).bit_length() - 6))
 
 
-def _stored_partial(raw: np.ndarray, size: int, used: int, pad: int) -> bytes:
-    """A partial chunk (``used`` elements of ``size`` bytes, ``raw`` their bytes, then
-    ``pad`` zero elements; ``used`` <= 65535) with every byte plane stored: one stored block
-    per plane followed by the padding's zero stretch, assembled by numpy in one array rather
-    than plane by plane (no run test, no compressor): each plane's record has the same
-    length."""
-    zeros = _zero_stretch(pad)
-    rec = 5 + used + len(zeros)
-    out = np.empty(len(_HEADER) + size * rec + len(_FINAL) + 4, np.uint8)
-    out[: len(_HEADER)] = _HEADER_BYTES
-    body = out[len(_HEADER) : len(_HEADER) + size * rec].reshape(size, rec)
-    body[:, :5] = (0, used & 0xFF, used >> 8, ~used & 0xFF, (~used >> 8) & 0xFF)
-    planes = body[:, 5 : 5 + used]
-    planes[...] = raw.reshape(used, size).T
-    body[:, 5 + used :] = np.frombuffer(zeros, np.uint8)
-    adler = 1
-    for j in range(size):
-        adler = _adler_zeros(zlib.adler32(planes[j], adler), pad)
-    out[-4 - len(_FINAL) : -4] = _FINAL_BYTES
-    out[-4:] = tuple(adler.to_bytes(4, "big"))
-    return out.tobytes()
+#: The filter mask of a chunk written with the shuffle filter skipped (bit i skips filter i of
+#: the dataset's pipeline; the tables' pipeline is shuffle, then gzip: h5py's order).
+SKIP_SHUFFLE = 1
+#: Zero padding longer than this is compressed as repeats of a stretch of this many zeros.
+_ZERO_BLOCK = 1 << 16
 
 
-def encode(block: np.ndarray, chunk_rows: int, nonzero: bool = False, store: bool = False) -> bytes:
+def _zeros(count: int) -> list:
+    """``count`` zero bytes as stand-alone stretches (:func:`_zero_stretch`): repeats of one
+    of :data:`_ZERO_BLOCK` zeros and one of the rest, so a long padding (up to a chunk's
+    1 MiB) is never compressed whole, and lengths share their compressed stretches."""
+    whole, rest = divmod(count, _ZERO_BLOCK)
+    out = [_zero_stretch(_ZERO_BLOCK)] * whole
+    if rest:
+        out.append(_zero_stretch(rest))
+    return out
+
+
+def encode_last(block: np.ndarray, chunk_rows: int) -> bytes:
+    """The last, partial chunk of a dataset (``block``: its rows holding data, C-contiguous,
+    at least one and fewer than ``chunk_rows``; the rest is zero padding) as stored under
+    the gzip filter alone: to be written with ``filter_mask=SKIP_SHUFFLE`` (see the module
+    docstring). A zlib stream of the rows' bytes as they are, in stored deflate blocks, then
+    the padding compressed (:func:`_zeros`): ``zlib.decompress`` gives back the padded
+    chunk's bytes, unshuffled."""
+    raw = memoryview(block.reshape(-1).view(np.uint8))
+    pad = (chunk_rows - len(block)) * (raw.nbytes // len(block))
+    out = [_HEADER]
+    _stored(raw, out)
+    adler = zlib.adler32(raw)
+    if pad > 0:
+        out += _zeros(pad)
+        adler = _adler_zeros(adler, pad)
+    out.append(_FINAL)
+    out.append(adler.to_bytes(4, "big"))
+    return b"".join(out)
+
+
+def encode(block: np.ndarray, chunk_rows: int, nonzero: bool = False) -> bytes:
     """The stored form of one whole chunk of ``chunk_rows`` rows under the shuffle and gzip
     filters. ``block``: the rows holding data (at most ``chunk_rows``; a dataset's last chunk
     has fewer, the rest is zero padding, never read). ``nonzero``: the caller knows a bit of
-    ``block`` is set (the all-zero test is skipped). ``store``: a partial chunk of at most
-    65,535 elements keeps every byte plane stored (no plane compressed; the padding still
-    is), built at about half the cost (:func:`_stored_partial`): the finish of a file, whose
-    last chunks are written inside a run's timed end, at the price of a few hundred bytes a
-    column on a short run's constant planes. The chunk reads back the same either way."""
+    ``block`` is set (the all-zero test is skipped). A dataset's last chunk, written when
+    the run ends, is :func:`encode_last`'s."""
     size = block.dtype.itemsize
     used = block.size  # elements holding data
     pad = (used // len(block) * chunk_rows if len(block) else 0) - used
     raw = block.reshape(-1).view(np.uint8)
-    if store and pad and 0 < used <= _STORED_MAX and (nonzero or raw.any()):
-        return _stored_partial(raw, size, used, pad)
     # every bit zero (a column unused all run): one zero stretch
     if used and not nonzero and not raw.any():
         total = (used + pad) * size

@@ -49,6 +49,11 @@ def set_text(obj, name: str, value: str) -> None:
         a.close()
 
 
+def write_text(attr: h5py.h5a.AttrID, value: str) -> None:
+    """Overwrite the open text attribute ``attr`` (made by :func:`put_attrs`) in place."""
+    attr.write(np.array(value, dtype=_STR_DTYPE), mtype=_STR_MEMORY)
+
+
 def put_attrs(obj, items) -> None:
     """Create the attributes ``items`` ((name, value) pairs) of ``obj`` (a new group,
     dataset or file: none of them exists yet), each as ``obj.attrs[name] = value`` would.
@@ -178,6 +183,9 @@ class Table:
                 self.seal, max(16, _pow2_at_most(16384 / row_bytes[c.name]))
             )
         put_attrs(h5, [("rows", np.int64(0))])
+        # the ``rows`` attribute kept open: written in place at every flush (opening it by
+        # name each time costs as much again); the file's close closes it
+        self._rows = h5py.h5a.open(h5.id, b"rows")
         # ``_tail`` is made by :meth:`make_tail`, at the file's first flush before its end: a
         # run that ends before it (short, or under a second of wall time) never has one
         self.tail: h5py.Group | None = None
@@ -332,22 +340,26 @@ class Table:
         :func:`_create` sets none), so the rows read back the same, bit for bit (-0.0 is not
         all zero bits and is written), at no write, chunk index entry or metadata flush.
         Chunks are written once each, so a skipped chunk never hides an older one. ``final``:
-        the file's end, whose partial last chunk is encoded with its planes stored
-        (:func:`~mbsim.io.results.chunks.encode`'s ``store``)."""
+        the file's end, whose partial last chunk skips the shuffle filter (its filter mask
+        says so: :func:`~mbsim.io.results.chunks.encode_last`)."""
         write = dsid.write_direct_chunk
         zeros = (0,) * (data.ndim - 1)
         for s in range(0, rows, chunk):
             block = data[s : min(rows, s + chunk)]
             if block.reshape(-1).view(np.uint8).any():
-                write(
-                    (self.sealed + s, *zeros),
-                    _chunks.encode(block, chunk, nonzero=True, store=final),
-                )
+                if final and len(block) < chunk:
+                    write(
+                        (self.sealed + s, *zeros),
+                        _chunks.encode_last(block, chunk),
+                        filter_mask=_chunks.SKIP_SHUFFLE,
+                    )
+                else:
+                    write((self.sealed + s, *zeros), _chunks.encode(block, chunk, nonzero=True))
 
     def mark_sealed(self) -> None:
         """Phase 2 (after a flush): count the new whole chunks, empty the tail."""
         if self._plan:
-            set_scalar(self.h5, "rows", self.sealed + self._plan)
+            self._rows.write(np.array(self.sealed + self._plan, np.int64))
             if self._has_tail and self._tail_count:
                 set_scalar(self.tail, "rows", 0)
                 self._tail_count = 0

@@ -31,8 +31,12 @@ Writing (:class:`ResultsWriter`, a context manager):
   built cheaply) and written with ``write_direct_chunk``; HDF5 compresses nothing itself.
 * The tables' ``_tail`` groups are made at the first flush before the end (and flushed
   before any row is written): a run that ends before it never has them.
-* Finishing writes every remaining row straight to the main datasets (the last chunk partial),
-  then counts them in ``rows`` and deletes the tails (if made).
+* Finishing writes every remaining row straight to the main datasets (the last chunk partial,
+  written with the shuffle filter skipped in its filter mask: ``chunks.encode_last``), then
+  counts them in ``rows`` and deletes the tails (if made).
+* The file is created with the chunk indexes' B-tree order :data:`ISTORE_K` (small nodes for
+  columns of a few chunks; every HDF5 reads it), and the attributes written again at every
+  flush or at the end (``rows``, ``last_time``, ``status``, ``message``) are kept open.
 * Leaving the ``with`` block normally marks the file ``complete``; a KeyboardInterrupt marks it
   ``interrupted``; any other exception ``failed`` with the exception as the message.
 
@@ -66,7 +70,7 @@ from mbsim.io.results.schema import (
     _mib,
     _trajectory_cols,
 )
-from mbsim.io.results.table import Table, _vector, put_attrs, set_scalar, set_text
+from mbsim.io.results.table import Table, _vector, put_attrs, write_text
 
 #: HDF5 metadata, the global heap and attribute updates need some room beyond the raw data.
 SPACE_MARGIN_BYTES = 1 << 20
@@ -83,6 +87,64 @@ _FREE_DIAGNOSTICS = dict(
     lcp_size=0, lcp_pivots=0, lcp_residual=0, n_contacts=0, max_penetration=0,
     constraint_error=0, solver=SOLVER_CODES.index("none"),
 )  # fmt: skip
+
+
+#: The v1 B-tree order of the datasets' chunk indexes (HDF5's "indexed storage internal node
+#: K", default 32: nodes of up to 64 chunks, ~2.5 KiB each, made and flushed whole for every
+#: chunked dataset's first chunk, though a column of a short run has one chunk). 2: nodes of
+#: up to 4 chunks. A file-creation property recorded in the superblock (version 1 instead of
+#: 0, read by every HDF5 since 1.6); readers see the same datasets.
+ISTORE_K = 2
+
+
+def _hdf5_library():
+    """The HDF5 library h5py runs on, as a ctypes handle (for ``H5Pset_istore_k``, which h5py
+    does not expose), or None where it cannot be found for certain (no ``/proc``, another
+    version): the file is then created with HDF5's defaults. Found once per process."""
+    if "lib" not in _hdf5:
+        lib = None
+        try:
+            import ctypes
+
+            with open("/proc/self/maps") as maps:
+                paths = {
+                    line.split(maxsplit=5)[5].strip()
+                    for line in maps
+                    if "libhdf5" in line and "libhdf5_hl" not in line
+                }
+            if len(paths) == 1:
+                lib = ctypes.CDLL(paths.pop())
+                version = [ctypes.c_uint() for _ in range(3)]
+                lib.H5get_libversion(*map(ctypes.byref, version))
+                if tuple(v.value for v in version) != h5py.version.hdf5_version_tuple[:3]:
+                    lib = None
+                else:
+                    lib.H5Pset_istore_k.argtypes = [ctypes.c_int64, ctypes.c_uint]
+                    lib.H5Pset_istore_k.restype = ctypes.c_int
+        except (OSError, AttributeError, IndexError, ValueError):
+            lib = None
+        _hdf5["lib"] = lib
+    return _hdf5["lib"]
+
+
+_hdf5: dict = {}
+
+
+def _create_file(path: Path) -> h5py.File:
+    """``h5py.File(path, "w", locking=False)`` (HDF5 must not lock the file: the claim's
+    ``flock`` would conflict), with the chunk indexes' B-tree order :data:`ISTORE_K`."""
+    lib = _hdf5_library()
+    try:  # the property lists h5py.File would make (h5py's own helpers), K set on the fcpl
+        from h5py._hl.files import make_fapl, make_fcpl
+
+        fcpl = make_fcpl(track_order=h5py.get_config().track_order)
+        fapl = make_fapl(None, locking=False)
+        ok = lib is not None and lib.H5Pset_istore_k(fcpl.id, ISTORE_K) >= 0
+    except Exception:  # another h5py's helpers: HDF5's defaults
+        ok = False
+    if not ok:
+        return h5py.File(path, "w", locking=False)
+    return h5py.File(h5py.h5f.create(os.fsencode(path), h5py.h5f.ACC_TRUNC, fapl=fapl, fcpl=fcpl))
 
 
 def _utc_now() -> str:
@@ -154,7 +216,7 @@ class ResultsWriter:
             if not self._claim.still_ours():
                 raise OSError("another process replaced the file just claimed")
             # HDF5 must not lock it again: its own flock would conflict with the claim's
-            self._file = h5py.File(self.path, "w", locking=False)
+            self._file = _create_file(self.path)
         except Exception as exc:
             if self._claim.still_ours() and os.fstat(self._claim.fd).st_size == 0:
                 self.path.unlink(missing_ok=True)  # the empty file this claim created
@@ -198,7 +260,7 @@ class ResultsWriter:
         ]
         self._last_flush = _time.monotonic()
         self._started = _time.monotonic()
-        self._last_time_set = False  # the file's last_time attribute exists
+        self._last_time: h5py.h5a.AttrID | None = None  # the file's last_time, once made
         self._tails_made = False  # the tables' _tail groups exist (Table.make_tail)
         self.last_time = float("nan")
 
@@ -257,6 +319,8 @@ class ResultsWriter:
                 ("message", ""),
             ),
         )
+        # status and message, written once more at the end: kept open (the close closes them)
+        self._status = (h5py.h5a.open(f.id, b"status"), h5py.h5a.open(f.id, b"message"))
         g = f.create_group("scenario")
         put_attrs(
             g, [("description", "the fully resolved scenario and checksums of the input files")]
@@ -587,11 +651,11 @@ class ResultsWriter:
                 g.mark_tail()
         for g in self._groups:
             g.commit(final)
-        if self._last_time_set:
-            set_scalar(self._file, "last_time", self._committed_time(), np.float64)
+        if self._last_time is not None:
+            self._last_time.write(np.array(self._committed_time(), np.float64))
         else:
             put_attrs(self._file, [("last_time", self._committed_time())])
-            self._last_time_set = True
+            self._last_time = h5py.h5a.open(self._file.id, b"last_time")
         self._file.flush()
         return True
 
@@ -643,8 +707,8 @@ class ResultsWriter:
         self._closed = True
         try:
             f = self._file
-            set_text(f, "status", status)  # both written with the header
-            set_text(f, "message", message)
+            write_text(self._status[0], status)  # both written with the header, kept open
+            write_text(self._status[1], message)
             ended = (("ended_utc", _utc_now()), ("wall_seconds", _time.monotonic() - self._started))
             if h5py.h5a.exists(f.id, b"ended_utc"):  # (a file is finished once; be safe)
                 for key, value in ended:
