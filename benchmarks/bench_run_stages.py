@@ -18,7 +18,7 @@ acceleration sweeps (the ABA of a free step) and the compiled joint-limit step
 reach a stop; 0 when no stop is near in that state). For ``panda-table`` (the hand pressed on
 the table at the run's end) the contact step's stages too, as the loop calls them
 (``free_run_kernel``'s contact branch): the shape poses, the broadphase, the step's contact set
-(``contact_loop.contact_set``: the narrowphase, ``finish`` and the smooth radii), the
+(``contact_loop.contact_set``: the narrowphase, ``finish_into`` and the smooth radii), the
 narrowphase alone (``narrowphase.narrowphase``) and the compiled contact step
 (``contact_loop.fused_step``: ``contact_step_kernel`` from the contacts to v+, its warm start
 as the run leaves it) and the loop's own work around them (``_may_touch``, the contact events

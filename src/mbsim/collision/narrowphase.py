@@ -604,11 +604,19 @@ def finish(out_i, out_f, nc, ipack, offs, n_total, R_world, p_world):
     feature_key; floats (5, nc, 3) = point_a, point_b, local_a, local_b, normal, and gaps (nc,).
     Local points are R_body^T (p - p_body); static points stay in world coordinates.
     pair_id = A * n_total + B."""
-    n = offs[0]
-    si = _rows(ipack, 0, n, 14)
     ints = np.empty((6, nc), np.int64)
     vecs = np.empty((5, nc, 3))
     gap = np.empty(nc)
+    finish_into(out_i, out_f, nc, ipack, offs, n_total, R_world, p_world, ints, vecs, gap)
+    return ints, vecs, gap
+
+
+@njit(cache=True)
+def finish_into(out_i, out_f, nc, ipack, offs, n_total, R_world, p_world, ints, vecs, gap):
+    """:func:`finish`'s arrays written into ``ints`` (6, nc), ``vecs`` (5, nc, 3) and ``gap``
+    (nc,) given (the compiled loop's contact stage: its own buffers, no allocation a step)."""
+    n = offs[0]
+    si = _rows(ipack, 0, n, 14)
     for c in range(nc):
         a, b = out_i[c, 0], out_i[c, 1]
         ba = si[a, BODY] if a < n else -1
@@ -635,4 +643,3 @@ def finish(out_i, out_f, nc, ipack, offs, n_total, R_world, p_world):
                     for m in range(3):
                         s += R_world[body, m, k] * (vecs[side, c, m] - p_world[body, m])
                     vecs[2 + side, c, k] = s
-    return ints, vecs, gap

@@ -6,11 +6,12 @@ that step itself, compiled, as the step-by-step path would take it through
 ``OSStepper._general_step`` and the compiled contact step (contact_fused.py):
 
 1. :func:`contact_set`: the scene's detection (``CollisionScene.detect``) for the numba
-   pairs only: ``narrowphase`` on the broadphase's candidates, ``finish`` and the smooth
-   radii (``scene._smooth_radii_kernel``), into the same arrays ``detect`` builds a
-   Contacts of. A pair FCL must take, more rows than the buffers hold, or a body-pair
-   manifold that would need reducing (``manifold.body_pair_keep``) stops the loop: Python
-   takes that step. A scene with per-pair margins never runs here (:meth:`ContactStage.build`);
+   pairs only: ``narrowphase`` on the broadphase's candidates, ``finish_into`` and the
+   smooth radii (``scene._smooth_radii_kernel``), into views of the stage's buffers shaped
+   as the arrays ``detect`` builds a Contacts of. A pair FCL must take, more rows than the
+   buffers hold, or a body-pair manifold that would need reducing
+   (``manifold.body_pair_keep``) stops the loop: Python takes that step. A scene with
+   per-pair margins never runs here (:meth:`ContactStage.build`);
 2. :func:`fused_step`: ``contact_step_kernel`` with the inputs ``ContactFuser.step`` gives
    it (the pair table's mu and restitution of each contact, the core radii when the
    curvature term takes them, the fuser's options and Lemke pivot caps), collisions and
@@ -45,7 +46,7 @@ from numba.experimental import structref
 from numba.extending import overload
 
 from mbsim.collision.manifold import BODY_PAIR
-from mbsim.collision.narrowphase import finish, narrowphase
+from mbsim.collision.narrowphase import finish_into, narrowphase
 from mbsim.collision.scene import Contacts, _smooth_radii_kernel
 from mbsim.simcore.contact_fused import (
     _NO_ROWS,
@@ -101,13 +102,16 @@ _call_code = native_caller(types.int64)
 #: MAX_CONTACTS contacts whose first rows :func:`fused_step` lends the contact step's record
 #: (each contact's mu and restitution, then the kernel's outputs z, fn, tangent, sliding,
 #: hit, vn_before, vn_after, p_impact), and the buffers of the step's 1-DoF joint rows whose
-#: first rows :func:`stage_joint_rows` lends the record's j_* fields (with a work vector of nv)
+#: first rows :func:`stage_joint_rows` lends the record's j_* fields (with a work vector of nv),
+#: and those of the step's contacts (:func:`contact_set`: ints in ``c_int``, 6 a contact;
+#: vecs, gap and the two radii in ``c_flt``, 18 a contact)
 STAGE_FIELDS = (
     "detect", "step", "ktab", "mu_tab", "eps_tab", "core", "max_rows", "act_pf", "act_is",
     "last_i", "last_v", "last_f", "info", "cst", "ev_i", "ev_f", "rc_i", "rc_f", "rec_cd",
     "stats", "gain", "max_pen", "warm", "wtab", "wund", "ints", "vecs", "gap", "ra", "rb",
     "b_mu", "b_eps", "b_z", "b_fn", "b_tangent", "b_sliding", "b_hit", "b_vn_before",
-    "b_vn_after", "b_p_impact", "jb_dof", "jb_sign", "jb_shift", "jb_gap", "jb_qv",
+    "b_vn_after", "b_p_impact", "jb_dof", "jb_sign", "jb_shift", "jb_gap", "jb_qv", "c_int",
+    "c_flt",
 )  # fmt: skip
 
 
@@ -156,18 +160,19 @@ def make_stage(
     detect, step, ktab, mu_tab, eps_tab, core, max_rows, act_pf, act_is, last_i, last_v,
     last_f, info, cst, ev_i, ev_f, rc_i, rc_f, rec_cd, stats, gain, max_pen, warm, wtab, wund,
     ints, vecs, gap, ra, rb, b_mu, b_eps, b_z, b_fn, b_tangent, b_sliding, b_hit, b_vn_before,
-    b_vn_after, b_p_impact, jb_dof, jb_sign, jb_shift, jb_gap, jb_qv,
+    b_vn_after, b_p_impact, jb_dof, jb_sign, jb_shift, jb_gap, jb_qv, c_int, c_flt,
 ):  # fmt: skip
     """The contact stage record (:class:`StageType`) of these fields (:data:`STAGE_FIELDS`);
     it holds the arrays themselves, not copies, borrowed (spatial.borrowed_all: numba counts
     no references of them when the loop's kernels read them; :class:`ContactStage` keeps every
     one alive while its record is used). The step's contacts, which :func:`stage_contacts`
-    puts in the record, are its own."""
+    puts in the record, are views of its buffers ``c_int`` and ``c_flt``."""
     return _new_stage(
         detect, step, ktab, mu_tab, eps_tab, core, max_rows, act_pf, act_is, last_i, last_v,
         last_f, info, cst, ev_i, ev_f, rc_i, rc_f, rec_cd, stats, gain, max_pen, warm, wtab,
         wund, ints, vecs, gap, ra, rb, b_mu, b_eps, b_z, b_fn, b_tangent, b_sliding, b_hit,
-        b_vn_before, b_vn_after, b_p_impact, jb_dof, jb_sign, jb_shift, jb_gap, jb_qv,
+        b_vn_before, b_vn_after, b_p_impact, jb_dof, jb_sign, jb_shift, jb_gap, jb_qv, c_int,
+        c_flt,
     )  # fmt: skip
 
 
@@ -191,9 +196,15 @@ def contact_set(pairs, Rw, pw, bc, R_world, p_world, stage):
     if body_pair_cap > 0 and nc > body_pair_cap:
         ok = False  # body_pair_keep would drop some: Python's
     m = nc if ok else 0
-    ints, vecs, gap = finish(out_i, out_f, m, ipack, offs, n_shapes, R_world, p_world)
-    ra = np.empty(m)
-    rb = np.empty(m)
+    # the contacts in the stage's own buffers (c_int, c_flt), C-contiguous views: no
+    # allocation a step
+    ints = stage.c_int[: 6 * m].reshape(6, m)
+    cf = stage.c_flt
+    vecs = cf[: 15 * m].reshape(5, m, 3)
+    gap = cf[15 * m : 16 * m]
+    ra = cf[16 * m : 17 * m]
+    rb = cf[17 * m : 18 * m]
+    finish_into(out_i, out_f, m, ipack, offs, n_shapes, R_world, p_world, ints, vecs, gap)
     _smooth_radii_kernel(ints[2], ints[3], ints[5], shape_kind, shape_radius, ra, rb)
     return (m if ok else -1), ints, vecs, gap, ra, rb
 
@@ -583,13 +594,14 @@ class ContactStage:
         self._joint = jl is not None
         nr = 2 * m.nv + 2 * nf  # JointLimits.rows: at most two limit rows a DoF
         #: the buffers of the contact step's pair parameters and outputs (:func:`fused_step`),
-        #: then of its joint rows (:func:`stage_joint_rows`)
+        #: then of its joint rows (:func:`stage_joint_rows`), then of the step's contacts
+        #: (:func:`contact_set`)
         self._bufs = (
             np.zeros(C), np.zeros(C), np.zeros(C * (fuser._k + 1) + nr + nf), np.zeros(C),
             np.zeros((C, 3)),
             np.zeros(C, np.bool_), np.zeros(C, np.bool_), np.zeros(C), np.zeros(C),
             np.zeros((C, 3)), np.zeros(nr, np.int64), np.zeros(nr), np.zeros(nr), np.zeros(nr),
-            np.zeros(m.nv),
+            np.zeros(m.nv), np.zeros(6 * C, np.int64), np.zeros(18 * C),
         )  # fmt: skip
 
     def link(self) -> None:
