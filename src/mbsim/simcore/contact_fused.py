@@ -126,7 +126,6 @@ from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp import warm as warm_start
 from mbsim.simcore.lcp.chain import ACTIVE_SET_FIXES, LSTSQ_RCOND
 from mbsim.simcore.lcp.islands import _component_labels, block_order
-from mbsim.simcore.lcp.lemke import _SOLVED, REFACTOR_EVERY, ZERO_REL, _lemke_once
 from mbsim.simcore.lcp.problem import _inf_norm, principal_kernel
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
 from mbsim.simcore.lcp.warm import CANDIDATE, guess_normed
@@ -139,6 +138,7 @@ from mbsim.simcore.limit_step import (
     SOLVER_NAMES,
     _armature_energy,
     _kinetic,
+    _lemke_path,
     _response_column,
     evaluate_candidate,
     lcp_work,
@@ -224,20 +224,6 @@ _caps_read: list = [None, None]
 
 
 @njit(cache=True, inline="always")
-def _lemke_capped(M, q, caps, z):
-    """``lemke.run_lemke``'s first budget chunk (lexicographic, ZERO_REL, pivot cap
-    caps[0, n], caps[1, n] pivots a chunk, refactorisation every max(REFACTOR_EVERY, n)
-    pivots): (solved?, pivots, basic z indices); z gets the snapped answer
-    (``lemke._lemke_once``). A path the first chunk does not end is not solved here: the
-    Python path polls the step's time budget after that chunk, so the step is its."""
-    n = q.shape[0]
-    code, pivots, basic = _lemke_once(
-        M, q, caps[0, n], max(REFACTOR_EVERY, n), caps[1, n], True, ZERO_REL, z
-    )
-    return code == _SOLVED, int(pivots), basic
-
-
-@njit(cache=True, inline="always")
 def _ndot(x, i, y, j):
     """x[i] . y[j] of two (n, 3) arrays in numpy einsum's order: (x0 y0 + x2 y2) + x1 y1."""
     return (x[i, 0] * y[j, 0] + x[i, 2] * y[j, 2]) + x[i, 1] * y[j, 1]
@@ -289,10 +275,14 @@ def _least_norm_solve(M, q, delta, tol_rel, caps, z, w):
 @njit(cache=True)
 def _vertex_solve(M, q, tol_rel, caps, z, w):
     """The first attempt of the chain with the "vertex" selection: lexicographic Lemke on
-    (M, q) (``lemke.lemke``'s first path), verified on (M, q). Returns (accepted, pivots,
+    (M, q) (``lemke.lemke``'s first path: ``limit_step._lemke_path`` with the pivot caps
+    ``caps``, as the least-norm attempt's paths), verified on (M, q). Returns (accepted, pivots,
     worst residual). Not accepted: a path without a verified solution or longer than one
     budget chunk (the Python chain follows the other paths and attempts)."""
-    solved, pivots, _basic = _lemke_capped(M, q, caps, z)
+    n = q.shape[0]
+    solved, pivots, _basic = _lemke_path(
+        M, q, z, np.empty(3 * n * n + 5 * n), np.empty(3 * n + 4, dtype=np.int64), caps
+    )
     if not solved:
         return False, pivots, np.inf
     ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)

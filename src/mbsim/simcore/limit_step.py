@@ -266,7 +266,7 @@ def _lemke_path(M, q, z, fw, iw, caps):
     return code == _SOLVED, pivots, basic
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lemke_run(M, q, lexicographic, zero_rel, z, fw, iw, caps):
     """``lemke.run_lemke`` on the path (lexicographic, zero_rel) without the budget poll:
     (status code, pivots, basic z indices, a view of iw); z gets the snapped answer. The
@@ -327,6 +327,15 @@ def _lemke_full(M, q, tol_rel, z, w, fw, iw, caps):
         if ok:
             return ACCEPT, total, worst
     return REJECT, total, np.inf
+
+
+#: what :func:`_lemke_full` returns (ACCEPT, REJECT or UNDECIDED, pivots, worst residual)
+LEMKE_RESULT = types.Tuple((types.int64, types.int64, types.float64))
+#: :func:`_lemke_full` called by its address from :func:`_restricted` (native_call.py,
+#: typing compiles nothing): the contact step's least-norm attempt (``chain`` False) never
+#: calls it, so its compilation does not compile the restricted LCP's other Lemke paths; the
+#: joint-row step's first restricted LCP compiles (or loads) it then
+_lemke_full_call = native(_lemke_full, LEMKE_RESULT)
 
 
 @njit(cache=True)
@@ -552,7 +561,7 @@ def _one_chunk(caps, n):
     return chunk > max_pivots
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def lemke_regularised_into(M, q, delta, tol_rel, caps, chain, z, w, fw, iw):
     """``chain.lemke_regularised`` on (M, q) with the regularisation delta (absolute), the
     one compiled version both compiled steps run: Lemke on M + delta I (pivot cap and budget
@@ -566,7 +575,10 @@ def lemke_regularised_into(M, q, delta, tol_rel, caps, chain, z, w, fw, iw):
     False (the contact step's first attempt) stops there: not accepted (REJECT) and the step
     is Python's. Returns (ACCEPT, REJECT or UNDECIDED, pivots, worst residual); z and
     w = M z + q the answer. fw, iw: :func:`lcp_work` (n) entries (iw past the islands
-    labels), any content."""
+    labels), any content. Inlined into its callers (``inline="always"``, with
+    :func:`_restricted`): a caller passing ``chain`` as a constant compiles only its side
+    (numba prunes the other branches), and the contact step's least-norm attempt is one
+    library, as its own copy was."""
     n = q.shape[0]
     nn = n * n
     Mr = regularise_delta_into(M, delta, fw[0:nn].reshape((n, n)))
@@ -681,16 +693,16 @@ def _polish_into(M, q, z_reg, S, delta, z, c, fw, iw):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _restricted(M, q, S0, tol_rel, caps, chain, z, w, fw, iw):
     """``chain._restricted``: the LCP restricted to the working set S0 (z = 0 outside) by
     lexicographic Lemke (:func:`_lemke_path`), S grown by the rows outside it with
     w < -tol, at most ACTIVE_SET_FIXES times; ACCEPT with z, w the first answer accepted on
     (M, q). A sub-problem the lexicographic path does not solve and verify: with ``chain``
-    ``lemke.lemke``'s other paths (:func:`_lemke_full`), without it not accepted (REJECT:
-    the Python chain may still find an answer there). Returns (ACCEPT, REJECT or UNDECIDED,
-    the sub-problem's pivots, worst residual); fw, iw: the Lemke path's work for n rows
-    (:func:`_lemke_path`)."""
+    ``lemke.lemke``'s other paths (:func:`_lemke_full`, called by its address), without it
+    not accepted (REJECT: the Python chain may still find an answer there). Returns
+    (ACCEPT, REJECT or UNDECIDED, the sub-problem's pivots, worst residual); fw, iw: the
+    Lemke path's work for n rows (:func:`_lemke_path`)."""
     n = q.shape[0]
     inside = np.zeros(n, dtype=np.bool_)
     for a in range(S0.shape[0]):
@@ -704,7 +716,7 @@ def _restricted(M, q, S0, tol_rel, caps, chain, z, w, fw, iw):
         zs = np.empty(m)
         ws = np.empty(m)
         if chain:
-            state, piv, _worst = _lemke_full(Ms, qs, tol_rel, zs, ws, fw, iw, caps)
+            state, piv, _worst = _lemke_full_call(Ms, qs, tol_rel, zs, ws, fw, iw, caps)
         else:  # the lexicographic path alone, solved and verified
             solved, piv, _b = _lemke_path(Ms, qs, zs, fw, iw, caps)
             state = REJECT
