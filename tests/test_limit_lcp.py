@@ -29,11 +29,16 @@ import pytest
 
 from mbsim.simcore.lcp.lemke import ZERO_REL, _lemke_once, lemke_once_into
 from mbsim.simcore.limit_step import (
+    ACCEPT,
+    LEMKE_RESULT,
+    NO_CAPS,
     SOLVE_RESULT,
+    _lemke_full,
     _solve_direct,
     _solve_general,
     _solve_one,
     lcp_work,
+    lemke_regularised_into,
     solve_limit_lcp,
 )
 
@@ -177,6 +182,35 @@ def test_general_path_by_address():
     for sig, cres in _solve_general.overloads.items():
         if sig[0] == numba.typeof(np.empty((2, 2))):
             assert cres.signature.return_type == SOLVE_RESULT
+
+
+def test_restricted_lcp_other_paths_by_address():
+    """The joint-row step's least-norm attempt (lemke_regularised_into, chain True) reaches
+    the restricted LCP's Lemke paths (_lemke_full) through their address, compiled when
+    first needed, with the return type declared (LEMKE_RESULT): on spirit40newer's LCP
+    whose active set is inconsistent (120 rows, solved as the LCP restricted to 79 rows) the
+    answer is the Python chain's, bit for bit."""
+    from pathlib import Path
+
+    from mbsim.simcore.lcp import lemke_regularised
+    from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
+
+    data = np.load(Path(__file__).parent / "data" / "spirit40newer_lcp_restricted.npz")
+    M, q = np.ascontiguousarray(data["M"]), np.ascontiguousarray(data["q"])
+    delta = LEAST_NORM_DELTA * np.abs(M).sum(axis=1).max()
+    n = q.shape[0]
+    fw, iw = _work(n)
+    z, w = np.empty(n), np.empty(n)
+    state, pivots, _worst = lemke_regularised_into(
+        M, q, delta, TOL_REL, NO_CAPS, True, z, w, fw, iw
+    )
+    r = lemke_regularised(M, q, delta, tol_rel=TOL_REL)
+    assert r.ok and "restricted" in r.message
+    assert state == ACCEPT and pivots == r.pivots
+    assert z.tobytes() == r.z.tobytes()
+    assert _lemke_full.overloads
+    for cres in _lemke_full.overloads.values():
+        assert cres.signature.return_type == LEMKE_RESULT
 
 
 def _brute_force(M, q):

@@ -126,8 +126,6 @@ from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp import warm as warm_start
 from mbsim.simcore.lcp.chain import ACTIVE_SET_FIXES, LSTSQ_RCOND
 from mbsim.simcore.lcp.islands import _component_labels, block_order
-from mbsim.simcore.lcp.lemke import _SOLVED, REFACTOR_EVERY, ZERO_REL, _lemke_once
-from mbsim.simcore.lcp.lstsq import active_set_work
 from mbsim.simcore.lcp.problem import _inf_norm, principal_kernel
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
 from mbsim.simcore.lcp.warm import CANDIDATE, guess_normed
@@ -136,12 +134,15 @@ from mbsim.simcore.lcp.warm_table import ACCEPTED, TRIED, WarmTable
 from mbsim.simcore.lcp.warm_table import find as warm_find
 from mbsim.simcore.lcp.warm_table import remember as warm_remember
 from mbsim.simcore.limit_step import (
+    ACCEPT,
     SOLVER_NAMES,
     _armature_energy,
     _kinetic,
-    _polish_into,
+    _lemke_path,
     _response_column,
     evaluate_candidate,
+    lcp_work,
+    lemke_regularised_into,
 )
 from mbsim.simcore.native_call import EMPTY, address_table, native, native_caller
 from mbsim.simcore.spatial import _borrowed_value, borrowed, c_view
@@ -223,20 +224,6 @@ _caps_read: list = [None, None]
 
 
 @njit(cache=True, inline="always")
-def _lemke_capped(M, q, caps, z):
-    """``lemke.run_lemke``'s first budget chunk (lexicographic, ZERO_REL, pivot cap
-    caps[0, n], caps[1, n] pivots a chunk, refactorisation every max(REFACTOR_EVERY, n)
-    pivots): (solved?, pivots, basic z indices); z gets the snapped answer
-    (``lemke._lemke_once``). A path the first chunk does not end is not solved here: the
-    Python path polls the step's time budget after that chunk, so the step is its."""
-    n = q.shape[0]
-    code, pivots, basic = _lemke_once(
-        M, q, caps[0, n], max(REFACTOR_EVERY, n), caps[1, n], True, ZERO_REL, z
-    )
-    return code == _SOLVED, int(pivots), basic
-
-
-@njit(cache=True, inline="always")
 def _ndot(x, i, y, j):
     """x[i] . y[j] of two (n, 3) arrays in numpy einsum's order: (x0 y0 + x2 y2) + x1 y1."""
     return (x[i, 0] * y[j, 0] + x[i, 2] * y[j, 2]) + x[i, 1] * y[j, 1]
@@ -259,48 +246,6 @@ def _impulses(D, z, F):
 
 
 @njit(cache=True, inline="always")
-def _restricted(M, q, S0, tol_rel, caps, z, w):
-    """``chain._restricted``: the LCP restricted to the working set S0 (z = 0 outside) by
-    lexicographic Lemke, S grown by the rows outside it with w < -tol, at most
-    ACTIVE_SET_FIXES times. Returns (accepted, sub-problem pivots, worst residual); not
-    accepted also where the Python chain might still find an answer (a sub-problem that the
-    lexicographic path does not solve and verify: ``lemke.lemke`` then tries other paths)."""
-    n = q.shape[0]
-    inside = np.zeros(n, dtype=np.bool_)
-    for a in range(S0.shape[0]):
-        inside[S0[a]] = True
-    for _ in range(ACTIVE_SET_FIXES + 1):
-        idx = np.flatnonzero(inside)
-        m = idx.shape[0]
-        if m == 0:
-            return False, 0, np.inf
-        Ms, qs = principal_kernel(M, q, idx)
-        zs = np.empty(m)
-        ws = np.empty(m)
-        solved, piv, _basic = _lemke_capped(Ms, qs, caps, zs)
-        if not solved:
-            return False, 0, np.inf
-        sub_ok, _w, _t = evaluate_candidate(Ms, qs, zs, tol_rel, ws)
-        if not sub_ok:
-            return False, 0, np.inf
-        for i in range(n):
-            z[i] = 0.0
-        for a in range(m):
-            z[idx[a]] = zs[a]
-        ok, worst, tol = evaluate_candidate(M, q, z, tol_rel, w)
-        if ok:
-            return True, piv, worst
-        grow = False
-        for i in range(n):
-            if not inside[i] and w[i] < -tol:
-                inside[i] = True
-                grow = True
-        if not grow:
-            return False, 0, np.inf
-    return False, 0, np.inf
-
-
-@njit(cache=True, inline="always")
 def _mscale(M):
     """||M||_inf, taken as 1 when it is 0 or not finite (``chain.solve_lcp``'s mscale)."""
     mscale = _inf_norm(M)
@@ -312,62 +257,32 @@ def _mscale(M):
 @njit(cache=True)
 def _least_norm_solve(M, q, delta, tol_rel, caps, z, w):
     """``chain.lemke_regularised`` on (M, q) with the regularisation delta (absolute), as the
-    first attempt of the chain runs it: Lemke on M + delta I, the polish on M's active set
-    (``limit_step._polish_into``: least change, else proximal), the active-set corrections (rows
-    the polish leaves on the wrong side swapped, at most ACTIVE_SET_FIXES times), then the
-    restricted LCP (``_restricted``); every candidate verified on (M, q). Returns (accepted,
-    pivots, worst residual); z and w = M z + q hold the accepted answer. Not accepted where
-    the Python chain would go on in a way not compiled here (a regularised path without a
-    solution or longer than one budget chunk) or would fail: the caller hands the step
-    back."""
-    n = q.shape[0]
-    Mr = M.copy()
-    for i in range(n):
-        Mr[i, i] = M[i, i] + delta
-    z_reg = np.empty(n)
-    solved, pivots, S = _lemke_capped(Mr, q, caps, z_reg)
-    if not solved:
-        return False, pivots, np.inf
-    S0 = S
-    inside = np.zeros(n, dtype=np.bool_)
-    for _ in range(ACTIVE_SET_FIXES + 1):
-        # chain._polish: the least-change candidate, else the proximal one
-        for i in range(n):
-            z[i] = 0.0
-        if S.shape[0]:
-            nf, ni = active_set_work(S.shape[0])
-            c = np.empty(n)
-            if not _polish_into(
-                M, q, z_reg, S, delta, z, c, np.empty(nf), np.empty(ni, dtype=np.int64)
-            ):
-                break  # no candidate: the restricted LCP
-        ok, worst, tol = evaluate_candidate(M, q, z, tol_rel, w)
-        if ok:
-            return True, pivots, worst
-        # swap the rows on the wrong side and polish again
-        for i in range(n):
-            inside[i] = False
-        for a in range(S.shape[0]):
-            inside[S[a]] = True
-        flips = 0
-        for i in range(n):
-            if (inside[i] and z[i] < -tol) or (not inside[i] and w[i] < -tol):
-                inside[i] = not inside[i]
-                flips += 1
-        if flips == 0:
-            break
-        S = np.flatnonzero(inside)
-    ok, sub_pivots, worst = _restricted(M, q, S0, tol_rel, caps, z, w)
-    return ok, pivots + sub_pivots, worst
+    first attempt of the chain runs it: ``limit_step.lemke_regularised_into`` (Lemke on
+    M + delta I with the pivot caps ``caps``, the polish, the active-set corrections, the
+    restricted LCP by the lexicographic path; every candidate verified on (M, q)) without the
+    chain's further ways, in work arrays of its own. Returns (accepted, pivots, worst
+    residual); z and w = M z + q hold the accepted answer. Not accepted where the Python
+    chain would go on in a way not compiled here (a regularised path without a solution or
+    longer than one budget chunk, other Lemke paths of the restricted LCP, the raw answer) or
+    would fail: the caller hands the step back."""
+    nf, ni = lcp_work(q.shape[0])
+    state, pivots, worst = lemke_regularised_into(
+        M, q, delta, tol_rel, caps, False, z, w, np.empty(nf), np.empty(ni, dtype=np.int64)
+    )
+    return state == ACCEPT, pivots, worst
 
 
 @njit(cache=True)
 def _vertex_solve(M, q, tol_rel, caps, z, w):
     """The first attempt of the chain with the "vertex" selection: lexicographic Lemke on
-    (M, q) (``lemke.lemke``'s first path), verified on (M, q). Returns (accepted, pivots,
+    (M, q) (``lemke.lemke``'s first path: ``limit_step._lemke_path`` with the pivot caps
+    ``caps``, as the least-norm attempt's paths), verified on (M, q). Returns (accepted, pivots,
     worst residual). Not accepted: a path without a verified solution or longer than one
     budget chunk (the Python chain follows the other paths and attempts)."""
-    solved, pivots, _basic = _lemke_capped(M, q, caps, z)
+    n = q.shape[0]
+    solved, pivots, _basic = _lemke_path(
+        M, q, z, np.empty(3 * n * n + 5 * n), np.empty(3 * n + 4, dtype=np.int64), caps
+    )
     if not solved:
         return False, pivots, np.inf
     ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)

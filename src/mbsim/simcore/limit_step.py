@@ -50,12 +50,13 @@ row, are exact either way):
    kernels accept there, with the same bits), else as the chain solves them (:func:`_solve_general`,
    called by its address and compiled only when a step first needs it): an M that splits into
    islands (lcp/islands.py: a fixed-base robot's branches) block by block, each block by
-   ``chain.lemke_regularised`` written out (:func:`_lemke_regularised`: the polish with the proximal
-   iterations, the active-set corrections, the restricted LCP, the raw answer) and, where that fails
-   as Python's does, the chain's second attempt ``lemke.lemke`` (:func:`_lemke_full`, its other
-   paths). Any other outcome -- a Lemke path longer than one budget chunk, the chain's later
-   attempts (other regularisations, PGS) -- is not decided here: the kernel returns FALLBACK and the
-   caller takes the step by the Python path, whose chain goes on from there (or raises the failure);
+   ``chain.lemke_regularised`` written out (:func:`lemke_regularised_into`, the contact step's too:
+   the polish with the proximal iterations, the active-set corrections, the restricted LCP, the raw
+   answer) and, where that fails as Python's does, the chain's second attempt ``lemke.lemke``
+   (:func:`_lemke_full`, its other paths). Any other outcome -- a Lemke path longer than one
+   budget chunk, the chain's later attempts (other regularisations, PGS) -- is not decided here:
+   the kernel returns FALLBACK and the caller takes the step by the Python path, whose chain goes
+   on from there (or raises the failure);
 7. the energy share of the stops passed (``energy_sources.step_shares``): the rows with g <
    0 get p (G (v_f + v+)) / 2 (``energy_stabilisation``);
 8. Euler: q+ = q (+) dt v+ (``integrate_kernel``); a non-finite state or |v+| > max_speed
@@ -236,29 +237,48 @@ def lcp_work(n):
     return n * n + 2 * n + max(3 * n * n + 5 * n, fa), 4 * n + 4 + ia
 
 
+#: the pivot settings of the joint-row step's Lemke paths: none from the caller, so
+#: :func:`_pivot_settings` takes lemke's defaults (the contact step passes the table that
+#: ``contact_fused.pivot_caps`` reads from the Python path's settings)
+NO_CAPS = np.zeros((2, 0), dtype=np.int64)
+
+
+@njit(cache=True, inline="always")
+def _pivot_settings(caps, n):
+    """(pivot cap, pivots of one budget chunk) of a Lemke path on n rows: caps[0, n] and
+    caps[1, n] when the table has that size (``contact_fused.pivot_caps``), else
+    ``lemke.default_max_pivots`` and ``budget.chunk_pivots`` (CHUNK_FLOPS as imported) with
+    the chunk clamped to cap + 1 (the cap ends a path first either way: the same path)."""
+    if n < caps.shape[1]:
+        return caps[0, n], caps[1, n]
+    max_pivots = 50 * n + 100  # lemke.default_max_pivots
+    # budget.chunk_pivots: a path longer than one chunk is Python's (it polls the step's time
+    # budget after each chunk); larger than the cap up to some 20 rows, so one chunk there
+    chunk = int(max(1.0, min(100_000.0, CHUNK_FLOPS // max(1, 2 * n * n))))
+    return max_pivots, min(max_pivots + 1, chunk)
+
+
 @njit(cache=True)
-def _lemke_path(M, q, z, fw, iw):
+def _lemke_path(M, q, z, fw, iw, caps):
     """``lemke.run_lemke`` (lexicographic, ZERO_REL) without the budget poll: (solved?,
     pivots, basic z indices, a view of iw); z gets the snapped answer (:func:`_lemke_run`)."""
-    code, pivots, basic = _lemke_run(M, q, True, ZERO_REL, z, fw, iw)
+    code, pivots, basic = _lemke_run(M, q, True, ZERO_REL, z, fw, iw, caps)
     return code == _SOLVED, pivots, basic
 
 
-@njit(cache=True)
-def _lemke_run(M, q, lexicographic, zero_rel, z, fw, iw):
+@njit(cache=True, inline="always")
+def _lemke_run(M, q, lexicographic, zero_rel, z, fw, iw, caps):
     """``lemke.run_lemke`` on the path (lexicographic, zero_rel) without the budget poll:
     (status code, pivots, basic z indices, a view of iw); z gets the snapped answer. The
     pivot chunk of run_lemke is larger than the pivot cap for the LCP sizes up to some 70
     rows, so it runs as one chunk there too (``lemke._lemke_once``, the compiled call
     run_lemke makes then, here in the work arrays fw (3 n^2 + 5 n floats) and iw (3 n + 4
     ints): ``lemke.lemke_once_into``); a longer path stops at the end of the first chunk
-    (code ``_CONTINUE``), where the Python path polls the step's time budget."""
+    (code ``_CONTINUE``), where the Python path polls the step's time budget. The pivot cap
+    and chunk: :func:`_pivot_settings` (caps)."""
     n = q.shape[0]
     nn = n * n
-    max_pivots = 50 * n + 100  # lemke.default_max_pivots
-    # budget.chunk_pivots: a path longer than one chunk is Python's (it polls the step's time
-    # budget after each chunk); larger than the cap up to some 20 rows, so one chunk there
-    chunk = int(max(1.0, min(100_000.0, CHUNK_FLOPS // max(1, 2 * n * n))))
+    max_pivots, chunk = _pivot_settings(caps, n)
     Binv = fw[0:nn].reshape((n, n))
     Bmat = fw[nn : 2 * nn].reshape((n, n))
     work = fw[2 * nn : 3 * nn].reshape((n, n))
@@ -268,20 +288,20 @@ def _lemke_run(M, q, lexicographic, zero_rel, z, fw, iw):
     basis, cand, basic = iw[0:n], iw[n : 2 * n], iw[2 * n : 3 * n]
     ist = iw[3 * n : 3 * n + 4]
     code, pivots, nb = lemke_once_into(
-        M, q, max_pivots, max(REFACTOR_EVERY, n), min(max_pivots + 1, chunk), lexicographic,
+        M, q, max_pivots, max(REFACTOR_EVERY, n), chunk, lexicographic,
         zero_rel, z, Binv, Bmat, work, x, basis, col, a, noise, div, cand, ist, basic,
     )  # fmt: skip
     return code, int(pivots), basic[:nb]
 
 
 @njit(cache=True)
-def _lemke_full(M, q, tol_rel, z, w, fw, iw):
+def _lemke_full(M, q, tol_rel, z, w, fw, iw, caps):
     """``lemke.lemke`` on (M, q): the lexicographic path, and when it ends without a verified
     answer (not at the pivot limit) the paths of ``lemke.OTHER_PATHS`` in turn (on
     M + shift ||M||_inf I for a shift), each verified on (M, q). Returns (ACCEPT, REJECT or
     UNDECIDED: a path cut by the budget chunk, pivots of all the paths followed, worst
     residual); z and w = M z + q the answer; fw, iw: the work of :func:`_lemke_run`."""
-    code, pivots, _b = _lemke_run(M, q, True, ZERO_REL, z, fw, iw)
+    code, pivots, _b = _lemke_run(M, q, True, ZERO_REL, z, fw, iw, caps)
     if code == _CONTINUE:
         return UNDECIDED, pivots, np.inf
     # any end of a path is verified: a verified z is a solution (``problem.evaluate``)
@@ -299,7 +319,7 @@ def _lemke_full(M, q, tol_rel, z, w, fw, iw):
         for i in range(n):
             for j in range(n):
                 Ms[i, j] = M[i, j] + ((shift * mnorm) if i == j else 0.0) if shift else M[i, j]
-        code2, piv2, _b = _lemke_run(Ms, q, lex, zero_rel, z, fw, iw)
+        code2, piv2, _b = _lemke_run(Ms, q, lex, zero_rel, z, fw, iw, caps)
         total += piv2
         if code2 == _CONTINUE:
             return UNDECIDED, total, np.inf
@@ -307,6 +327,15 @@ def _lemke_full(M, q, tol_rel, z, w, fw, iw):
         if ok:
             return ACCEPT, total, worst
     return REJECT, total, np.inf
+
+
+#: what :func:`_lemke_full` returns (ACCEPT, REJECT or UNDECIDED, pivots, worst residual)
+LEMKE_RESULT = types.Tuple((types.int64, types.int64, types.float64))
+#: :func:`_lemke_full` called by its address from :func:`_restricted` (native_call.py,
+#: typing compiles nothing): the contact step's least-norm attempt (``chain`` False) never
+#: calls it, so its compilation does not compile the restricted LCP's other Lemke paths; the
+#: joint-row step's first restricted LCP compiles (or loads) it then
+_lemke_full_call = native(_lemke_full, LEMKE_RESULT)
 
 
 @njit(cache=True)
@@ -394,18 +423,18 @@ def _solve_direct(M, q, least_norm, tol_rel, z, w, fw, iw):
         return False, 0, np.inf, 0
     iwb = iw[n:]  # past the islands labels, as _solve_general's
     if not least_norm:  # _lemke_full's first path
-        solved, pivots, _b = _lemke_path(M, q, z, fw, iwb)
+        solved, pivots, _b = _lemke_path(M, q, z, fw, iwb, NO_CAPS)
         if not solved:
             return False, pivots, np.inf, 0
         ok, worst, _t = evaluate_candidate(M, q, z, tol_rel, w)
         return ok, pivots, worst, 0
-    # _lemke_regularised's first candidate (its _polish_into without the proximal branch)
+    # lemke_regularised_into's first candidate (its _polish_into without the proximal branch)
     delta = LEAST_NORM_DELTA * _mscale(M)
     Mr = regularise_delta_into(M, delta, fw[0:nn].reshape((n, n)))
     z_reg = fw[nn : nn + n]
     c = fw[nn + n : nn + 2 * n]
     lw = fw[nn + 2 * n :]
-    solved, pivots, S = _lemke_path(Mr, q, z_reg, lw, iwb)
+    solved, pivots, S = _lemke_path(Mr, q, z_reg, lw, iwb, NO_CAPS)
     if not solved:
         return False, pivots, np.inf, 1
     for i in range(n):
@@ -496,7 +525,7 @@ def _solve_blocks(M, q, least_norm, tol_rel, z, w, fw, iw, label, count, delta):
 def _solve_block(M, q, delta, least_norm, tol_rel, z, w, fw, iw):
     """``chain._solve_chain`` on one LCP (M, q) that is solved whole (or one block of one),
     its first attempts: "vertex", lexicographic Lemke; "least_norm", Lemke on M + delta I
-    polished on M's active set (``chain.lemke_regularised``: :func:`_lemke_regularised`)
+    polished on M's active set (``chain.lemke_regularised``: :func:`lemke_regularised_into`)
     and, when that attempt fails where the Python chain's fails too, the chain's second
     attempt, lexicographic Lemke (``lemke.lemke``'s first path); each verified on (M, q).
     Returns (accepted, pivots, worst residual, solver code: 0 lemke, 1 lemke_reg); not
@@ -504,49 +533,61 @@ def _solve_block(M, q, delta, least_norm, tol_rel, z, w, fw, iw):
     may decide otherwise. fw, iw: :func:`lcp_work` (n) entries at least (iw past the
     islands labels)."""
     if not least_norm:
-        state, pivots, worst = _lemke_full(M, q, tol_rel, z, w, fw, iw)
+        state, pivots, worst = _lemke_full(M, q, tol_rel, z, w, fw, iw, NO_CAPS)
         return state == ACCEPT, pivots, worst, 0
-    state, pivots, worst = _lemke_regularised(M, q, delta, tol_rel, z, w, fw, iw)
+    state, pivots, worst = lemke_regularised_into(M, q, delta, tol_rel, NO_CAPS, True, z, w, fw, iw)
     if state == ACCEPT:
         return True, pivots, worst, 1
     if state == UNDECIDED:
         return False, pivots, np.inf, 1
     # the chain's second attempt (``run_lemke_plain``): ``lemke.lemke`` on (M, q); not
     # accepted: the chain's further regularisations and PGS (Python's)
-    state, pivots, worst = _lemke_full(M, q, tol_rel, z, w, fw, iw)
+    state, pivots, worst = _lemke_full(M, q, tol_rel, z, w, fw, iw, NO_CAPS)
     return state == ACCEPT, pivots, worst, 0
 
 
-#: what :func:`_lemke_regularised` and :func:`_restricted` conclude: an accepted answer, a
+#: what :func:`lemke_regularised_into` and :func:`_restricted` conclude: an accepted answer, a
 #: failure the Python chain concludes too (its next attempt follows), or undecided (the
 #: Python chain may still find an answer by a way not compiled here)
 ACCEPT, REJECT, UNDECIDED = 0, 1, 2
 
 
-@njit(cache=True)
-def _one_chunk(n):
-    """Whether a Lemke path of n rows always ends within one budget chunk
-    (``budget.chunk_pivots`` above ``lemke.default_max_pivots``), as :func:`_lemke_path`
-    runs it: a path it did not end then ends unsolved in the Python path too."""
-    return int(max(1.0, min(100_000.0, CHUNK_FLOPS // max(1, 2 * n * n)))) > 50 * n + 100
+@njit(cache=True, inline="always")
+def _one_chunk(caps, n):
+    """Whether a Lemke path of n rows always ends within one budget chunk (the chunk of
+    :func:`_pivot_settings` above its pivot cap), as :func:`_lemke_path` runs it: a path it
+    did not end then ends unsolved in the Python path too."""
+    max_pivots, chunk = _pivot_settings(caps, n)
+    return chunk > max_pivots
 
 
-@njit(cache=True)
-def _lemke_regularised(M, q, delta, tol_rel, z, w, fw, iw):
-    """``chain.lemke_regularised`` on (M, q) with the regularisation delta: Lemke on
-    M + delta I, the polish on M's active set (:func:`_polish_into`), the active-set
-    corrections (at most ACTIVE_SET_FIXES), the restricted LCP (:func:`_restricted`), else the
-    better of the raw regularised answer and the polished one, verified on (M, q). Returns
-    (ACCEPT, REJECT or UNDECIDED, pivots, worst residual); z and w = M z + q the answer."""
+@njit(cache=True, inline="always")
+def lemke_regularised_into(M, q, delta, tol_rel, caps, chain, z, w, fw, iw):
+    """``chain.lemke_regularised`` on (M, q) with the regularisation delta (absolute), the
+    one compiled version both compiled steps run: Lemke on M + delta I (pivot cap and budget
+    chunk from caps, :func:`_pivot_settings`), the polish on M's active set
+    (:func:`_polish_into`), the active-set corrections (rows the polish leaves on the wrong
+    side swapped, at most ACTIVE_SET_FIXES times), the restricted LCP (:func:`_restricted`);
+    every candidate verified on (M, q). ``chain`` True (the joint-row step) follows the
+    Python chain further: the end of a regularised path without a solution verified as it is
+    (when one chunk always ends the path), the restricted LCP by ``lemke.lemke``'s other
+    paths too, else the better of the raw regularised answer and the polished one. ``chain``
+    False (the contact step's first attempt) stops there: not accepted (REJECT) and the step
+    is Python's. Returns (ACCEPT, REJECT or UNDECIDED, pivots, worst residual); z and
+    w = M z + q the answer. fw, iw: :func:`lcp_work` (n) entries (iw past the islands
+    labels), any content. Inlined into its callers (``inline="always"``, with
+    :func:`_restricted`): a caller passing ``chain`` as a constant compiles only its side
+    (numba prunes the other branches), and the contact step's least-norm attempt is one
+    library, as its own copy was."""
     n = q.shape[0]
     nn = n * n
     Mr = regularise_delta_into(M, delta, fw[0:nn].reshape((n, n)))
     z_reg = fw[nn : nn + n]
     c = fw[nn + n : nn + 2 * n]
     lw = fw[nn + 2 * n :]
-    solved, pivots, basic = _lemke_path(Mr, q, z_reg, lw, iw)
+    solved, pivots, basic = _lemke_path(Mr, q, z_reg, lw, iw, caps)
     if not solved:
-        if not _one_chunk(n):  # a path cut by the budget chunk: Python's run goes on
+        if not chain or not _one_chunk(caps, n):  # a path cut by the budget chunk: Python's
             return UNDECIDED, pivots, np.inf
         # the path's end verified on (M, q) all the same (``problem.evaluate``)
         for i in range(n):
@@ -570,17 +611,18 @@ def _lemke_regularised(M, q, delta, tol_rel, z, w, fw, iw):
         ok, worst, tol = evaluate_candidate(M, q, z, tol_rel, w)
         if ok:
             return ACCEPT, pivots, worst
-        if not best_set:  # the raw regularised answer, verified on (M, q)
-            best_set = True
-            best_ok, best_worst, _t = evaluate_candidate(M, q, z_reg, tol_rel, w_tmp)
-            best_worst = best_worst if np.isfinite(best_worst) else np.inf
-            for i in range(n):
-                z_best[i] = z_reg[i]
-        pol_worst = worst if np.isfinite(worst) else np.inf
-        if not best_ok and pol_worst <= best_worst:
-            best_worst = pol_worst
-            for i in range(n):
-                z_best[i] = z[i]
+        if chain:  # the better of the raw and the polished answers (chain only)
+            if not best_set:  # the raw regularised answer, verified on (M, q)
+                best_set = True
+                best_ok, best_worst, _t = evaluate_candidate(M, q, z_reg, tol_rel, w_tmp)
+                best_worst = best_worst if np.isfinite(best_worst) else np.inf
+                for i in range(n):
+                    z_best[i] = z_reg[i]
+            pol_worst = worst if np.isfinite(worst) else np.inf
+            if not best_ok and pol_worst <= best_worst:
+                best_worst = pol_worst
+                for i in range(n):
+                    z_best[i] = z[i]
         # the rows on the wrong side swapped, polished again
         for i in range(n):
             inside[i] = False
@@ -594,11 +636,11 @@ def _lemke_regularised(M, q, delta, tol_rel, z, w, fw, iw):
         if flips == 0:
             break
         S = np.flatnonzero(inside)
-    state, sub_pivots, worst = _restricted(M, q, S0, tol_rel, z, w, lw, iw)
+    state, sub_pivots, worst = _restricted(M, q, S0, tol_rel, caps, chain, z, w, lw, iw)
     if state == ACCEPT:
         return ACCEPT, pivots + sub_pivots, worst
-    if state == UNDECIDED:
-        return UNDECIDED, pivots, np.inf
+    if state == UNDECIDED or not chain:
+        return state, pivots, np.inf
     if not best_set:
         best_ok, best_worst, _t = evaluate_candidate(M, q, z_reg, tol_rel, w)
         for i in range(n):
@@ -651,15 +693,16 @@ def _polish_into(M, q, z_reg, S, delta, z, c, fw, iw):
     return True
 
 
-@njit(cache=True)
-def _restricted(M, q, S0, tol_rel, z, w, fw, iw):
+@njit(cache=True, inline="always")
+def _restricted(M, q, S0, tol_rel, caps, chain, z, w, fw, iw):
     """``chain._restricted``: the LCP restricted to the working set S0 (z = 0 outside) by
     lexicographic Lemke (:func:`_lemke_path`), S grown by the rows outside it with
-    w < -tol, at most ACTIVE_SET_FIXES times; True with z, w the first answer accepted on
-    (M, q). Not accepted also where the Python chain might still find one (a sub-problem
-    the lexicographic path does not solve and verify: ``lemke.lemke`` tries other paths).
-    Returns (ACCEPT, REJECT or UNDECIDED, the sub-problem's pivots, worst residual); fw, iw:
-    the Lemke path's work for n rows (:func:`_lemke_path`)."""
+    w < -tol, at most ACTIVE_SET_FIXES times; ACCEPT with z, w the first answer accepted on
+    (M, q). A sub-problem the lexicographic path does not solve and verify: with ``chain``
+    ``lemke.lemke``'s other paths (:func:`_lemke_full`, called by its address), without it
+    not accepted (REJECT: the Python chain may still find an answer there). Returns
+    (ACCEPT, REJECT or UNDECIDED, the sub-problem's pivots, worst residual); fw, iw: the
+    Lemke path's work for n rows (:func:`_lemke_path`)."""
     n = q.shape[0]
     inside = np.zeros(n, dtype=np.bool_)
     for a in range(S0.shape[0]):
@@ -672,7 +715,15 @@ def _restricted(M, q, S0, tol_rel, z, w, fw, iw):
         Ms, qs = principal_kernel(M, q, idx)
         zs = np.empty(m)
         ws = np.empty(m)
-        state, piv, _worst = _lemke_full(Ms, qs, tol_rel, zs, ws, fw, iw)
+        if chain:
+            state, piv, _worst = _lemke_full_call(Ms, qs, tol_rel, zs, ws, fw, iw, caps)
+        else:  # the lexicographic path alone, solved and verified
+            solved, piv, _b = _lemke_path(Ms, qs, zs, fw, iw, caps)
+            state = REJECT
+            if solved:
+                sub_ok, _worst, _t = evaluate_candidate(Ms, qs, zs, tol_rel, ws)
+                if sub_ok:
+                    state = ACCEPT
         if state != ACCEPT:  # UNDECIDED, or REJECT: chain._restricted's None
             return state, 0, np.inf
         for i in range(n):
