@@ -1,6 +1,6 @@
 """spatial.borrowed / borrowed_all: the same data without an owner, and reference counts that
-balance (a leak or an early free would show in numba's allocation statistics or as a wrong
-value read after the owner's other references are gone)."""
+balance (a leak would show in the caller's arrays' Python reference counts, an early free of
+what is passed through as a crash or a broken list)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import numpy as np
 from numba import njit
 from numba.typed import List
 
-from mbsim.simcore.contact_loop import ContactStage  # noqa: F401  (the stage record's types)
 from mbsim.simcore.spatial import borrowed, borrowed_all
 
 
