@@ -223,6 +223,12 @@ class Table:
         return self.n_tail * self.row_bytes
 
     @property
+    def next_tail_bytes(self) -> int:
+        """Uncompressed bytes the tail will hold after the next flush that is not the last
+        (:meth:`write_sealed` seals whole seals of the buffered rows; the rest is the tail)."""
+        return (self.n % self.seal) * self.row_bytes
+
+    @property
     def committed(self) -> int:
         """Rows committed to the file (main + tail)."""
         return self.sealed + self.n_tail

@@ -21,10 +21,12 @@ Writing (:class:`ResultsWriter`, a context manager):
 * A flush writes the datasets, flushes, then records the committed row count in each group's
   ``rows`` attribute and flushes again, so a reader of a file killed mid-flush can ignore a
   partly written tail (:func:`load_results` does).
-* Before each flush the disk space the flush and the file's end need is reserved
-  (:meth:`~mbsim.io.results.target.FileClaim.reserve`); when the disk cannot give it the run
-  stops with status ``failed``, the committed rows kept and a message, instead of HDF5 failing
-  half-way through a write (which crashes the process).
+* Before each flush the disk space the flush and the file's end after it need is reserved
+  (:meth:`~mbsim.io.results.target.FileClaim.reserve`: the new rows, the committed tails and
+  the tails the flush leaves); when the disk cannot give it the run stops with status
+  ``failed`` and a message, the file finished with every row if the room for that alone can
+  be reserved, else with the committed rows (in the room the flush before reserved), instead
+  of HDF5 failing half-way through a write (which leaves the file unreadable).
 * A flush happens only between recorded steps (``/trajectory`` and ``/diagnostics`` of equal
   length), so a killed run leaves tables that agree.
 * Whole chunks are encoded here (:mod:`mbsim.io.results.chunks`: the shuffle + gzip bytes,
@@ -660,9 +662,22 @@ class ResultsWriter:
         return True
 
     def _finish_bytes(self) -> int:
-        """Disk needed to finish the file from its committed state: the tails moved into the
-        main datasets (uncompressed, at most) and the final attributes."""
-        return sum(g.tail_bytes for g in self._groups) + SPACE_MARGIN_BYTES
+        """Disk the next flush and the finish after it need besides the new rows: the
+        committed tails (the flush seals them into the main datasets: new space, uncompressed
+        at most), the tails that flush leaves (the finish moves them into the main datasets:
+        a flush that finds the disk full finishes the file in the room the flush before it
+        reserved) and the final attributes (SPACE_MARGIN_BYTES)."""
+        return sum(g.tail_bytes + g.next_tail_bytes for g in self._groups) + SPACE_MARGIN_BYTES
+
+    def _room_for(self, nbytes: int) -> bool:
+        """Whether ``nbytes`` past the end of the file could be reserved (or, without
+        ``fallocate``, are free)."""
+        try:
+            if self._claim.reserve(nbytes):
+                return True
+        except OSError:
+            return False
+        return _target.free_bytes(str(self.path.parent)) >= nbytes
 
     def _make_room(self, nbytes: int) -> None:
         """Reserve ``nbytes`` past the end of the file before HDF5 writes (see
@@ -678,18 +693,23 @@ class ResultsWriter:
                 self._fail_disk_full(f"{_mib(free)} free, {_mib(nbytes)} needed")
 
     def _fail_disk_full(self, detail: str) -> NoReturn:
-        """The disk cannot take the next flush: drop the unflushed rows, finish the file from
-        its committed rows (status failed) and raise ResultsError."""
-        message = (
-            f"the disk is full on {self.path.parent} ({detail}); the file holds the results "
-            f"up to t = {self._committed_time():g} s"
-        )
-        for g in self._groups:
-            g.drop_pending()
+        """The disk cannot take the next flush: finish the file (status failed) with every
+        row when the room that finish alone needs (the unflushed rows and the tails, into the
+        main datasets) can still be reserved, else from its committed rows alone (in the room
+        the flush before reserved, :meth:`_finish_bytes`), and raise ResultsError."""
+        pending = sum(g.pending_bytes for g in self._groups)
+        tails = sum(g.tail_bytes for g in self._groups) + SPACE_MARGIN_BYTES
+        if not (pending and self._room_for(pending + tails)):
+            for g in self._groups:
+                g.drop_pending()
         try:
             self._write_rows(final=True, reserve=False)
         except Exception:  # the committed rows stay readable through the tails
             pass
+        message = (
+            f"the disk is full on {self.path.parent} ({detail}); the file holds the results "
+            f"up to t = {self._committed_time():g} s"
+        )
         self._fail(message)
 
     def _committed_time(self) -> float:
