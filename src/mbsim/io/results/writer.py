@@ -669,28 +669,24 @@ class ResultsWriter:
         reserved) and the final attributes (SPACE_MARGIN_BYTES)."""
         return sum(g.tail_bytes + g.next_tail_bytes for g in self._groups) + SPACE_MARGIN_BYTES
 
-    def _room_for(self, nbytes: int) -> bool:
-        """Whether ``nbytes`` past the end of the file could be reserved (or, without
-        ``fallocate``, are free)."""
+    def _lack_of_room(self, nbytes: int) -> str | None:
+        """Reserve ``nbytes`` past the end of the file (see :mod:`mbsim.io.results.target`;
+        without ``fallocate`` the free space is checked instead): None when there is room,
+        else why not."""
         try:
             if self._claim.reserve(nbytes):
-                return True
-        except OSError:
-            return False
-        return _target.free_bytes(str(self.path.parent)) >= nbytes
+                return None
+        except OSError as exc:
+            return f"{exc.strerror or exc} while reserving {_mib(nbytes)}"
+        free = _target.free_bytes(str(self.path.parent))
+        return None if free >= nbytes else f"{_mib(free)} free, {_mib(nbytes)} needed"
 
     def _make_room(self, nbytes: int) -> None:
-        """Reserve ``nbytes`` past the end of the file before HDF5 writes (see
-        :mod:`mbsim.io.results.target`); a full disk ends the run as a clean failure with the
-        committed rows kept. Without ``fallocate`` the free space is checked instead."""
-        try:
-            reserved = self._claim.reserve(nbytes)
-        except OSError as exc:
-            self._fail_disk_full(f"{exc.strerror or exc} while reserving {_mib(nbytes)}")
-        if not reserved:
-            free = _target.free_bytes(str(self.path.parent))
-            if free < nbytes:
-                self._fail_disk_full(f"{_mib(free)} free, {_mib(nbytes)} needed")
+        """Reserve ``nbytes`` before HDF5 writes (:meth:`_lack_of_room`); a full disk ends the
+        run as a clean failure (:meth:`_fail_disk_full`)."""
+        detail = self._lack_of_room(nbytes)
+        if detail is not None:
+            self._fail_disk_full(detail)
 
     def _fail_disk_full(self, detail: str) -> NoReturn:
         """The disk cannot take the next flush: finish the file (status failed) with every
@@ -699,7 +695,7 @@ class ResultsWriter:
         the flush before reserved, :meth:`_finish_bytes`), and raise ResultsError."""
         pending = sum(g.pending_bytes for g in self._groups)
         tails = sum(g.tail_bytes for g in self._groups) + SPACE_MARGIN_BYTES
-        if not (pending and self._room_for(pending + tails)):
+        if not pending or self._lack_of_room(pending + tails) is not None:
             for g in self._groups:
                 g.drop_pending()
         try:
