@@ -471,3 +471,22 @@ def test_a_full_disk_after_a_flush_that_seals_nothing_leaves_a_finished_file(
     assert r.status == "failed" and "disk is full" in r.message
     n = assert_finished_rows(path, poses)
     assert n >= flush_rows and n % flush_rows == 0, n  # whole flushes, the first one kept
+
+
+@pytest.mark.parametrize(("flush_rows", "rows"), [(10**6, 1500), (1000, 1300)])
+def test_a_run_that_fits_the_disk_finishes_complete(small_disk, flush_rows: int, rows: int):
+    """The finish reserves what it writes: the unflushed rows and the committed tails (into
+    the main datasets) and 1 MiB, not also the tail a flush before the end would leave
+    (the rows again). 1500 rows of 20 body poses (1.8 MB, fewer than a seal) on the 4 MiB
+    tmpfs, unflushed or after a flush that sealed nothing: 7068751 reserved 4.6 MiB at the
+    finish and ended this run ``failed``, "disk is full", with every row in a 1.8 MB file."""
+    path = small_disk / "fits.h5"
+    w = ResultsWriter(
+        path, model_info=bodies_info(20), scenario_toml="", dt=DT, duration=0.1,
+        body_poses=True, flush_rows=flush_rows, flush_seconds=float("inf"),
+    )  # fmt: skip
+    appended, poses = fill_rows(w, 20, rows)
+    assert appended == rows and w.flushes == rows // flush_rows
+    w.finish("complete")
+    assert w.status == "complete" and load_results(path).status == "complete"
+    assert assert_finished_rows(path, poses) == rows
