@@ -449,15 +449,15 @@ def test_a_full_disk_after_a_flush_that_seals_nothing_leaves_a_finished_file(
     small_disk, nb: int, flush_rows: int, ballast: int
 ):
     """The full-disk finish, independent of timing (flush_seconds infinite: a flush every
-    ``flush_rows`` rows). Rows of ``nb`` body poses (the seal, 2048-4096 rows, is more than
+    ``flush_rows`` rows). Rows of ``nb`` body poses (the seal, 1024-4096 rows, is more than
     ``flush_rows``), so the first flush seals nothing and leaves its rows in the tails; the
     next flush cannot reserve its room on the 4 MiB tmpfs (``ballast`` bytes taken by
     another file) and the writer must finish the file: tails moved into the main datasets.
     Guards f3f59aa/7068751: e8c5e48 reserved at a flush only its rows, the committed tails
     and 1 MiB, not the tails the flush leaves, and its finish ran out of disk part-way (the
     first three sets fail on e8c5e48's src: the ``_tail`` groups stay, the file unfinished;
-    in the CLI run of test_mbsim_run_on_a_full_disk_fails_with_exit_1 the same left a file
-    HDF5 cannot open). The last two sets take fdisk2's other branch: the rows of a flush
+    the same shortfall is what fdisk2 found behind the file HDF5 could not open after the
+    cold-cache run of test_mbsim_run_on_a_full_disk_fails_with_exit_1). The last two sets take fdisk2's other branch: the rows of a flush
     that finds the disk full are dropped and the file finished from the committed rows."""
     (small_disk / "ballast").write_bytes(bytes(ballast))
     path = small_disk / "full.h5"
@@ -477,9 +477,9 @@ def test_a_full_disk_after_a_flush_that_seals_nothing_leaves_a_finished_file(
 def test_a_run_that_fits_the_disk_finishes_complete(small_disk, flush_rows: int, rows: int):
     """The finish reserves what it writes: the unflushed rows and the committed tails (into
     the main datasets) and 1 MiB, not also the tail a flush before the end would leave
-    (the rows again). 1500 rows of 20 body poses (1.8 MB, fewer than a seal) on the 4 MiB
-    tmpfs, unflushed or after a flush that sealed nothing: 7068751 reserved 4.6 MiB at the
-    finish and ended this run ``failed``, "disk is full", with every row in a 1.8 MB file."""
+    (the rows again). 1300-1500 rows of 20 body poses (1.5-1.8 MB, fewer than a seal) on the
+    4 MiB tmpfs, unflushed or after a flush that sealed nothing: 7068751 reserved 4.1-4.6 MiB
+    at the finish and ended these runs ``failed``, "disk is full", with every row written."""
     path = small_disk / "fits.h5"
     w = ResultsWriter(
         path, model_info=bodies_info(20), scenario_toml="", dt=DT, duration=0.1,
