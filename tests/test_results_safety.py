@@ -457,8 +457,9 @@ def test_a_full_disk_after_a_flush_that_seals_nothing_leaves_a_finished_file(
     and 1 MiB, not the tails the flush leaves, and its finish ran out of disk part-way (the
     first three sets fail on e8c5e48's src: the ``_tail`` groups stay, the file unfinished;
     the same shortfall is what fdisk2 found behind the file HDF5 could not open after the
-    cold-cache run of test_mbsim_run_on_a_full_disk_fails_with_exit_1). The last two sets take fdisk2's other branch: the rows of a flush
-    that finds the disk full are dropped and the file finished from the committed rows."""
+    cold-cache run of test_mbsim_run_on_a_full_disk_fails_with_exit_1). The last two sets
+    take fdisk2's other branch: the rows of a flush that finds the disk full are dropped and
+    the file finished from the committed rows."""
     (small_disk / "ballast").write_bytes(bytes(ballast))
     path = small_disk / "full.h5"
     w = ResultsWriter(
