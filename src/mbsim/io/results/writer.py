@@ -23,10 +23,11 @@ Writing (:class:`ResultsWriter`, a context manager):
   partly written tail (:func:`load_results` does).
 * Before each flush the disk space the flush and the file's end after it need is reserved
   (:meth:`~mbsim.io.results.target.FileClaim.reserve`: the new rows, the committed tails and
-  the tails the flush leaves); when the disk cannot give it the run stops with status
-  ``failed`` and a message, the file finished with every row if the room for that alone can
-  be reserved, else with the committed rows (in the room the flush before reserved), instead
-  of HDF5 failing half-way through a write (which leaves the file unreadable).
+  the tails the flush leaves; for the finish, which leaves none, the rows and the committed
+  tails alone); when the disk cannot give it the run stops with status ``failed`` and a
+  message, the file finished with every row if the room for that alone can be reserved,
+  else with the committed rows (in the room the flush before reserved), instead of HDF5
+  failing half-way through a write (which leaves the file unreadable).
 * A flush happens only between recorded steps (``/trajectory`` and ``/diagnostics`` of equal
   length), so a killed run leaves tables that agree.
 * Whole chunks are encoded here (:mod:`mbsim.io.results.chunks`: the shuffle + gzip bytes,
@@ -625,7 +626,7 @@ class ResultsWriter:
         # rows need new space once; finishing the file from the new committed state needs
         # its own room on top (SPACE_MARGIN_BYTES covers the encoding's overhead).
         if reserve:
-            self._make_room(pending + self._finish_bytes())
+            self._make_room(pending + self._finish_bytes(final))
         if not final and not self._tails_made:
             # the tails, made at the first flush before the end (Table.make_tail) and
             # flushed on their own: nothing is committed anywhere yet
@@ -661,13 +662,17 @@ class ResultsWriter:
         self._file.flush()
         return True
 
-    def _finish_bytes(self) -> int:
+    def _finish_bytes(self, final: bool = False) -> int:
         """Disk the next flush and the finish after it need besides the new rows: the
         committed tails (the flush seals them into the main datasets: new space, uncompressed
         at most), the tails that flush leaves (the finish moves them into the main datasets:
         a flush that finds the disk full finishes the file in the room the flush before it
-        reserved) and the final attributes (SPACE_MARGIN_BYTES)."""
-        return sum(g.tail_bytes + g.next_tail_bytes for g in self._groups) + SPACE_MARGIN_BYTES
+        reserved) and the final attributes (SPACE_MARGIN_BYTES). ``final``: the next flush is
+        the finish, which leaves no tail (reserving for one would fail a run that fits)."""
+        tails = sum(g.tail_bytes for g in self._groups)
+        if not final:
+            tails += sum(g.next_tail_bytes for g in self._groups)
+        return tails + SPACE_MARGIN_BYTES
 
     def _lack_of_room(self, nbytes: int) -> str | None:
         """Reserve ``nbytes`` past the end of the file (see :mod:`mbsim.io.results.target`;
@@ -694,8 +699,7 @@ class ResultsWriter:
         main datasets) can still be reserved, else from its committed rows alone (in the room
         the flush before reserved, :meth:`_finish_bytes`), and raise ResultsError."""
         pending = sum(g.pending_bytes for g in self._groups)
-        tails = sum(g.tail_bytes for g in self._groups) + SPACE_MARGIN_BYTES
-        if not pending or self._lack_of_room(pending + tails) is not None:
+        if not pending or self._lack_of_room(pending + self._finish_bytes(final=True)) is not None:
             for g in self._groups:
                 g.drop_pending()
         try:
