@@ -236,7 +236,7 @@ def contact_costs(sim, reps: int) -> dict[str, float]:
     ev_i, ev_f = stage._ev[0], stage._ev[1]
     events = (np.int64(1), nc, ints, vecs, fn, tan, sl, False, hit, p_imp, vb, va, 0.0, 0.0,
               act_pf.copy(), act_is.copy(), np.int64(nc), last_i.copy(), last_v.copy(),
-              ev_i.copy(), ev_f.copy(), np.int64(0))  # fmt: skip
+              ev_i.copy(), ev_f.copy(), np.int64(0), stage._work[1])  # fmt: skip
     out["events"] = ns_per_call(record_events, events, reps)
     keep = (nc, ints, vecs, gap, ra, rb, last_i.copy(), last_v.copy(), stage.last_f.copy())
     out["keep_last"] = ns_per_call(keep_last, keep, reps)

@@ -247,6 +247,13 @@ def proxy_aabbs(index, sphere, size, offset, Rw, pw, lo, hi):
     c = R offset + p; a sphere proxy (never rotated there) c -+ its radius ``size[k, 0]``; a
     box proxy (full sides ``size[k]``) c -+ its half sides when R is the identity (to 1e-12)
     and otherwise c -+ the radius of its local AABB, |sides / 2|, on every axis."""
+    _aabbs(index, sphere, size, offset, Rw, pw, lo, hi, index, False)
+
+
+@njit(cache=True, inline="always")
+def _aabbs(index, sphere, size, offset, Rw, pw, lo, hi, rows, by_row):
+    """:func:`proxy_aabbs`, proxy k's AABB in row k of lo, hi, or (``by_row``) in row
+    rows[k]."""
     for k in range(index.shape[0]):
         g = index[k]
         ident = sphere[k] or _near_identity(Rw[g])
@@ -263,8 +270,9 @@ def proxy_aabbs(index, sphere, size, offset, Rw, pw, lo, hi):
                 h = 0.5 * size[k, a]
             else:
                 h = rad
-            lo[k, a] = c - h
-            hi[k, a] = c + h
+            row = rows[k] if by_row else k
+            lo[row, a] = c - h
+            hi[row, a] = c + h
 
 
 @njit(cache=True)
@@ -341,16 +349,15 @@ class AabbBroadphase:
         self._msphere = self._sphere[moving]
         self._msize = np.ascontiguousarray(self._size[moving])
         self._moffset = np.ascontiguousarray(self._offset[moving])
-        self._mlo = np.zeros((len(moving), 3))
-        self._mhi = np.zeros((len(moving), 3))
         self._out = np.zeros((max(16, 4 * n), 2), dtype=np.int64)
 
     def candidates(self, Rw: np.ndarray, pw: np.ndarray) -> np.ndarray:
-        """(m, 2) int64 shape pairs (i < j, sorted) whose proxies' AABBs overlap."""
+        """(m, 2) int64 shape pairs (i < j, sorted) whose proxies' AABBs overlap (a new
+        array: the kernel's answer is a view of the reused ``_out``)."""
         return aabb_candidates(
             self._index, self._moving, self._mrow, self._mindex, self._msphere, self._msize,
             self._moffset, Rw, pw, self._lo, self._hi, self._out,
-        )  # fmt: skip
+        ).copy()  # fmt: skip
 
 
 def _has_partner(rec, recs, allowed) -> bool:
@@ -364,21 +371,15 @@ def _has_partner(rec, recs, allowed) -> bool:
 
 @njit(cache=True)
 def aabb_candidates(index, moving, mrow, mindex, msphere, msize, moffset, Rw, pw, lo, hi, out):
-    """One step of :class:`AabbBroadphase`: moving proxies' AABBs, then the overlapping
-    pairs (a new (m, 2) array)."""
-    nm = mindex.shape[0]
-    mlo = np.empty((nm, 3))
-    mhi = np.empty((nm, 3))
-    proxy_aabbs(mindex, msphere, msize, moffset, Rw, pw, mlo, mhi)
-    for k in range(nm):
-        for a in range(3):
-            lo[mrow[k], a] = mlo[k, a]
-            hi[mrow[k], a] = mhi[k, a]
+    """One step of :class:`AabbBroadphase`: moving proxies' AABBs (written into their rows
+    ``mrow`` of lo, hi), then the overlapping pairs: the first m rows of ``out`` (a view,
+    valid until the next call; a new array when out holds fewer), no allocation a step."""
+    _aabbs(mindex, msphere, msize, moffset, Rw, pw, lo, hi, mrow, True)
     m = overlapping_pairs(index, moving, lo, hi, out)
     if m > out.shape[0]:
         out = np.empty((m, 2), dtype=np.int64)
         overlapping_pairs(index, moving, lo, hi, out)
-    return out[:m].copy()
+    return out[:m]
 
 
 @njit(cache=True)

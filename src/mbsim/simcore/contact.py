@@ -116,21 +116,25 @@ def _edge_angles(nf: int) -> tuple[np.ndarray, np.ndarray]:
 def _contact_lcp_kernel(W, D, mu, v_free, M, q):
     nu, _, k = D.shape
     size_b = nu * k
-    WD = np.empty((3, k))
     for i in range(nu):
         for j in range(nu):
-            # block (i, j) of D^T W D: D(i)^T W_ij D(j)
-            for r in range(3):
-                for b in range(k):
+            # block (i, j) of D^T W D: D(i)^T W_ij D(j), a column b at a time: the column
+            # (W_ij D(j))[:, b] in three scalars (no work array), each entry's sums as before
+            for b in range(k):
+                wd0 = 0.0
+                for c in range(3):
+                    wd0 += W[3 * i, 3 * j + c] * D[j, c, b]
+                wd1 = 0.0
+                for c in range(3):
+                    wd1 += W[3 * i + 1, 3 * j + c] * D[j, c, b]
+                wd2 = 0.0
+                for c in range(3):
+                    wd2 += W[3 * i + 2, 3 * j + c] * D[j, c, b]
+                for a in range(k):
                     acc = 0.0
-                    for c in range(3):
-                        acc += W[3 * i + r, 3 * j + c] * D[j, c, b]
-                    WD[r, b] = acc
-            for a in range(k):
-                for b in range(k):
-                    acc = 0.0
-                    for r in range(3):
-                        acc += D[i, r, a] * WD[r, b]
+                    acc += D[i, 0, a] * wd0
+                    acc += D[i, 1, a] * wd1
+                    acc += D[i, 2, a] * wd2
                     M[k * i + a, k * j + b] = acc
         for a in range(1, k):
             M[k * i + a, size_b + i] = 1.0  # E-hat

@@ -108,9 +108,11 @@ from mbsim.simcore.contact import (
     _node_impulses_kernel,
 )
 from mbsim.simcore.contact_islands import (
-    contact_islands,
+    compliance_starts,
+    compliance_work,
+    contact_islands_into,
     global_rows,
-    island_compliance,
+    island_compliance_into,
     verify_blocks,
 )
 from mbsim.simcore.contact_stages import _gap_allowance_kernel, _impacting_kernel, _split_kernel
@@ -125,7 +127,12 @@ from mbsim.simcore.kinematics import (
 from mbsim.simcore.lcp import budget
 from mbsim.simcore.lcp import warm as warm_start
 from mbsim.simcore.lcp.chain import ACTIVE_SET_FIXES, LSTSQ_RCOND
-from mbsim.simcore.lcp.islands import _component_labels, block_order
+from mbsim.simcore.lcp.islands import (
+    _component_labels,
+    block_order,
+    block_order_into,
+    component_labels_into,
+)
 from mbsim.simcore.lcp.problem import _inf_norm, principal_kernel
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
 from mbsim.simcore.lcp.warm import CANDIDATE, guess_normed
@@ -163,6 +170,7 @@ MAX_K = 7
 MAX_ROWS = 256 * (MAX_K + 1)
 
 _NO_F = np.zeros(0)
+_NO_I = np.zeros(0, np.int64)
 #: the module (the package's ``lemke`` is the solver function of that name)
 lemke_module = importlib.import_module("mbsim.simcore.lcp.lemke")
 
@@ -320,7 +328,7 @@ def vertex_attempt(M, q, tol_rel, caps, z, w):
 
 @njit(cache=True)
 def _solve_block(
-    M, q, mscale, mraw, n_all, whole, rows, least_norm, tol_rel, caps, warm, tab, z, w
+    M, q, mscale, mraw, n_all, whole, rows, least_norm, tol_rel, caps, warm, tab, z, w, iw
 ):
     """One block (M, q) of an LCP of n_all rows, or the whole of one that does not split
     (``whole``), solved as ``chain._solve_warm`` / ``chain.solve_lcp`` solve it, up to the
@@ -332,7 +340,9 @@ def _solve_block(
     residual, the set to remember: the guess's final set, else the rows with z > 0); the
     table's TRIED and ACCEPTED counters go up as the store's ``tried`` and ``accepted``.
     ``mraw``: ||M||_inf of this block when the caller has it (the whole LCP's), else < 0
-    (a block of a split LCP: the guess takes its own, as ``guess_kernel`` does)."""
+    (a block of a split LCP: the guess takes its own, as ``guess_kernel`` does). ``iw``:
+    int64 work of at least 2 n (the set's copy, then the returned set: a view of it, which
+    the caller reads before it uses ``iw`` again)."""
     n = q.shape[0]
     delta = LEAST_NORM_DELTA * mscale if least_norm else 0.0
     if warm:
@@ -340,8 +350,12 @@ def _solve_block(
         if e >= 0:
             meta = tab[6]
             meta[TRIED] += 1
-            S = tab[4][e, : tab[3][e]].copy()
-            final = np.empty(n, dtype=np.int64)
+            ne = tab[3][e]
+            S = iw[:ne]
+            stored = tab[4]
+            for a in range(ne):
+                S[a] = stored[e, a]
+            final = iw[n : 2 * n]
             code, ns, _rounds = guess_normed_call(
                 M, q, S, delta, least_norm, tol_rel, LSTSQ_RCOND, WARM_ROUNDS,
                 ACTIVE_SET_FIXES, z, final, mraw if mraw >= 0.0 else _inf_norm(M),
@@ -350,29 +364,35 @@ def _solve_block(
                 ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
                 if ok:
                     meta[ACCEPTED] += 1
-                    return True, 0, worst, final[:ns].copy()
+                    return True, 0, worst, final[:ns]
     if least_norm:
         ok, pivots, worst = _least_norm_solve_call(M, q, delta, tol_rel, caps, z, w)
     else:
         ok, pivots, worst = _vertex_solve_call(M, q, tol_rel, caps, z, w)
-    return ok, pivots, worst, np.flatnonzero(z > 0.0)
+    pos = iw[n : 2 * n]  # np.flatnonzero(z > 0.0)
+    npos = 0
+    for i in range(n):
+        if z[i] > 0.0:
+            pos[npos] = i
+            npos += 1
+    return ok, pivots, worst, pos[:npos]
 
 
 _solve_block_call = native(_solve_block)
 
 
 @njit(cache=True, inline="always")
-def _solve_whole(M, q, least_norm, tol_rel, caps, warm, tab, und, z):
+def _solve_whole(M, q, least_norm, tol_rel, caps, warm, tab, und, z, w, iw):
     """An LCP that does not split into blocks, solved whole as ``chain.solve_lcp`` solves it
-    up to its first attempt (:func:`_solve_block` with ||M||_inf its mscale), its set then
-    remembered under the key (n, None). Returns (accepted, pivots, worst residual)."""
+    up to its first attempt (:func:`_solve_block` with ||M||_inf its mscale; w (n) and iw
+    (2 n) its work), its set then remembered under the key (n, None). Returns (accepted,
+    pivots, worst residual)."""
     n = q.shape[0]
     mraw = _inf_norm(M)
     mscale = mraw if mraw > 0.0 and np.isfinite(mraw) else 1.0  # _mscale's rule
-    none = np.empty(0, dtype=np.int64)
-    w = np.empty(n)
+    none = iw[:0]
     ok, pivots, worst, S = _solve_block_call(
-        M, q, mscale, mraw, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
+        M, q, mscale, mraw, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w, iw
     )
     if ok and warm:
         warm_remember(tab, und, n, True, none, S)
@@ -381,7 +401,7 @@ def _solve_whole(M, q, least_norm, tol_rel, caps, warm, tab, und, z):
 
 @njit(cache=True)
 def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_rel, caps, warm,
-                tab, und, z):  # fmt: skip
+                tab, und, z, fw, iw):  # fmt: skip
     """The contact LCP of Eq. 53 (``contact.contact_lcp``; the sigma rows' q the friction
     budget, empty for none) for row velocities vu (nu, 3), solved as ``chain.solve_lcp``
     solves it up to the first attempt of its chain. It is built per contact island
@@ -396,7 +416,9 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
     every key, in block order; ``und`` the table's undo log, lcp/warm_table.py). Returns
     (accepted, pivots (summed over the blocks), worst residual, solver code); z gets
     [beta; sigma]. Not accepted where the Python chain goes on (a block or the assembled z
-    not accepted: the unsplit solve, the next attempts)."""
+    not accepted: the unsplit solve, the next attempts). ``fw`` and ``iw``: the caller's work
+    (float64, at least n (n + 2) with one island; int64, at least 3 n; :func:`rows_work`),
+    where the one-island LCP is built and solved."""
     nu, _, k = D.shape
     n = nu * (k + 1)
     code = 1 if least_norm else 0
@@ -404,15 +426,20 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
     if count == 1:
         # one island: all contacts in order (corder 0 .. nu - 1, its rows the whole LCP's),
         # its M the whole M, from the step's own arrays (the same entries as below)
-        M = np.zeros((n, n))
-        q = np.zeros(n)
-        _contact_lcp_kernel(W.reshape((3 * nu, 3 * nu)), D, mu, vu, M, q)
+        for i in range(n * (n + 1)):  # M and q zeroed, as np.zeros made them
+            fw[i] = 0.0
+        M = c_view(fw, 0, (n, n))
+        q = fw[n * n : n * (n + 1)]
+        _contact_lcp_kernel(c_view(W, 0, (3 * nu, 3 * nu)), D, mu, vu, M, q)
         if budget.shape[0]:
             for a in range(nu):
                 q[nu * k + a] = budget[a]
-        label = np.empty(n, dtype=np.int64)
-        if n <= 1 or _component_labels(M, label) == 1:  # one block: solved whole
-            ok, pivots, worst = _solve_whole(M, q, least_norm, tol_rel, caps, warm, tab, und, z)
+        label = iw[:n]
+        if n <= 1 or component_labels_into(M, label, iw[n : 3 * n]) == 1:  # one block: whole
+            ok, pivots, worst = _solve_whole(
+                M, q, least_norm, tol_rel, caps, warm, tab, und, z, fw[n * (n + 1) : n * (n + 2)],
+                iw[n : 3 * n],
+            )  # fmt: skip
             return ok, pivots, worst, code
     Ms = []
     qs = []
@@ -482,8 +509,9 @@ def _solve_islands(Ms, qs, gs, n, mraw, least_norm, tol_rel, caps, warm, tab, un
         none = np.empty(0, dtype=np.int64)
         w = np.empty(n)
         ok, pivots, worst, S = _solve_block_call(
-            Ms[0], qs[0], mscale, mraw, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w
-        )
+            Ms[0], qs[0], mscale, mraw, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w,
+            np.empty(2 * n, dtype=np.int64),
+        )  # fmt: skip
         if ok and warm:
             warm_remember(tab, und, n, True, none, S)
         return ok, pivots, worst, code
@@ -505,8 +533,9 @@ def _solve_islands(Ms, qs, gs, n, mraw, least_norm, tol_rel, caps, warm, tab, un
         zb = np.empty(m)
         wb = np.empty(m)
         ok, piv, _worst, S = _solve_block_call(
-            Mb, qb, mscale, -1.0, n, False, rows, least_norm, tol_rel, caps, warm, tab, zb, wb
-        )
+            Mb, qb, mscale, -1.0, n, False, rows, least_norm, tol_rel, caps, warm, tab, zb, wb,
+            np.empty(2 * m, dtype=np.int64),
+        )  # fmt: skip
         if not ok:
             return False, 0, np.inf, code
         for a in range(m):
@@ -624,7 +653,10 @@ def _solve_joint_rows(W, wstart, corder, cstarts, D, mu, vu, Wj, Kcj, j_dof, j_s
     code = 1 if least_norm else 0
     label = np.empty(n, dtype=np.int64)
     if n <= 1 or _component_labels(M, label) == 1:  # one block: solved whole
-        ok, pivots, worst = _solve_whole(M, q, least_norm, tol_rel, caps, warm, tab, und, z)
+        ok, pivots, worst = _solve_whole(
+            M, q, least_norm, tol_rel, caps, warm, tab, und, z, np.empty(n),
+            np.empty(2 * n, dtype=np.int64),
+        )  # fmt: skip
         return ok, pivots, worst, code
     Ms = [M]
     qs = [q]
@@ -728,7 +760,8 @@ STEP_FIELDS = (
     "cos_a", "sin_a", "j_dof", "j_sign", "j_shift", "j_bound", "j_gap", "jtab", "q_pos", "v",
     "tau", "qdd", "dt", "stabilization", "max_recovery_speed",
     "use_floor", "gap_floor", "curvature", "slip", "impact_velocity", "impacts_ok",
-    "friction_total", "least_norm", "tol_rel", "caps", "warm", "tab", "und", "v_new", "v_start",
+    "friction_total", "least_norm", "tol_rel", "caps", "warm", "tab", "und", "wf", "wi", "v_new",
+    "v_start",
     "z", "fn", "tangent", "sliding", "hit", "vn_before", "vn_after", "p_impact", "info",
 )  # fmt: skip
 
@@ -805,8 +838,8 @@ def make_step(
     armature, ups, bv, body_a, local_a, body_b, local_b, normal, gap, radius_a, radius_b, mu,
     eps, cos_a, sin_a, j_dof, j_sign, j_shift, j_bound, j_gap, jtab, q_pos, v, tau, qdd, dt,
     stabilization, max_recovery_speed, use_floor, gap_floor, curvature, slip, impact_velocity,
-    impacts_ok, friction_total, least_norm, tol_rel, caps, warm, tab, und, v_new, v_start, z, fn,
-    tangent, sliding, hit, vn_before, vn_after, p_impact, info,
+    impacts_ok, friction_total, least_norm, tol_rel, caps, warm, tab, und, wf, wi, v_new, v_start,
+    z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
 ):  # fmt: skip
     """The contact step record (:class:`StepType`) of these fields (:data:`STEP_FIELDS`): the
     arrays borrowed (:func:`borrowed`: the same data, not copies, and not owned: the caller
@@ -818,8 +851,8 @@ def make_step(
         mu, eps, cos_a, sin_a, j_dof, j_sign, j_shift, j_bound, j_gap, jtab, q_pos, v, tau, qdd,
         dt,
         stabilization, max_recovery_speed, use_floor, gap_floor, curvature, slip, impact_velocity,
-        impacts_ok, friction_total, least_norm, tol_rel, caps, warm, tab, und, v_new, v_start, z,
-        fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
+        impacts_ok, friction_total, least_norm, tol_rel, caps, warm, tab, und, wf, wi, v_new,
+        v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
     )  # fmt: skip
 
 
@@ -851,8 +884,10 @@ def contact_step_kernel(s):
     nu = s.gap.shape[0]
     nb = s.parent.shape[0]
     k = s.cos_a.shape[0] + 1
-    # the step's work arrays as views of one float and one int allocation (each filled before
-    # it is read, as the arrays of their own were; zeroed where np.zeros made them)
+    # the step's work arrays as views of one float and one int array (each filled before it
+    # is read, as the arrays of their own were; zeroed where np.zeros made them): the
+    # record's buffers ``wf`` and ``wi`` when they hold them (the loop's stage: no allocation
+    # a step), else arrays of the step's own (:func:`step_work`)
     nd = nu if curvature else 0
     ns = nu if slip else 0
     o_drift = 3 * nu
@@ -870,8 +905,20 @@ def contact_step_kernel(s):
     o_u2 = o_dv + nv
     o_fr = o_u2 + 3 * nu
     o_un = o_fr + nu
-    fw = np.empty(o_un + nu)
-    iw = np.empty(6 * nu, dtype=np.int64)
+    f1 = o_un + nu
+    nc = nu * (k + 1)  # the contact LCP's rows
+    # ints: 6 a contact (nodes, islands, the deep rows), then the islands' work
+    # (contact_islands_into, 3 nb), corder, cstarts, wstart, island_compliance_into's work
+    # (2 (nn + nu) <= 6 nu, then 7 nb) and _solve_rows' (3 nc)
+    o_isl = 6 * nu
+    o_ord = o_isl + 3 * nb
+    o_cst = o_ord + nu
+    o_wst = o_cst + nu + 1
+    o_cw = o_wst + nu + 1
+    o_sw = o_cw + 6 * nu + 7 * nb
+    i1 = o_sw + 3 * nc
+    fw = s.wf[:f1] if s.wf.shape[0] >= f1 else np.empty(f1)
+    iw = s.wi[:i1] if s.wi.shape[0] >= i1 else np.empty(i1, dtype=np.int64)
     # 1. the impact test at v
     vu = c_view(fw, 0, (nu, 3))
     relative_velocities_into(
@@ -938,10 +985,35 @@ def contact_step_kernel(s):
     # Lambda and W per contact island (contact_islands.py: zero between islands, never built);
     # W reads only Lambda's linear-linear blocks: the same entries, bit for bit
     cisl = iw[4 * nu : 5 * nu]
-    corder, cstarts = block_order(cisl, contact_islands(s.parent, s.body_a, s.body_b, cisl))
-    W, wstart = island_compliance(
+    count = contact_islands_into(s.parent, s.body_a, s.body_b, cisl, iw[o_isl:o_ord])
+    corder = iw[o_ord : o_ord + nu]
+    cstarts = iw[o_cst : o_cst + count + 1]
+    block_order_into(cisl, count, corder, cstarts)
+    wstart = iw[o_wst : o_wst + count + 1]
+    wsize = compliance_starts(cstarts, wstart)
+    # the second float part: W, then Lambda's work (island_compliance_into), which the
+    # one-island LCP (_solve_rows) takes over after it
+    if count == 1:
+        need = max(compliance_work(nb, nn, True), nc * (nc + 2))
+    else:
+        need = 0
+        for g in range(count):
+            kg = 0  # the island's nodes: one a contact side on a moving body
+            for a in range(cstarts[g], cstarts[g + 1]):
+                c = corder[a]
+                kg += (1 if ia[c] >= 0 else 0) + (1 if ib[c] >= 0 else 0)
+            need = max(need, compliance_work(nb, kg, False))
+    f2 = wsize + need
+    if s.wf.shape[0] >= f1 + f2:
+        fw2 = s.wf[f1 : f1 + f2]
+    else:
+        fw2 = np.empty(f2)
+    W = fw2[:wsize]
+    lw = fw2[wsize:]
+    sw = iw[o_sw:i1]
+    island_compliance_into(
         s.parent, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.ups, node_body, node_X, ia, ib, corder,
-        cstarts,
+        cstarts, wstart, W, lw, iw[o_cw:o_sw],
     )  # fmt: skip
     no_budget = fw[:0]
     s.info[I_IMPACT] = 0.0
@@ -958,7 +1030,7 @@ def contact_step_kernel(s):
         zc = np.empty(nu * (k + 1))
         ok, _p, _w, _s = _solve_rows_call(
             W, wstart, corder, cstarts, D, s.mu, vu, no_budget, least_norm, tol_rel, s.caps,
-            warm, s.tab, s.und, zc,
+            warm, s.tab, s.und, zc, lw, sw,
         )  # fmt: skip
         if not ok:
             return FALLBACK
@@ -996,7 +1068,7 @@ def contact_step_kernel(s):
             zd = np.empty(nu * (k + 1))
             ok, _p, _w, _s = _solve_rows_call(
                 W, wstart, corder, cstarts, D, s.mu, vu, budget, least_norm, tol_rel, s.caps,
-                warm, s.tab, s.und, zd,
+                warm, s.tab, s.und, zd, lw, sw,
             )  # fmt: skip
             if not ok:
                 return FALLBACK
@@ -1067,7 +1139,7 @@ def contact_step_kernel(s):
     else:
         ok, pivots, worst, solver = _solve_rows_call(
             W, wstart, corder, cstarts, D, s.mu, vu, no_budget, least_norm, tol_rel, s.caps,
-            warm, s.tab, s.und, s.z,
+            warm, s.tab, s.und, s.z, lw, sw,
         )  # fmt: skip
     if not ok:
         if colliding:  # the Data arrays back at (q, v), as the Python path starts from them
@@ -1148,6 +1220,23 @@ def contact_step_kernel(s):
     return OK
 
 
+def step_work(nu: int, nb: int, nv: int, k: int) -> tuple[int, int]:
+    """(floats, ints): the sizes of the work buffers ``wf`` and ``wi`` of the step record
+    that hold all of :func:`contact_step_kernel`'s work arrays for a step of up to ``nu``
+    contacts (nb bodies, nv DoF, k = nf + 1), with the curvature term and the slip
+    reference on, whatever its islands (an island's Lambda and its work at most those of
+    nn = 2 nu nodes, ``contact_islands.compliance_work``): the loop's stage
+    (contact_loop.ContactStage) holds them; a larger step makes its own."""
+    nn = 2 * nu
+    nc = nu * (k + 1)
+    f1 = 3 * nu + nu + 6 * nb + nu + nv + 3 * nu + 3 * nu * k + 6 * nu + 72 * nu + 3 * nu
+    f1 += 3 * nu + 12 * nu + nv + 3 * nu + nu + nu
+    lam = 36 * nn * (nn + 1) + 36 * nb + 84 + 73 * nn * max(nb, 1)  # compliance_work's
+    f2 = 9 * nu * nu + max(lam, nc * (nc + 2))
+    i1 = 6 * nu + 3 * nb + nu + 2 * (nu + 1) + 6 * nu + 7 * nb + 3 * nc
+    return f1 + f2, i1
+
+
 def contact_signature() -> tuple:
     """The numba argument types :meth:`ContactFuser.step` calls :func:`contact_step_kernel`
     with, for any model and options (the arrays' dtypes and dimensions, the options' Python
@@ -1215,7 +1304,7 @@ class ContactFuser:
         contacts ``c`` (pair parameters mu, eps; the warm start's flag and table,
         lcp/warm_table.py) and the joint rows ``rows`` (:func:`joint_row_fields`; ``jtab``
         :func:`joint_rows_table` when there are any), its eleven outputs last (fresh
-        arrays)."""
+        arrays); the work buffers wf, wi empty (the kernel makes its own each call)."""
         nu = len(c.gap)
         k = self._k
         ra, rb = getattr(c, "radius_a", None), getattr(c, "radius_b", None)
@@ -1232,7 +1321,7 @@ class ContactFuser:
             *self._head, _i64(c.body_a), _f64(c.local_a), _i64(c.body_b), _f64(c.local_b),
             _f64(c.normal), _f64(c.gap), _f64(ra), _f64(rb), _f64(mu), _f64(eps), *self._angles,
             *rows, jtab, _f64(q), _f64(v), _f64(tau), _f64(qdd), *self._opts, self._caps, warm,
-            table.tab, table.und,
+            table.tab, table.und, _NO_F, _NO_I,
             v_new, v_start, z, fn, tangent, sliding, hit, vn_before, vn_after, p_impact, info,
         )  # fmt: skip
 
@@ -1349,5 +1438,5 @@ __all__ = [
     "FALLBACK", "IMPACT", "MAX_K", "MAX_ROWS", "OK", "STEP_FIELDS", "ContactFuser", "StepRef",
     "StepType", "borrowed", "contact_signature", "contact_step_kernel", "least_norm_attempt",
     "make_step",
-    "pivot_caps", "step_type", "vertex_attempt",
+    "pivot_caps", "step_work", "step_type", "vertex_attempt",
 ]  # fmt: skip

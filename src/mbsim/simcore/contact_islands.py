@@ -39,12 +39,13 @@ import numpy as np
 from numba import njit
 
 from mbsim.simcore.contact import _relative_compliance_kernel
-from mbsim.simcore.delassus.upsilon_body import lambda_linear_kernel
+from mbsim.simcore.delassus.upsilon_body import lambda_linear_into, lambda_work
 from mbsim.simcore.lcp.problem import _verify_kernel, accept_kernel
 from mbsim.simcore.native_call import native
+from mbsim.simcore.spatial import c_view
 
 #: Lambda's linear-linear blocks through the kernel's address (native_call.py: compiled once)
-lambda_linear_kernel_call = native(lambda_linear_kernel)
+lambda_linear_into_call = native(lambda_linear_into)
 
 
 @njit(cache=True, inline="always")
@@ -59,17 +60,28 @@ def _find(up, a):
 @njit(cache=True)
 def contact_islands(parent, body_a, body_b, island):
     """island[i] = the island of contact i (module docstring), islands numbered 0, 1, ... in
-    order of their first contact; returns their number. Contacts on the same tree, or on
-    trees joined by a chain of contacts, share an island; a contact between the static
-    world and a tree no other contact touches is an island alone. Bodies are numbered
-    parents first (``parent[i] < i``), so a tree's root is found by one pass."""
+    order of their first contact; returns their number (:func:`contact_islands_into` with
+    a work array of its own)."""
+    nb = parent.shape[0]
+    return contact_islands_into(parent, body_a, body_b, island, np.empty(3 * nb, np.int64))
+
+
+@njit(cache=True)
+def contact_islands_into(parent, body_a, body_b, island, work):
+    """:func:`contact_islands` with its work arrays in ``work`` (int64, at least 3 nb: the
+    compiled contact step's buffer). Contacts on the same tree, or on trees joined by a
+    chain of contacts, share an island; a contact between the static world and a tree no
+    other contact touches is an island alone. Bodies are numbered parents first
+    (``parent[i] < i``), so a tree's root is found by one pass."""
     nb = parent.shape[0]
     nu = body_a.shape[0]
-    root = np.empty(nb, dtype=np.int64)
+    root = work[:nb]
     for i in range(nb):
         p = parent[i]
         root[i] = i if p < 0 else root[p]
-    up = np.arange(nb)
+    up = work[nb : 2 * nb]
+    for i in range(nb):
+        up[i] = i
     for i in range(nu):
         a, b = body_a[i], body_b[i]
         if a >= 0 and b >= 0:
@@ -77,7 +89,9 @@ def contact_islands(parent, body_a, body_b, island):
             rb = _find(up, root[b])
             if ra != rb:
                 up[max(ra, rb)] = min(ra, rb)
-    first = np.full(nb, -1, dtype=np.int64)  # a tree set's island
+    first = work[2 * nb : 3 * nb]  # a tree set's island
+    for i in range(nb):
+        first[i] = -1
     count = 0
     for i in range(nu):
         a = body_a[i] if body_a[i] >= 0 else body_b[i]
@@ -102,24 +116,72 @@ def island_compliance(
     Upsilon in ``ups``), island I's (3 m, 3 m) W in w[wstart[I]:wstart[I + 1]] row-major, m
     its contacts corder[cstarts[I]:cstarts[I + 1]] (ascending). The island's nodes are the
     nodes ia, ib of its contacts in their global order (contact.contact_nodes). The same
-    entries as the whole W's blocks, bit for bit (module docstring)."""
-    nn = node_body.shape[0]
+    entries as the whole W's blocks, bit for bit (module docstring).
+    :func:`island_compliance_into` with arrays of its own."""
     count = cstarts.shape[0] - 1
-    wstart = np.zeros(count + 1, dtype=np.int64)
+    wstart = np.empty(count + 1, dtype=np.int64)
+    w = np.empty(compliance_starts(cstarts, wstart))
+    nn = node_body.shape[0]
+    island_compliance_into(
+        parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, ia, ib, corder, cstarts, wstart,
+        w, np.empty(0), np.empty(2 * (nn + ia.shape[0]), np.int64),
+    )  # fmt: skip
+    return w, wstart
+
+
+@njit(cache=True, inline="always")
+def compliance_work(nb, k, whole):
+    """The floats of :func:`island_compliance_into`'s work for an island of k nodes (nb
+    bodies; ``whole``: the only island, whose Lambda needs no node copies)."""
+    return 36 * k * (k if whole else k + 1) + lambda_work(nb, k)
+
+
+@njit(cache=True)
+def compliance_starts(cstarts, wstart):
+    """wstart[I] = where island I's W starts in :func:`island_compliance`'s ``w`` (count + 1
+    entries); returns the size of ``w``."""
+    count = cstarts.shape[0] - 1
+    wstart[0] = 0
     for g in range(count):
         m = cstarts[g + 1] - cstarts[g]
         wstart[g + 1] = wstart[g] + 9 * m * m
-    w = np.zeros(wstart[count])
+    return wstart[count]
+
+
+@njit(cache=True)
+def island_compliance_into(
+    parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, ia, ib, corder, cstarts, wstart, w,
+    fwork, iwork,
+):  # fmt: skip
+    """:func:`island_compliance` into ``wstart`` (:func:`compliance_starts`' own) and ``w``
+    (zeroed here), with its work arrays in ``fwork`` (float64: Lambda, the island's node
+    transforms, then ``upsilon_body.lambda_linear_into``'s work: :func:`compliance_work`;
+    what it does not hold is allocated) and ``iwork`` (int64, at least 2 (nn + nu), then
+    7 nb for Lambda's): the compiled contact step's buffers."""
+    nn = node_body.shape[0]
+    nu = ia.shape[0]
+    o_lw = min(2 * (nn + nu), iwork.shape[0])  # Lambda's int work after this function's
+    count = cstarts.shape[0] - 1
+    for i in range(w.shape[0]):
+        w[i] = 0.0
     if count == 1:
         # one island: its contacts are all of them in order (corder 0 .. nu - 1) and its
         # nodes all nodes in order, so the local numbering below is the identity; Lambda
         # and W from the step's own arrays, without the copies (the same entries)
         m = cstarts[1]
-        lam = np.empty((6 * nn, 6 * nn))
-        lambda_linear_kernel_call(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, lam)
-        _relative_compliance_kernel(lam, ia, ib, w.reshape((3 * m, 3 * m)))
-        return w, wstart
-    local = np.full(nn, -1, dtype=np.int64)
+        if fwork.shape[0] >= 36 * nn * nn:
+            lam = c_view(fwork, 0, (6 * nn, 6 * nn))
+        else:
+            lam = np.empty((6 * nn, 6 * nn))
+        lambda_linear_into_call(
+            parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, lam, iwork[o_lw:],
+            fwork[min(36 * nn * nn, fwork.shape[0]) :],
+        )  # fmt: skip
+        _relative_compliance_kernel(lam, ia, ib, c_view(w, 0, (3 * m, 3 * m)))
+        return
+    local = iwork[:nn]
+    for j in range(nn):
+        local[j] = -1
     for g in range(count):
         c0, c1 = cstarts[g], cstarts[g + 1]
         m = c1 - c0
@@ -134,32 +196,36 @@ def island_compliance(
             if local[j] == 0:
                 local[j] = k
                 k += 1
-        nbody = np.empty(k, dtype=np.int64)
-        nX = np.empty((k, 6, 6))
+        nbody = iwork[nn : nn + k]
+        if fwork.shape[0] >= 36 * k * (k + 1):
+            nX = c_view(fwork, 0, (k, 6, 6))
+            lam = c_view(fwork, 36 * k, (6 * k, 6 * k))
+        else:
+            nX = np.empty((k, 6, 6))
+            lam = np.empty((6 * k, 6 * k))
         for j in range(nn):
             if local[j] >= 0:
                 nbody[local[j]] = node_body[j]
                 for x in range(6):  # no array assignment: numba would compile its
                     for y in range(6):  # shape-error formatter (~3 s of a first run)
                         nX[local[j], x, y] = node_X[j, x, y]
-        la = np.empty(m, dtype=np.int64)
-        lb = np.empty(m, dtype=np.int64)
+        la = iwork[2 * nn : 2 * nn + m]
+        lb = iwork[2 * nn + nu : 2 * nn + nu + m]
         for a in range(m):
             c = corder[c0 + a]
             la[a] = local[ia[c]] if ia[c] >= 0 else -1
             lb[a] = local[ib[c]] if ib[c] >= 0 else -1
-        lam = np.empty((6 * k, 6 * k))
-        lambda_linear_kernel_call(parent, nvj, S, E, r, U, Dinv, ups, nbody, nX, lam)
-        _relative_compliance_kernel(
-            lam, la, lb, w[wstart[g] : wstart[g + 1]].reshape((3 * m, 3 * m))
-        )
+        lambda_linear_into_call(
+            parent, nvj, S, E, r, U, Dinv, ups, nbody, nX, lam, iwork[o_lw:],
+            fwork[min(36 * k * (k + 1), fwork.shape[0]) :],
+        )  # fmt: skip
+        _relative_compliance_kernel(lam, la, lb, c_view(w, wstart[g], (3 * m, 3 * m)))
         for a in range(m):
             c = corder[c0 + a]
             if ia[c] >= 0:
                 local[ia[c]] = -1
             if ib[c] >= 0:
                 local[ib[c]] = -1
-    return w, wstart
 
 
 @njit(cache=True, inline="always")
@@ -200,4 +266,7 @@ def verify_blocks(n, tol_rel, Ms, qs, zs, ws):
     return accept_kernel(tol_rel, n, res, sv, mnorm, qn, zn, mv)
 
 
-__all__ = ["contact_islands", "global_rows", "island_compliance", "verify_blocks"]
+__all__ = [
+    "compliance_starts", "compliance_work", "contact_islands", "contact_islands_into",
+    "global_rows", "island_compliance", "island_compliance_into", "verify_blocks",
+]  # fmt: skip

@@ -59,12 +59,13 @@ from mbsim.simcore.contact_fused import (
     contact_step_kernel,
     joint_rows_table,
     make_step,
+    step_work,
 )
 from mbsim.simcore.joint_rows import _near_limits
 from mbsim.simcore.lcp import warm as warm_start
 from mbsim.simcore.lcp.warm_table import WarmTable, mark, undo
 from mbsim.simcore.native_call import EMPTY, address_table, native_caller
-from mbsim.simcore.spatial import borrowed_all
+from mbsim.simcore.spatial import borrowed_all, c_view
 
 #: the contact event kinds of the loop's rows (Simulator.events_of's names: EVENT_NAMES)
 BEGIN, END, STICK, SLIP, IMPACT_ROW = 0, 1, 2, 3, 4
@@ -72,6 +73,10 @@ EVENT_NAMES = ("contact_begin", "contact_end", "stick", "slip", "impact")
 #: the most contacts of one step the loop takes (more: Python takes the step); the size of
 #: the arrays of the contacts acting
 MAX_CONTACTS = 256
+#: the most contacts a step has whose contact step (contact_fused.contact_step_kernel) takes
+#: all its work arrays from the stage's buffers (ContactStage._work: ~0.35 MB); a step of
+#: more allocates its own
+WORK_CONTACTS = 16
 #: the narrowphase kernel set (narrowphase.pair_kernel_set) of the loop's detection for a
 #: scene that needs any optional kernel: all of them. The loop with its contact stage is the
 #: largest compilation there is (~40 s), and it is compiled again for each kernel set it
@@ -305,7 +310,7 @@ def _event_row(ev_i, ev_f, ne, step, kind, body_a, body_b, point_a, point_b, nor
 @njit(cache=True)
 def record_events(
     step, nc, ints, vecs, fn, tangent, sliding, impact, hit, p_impact, vn_before, vn_after,
-    ke_before, ke_after, act_pf, act_is, n_act, last_i, last_v, ev_i, ev_f, ne,
+    ke_before, ke_after, act_pf, act_is, n_act, last_i, last_v, ev_i, ev_f, ne, work,
 ):  # fmt: skip
     """The contact event rows of step ``step`` (module docstring, 3), written from row ``ne``
     of ``ev_i`` (rows, 4: step, kind, body_a, body_b) and ``ev_f`` (rows, 14: mid point,
@@ -318,11 +323,10 @@ def record_events(
     feature_key) of the ``n_act`` contacts acting before the step, ``act_is`` (C, 2) their
     index among the last step's contacts and sliding flag; ``last_i`` (6, C) and ``last_v``
     (5, C, 3) the last step's contacts, as contact_set returns them. On return the acting
-    contacts are the step's (updated in place). Returns (rows now, contacts acting)."""
-    cap = act_pf.shape[0]
-    zero3 = np.zeros(3)
-    new_pf = np.empty((cap, 2), dtype=np.int64)
-    new_is = np.empty((cap, 2), dtype=np.int64)
+    contacts are the step's (updated in place). ``work``: int64 work of at least 4 nc (the
+    step's contacts' keys and flags). Returns (rows now, contacts acting)."""
+    new_pf = c_view(work, 0, (nc, 2))
+    new_is = c_view(work, 2 * nc, (nc, 2))
     n_new = 0
     for i in range(nc):
         p, f = ints[4, i], ints[5, i]
@@ -361,7 +365,9 @@ def record_events(
             continue
         i = act_is[a, 0]  # among the last step's contacts
         _event_row(ev_i, ev_f, ne, step, END, last_i[0, i], last_i[1, i], last_v[0, i],
-                   last_v[1, i], last_v[4, i], zero3, 0.0)  # fmt: skip
+                   last_v[1, i], last_v[4, i], last_v[4, i], 0.0)  # fmt: skip
+        for c in range(3):  # no tangent impulse (no array of zeros a step)
+            ev_f[ne, 7 + c] = 0.0
         ne += 1
     for j in range(n_new):
         act_pf[j, 0] = new_pf[j, 0]
@@ -476,11 +482,13 @@ def stage_events(stage, step, nc):
     info = stage.info
     cst = stage.cst
     s = stage.step  # the contact step's outputs
+    # the keys' work: the contact step's int buffer, free after the step (c_view: C layout)
+    work = s.wi if s.wi.shape[0] >= 4 * nc else np.empty(4 * nc, dtype=np.int64)
     cst[2], cst[0] = record_events(
         step, nc, stage.ints, stage.vecs, s.fn, s.tangent, s.sliding,
         nc > 0 and info[I_IMPACT] != 0.0, s.hit, s.p_impact, s.vn_before, s.vn_after,
         info[I_KE_BEFORE], info[I_KE_AFTER], stage.act_pf, stage.act_is, cst[0], stage.last_i,
-        stage.last_v, stage.ev_i, stage.ev_f, cst[2],
+        stage.last_v, stage.ev_i, stage.ev_f, cst[2], work,
     )  # fmt: skip
     keep_last(nc, stage.ints, stage.vecs, stage.gap, stage.ra, stage.rb, stage.last_i,
               stage.last_v, stage.last_f)  # fmt: skip
@@ -554,6 +562,10 @@ class ContactStage:
         self._head = (*fuser._head,)
         self._middle = (*fuser._angles,)
         self._opts = (*fuser._opts, caps)
+        #: the contact step's work buffers (contact_fused.step_work): every work array of a
+        #: step of up to WORK_CONTACTS contacts is a view of them (a larger step makes its own)
+        nfw, niw = step_work(WORK_CONTACTS, m.nb, m.nv, fuser._k)
+        self._work = (np.zeros(nfw), np.zeros(niw, np.int64))
         self._core = o.curvature_point == "core"
         self._tabs = (np.ascontiguousarray(mu, np.float64), np.ascontiguousarray(eps, np.float64))
         self.ktab = np.zeros((0, 2), np.int64)
@@ -700,7 +712,8 @@ class ContactStage:
             *self._head, ei, e3, ei, e3, e3, e, e, e, e, e, *self._middle, *self._jrows,
             self._jtab, np.zeros(nv),
             np.zeros(nv), np.zeros(nv), np.zeros(nv), *self._opts, warm, self.wtable.tab,
-            self.wtable.und, np.zeros(nv), np.zeros(nv), e, e, e3, eb, eb, e, e, e3, self.info,
+            self.wtable.und, *self._work, np.zeros(nv), np.zeros(nv), e, e, e3, eb, eb, e, e, e3,
+            self.info,
         )  # fmt: skip
         self._step = make_step(*self._step_fields)
         return self.record()

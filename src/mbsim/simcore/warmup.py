@@ -139,10 +139,10 @@ def solve_rows_signature() -> tuple:
     f1, f2, f3 = (types.Array(types.float64, n, "C") for n in (1, 2, 3))
     i1 = types.Array(types.int64, 1, "C")
     # W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_rel, caps, warm, tab,
-    # und, z (contact_fused._solve_rows)
+    # und, z, fw, iw (contact_fused._solve_rows)
     return (
         f1, i1, i1, i1, f3, f["mu"], f2, f1, f["least_norm"], f["tol_rel"], f["caps"],
-        f["warm"], f["tab"], f["und"], f["z"],
+        f["warm"], f["tab"], f["und"], f["z"], f1, i1,
     )  # fmt: skip
 
 

@@ -154,7 +154,8 @@ def _apply_psi(i, nvj, S, E, r, U, Dinv, F, out, t, lo):
 @njit(cache=True)
 def lambda_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam):
     """Assemble Lambda from Upsilon on the compressed tree (see module docstring)."""
-    _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, 0)
+    no_i, no_f = np.empty(0, np.int64), np.empty(0)  # no work: its own arrays
+    _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, 0, no_i, no_f)
 
 
 @njit(cache=True)
@@ -165,20 +166,40 @@ def lambda_linear_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, 
     Each entry it writes is the same arithmetic as :func:`lambda_kernel`'s, bit for bit;
     the carried factors and the blocks take 3 of their 6 columns (the compiled contact step,
     contact_fused.py)."""
-    _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, 3)
+    no_i, no_f = np.empty(0, np.int64), np.empty(0)  # no work: its own arrays
+    _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, 3, no_i, no_f)
+
+
+@njit(cache=True)
+def lambda_linear_into(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, iwk, fwk):
+    """:func:`lambda_linear_kernel` with its work arrays in ``iwk`` (int64, 7 nb) and ``fwk``
+    (float64, :func:`lambda_work` floats) when they hold them, else arrays of its own: the
+    compiled contact step's buffers (contact_islands.island_compliance_into)."""
+    _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, 3, iwk, fwk)
 
 
 @njit(cache=True, inline="always")
-def _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, lo):
+def lambda_work(nb, nc):
+    """The floats :func:`lambda_linear_into`'s work takes at most for nc nodes on a tree of nb
+    bodies (at most nb vertices of the compressed tree, and depth)."""
+    return 36 * nb + 84 + 73 * nc * max(nb, 1)
+
+
+@njit(cache=True, inline="always")
+def _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, lo, iwk, fwk):
     """:func:`lambda_kernel` for the columns lo .. 5 of every node's factor F_a (lo = 0:
-    all of Lambda; lo = 3: its linear-linear blocks)."""
+    all of Lambda; lo = 3: its linear-linear blocks); its work arrays views of ``iwk`` and
+    ``fwk`` when they are long enough, else of arrays of its own."""
     nb = parent.shape[0]
     nc = node_body.shape[0]
     # 1. nodes per subtree and branch points -> compressed-tree vertices. The work arrays
     # (iw, buf) are used through borrowed views (spatial.borrowed: no owner, so the views
     # made of them below and in the loops count no references, each an atomic update
     # otherwise); the arrays themselves are read at the end, which keeps them alive
-    iw_owned = np.empty((7, max(nb, 1)), dtype=np.int64)
+    if iwk.shape[0] >= 7 * max(nb, 1):
+        iw_owned = c_view(iwk, 0, (7, max(nb, 1)))
+    else:
+        iw_owned = np.empty((7, max(nb, 1)), dtype=np.int64)
     iw = borrowed(iw_owned)
     nvert = compress(parent, node_body, iw)
     vid, vbody, cparent, cdepth = iw[3], iw[4], iw[5], iw[6]
@@ -197,7 +218,10 @@ def _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, lo):
     o_f = o_t + 12
     o_g = o_f + 36 * nc * nd
     o_d = o_g + 36 * nc * nd
-    buf_owned = np.empty(o_d + nc * nd)
+    if fwk.shape[0] >= o_d + nc * nd:
+        buf_owned = fwk[: o_d + nc * nd]
+    else:
+        buf_owned = np.empty(o_d + nc * nd)
     buf = borrowed(buf_owned)
     edge = c_view(buf, 0, (nvert, 6, 6))
     ident = c_view(buf, o_id, (6, 6))

@@ -47,12 +47,22 @@ BlockSolver = Callable[[np.ndarray, np.ndarray], LcpResult]
 @njit(cache=True)
 def _component_labels(M, label):
     """label[i] = the block of row i, blocks numbered 0, 1, ... in order of their first row;
-    returns the number of blocks. A search over the pattern of M + M' from the first row not
-    yet labelled, each row it reaches compared only with the rows still unlabelled: O(n)
-    checks for an M that does not split (the usual contact LCP), O(n^2) at most."""
+    returns the number of blocks (:func:`component_labels_into` with work arrays of its
+    own)."""
     n = M.shape[0]
-    rest = np.empty(n, dtype=np.int64)  # the unlabelled rows, ascending
-    stack = np.empty(n, dtype=np.int64)
+    return component_labels_into(M, label, np.empty(2 * n, dtype=np.int64))
+
+
+@njit(cache=True)
+def component_labels_into(M, label, work):
+    """:func:`_component_labels` with its work arrays in ``work`` (int64, at least 2 n; the
+    compiled contact step's buffer, contact_fused.py). A search over the pattern of M + M'
+    from the first row not yet labelled, each row it reaches compared only with the rows
+    still unlabelled: O(n) checks for an M that does not split (the usual contact LCP),
+    O(n^2) at most."""
+    n = M.shape[0]
+    rest = work[:n]  # the unlabelled rows, ascending
+    stack = work[n : 2 * n]
     for i in range(n):
         rest[i] = i
     nrest = n
@@ -105,18 +115,30 @@ def block_order(label, count):
     """(order, starts): the rows of block b are order[starts[b]:starts[b + 1]], ascending,
     for the labels of :func:`_component_labels` (the split :func:`blocks` returns, and the
     one the compiled contact step solves block by block, contact_fused.py)."""
+    order = np.empty(label.shape[0], dtype=np.int64)
+    starts = np.empty(count + 1, dtype=np.int64)
+    block_order_into(label, count, order, starts)
+    return order, starts
+
+
+@njit(cache=True)
+def block_order_into(label, count, order, starts):
+    """:func:`block_order` into ``order`` (n) and ``starts`` (count + 1), given: each row
+    put at its block's next free place, which moves the block's start up to the next
+    block's; the starts are then shifted back (no work array)."""
     n = label.shape[0]
-    starts = np.zeros(count + 1, dtype=np.int64)
+    for b in range(count + 1):
+        starts[b] = 0
     for i in range(n):
         starts[label[i] + 1] += 1
     for b in range(count):
         starts[b + 1] += starts[b]
-    fill = starts[:count].copy()
-    order = np.empty(n, dtype=np.int64)
     for i in range(n):
-        order[fill[label[i]]] = i
-        fill[label[i]] += 1
-    return order, starts
+        order[starts[label[i]]] = i
+        starts[label[i]] += 1
+    for b in range(count, 0, -1):
+        starts[b] = starts[b - 1]
+    starts[0] = 0
 
 
 def describe_rows(rows: np.ndarray, n: int) -> str:
