@@ -301,15 +301,34 @@ def _pool(n):
     return max(3 * n * n + 5 * n, active_set_work(n)[0])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _work(n):
-    """(float64, int64, bool) entries of one guess's work arrays for an LCP of n rows (every
-    set has at most n rows): floats the pool (:func:`_pool`) then the polish's y and w, the
-    least change's c and the restricted LCP's zero start (n each); ints the factors' row
-    order, the polish's own, the guess's set, the polish's, the restricted LCP's, then lstsq's
-    (n each, lstsq's active_set_work); bools the guess's inside and flip marks and the
-    restricted LCP's inr, inside, flip (n each)."""
+    """(float64, int64, bool) entries of one guess's work for an LCP of n rows (every set has
+    at most n rows): floats the pool (:func:`_pool`) then the polish's y and w, the least
+    change's c and the restricted LCP's zero start (n each); ints the factors' row order, the
+    polish's own, the guess's set, the polish's, the restricted LCP's, then lstsq's (n each,
+    lstsq's active_set_work); bools the guess's inside and flip marks and the restricted
+    LCP's inr, inside, flip (n each)."""
     return _pool(n) + 5 * n, 5 * n + active_set_work(n)[1], 5 * n
+
+
+@njit(cache=True)
+def _work_size(n):
+    """The float64 entries of the one array that holds a guess's work (:func:`_work`; its ints
+    and bools as views of its tail, :func:`_carve`)."""
+    nf, ni, nb = _work(n)
+    return nf + ni + (nb + 7) // 8
+
+
+@njit(cache=True, inline="always")
+def _carve(work, n):
+    """(fw, iw, bw): the float64, int64 and bool work of :func:`_work` as views of ``work``
+    (:func:`_work_size` entries; the ints and bools reinterpret its tail)."""
+    nf, ni, nb = _work(n)
+    fw = work[0:nf]
+    iw = work[nf : nf + ni].view(np.int64)
+    bw = work[nf + ni : nf + ni + (nb + 7) // 8].view(np.bool_)[0:nb]
+    return fw, iw, bw
 
 
 @njit(cache=True, inline="always")
@@ -506,25 +525,22 @@ def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
 def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, out_S, mraw):
     """:func:`guess_kernel` with ``mraw`` = ||M||_inf given (the compiled contact step has
     it: its LCP's norm is taken once, for the regularisation and for this). The guess's work
-    is one float64, one int64 and one bool array (:func:`_work`), made here and used through
-    borrowed views (spatial.borrowed) by the functions it calls."""
-    nf, ni, nb = _work(q.shape[0])
+    is one float64 array (:func:`_work_size`), made here and used through borrowed views
+    (spatial.borrowed) by the functions it calls: one allocation a guess."""
     return _guess_into(
         M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, out_S, mraw,
-        np.empty(nf), np.empty(ni, dtype=np.int64), np.empty(nb, dtype=np.bool_),
+        np.empty(_work_size(q.shape[0])),
     )  # fmt: skip
 
 
 @njit(cache=True)
 def _guess_into(
-    M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, out_S, mraw, fwo, iwo, bwo
+    M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, out_S, mraw, work
 ):  # fmt: skip
-    """:func:`guess_normed` in the work arrays fwo, iwo, bwo of :func:`_work` (held by the
-    caller for the call, so borrowed here: their views count no references)."""
-    fw = borrowed(fwo)
-    iw = borrowed(iwo)
-    bw = borrowed(bwo)
+    """:func:`guess_normed` in the work array ``work`` of :func:`_work_size` entries (held by
+    the caller for the call, so borrowed here: its views count no references)."""
     n = q.shape[0]
+    fw, iw, bw = _carve(borrowed(work), n)
     shift = delta if least_norm else 0.0
     inside = bw[0:n]
     for i in range(n):
@@ -585,7 +601,7 @@ def _guess_into(
             # the chain's restricted LCP on the regularised set, from the remembered one
             return _restricted_into(
                 M, q, cur, S, tol_rel, rcond, RESTRICTED_ROUNDS, fixes, mraw, qn, z, out_S, r + 1,
-                fw, iw, bw,
+                work,
             )  # fmt: skip
         cur = fin
     else:
@@ -687,24 +703,21 @@ def restricted_guess(M, q, R, T, tol_rel, rcond, rounds, fixes, mnorm, qn, z, ou
     restricted LCP's vertex. Same answer: when the restricted LCP has one solution, the one
     that passes is it; otherwise it is a vertex of the restricted LCP as Lemke's is,
     possibly another one (the one keeping the remembered set), verified the same way."""
-    nf, ni, nb = _work(q.shape[0])
     return _restricted_into(
         M, q, R, T, tol_rel, rcond, rounds, fixes, mnorm, qn, z, out_S, used,
-        np.empty(nf), np.empty(ni, dtype=np.int64), np.empty(nb, dtype=np.bool_),
+        np.empty(_work_size(q.shape[0])),
     )  # fmt: skip
 
 
 @njit(cache=True)
 def _restricted_into(
-    M, q, R, T, tol_rel, rcond, rounds, fixes, mnorm, qn, z, out_S, used, fwo, iwo, bwo
+    M, q, R, T, tol_rel, rcond, rounds, fixes, mnorm, qn, z, out_S, used, work
 ):  # fmt: skip
-    """:func:`restricted_guess` in the work arrays fwo, iwo, bwo of :func:`_work` (held by
-    the caller for the call, so borrowed here). R and T may be views of the guess's sets
-    (iwo[2 n : 3 n]), not of the entries this writes (iwo[4 n :])."""
-    fw = borrowed(fwo)
-    iw = borrowed(iwo)
-    bw = borrowed(bwo)
+    """:func:`restricted_guess` in the work array ``work`` of :func:`_work_size` entries (held
+    by the caller for the call, so borrowed here). R and T may be views of the guess's sets
+    (the ints' [2 n, 3 n)), not of the entries this writes (the ints from 4 n)."""
     n = q.shape[0]
+    fw, iw, bw = _carve(borrowed(work), n)
     inr = bw[2 * n : 3 * n]
     inside = bw[3 * n : 4 * n]
     flip = bw[4 * n : 5 * n]
