@@ -121,6 +121,7 @@ from mbsim.simcore.lcp.problem import (
     _snap_kernel,
     tolerance_kernel,
 )
+from mbsim.simcore.native_call import native
 from mbsim.simcore.spatial import borrowed, c_view
 
 #: module switch: False makes :func:`chain.solve_lcp` ignore every WarmStart (cold chain)
@@ -526,8 +527,10 @@ def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
     """:func:`guess_kernel` with ``mraw`` = ||M||_inf given (the compiled contact step has
     it: its LCP's norm is taken once, for the regularisation and for this). The guess's work
     is one float64 array (:func:`_work_size`), made here and used through borrowed views
-    (spatial.borrowed) by the functions it calls: one allocation a guess."""
-    return _guess_into(
+    (spatial.borrowed) by the functions it calls: one allocation a guess. The body is called
+    by address (native_call.native): linked, LLVM would optimise it again inside this
+    wrapper's compilation (~5 s more of a cold first run's compiles)."""
+    return _guess_into_call(
         M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, out_S, mraw,
         np.empty(_work_size(q.shape[0])),
     )  # fmt: skip
@@ -610,6 +613,9 @@ def _guess_into(
     for a in range(ns):
         out_S[a] = cur[a]
     return CANDIDATE, ns, r + 1
+
+
+_guess_into_call = native(_guess_into)
 
 
 @njit(cache=True, inline="always")
