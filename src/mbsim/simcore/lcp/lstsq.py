@@ -133,13 +133,15 @@ def cod_factor(A, rcond, R, perm, hv, hbeta, T, zv, zbeta):
     vectors of Q, T (n x r) work, zv/zbeta the Householder vectors of Z and R2 (in T's
     upper triangle; untouched at full column rank r = n, where :func:`cod_solve` solves
     with R11 itself). Returns the rank r."""
-    return cod_factor_into(A, rcond, R, perm, hv, hbeta, T, zv, zbeta, np.empty(A.shape[1]))
+    n = A.shape[1]
+    return cod_factor_into(A, rcond, R, perm, hv, hbeta, T, zv, zbeta, np.empty(n), np.empty(n))
 
 
 @njit(cache=True)
-def cod_factor_into(A, rcond, R, perm, hv, hbeta, T, zv, zbeta, norms):
-    """:func:`cod_factor` with its column-norm work array ``norms`` (n,) given (no
-    allocation; the compiled joint-limit step's workspace, limit_step.py)."""
+def cod_factor_into(A, rcond, R, perm, hv, hbeta, T, zv, zbeta, norms, dwork):
+    """:func:`cod_factor` with its work arrays given (no allocation; the compiled
+    joint-limit step's workspace, limit_step.py, and the warm guess's, warm.py): ``norms``
+    (n,) the column norms, ``dwork`` (n,) the reflections' products."""
     m, n = A.shape
     for i in range(m):
         for j in range(n):
@@ -154,7 +156,6 @@ def cod_factor_into(A, rcond, R, perm, hv, hbeta, T, zv, zbeta, norms):
     kmax = min(m, n)
     rank = 0
     r00 = 0.0
-    dwork = np.empty(n)
     for k in range(kmax):
         p = k
         for j in range(k + 1, n):
@@ -256,22 +257,23 @@ def least_change_kernel(A, rhs, z, rcond, passes, out):
         A, rhs, z, rcond, passes, out, np.empty((m, n)), np.empty(n, dtype=np.int64),
         np.empty((kmax, m)), np.empty(kmax), np.empty((n, kmax)), np.empty((kmax, n)),
         np.empty(kmax), np.empty(m), np.empty(n), np.empty(n), np.empty(m), np.empty(n),
+        np.empty(n),
     )  # fmt: skip
 
 
 @njit(cache=True)
 def least_change_into(
-    A, rhs, z, rcond, passes, out, R, perm, hv, hbeta, T, zv, zbeta, res, dz, norms, c, y
+    A, rhs, z, rcond, passes, out, R, perm, hv, hbeta, T, zv, zbeta, res, dz, norms, c, y, dwork
 ):  # fmt: skip
     """:func:`least_change_kernel` in the caller's work arrays (no allocation): R (m, n),
     perm (n,) int, hv (k, m), hbeta (k,), T (n, k), zv (k, n), zbeta (k,) with k = min(m,
-    n), res (m,), dz (n,), norms (n,), c (m,), y (n,)."""
+    n), res (m,), dz (n,), norms (n,), c (m,), y (n,), dwork (n,)."""
     m, n = A.shape
     for i in range(m):
         for j in range(n):
             if not np.isfinite(A[i, j]):
                 return False
-    rank = cod_factor_into(A, rcond, R, perm, hv, hbeta, T, zv, zbeta, norms)
+    rank = cod_factor_into(A, rcond, R, perm, hv, hbeta, T, zv, zbeta, norms, dwork)
     for i in range(n):
         out[i] = z[i]
     for _ in range(passes):
@@ -329,7 +331,7 @@ def active_set_error(A, rhs, c):
 def active_set_work(ns):
     """(float64, int64) work entries :func:`active_set_least_change_into` needs for an active
     set of ns rows."""
-    return 5 * ns * ns + 9 * ns, ns
+    return 5 * ns * ns + 10 * ns, ns
 
 
 @njit(cache=True)
@@ -363,12 +365,13 @@ def active_set_least_change_into(M, q, z, S, rcond, out, buf, ibuf):
         buf[o + 3 * ns : o + 4 * ns],
     )
     o += 4 * ns
-    res, dz, norms, c, y = (
+    res, dz, norms, c, y, dwork = (
         buf[o : o + ns],
         buf[o + ns : o + 2 * ns],
         buf[o + 2 * ns : o + 3 * ns],
         buf[o + 3 * ns : o + 4 * ns],
         buf[o + 4 * ns : o + 5 * ns],
+        buf[o + 5 * ns : o + 6 * ns],
     )
     perm = ibuf[0:ns]
     for a in range(ns):
@@ -377,7 +380,7 @@ def active_set_least_change_into(M, q, z, S, rcond, out, buf, ibuf):
         for b in range(ns):
             A[a, b] = M[S[a], S[b]]
     if not least_change_into(
-        A, rhs, zs, rcond, 2, out, R, perm, hv, hbeta, T, zv, zbeta, res, dz, norms, c, y
+        A, rhs, zs, rcond, 2, out, R, perm, hv, hbeta, T, zv, zbeta, res, dz, norms, c, y, dwork
     ):
         return False, np.inf, 0.0
     e, bound = active_set_error(A, rhs, out)

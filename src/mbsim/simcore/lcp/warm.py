@@ -114,13 +114,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mbsim.simcore.lcp.lstsq import EPS, active_set_least_change
+from mbsim.simcore.lcp.lstsq import EPS, active_set_least_change_into, active_set_work
 from mbsim.simcore.lcp.problem import (
     _inf_norm,
     _max_abs,
     _snap_kernel,
     tolerance_kernel,
 )
+from mbsim.simcore.native_call import native
+from mbsim.simcore.spatial import borrowed, c_view
 
 #: module switch: False makes :func:`chain.solve_lcp` ignore every WarmStart (cold chain)
 ENABLED = True
@@ -184,12 +186,13 @@ class WarmStart:
 
 
 @njit(cache=True)
-def _lu_factor(LU):
+def _lu_factor(LU, perm):
     """LU (m, m) overwritten by its LU factors with partial pivoting (unit lower L below the
-    diagonal); returns (ok, perm), ok False if a pivot is zero or not finite (own loops, as
-    lemke.py's Gauss-Jordan: numba's LAPACK bindings take ~15 s to compile)."""
+    diagonal), perm (m,) by the row order; returns ok, False if a pivot is zero or not finite
+    (own loops, as lemke.py's Gauss-Jordan: numba's LAPACK bindings take ~15 s to compile)."""
     m = LU.shape[0]
-    perm = np.arange(m)
+    for i in range(m):
+        perm[i] = i
     for k in range(m):
         p = k
         for i in range(k + 1, m):
@@ -197,7 +200,7 @@ def _lu_factor(LU):
                 p = i
         piv = LU[p, k]
         if piv == 0.0 or not np.isfinite(piv):
-            return False, perm
+            return False
         if p != k:
             for j in range(m):
                 t = LU[k, j]
@@ -213,7 +216,7 @@ def _lu_factor(LU):
             if f != 0.0:
                 for j in range(k + 1, m):
                     LU[i, j] -= f * LU[k, j]
-    return True, perm
+    return True
 
 
 @njit(cache=True, inline="always")
@@ -254,27 +257,25 @@ def _residual(K, b, y, r, knorm):
 
 
 @njit(cache=True)
-def _lu_solve(K, b, y, LU):
-    """y = K^-1 b by Gaussian elimination with partial pivoting (LU gets the factors), then
-    iterative refinement against K (y += K^-1 (b - K y)) while the residual is above its
-    rounding level (:func:`_residual`), at most REFINEMENTS times; returns (ok, perm), ok
-    False if a pivot is zero or not finite or y is not finite."""
+def _lu_solve(K, b, y, LU, perm, tr):
+    """y = K^-1 b by Gaussian elimination with partial pivoting (LU and perm get the
+    factors), then iterative refinement against K (y += K^-1 (b - K y)) while the residual is
+    above its rounding level (:func:`_residual`), at most REFINEMENTS times; returns ok,
+    False if a pivot is zero or not finite or y is not finite. tr: (2 m,) work."""
     m = b.shape[0]
     for i in range(m):
         for j in range(m):
             LU[i, j] = K[i, j]
-    ok, perm = _lu_factor(LU)
-    if not ok:
-        return False, perm
+    if not _lu_factor(LU, perm):
+        return False
     knorm = 0.0
     for i in range(m):
         a = 0.0
         for j in range(m):
             a += abs(K[i, j])
         knorm = max(knorm, a)
-    tr = np.empty(2 * m)  # t and r in one allocation (1-d slices: no reshape)
     t = tr[:m]
-    r = tr[m:]
+    r = tr[m : 2 * m]
     _lu_apply(LU, perm, b, y)
     for _ in range(REFINEMENTS):
         e, bound = _residual(K, b, y, r, knorm)
@@ -285,40 +286,103 @@ def _lu_solve(K, b, y, LU):
             y[i] += t[i]
     for i in range(m):
         if not np.isfinite(y[i]):
-            return False, perm
-    return True, perm
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _pool(n):
+    """The float64 entries at the head of a guess's work array (:func:`_work`) for an LCP of
+    n rows: a set's solve (:func:`_solve_on`: its factors LU at 0, K at n^2, b, y and
+    _lu_solve's t, r at 3 n^2), then the polish's (:func:`_fast_least_change`: M_SS at 2 n^2,
+    its own factors at n^2, five vectors at 3 n^2), then lstsq's decomposition
+    (active_set_least_change_into, from 0): each phase's arrays are dead when the next
+    writes over them (the regularised round's factors are read only by the polish's first
+    fast attempt, before any decomposition)."""
+    return max(3 * n * n + 5 * n, active_set_work(n)[0])
+
+
+@njit(cache=True, inline="always")
+def _work(n):
+    """(float64, int64, bool) entries of one guess's work for an LCP of n rows (every set has
+    at most n rows): floats the pool (:func:`_pool`) then the polish's y and w, the least
+    change's c and the restricted LCP's zero start (n each); ints the factors' row order, the
+    polish's own, the guess's set, the polish's, the restricted LCP's, then lstsq's (n each,
+    lstsq's active_set_work); bools the guess's inside and flip marks and the restricted
+    LCP's inr, inside, flip (n each)."""
+    return _pool(n) + 5 * n, 5 * n + active_set_work(n)[1], 5 * n
 
 
 @njit(cache=True)
-def _solve_on(M, q, S, shift, z):
+def _work_size(n):
+    """The float64 entries of the one array that holds a guess's work (:func:`_work`; its ints
+    and bools as views of its tail, :func:`_carve`)."""
+    nf, ni, nb = _work(n)
+    return nf + ni + (nb + 7) // 8
+
+
+@njit(cache=True, inline="always")
+def _carve(work, n):
+    """(fw, iw, bw): the float64, int64 and bool work of :func:`_work` as views of ``work``
+    (:func:`_work_size` entries; the ints and bools reinterpret its tail)."""
+    nf, ni, nb = _work(n)
+    fw = work[0:nf]
+    iw = work[nf : nf + ni].view(np.int64)
+    bw = work[nf + ni : nf + ni + (nb + 7) // 8].view(np.bool_)[0:nb]
+    return fw, iw, bw
+
+
+@njit(cache=True, inline="always")
+def _nonzero_into(mask, out):
+    """np.flatnonzero(mask) written into out: the view out[:k]."""
+    k = 0
+    for i in range(mask.shape[0]):
+        if mask[i]:
+            out[k] = i
+            k += 1
+    return out[:k]
+
+
+@njit(cache=True)
+def _solve_on(M, q, S, shift, z, fw, iw):
     """z = the solution of (M_SS + shift I) z_S = -q_S, z = 0 outside S (sorted rows); returns
-    (ok, LU, perm) with the block's factors, ok False if the block is singular."""
+    (ok, LU, perm) with the block's factors (views of the guess's work arrays fw, iw:
+    :func:`_pool`), ok False if the block is singular."""
     n = q.shape[0]
     ns = S.shape[0]
     for i in range(n):
         z[i] = 0.0
-    LU = np.empty((ns, ns))
+    LU = c_view(fw, 0, (ns, ns))
+    perm = iw[0:ns]
     if ns == 0:
-        return True, LU, np.arange(0)
-    K = np.empty((ns, ns))
-    by = np.empty(2 * ns)  # b and y in one allocation
-    b = by[:ns]
-    y = by[ns:]
+        return True, LU, perm
+    K = c_view(fw, n * n, (ns, ns))
+    o = 3 * n * n
+    b = fw[o : o + ns]
+    y = fw[o + ns : o + 2 * ns]
     for a in range(ns):
         b[a] = -q[S[a]]
         for c in range(ns):
             K[a, c] = M[S[a], S[c]]
         K[a, a] += shift
-    ok, perm = _lu_solve(K, b, y, LU)
-    if not ok:
+    if not _lu_solve(K, b, y, LU, perm, fw[o + 2 * ns : o + 4 * ns]):
         return False, LU, perm
     for a in range(ns):
         z[S[a]] = y[a]
     return True, LU, perm
 
 
+@njit(cache=True, inline="always")
+def _copy_into(A, out):
+    """out[:] = A (same shape); returns out."""
+    for a in range(A.shape[0]):
+        for b in range(A.shape[1]):
+            out[a, b] = A[a, b]
+    return out
+
+
 @njit(cache=True)
-def _fast_least_change(M, q, y, S, shift, LU, perm, have, z):
+def _fast_least_change(M, q, y, S, shift, LU, perm, have, z, fw, iw):
     """The least-change answer of lstsq.active_set_least_change from y on the set S (z = 0
     outside S) without its complete orthogonal decomposition, when one of two cases makes it
     the solution of an LU-factored system (module docstring, "Tolerance"); False when neither
@@ -340,19 +404,23 @@ def _fast_least_change(M, q, y, S, shift, LU, perm, have, z):
     * otherwise M_SS is factored (no shift) and kept only if every pivot is at least
       FULL_RANK |largest pivot| (far above the decomposition's rank rule, rcond 1e-12): M_SS
       nonsingular, the least change is its solution, reached from c = y_S by the same
-      refinement."""
+      refinement.
+
+    Work in the guess's arrays fw, iw (:func:`_pool`): M_SS, its own factors and five
+    vectors; the given factors are read only when ``have``."""
+    n = q.shape[0]
     ns = S.shape[0]
-    for i in range(q.shape[0]):
+    for i in range(n):
         z[i] = 0.0
     if ns == 0:
         return True
-    A = np.empty((ns, ns))
-    vec = np.empty(5 * ns)  # rhs, c, r, t, u in one allocation (1-d slices)
-    rhs = vec[:ns]
-    c = vec[ns : 2 * ns]
-    r = vec[2 * ns : 3 * ns]
-    t = vec[3 * ns : 4 * ns]
-    u = vec[4 * ns :]
+    A = c_view(fw, 2 * n * n, (ns, ns))
+    o = 3 * n * n
+    rhs = fw[o : o + ns]
+    c = fw[o + ns : o + 2 * ns]
+    r = fw[o + 2 * ns : o + 3 * ns]
+    t = fw[o + 3 * ns : o + 4 * ns]
+    u = fw[o + 4 * ns : o + 5 * ns]
     anorm = 0.0
     for a in range(ns):
         rhs[a] = -q[S[a]]
@@ -372,16 +440,16 @@ def _fast_least_change(M, q, y, S, shift, LU, perm, have, z):
                 sym = False
                 break
     if sym and not have:
-        LU = A.copy()
+        LU = _copy_into(A, c_view(fw, n * n, (ns, ns)))
         for a in range(ns):
             LU[a, a] += shift
-        ok, perm = _lu_factor(LU)
-        if not ok:
+        perm = iw[n : n + ns]
+        if not _lu_factor(LU, perm):
             return False
     elif not sym:
-        LU = A.copy()
-        ok, perm = _lu_factor(LU)
-        if not ok:
+        LU = _copy_into(A, c_view(fw, n * n, (ns, ns)))
+        perm = iw[n : n + ns]
+        if not _lu_factor(LU, perm):
             return False
         umax = 0.0
         for a in range(ns):
@@ -457,10 +525,29 @@ def guess_kernel(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
 @njit(cache=True)
 def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, out_S, mraw):
     """:func:`guess_kernel` with ``mraw`` = ||M||_inf given (the compiled contact step has
-    it: its LCP's norm is taken once, for the regularisation and for this)."""
+    it: its LCP's norm is taken once, for the regularisation and for this). The guess's work
+    is one float64 array (:func:`_work_size`), made here and used through borrowed views
+    (spatial.borrowed) by the functions it calls: one allocation a guess. The body is called
+    by address (native_call.native): linked, LLVM would optimise it again inside this
+    wrapper's compilation (~5 s more of a cold first run's compiles)."""
+    return _guess_into_call(
+        M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, out_S, mraw,
+        np.empty(_work_size(q.shape[0])),
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _guess_into(
+    M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, out_S, mraw, work
+):  # fmt: skip
+    """:func:`guess_normed` in the work array ``work`` of :func:`_work_size` entries (held by
+    the caller for the call, so borrowed here: its views count no references)."""
     n = q.shape[0]
+    fw, iw, bw = _carve(borrowed(work), n)
     shift = delta if least_norm else 0.0
-    inside = np.zeros(n, dtype=np.bool_)
+    inside = bw[0:n]
+    for i in range(n):
+        inside[i] = False
     for a in range(S.shape[0]):
         inside[S[a]] = True
     mnorm = mraw + shift
@@ -470,11 +557,11 @@ def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
     r = 0
     best = n + 1  # the fewest wrong rows seen
     tries = SAFEGUARD  # rounds left before the single-row swaps
-    LU = np.empty((0, 0))  # the last set's factors
-    perm = np.arange(0)
-    flip = np.empty(n, dtype=np.bool_)  # one allocation for all rounds
+    LU = c_view(fw, 0, (0, 0))  # the last set's factors
+    perm = iw[0:0]
+    flip = bw[n : 2 * n]
     for r in range(rounds):
-        ok, LU, perm = _solve_on(M, q, cur, shift, z)
+        ok, LU, perm = _solve_on(M, q, cur, shift, z, fw, iw)
         if not ok:
             return SINGULAR, 0, r + 1
         for i in range(n):
@@ -505,17 +592,20 @@ def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
         if nflip == 0:
             break
         best, tries = _pivot_step(flip, nflip, inside, best, tries)
-        cur = np.flatnonzero(inside)
+        cur = _nonzero_into(inside, iw[2 * n : 3 * n])
     else:
         return code, 0, rounds
     if least_norm:
         # ``inside`` marks cur's rows here (the rounds stopped without a swap)
-        fin = _polish(M, q, z, cur, inside, rcond, tol_rel, fixes, mraw, qn, shift, LU, perm)
-        if fin.shape[0] == 1 and fin[0] < 0:
+        ok, fin = _polish(
+            M, q, z, cur, inside, rcond, tol_rel, fixes, mraw, qn, shift, LU, perm, fw, iw
+        )
+        if not ok:
             # the chain's restricted LCP on the regularised set, from the remembered one
-            return restricted_guess(
-                M, q, cur, S, tol_rel, rcond, RESTRICTED_ROUNDS, fixes, mraw, qn, z, out_S, r + 1
-            )
+            return _restricted_into(
+                M, q, cur, S, tol_rel, rcond, RESTRICTED_ROUNDS, fixes, mraw, qn, z, out_S, r + 1,
+                work,
+            )  # fmt: skip
         cur = fin
     else:
         _snap_kernel(z)
@@ -525,16 +615,24 @@ def guess_normed(M, q, S, delta, least_norm, tol_rel, rcond, rounds, fixes, z, o
     return CANDIDATE, ns, r + 1
 
 
+_guess_into_call = native(_guess_into)
+
+
 @njit(cache=True, inline="always")
-def _least_change_on(M, q, y, S, rcond, z):
+def _least_change_on(M, q, y, S, rcond, z, fw, iw):
     """z = the least-change answer of lstsq.active_set_least_change from y on the set S
-    (zero outside S); False, z then undefined, if it is not at rounding level."""
-    for i in range(q.shape[0]):
+    (zero outside S); False, z then undefined, if it is not at rounding level. In the
+    guess's work arrays (:func:`_work`: the pool and c, lstsq's ints)."""
+    n = q.shape[0]
+    for i in range(n):
         z[i] = 0.0
     ns = S.shape[0]
     if ns:
-        c = np.empty(ns)
-        ok, err, bound = active_set_least_change(M, q, y, S, rcond, c)
+        o = _pool(n)
+        c = fw[o + 2 * n : o + 2 * n + ns]
+        ok, err, bound = active_set_least_change_into(
+            M, q, y, S, rcond, c, fw[0:o], iw[5 * n : iw.shape[0]]
+        )
         if not (ok and err <= bound):
             return False
         for a in range(ns):
@@ -543,27 +641,27 @@ def _least_change_on(M, q, y, S, rcond, z):
 
 
 @njit(cache=True)
-def _polish(M, q, z, S, inside, rcond, tol_rel, fixes, mnorm, qn, shift, LU, perm):
+def _polish(M, q, z, S, inside, rcond, tol_rel, fixes, mnorm, qn, shift, LU, perm, fw, iw):
     """chain.lemke_regularised's polish of the regularised answer z on the set S, in place:
     the least-change correction on M_SS (at rounding level only; by
     :func:`_fast_least_change` when it applies, LU and perm the factors of
     M_SS + shift I that gave z, else lstsq's decomposition), then, while rows are on
     the wrong side on (M, q) (z_i < -tol in S, w_i < -tol outside; tol of problem.py), those
     rows swapped and the polish repeated from the same regularised answer, at most ``fixes``
-    times. ``mnorm`` = ||M||_inf and ``qn`` = ||q||_inf (the caller's). Returns the final
-    set, or [-1] if no polish passes (z then undefined). ``inside`` marks S's rows on entry
-    (the caller's, overwritten)."""
+    times. ``mnorm`` = ||M||_inf and ``qn`` = ||q||_inf (the caller's). Returns (True, the
+    final set), or (False, _) if no polish passes (z then undefined). ``inside`` marks S's
+    rows on entry (the caller's, overwritten). fw, iw: the guess's work (:func:`_work`)."""
     n = q.shape[0]
-    yw = np.empty(2 * n)  # y and w in one allocation
-    y = yw[:n]
-    w = yw[n:]
+    o = _pool(n)
+    y = fw[o : o + n]
+    w = fw[o + n : o + 2 * n]
     for i in range(n):
         y[i] = z[i]
     for f in range(fixes + 1):
         ns = S.shape[0]
-        if not _fast_least_change(M, q, y, S, shift, LU, perm, f == 0, z):
-            if not _least_change_on(M, q, y, S, rcond, z):
-                return np.full(1, -1, dtype=np.int64)
+        if not _fast_least_change(M, q, y, S, shift, LU, perm, f == 0, z, fw, iw):
+            if not _least_change_on(M, q, y, S, rcond, z, fw, iw):
+                return False, S
         _snap_kernel(z)
         tol = tolerance_kernel(tol_rel, n, mnorm, qn, _max_abs(z))
         nflip = 0
@@ -575,12 +673,12 @@ def _polish(M, q, z, S, inside, rcond, tol_rel, fixes, mnorm, qn, shift, LU, per
             if (inside[i] and z[i] < -tol) or (not inside[i] and w[i] < -tol):
                 nflip += 1
         if nflip == 0:
-            return S
+            return True, S
         for i in range(n):
             if (inside[i] and z[i] < -tol) or (not inside[i] and w[i] < -tol):
                 inside[i] = not inside[i]
-        S = np.flatnonzero(inside)
-    return np.full(1, -1, dtype=np.int64)
+        S = _nonzero_into(inside, iw[3 * n : 4 * n])
+    return False, S
 
 
 @njit(cache=True)
@@ -611,22 +709,42 @@ def restricted_guess(M, q, R, T, tol_rel, rcond, rounds, fixes, mnorm, qn, z, ou
     restricted LCP's vertex. Same answer: when the restricted LCP has one solution, the one
     that passes is it; otherwise it is a vertex of the restricted LCP as Lemke's is,
     possibly another one (the one keeping the remembered set), verified the same way."""
+    return _restricted_into(
+        M, q, R, T, tol_rel, rcond, rounds, fixes, mnorm, qn, z, out_S, used,
+        np.empty(_work_size(q.shape[0])),
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _restricted_into(
+    M, q, R, T, tol_rel, rcond, rounds, fixes, mnorm, qn, z, out_S, used, work
+):  # fmt: skip
+    """:func:`restricted_guess` in the work array ``work`` of :func:`_work_size` entries (held
+    by the caller for the call, so borrowed here). R and T may be views of the guess's sets
+    (the ints' [2 n, 3 n)), not of the entries this writes (the ints from 4 n)."""
     n = q.shape[0]
-    inr = np.zeros(n, dtype=np.bool_)
+    fw, iw, bw = _carve(borrowed(work), n)
+    inr = bw[2 * n : 3 * n]
+    inside = bw[3 * n : 4 * n]
+    flip = bw[4 * n : 5 * n]
+    o = _pool(n)
+    zero = fw[o + 3 * n : o + 4 * n]
+    for i in range(n):
+        inr[i] = False
+        inside[i] = False
+        flip[i] = False
+        zero[i] = 0.0
     for a in range(R.shape[0]):
         inr[R[a]] = True
-    inside = np.zeros(n, dtype=np.bool_)
     for a in range(T.shape[0]):
         inside[T[a]] = inr[T[a]]
-    flip = np.zeros(n, dtype=np.bool_)
-    zero = np.zeros(n)
     grown = 0
     best = n + 1
     tries = SAFEGUARD
     for r in range(rounds):
-        cur = np.flatnonzero(inside)
+        cur = _nonzero_into(inside, iw[4 * n : 5 * n])
         ns = cur.shape[0]
-        if not _least_change_on(M, q, zero, cur, rcond, z):
+        if not _least_change_on(M, q, zero, cur, rcond, z, fw, iw):
             return NO_RESTRICTED, 0, used + r + 1
         tol = tolerance_kernel(tol_rel, n, mnorm, qn, _max_abs(z))
         nflip = 0
