@@ -112,7 +112,7 @@ def island_compliance(
     parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, ia, ib, corder, cstarts
 ):  # fmt: skip
     """(w, wstart): W = Q_u Lambda Q_u^T of each island (000 Eq. 49) from its own Lambda
-    (000 Eq. 69, ``upsilon_body.lambda_linear_kernel``: the linear-linear blocks, after
+    (000 Eq. 69, ``upsilon_body.lambda_linear_into``: the linear-linear blocks, after
     Upsilon in ``ups``), island I's (3 m, 3 m) W in w[wstart[I]:wstart[I + 1]] row-major, m
     its contacts corder[cstarts[I]:cstarts[I + 1]] (ascending). The island's nodes are the
     nodes ia, ib of its contacts in their global order (contact.contact_nodes). The same

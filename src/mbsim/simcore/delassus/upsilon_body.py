@@ -15,7 +15,7 @@ carries its 6x6 factor ``F_a(v) = psi(v, k_a) X_a^T`` up the compressed tree (O(
 each); a compressed edge's product psi(top, bottom) is formed once when two or more factors
 cross it, and a factor that crosses an edge alone takes its psi's one by one instead (as
 upsilon_world.py does on short edges: no 6x6 product to form, and only the factor's columns
-that are needed: :func:`lambda_linear_kernel`); then
+that are needed: :func:`lambda_linear_into`); then
 ``Lambda(a, b) = F_a(k)^T Upsilon(k) F_b(k)`` at the compressed common ancestor k.
 
 This is the route the OS stepper takes: it reuses the articulated factorisation (U, Dinv) that
@@ -159,22 +159,15 @@ def lambda_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam):
 
 
 @njit(cache=True)
-def lambda_linear_kernel(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam):
+def lambda_linear_into(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, iwk, fwk):
     """Only the linear-linear 3x3 blocks of Lambda (rows and columns 6 a + 3 .. 6 a + 5 of
     every node a), the rest of ``Lam`` left as it was: all that the relative compliance
     W = Q_u Lambda Q_u^T of point contacts reads (contact.relative_compliance, 000 Eq. 49).
     Each entry it writes is the same arithmetic as :func:`lambda_kernel`'s, bit for bit;
     the carried factors and the blocks take 3 of their 6 columns (the compiled contact step,
-    contact_fused.py)."""
-    no_i, no_f = np.empty(0, np.int64), np.empty(0)  # no work: its own arrays
-    _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, 3, no_i, no_f)
-
-
-@njit(cache=True)
-def lambda_linear_into(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, iwk, fwk):
-    """:func:`lambda_linear_kernel` with its work arrays in ``iwk`` (int64, 7 nb) and ``fwk``
-    (float64, :func:`lambda_work` floats) when they hold them, else arrays of its own: the
-    compiled contact step's buffers (contact_islands.island_compliance_into)."""
+    contact_fused.py). Its work arrays are ``iwk`` (int64, 7 nb) and ``fwk`` (float64,
+    :func:`lambda_work` floats) when they hold them, else arrays of its own: the compiled
+    contact step's buffers (contact_islands.island_compliance_into)."""
     _lambda(parent, nvj, S, E, r, U, Dinv, ups, node_body, node_X, Lam, 3, iwk, fwk)
 
 
@@ -297,7 +290,7 @@ def _blocks(node_body, vid, vbody, cparent, cdepth, F, Gs, done, ups, Lam, lo):
     """Given every F_a at its node's compressed ancestors, fill
     Lambda(a, b) = F_a(k)^T Upsilon(k) F_b(k) at the compressed common ancestor k (zero across
     trees). ``ups`` is indexed by body. Only the entries (x, y >= lo) of each block are
-    filled, from the factors' columns lo .. 5 (:func:`lambda_linear_kernel`)."""
+    filled, from the factors' columns lo .. 5 (:func:`lambda_linear_into`)."""
     nc = node_body.shape[0]
     nd = F.shape[1]
     # G = Upsilon(k) F_b(k) depends on b and k's depth only (k is b's compressed ancestor at
