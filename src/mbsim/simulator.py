@@ -38,7 +38,7 @@ from mbsim.simcore.energy_sources import EnergyGains
 from mbsim.simcore.free_loop import DIVERGED as LOOP_DIVERGED
 from mbsim.simcore.free_loop import GAIN as LOOP_GAIN
 from mbsim.simcore.free_loop import LIMITS as LOOP_LIMITS
-from mbsim.simcore.free_loop import FreeLoop
+from mbsim.simcore.free_loop import FreeLoop, event_poses
 from mbsim.simcore.joint_rows import JointLimits
 from mbsim.simcore.joints import SPHERICAL
 from mbsim.simcore.kinematics import body_poses_kernel, forward_kinematics
@@ -251,6 +251,7 @@ class Simulator:
             effort=self.actuators if self.actuators.saturable else None,
         )
         self._limits_active: set = set()  # (v index, side) of the limits engaged last step
+        self._dof_body = None  # (model, the body of each v index): _dof_bodies
         vlim = m.velocity_limit
         self._vlim_dofs = np.flatnonzero(np.isfinite(vlim) & (vlim > 0))
         self.t = 0.0
@@ -544,15 +545,18 @@ class Simulator:
         of the row, simcore/spherical_limits.py), at the state after the step."""
         if not len(report.limit_dof) and not self._limits_active:  # no limit then or now
             return []
-        return self._limit_transitions(
-            report.limit_dof.tolist(), report.limit_side.tolist(),
-            report.limit_impulse.tolist(), self.q,
-        )  # fmt: skip
+        rows = self._limit_changes(
+            report.limit_dof.tolist(), report.limit_side.tolist(), report.limit_impulse.tolist()
+        )
+        if not rows:
+            return []
+        return list(zip(*self._limit_rows(rows, self.q), strict=True))
 
-    def _limit_transitions(self, dofs, sides, impulses, q) -> list[tuple]:
-        """:meth:`limit_events_of` for the step whose limit rows are (``dofs``, ``sides``,
-        ``impulses``) (lists in row order) and that ended at configuration ``q``; updates the
-        limits acting."""
+    def _limit_changes(self, dofs, sides, impulses) -> list[tuple]:
+        """The limit_begin / limit_end events (kind, v index, side, impulse) of the step whose
+        limit rows are (``dofs``, ``sides``, ``impulses``) (lists in row order): limits
+        acting (impulse above LIMIT_IMPULSE_MIN) now and not before, in row order, then those
+        acting before and not now; updates the limits acting."""
         now = {}
         for dof, side, p in zip(dofs, sides, impulses, strict=True):
             if p > LIMIT_IMPULSE_MIN:
@@ -561,20 +565,48 @@ class Simulator:
         rows = [("limit_begin", d, s, p) for (d, s), p in now.items() if (d, s) not in was]
         rows += [("limit_end", d, s, 0.0) for d, s in was if (d, s) not in now]
         self._limits_active = set(now)
-        if not rows:
-            return []
+        return rows
+
+    def _limit_rows(self, rows, q, at=None) -> tuple:
+        """Columns (kinds, v indices, sides, impulses, bodies, parent bodies, (k, 3) points,
+        (k, 3) normals) of the limit events ``rows`` (:meth:`_limit_changes`'), their
+        geometry (:meth:`limit_events_of`) at configuration ``q``, or with ``at`` at
+        ``q[at[j]]`` each (q: (n, nq) event rows' q+, in step order). The poses come from the
+        Simulator's Data (forward_kinematics' kernel; free_loop.event_poses for many)."""
         m, d = self.model, self.data
-        forward_kinematics(m, d, q)
-        out = []
-        for kind, dof, side, p in rows:
-            body = int(np.searchsorted(m.vi, dof, side="right") - 1)
-            spherical = m.jtype[body] == SPHERICAL
-            axis = np.eye(3)[dof - m.vi[body]] if spherical else m.axis[body]
-            normal = side * (d.R_world[body] @ axis)
-            out.append(
-                (kind, dof, side, p, body, int(m.parent[body]), d.p_world[body].copy(), normal)
-            )
-        return out
+        kind, dof, side, p = zip(*rows, strict=True)
+        bodies, axes = self._dof_bodies()
+        body = [bodies[k] for k in dof]
+        P = np.empty((len(rows), 3))
+        R = np.empty((len(rows), 3, 3))
+        if at is None:
+            forward_kinematics(m, d, q)
+            P[:] = d.p_world[body]
+            R[:] = d.R_world[body]
+        else:
+            event_poses(
+                m.parent, m.jtype, m.qi, m.vi, m.nvj, d.S, m.tree_E, m.tree_r, m.axis, d.E, d.r,
+                d.R_world, d.p_world, d.vel, d.cbias, q, np.array(at, np.int64),
+                np.array(body, np.int64), np.zeros(m.nv), P, R,
+            )  # fmt: skip
+        # side * (R @ axis) of each: sides are +-1 (exact), and numpy's batched matmul makes
+        # each product as the one-matrix product does
+        normal = np.matmul(R, axes[list(dof)][:, :, None])[:, :, 0]
+        normal *= np.array(side, np.float64)[:, None]
+        return kind, dof, side, p, body, m.parent[body].tolist(), P, normal
+
+    def _dof_bodies(self) -> tuple[list[int], np.ndarray]:
+        """The body each v index's joint moves (the last body whose first v index is at most
+        it; a list) and the axis of its limit rows ((nv, 3): the joint axis, for a spherical
+        joint the child's body axis x, y or z of the v index), made once per model."""
+        m = self.model
+        if self._dof_body is None or self._dof_body[0] is not m:
+            body = np.searchsorted(m.vi, np.arange(m.nv), side="right") - 1
+            axes = np.empty((m.nv, 3))
+            for k, b in enumerate(body.tolist()):
+                axes[k] = _EYE3[k - m.vi[b]] if m.jtype[b] == SPHERICAL else m.axis[b]
+            self._dof_body = (m, body.tolist(), axes)
+        return self._dof_body[1], self._dof_body[2]
 
     def open_writer(self, command: str, force: bool = False, records=None):
         """A ResultsWriter for this run at ``output.path``: model, scenario text, input file
@@ -858,19 +890,29 @@ class Simulator:
         contact event rows (``FreeLoop.contact_events``: :meth:`events_of`'s, simcore/
         contact_loop.py), written with them in step order."""
         dt = self.options.dt
-        rows, times, steps = [], [], []
-        for step, kind, dofs, sides, imps, e_impacts, e_stab, q, v in events:
+        rows, at, times, steps = [], [], [], []
+        e_step, e_kind, e_n, e_dof, e_side, e_imp, e_gain, e_q, e_v = events
+        shares = e_gain.tolist()
+        for i, (step, kind, n) in enumerate(
+            zip(e_step.tolist(), e_kind.tolist(), e_n.tolist(), strict=True)
+        ):
             t = step * dt
             if kind & LOOP_GAIN:
-                gains = _Shares(e_impacts, e_stab)
-                summary.energy_sources.add_step(gains, t, lambda q=q, v=v: self._kinetic(q, v))
+                gains = _Shares(*shares[i])
+                summary.energy_sources.add_step(gains, t, lambda i=i: self._kinetic(e_q[i], e_v[i]))
             if kind & LOOP_LIMITS:
-                new = self._limit_transitions(dofs, sides, imps, q)
+                new = self._limit_changes(
+                    e_dof[i, :n].tolist(), e_side[i, :n].tolist(), e_imp[i, :n].tolist()
+                )
                 for row in new:
                     summary.events[row[0]] = summary.events.get(row[0], 0) + 1
                 rows += new
+                at += [i] * len(new)
                 times += [t] * len(new)
                 steps += [step] * len(new)
+        # the events' geometry, all at once (at the step-by-step path's state after each:
+        # the Data then holds the last one's kinematics, as there)
+        limits = self._limit_rows(rows, e_q, at) if rows and writer is not None else None
         if contacts is not None:
             ci, cf = contacts
             kind = [CONTACT_EVENT_NAMES[k] for k in ci[:, 1].tolist()]
@@ -885,13 +927,14 @@ class Simulator:
         if writer is None:
             return
         if contacts is None:  # the rows of every step in one call
-            self._write_limit_events(writer, rows, times, steps)
+            if limits is not None:
+                self._write_limit_events(writer, limits, times, steps)
             return
         body_a, body_b, point, normal = ci[:, 2], ci[:, 3], cf[:, 0:3], cf[:, 3:6]
         vb, va, eb, ea, at = cf[:, 10], cf[:, 11], cf[:, 12], cf[:, 13], ci[:, 0]
-        if rows:  # the limit rows, all in step order: in a step, after its contact rows
-            # (a contact step with limit rows; _record writes a step's events so)
-            lk, _dof, _side, lp, lb, lpar, lpt, ln = zip(*rows, strict=True)
+        if limits is not None:  # the limit rows, all in step order: in a step, after its
+            # contact rows (a contact step with limit rows; _record writes a step's events so)
+            lk, _dof, _side, lp, lb, lpar, lpt, ln = limits
             kind = kind + list(lk)
             body_a = np.concatenate([body_a, np.array(lb, np.int64)])
             body_b = np.concatenate([body_b, np.array(lpar, np.int64)])
@@ -978,7 +1021,8 @@ class Simulator:
             summary.events["contact_end"] = summary.events.get("contact_end", 0) + len(ended)
             if writer is not None:
                 self._write_events(writer, report, rows, ended)
-                self._write_limit_events(writer, limit_rows)
+                if limit_rows:
+                    self._write_limit_events(writer, list(zip(*limit_rows, strict=True)))
         if writer is None or k % every:
             return
         e = self.energy()
@@ -1014,19 +1058,18 @@ class Simulator:
             solver=report.solver or "none",
         )
 
-    def _write_limit_events(self, writer, rows, t=None, step=None) -> None:
-        """limit_begin / limit_end rows (:meth:`limit_events_of`) of the step ``step`` that
-        ended at ``t`` (s; the current one when None; or one of each a row, arrays), in one
-        call: normal_impulse the limit impulse of the step (N m s or N s; 0 at limit_end), no
-        tangent impulse, velocities NaN."""
-        if not rows:
-            return
-        kind, _dof, _side, p, body, parent, point, normal = zip(*rows, strict=True)
+    def _write_limit_events(self, writer, limits, t=None, step=None) -> None:
+        """limit_begin / limit_end events, as the columns of :meth:`_limit_rows`, of the step
+        ``step`` that ended at ``t`` (s; the current one when None; or one of each a row,
+        lists), in one call: normal_impulse the limit impulse of the step (N m s or N s; 0 at
+        limit_end), no tangent impulse, velocities NaN."""
+        kind, _dof, _side, p, body, parent, point, normal = limits
         writer.append_events(
             time=self.t if t is None else t, step=self.step_index if step is None else step,
             kind=list(kind), body_a=body, body_b=parent, point=np.array(point),
-            normal=np.array(normal), normal_impulse=p, tangent_impulse=np.zeros(3),
-            normal_velocity_before=np.nan, normal_velocity_after=np.nan,
+            normal=np.array(normal),
+            normal_impulse=p, tangent_impulse=np.zeros(3), normal_velocity_before=np.nan,
+            normal_velocity_after=np.nan,
         )  # fmt: skip
 
     def _write_events(self, writer, report, rows, ended):
@@ -1063,6 +1106,10 @@ class _Shares:
     energy_stabilisation: float
     energy_closures: float = 0.0
 
+
+#: The rows of a spherical joint's limit axes (the child's body axes x, y, z: limit_events_of)
+_EYE3 = np.eye(3)
+_EYE3.flags.writeable = False
 
 #: A limit row's impulse (N m s or N s) above which the limit acts (limit_begin/limit_end):
 #: Lemke's non-basic unknowns are exact zeros, PGS's a few ulps of the impulse scale.

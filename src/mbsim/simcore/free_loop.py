@@ -284,6 +284,32 @@ def _event_row(
     return n_active
 
 
+@njit(cache=True)
+def event_poses(
+    parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, E, r, R_world, p_world, vel, cbias,
+    qs, at, body, zero_v, P, R,
+):  # fmt: skip
+    """The world poses of the bodies of limit events at the configurations of event rows
+    (Simulator._loop_events): for each event j, the kinematics of ``qs[at[j]]`` (zero
+    velocity, as ``forward_kinematics(model, data, q)``; once per run of equal ``at``) into
+    the Data's arrays, then P[j] = p_world[body[j]] (m) and R[j] = R_world[body[j]]. The
+    kernel ``forward_kinematics`` calls, so the poses are its bits."""
+    last = -1
+    for j in range(at.shape[0]):
+        i = at[j]
+        if i != last:
+            _forward_kinematics_kernel(
+                parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, qs[i], zero_v, E, r,
+                R_world, p_world, vel, cbias,
+            )  # fmt: skip
+            last = i
+        b = body[j]
+        for a in range(3):
+            P[j, a] = p_world[b, a]
+            for c in range(3):
+                R[j, a, c] = R_world[b, a, c]
+
+
 @njit(cache=True, forceinline=True)
 def _free_motion(
     parent, vi, nvj, S, inertia, E, r, IA, U, Dinv, pivots, scratch, armature, vel, cbias, tau,
@@ -758,10 +784,12 @@ class FreeLoop:
         self._stepper = self._data = self._scene = None
         self._jl = self._rec_data = None
         self.records = None
-        #: the event rows of the last advance (step 5c of the module docstring): (step, kind
-        #: bits LIMITS | GAIN, v indices, sides, impulses of the limits acting after it,
-        #: energy_impacts, energy_stabilisation, q+, v+) of each, in step order
-        self.events: list = []
+        #: the event rows of the last advance (step 5c of the module docstring), in step
+        #: order: arrays of the rows' step, kind bits LIMITS | GAIN, number n of limits
+        #: acting after the step, their (rows, 2 nv) v indices, sides and impulses (the
+        #: first n of a row), (rows, 2) energy_impacts and energy_stabilisation, (rows, nq) q+
+        #: and (rows, nv) v+; views of the loop's buffers, valid until the next advance
+        self.events: tuple = ()
         self.steps = 0  # steps taken in the loop (for profiles and tests)
         self.limit_steps = 0  # of which joint-limit steps (limit_step.py)
         self.contact_steps = 0  # of which contact steps (contact_loop.py)
@@ -1049,13 +1077,8 @@ class FreeLoop:
         self.contact_events = self.contact_records = None
         if stage is not None:
             csteps, self.contact_events, self.contact_records = stage.results(s, n, summary)
-        e = self._ev
-        self.events = [
-            (int(e[0][i]), int(e[1][i]), e[3][i, : e[2][i]].tolist(), e[4][i, : e[2][i]].tolist(),
-             e[5][i, : e[2][i]].tolist(), float(e[6][i, 0]), float(e[6][i, 1]), e[7][i].copy(),
-             e[8][i].copy())
-            for i in range(nev)
-        ]  # fmt: skip
+        # the event rows as the buffers hold them: read before the next call
+        self.events = tuple(a[:nev] for a in self._ev)
         lcp = None
         if (stats[0] or csteps) and nrec:
             lcp = {
