@@ -602,9 +602,9 @@ class Simulator:
         m = self.model
         if self._dof_body is None or self._dof_body[0] is not m:
             body = np.searchsorted(m.vi, np.arange(m.nv), side="right") - 1
-            axes = np.empty((m.nv, 3))
-            for k, b in enumerate(body.tolist()):
-                axes[k] = _EYE3[k - m.vi[b]] if m.jtype[b] == SPHERICAL else m.axis[b]
+            axes = m.axis[body]
+            ball = np.flatnonzero(m.jtype[body] == SPHERICAL)
+            axes[ball] = _EYE3[ball - m.vi[body[ball]]]
             self._dof_body = (m, body.tolist(), axes)
         return self._dof_body[1], self._dof_body[2]
 

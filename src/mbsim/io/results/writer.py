@@ -75,6 +75,8 @@ from mbsim.io.results.schema import (
 )
 from mbsim.io.results.table import Table, _vector, put_attrs, write_text
 
+#: The /events/kind code of each event name (its index in EVENT_KINDS).
+_EVENT_CODES = {name: code for code, name in enumerate(EVENT_KINDS)}
 #: HDF5 metadata, the global heap and attribute updates need some room beyond the raw data.
 SPACE_MARGIN_BYTES = 1 << 20
 #: More recorded rows than any run can produce (1e12: at 1 us of wall time per step, 11 days):
@@ -473,10 +475,12 @@ class ResultsWriter:
         if n == 0:
             return
         if kinds.dtype.kind in "US":
-            bad = sorted(set(map(str, kinds)) - set(EVENT_KINDS))
-            if bad:
+            names = [str(k) for k in kinds.tolist()]  # (bytes decoded as str() shows them)
+            codes = [_EVENT_CODES.get(k, -1) for k in names]
+            if -1 in codes:
+                bad = sorted(set(names) - set(EVENT_KINDS))
                 raise ValueError(f"unknown event kind(s) {bad}; known: {EVENT_KINDS}")
-            codes = np.array([EVENT_KINDS.index(str(k)) for k in kinds], dtype=np.uint8)
+            codes = np.array(codes, dtype=np.uint8)
         else:
             codes = kinds.astype(np.int64)
             if codes.min() < 0 or codes.max() >= len(EVENT_KINDS):
