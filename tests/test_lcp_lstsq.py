@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.linalg
-from numba import njit
+from numba import njit, types
 
+from mbsim.simcore.lcp import lstsq
 from mbsim.simcore.lcp.lstsq import (
     SMALL_SET,
     cod_factor_into,
@@ -108,3 +109,18 @@ def test_small_systems_take_the_same_bits_as_the_vectorised_decomposition():
         _vector_least_change(A, rhs, z, 1e-12, 2, want)
         assert got
         assert np.array_equal(out, want), (trial, m, n, r)
+
+
+def test_the_vector_route_is_called_by_address_with_its_exact_return_type():
+    """Above SMALL_SET least_change_into calls _least_change_large by its address with the
+    return type given (native_call.native): it must be the one numba infers, or the call
+    would read a wrong value."""
+    rng = np.random.default_rng(3)
+    n = SMALL_SET + 4
+    A = rank_deficient(rng, n, n - 3)
+    rhs = A @ rng.standard_normal(n)
+    out = least_change(A, rhs, np.zeros(n), RCOND)
+    assert out is not None
+    assert np.abs(A @ out - rhs).max() < 1e-9 * np.abs(rhs).max()
+    sigs = lstsq._least_change_large.nopython_signatures
+    assert sigs and all(s.return_type == types.boolean for s in sigs)

@@ -42,18 +42,23 @@ norms after a reflection are summed in its update pass, as each row is done
 Small systems (at most SMALL_SET rows and columns: the warm guess's polish and restricted LCP
 on a few contacts, 6-10 rows) take the same decomposition and solve written as plain scalar
 loops in one function (:func:`_least_change_small`): for such short rows the row slices'
-views and the vector loops' set-up cost more than the arithmetic (a 7 x 7 block 1.5 ->
-0.8 us, 10 x 10 of rank 7 2.7 -> 1.9 us), and larger blocks are faster vectorised (a 24 x 24
-block 7.1 us against 8.7). Every entry gets the same operations in the same order as in
-:func:`least_change_into` (each sum i ascending, no fused multiply-add), so the same bits
-(tests/test_lcp_lstsq.py compares the two on random blocks; docs/results.md, "ptab").
+views and the vector loops' set-up cost more than the arithmetic (a 7 x 7 block 1.5 -> 0.8
+us, 10 x 10 of rank 7 2.7 -> 1.9 us), and larger blocks are faster vectorised (a 24 x 24
+block 7.1 us against 8.7). Every entry gets the same operations in the same order as in the
+vector loops (each sum i ascending, no fused multiply-add), so the same bits
+(tests/test_lcp_lstsq.py compares the two on random blocks; docs/results.md, "ptab"). The
+vector route (:func:`_least_change_large`) is called by its address (native_call.native
+with its return type), so it is compiled only when a system above SMALL_SET first comes: a
+first run whose systems are all small (panda-table, the quadrupeds) compiles the scalar
+route alone, ~1.5 s CPU less than both.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
+from mbsim.simcore.native_call import native
 from mbsim.simcore.spatial import c_view
 
 EPS = float(np.finfo(np.float64).eps)
@@ -292,6 +297,20 @@ def least_change_into(
             A, rhs, z, rcond, passes, out, R, perm, hv, hbeta, T, zv, zbeta, res, dz, norms, c, y,
             dwork,
         )  # fmt: skip
+    return _least_change_large_call(
+        A, rhs, z, rcond, passes, out, R, perm, hv, hbeta, T, zv, zbeta, res, dz, norms, c, y, dwork
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _least_change_large(
+    A, rhs, z, rcond, passes, out, R, perm, hv, hbeta, T, zv, zbeta, res, dz, norms, c, y, dwork
+):  # fmt: skip
+    """:func:`least_change_into` after its finiteness check, for a system above SMALL_SET:
+    :func:`cod_factor_into` and ``passes`` times :func:`cod_solve_into` (the vectorised
+    loops). Called by address, compiled only when first called (module docstring, "Small
+    systems")."""
+    m, n = A.shape
     rank = cod_factor_into(A, rcond, R, perm, hv, hbeta, T, zv, zbeta, norms, dwork)
     for i in range(n):
         out[i] = z[i]
@@ -308,6 +327,12 @@ def least_change_into(
         if not np.isfinite(out[i]):
             return False
     return True
+
+
+#: :func:`_least_change_large` called by its address (native_call.py; typing compiles
+#: nothing): a kernel whose systems are all small (the warm guess on a few contacts) does not
+#: compile the vectorised decomposition on a first run
+_least_change_large_call = native(_least_change_large, types.boolean)
 
 
 @njit(cache=True, inline="always")
