@@ -10,16 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.linalg
-from numba import njit, types
 
-from mbsim.simcore.lcp import lstsq
-from mbsim.simcore.lcp.lstsq import (
-    SMALL_SET,
-    cod_factor_into,
-    cod_solve_into,
-    least_change,
-    least_change_kernel,
-)
+from mbsim.simcore.lcp.lstsq import least_change
 
 RCOND = 1e-12
 
@@ -60,67 +52,3 @@ def test_least_change_of_a_non_square_block():
     rhs, z = rng.normal(size=9), np.zeros(6)
     want = scipy.linalg.lstsq(A, rhs, cond=RCOND, lapack_driver="gelsd")[0]
     np.testing.assert_allclose(least_change(A, rhs, z, RCOND, passes=1), want, atol=1e-10)
-
-
-@njit
-def _vector_least_change(A, rhs, z, rcond, passes, out):
-    """least_change_into's vectorised route (cod_factor_into, cod_solve_into) at any size."""
-    m, n = A.shape
-    k = min(m, n)
-    R, perm = np.empty((m, n)), np.empty(n, dtype=np.int64)
-    hv, hbeta, T, zv, zbeta = (
-        np.empty((k, m)),
-        np.empty(k),
-        np.empty((n, k)),
-        np.empty((k, n)),
-        np.empty(k),
-    )
-    rank = cod_factor_into(A, rcond, R, perm, hv, hbeta, T, zv, zbeta, np.empty(n), np.empty(n))
-    res, dz = np.empty(m), np.empty(n)
-    for i in range(n):
-        out[i] = z[i]
-    for _ in range(passes):
-        for i in range(m):
-            acc = rhs[i]
-            for j in range(n):
-                acc -= A[i, j] * out[j]
-            res[i] = acc
-        cod_solve_into(rank, perm, hv, hbeta, R, T, zv, zbeta, res, dz, np.empty(m), np.empty(n))
-        for i in range(n):
-            out[i] += dz[i]
-
-
-def test_small_systems_take_the_same_bits_as_the_vectorised_decomposition():
-    """least_change_into's scalar route for small systems (lstsq.SMALL_SET) gives the same bits
-    as the row-sliced vectorised one: square, rectangular, rank-deficient, zero rows."""
-    rng = np.random.default_rng(7)
-    for trial in range(600):
-        m = int(rng.integers(1, SMALL_SET + 1))
-        n = m if trial % 3 else int(rng.integers(1, SMALL_SET + 1))
-        r = int(rng.integers(0, min(m, n) + 1))
-        A = rng.standard_normal((m, r)) @ rng.standard_normal((r, n))
-        if trial % 5 == 0:
-            A[rng.integers(0, m)] = 0.0
-        if trial % 7 == 0:
-            A = A + A.T if m == n else A
-        rhs, z = rng.standard_normal(m), rng.standard_normal(n) * (trial % 2)
-        got = least_change_kernel(A, rhs, z, 1e-12, 2, out := np.empty(n))
-        want = np.empty(n)
-        _vector_least_change(A, rhs, z, 1e-12, 2, want)
-        assert got
-        assert np.array_equal(out, want), (trial, m, n, r)
-
-
-def test_the_vector_route_is_called_by_address_with_its_exact_return_type():
-    """Above SMALL_SET least_change_into calls _least_change_large by its address with the
-    return type given (native_call.native): it must be the one numba infers, or the call
-    would read a wrong value."""
-    rng = np.random.default_rng(3)
-    n = SMALL_SET + 4
-    A = rank_deficient(rng, n, n - 3)
-    rhs = A @ rng.standard_normal(n)
-    out = least_change(A, rhs, np.zeros(n), RCOND)
-    assert out is not None
-    assert np.abs(A @ out - rhs).max() < 1e-9 * np.abs(rhs).max()
-    sigs = lstsq._least_change_large.nopython_signatures
-    assert sigs and all(s.return_type == types.boolean for s in sigs)

@@ -38,33 +38,14 @@ factors are the same bits; the box pile's ~55-row active sets (rank 30) factor ~
 norms after a reflection are summed in its update pass, as each row is done
 (:func:`_reflect_norms`; same sums, same order: ~5 % of the factorisation, docs/results.md
 "... (issue 15, branch wguess)").
-
-Small systems (at most SMALL_SET rows and columns: the warm guess's polish and restricted LCP
-on a few contacts, 6-10 rows) take the same decomposition and solve written as plain scalar
-loops in one function (:func:`_least_change_small`): for such short rows the row slices'
-views and the vector loops' set-up cost more than the arithmetic (a 7 x 7 block 1.5 -> 0.8
-us, 10 x 10 of rank 7 2.7 -> 1.9 us), and larger blocks are faster vectorised (a 24 x 24
-block 7.1 us against 8.7). Every entry gets the same operations in the same order as in the
-vector loops (each sum i ascending, no fused multiply-add), so the same bits
-(tests/test_lcp_lstsq.py compares the two on random blocks; docs/results.md, "ptab"). The
-vector route (:func:`_least_change_large`) is called by its address (native_call.native
-with its return type), so it is compiled only when a system above SMALL_SET first comes: a
-first run whose systems are all small (panda-table, the quadrupeds) compiles the scalar
-route alone, ~1.5 s CPU less than both.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-
-from mbsim.simcore.native_call import native
-from mbsim.simcore.spatial import c_view
+from numba import njit
 
 EPS = float(np.finfo(np.float64).eps)
-#: systems of at most this many rows and columns take :func:`_least_change_small` (scalar
-#: loops; faster up to ~16 rows on this machine, the row-sliced vector loops above that)
-SMALL_SET = 16
 
 
 @njit(cache=True, inline="always")
@@ -292,25 +273,6 @@ def least_change_into(
         for j in range(n):
             if not np.isfinite(A[i, j]):
                 return False
-    if m <= SMALL_SET and n <= SMALL_SET:
-        return _least_change_small(
-            A, rhs, z, rcond, passes, out, R, perm, hv, hbeta, T, zv, zbeta, res, dz, norms, c, y,
-            dwork,
-        )  # fmt: skip
-    return _least_change_large_call(
-        A, rhs, z, rcond, passes, out, R, perm, hv, hbeta, T, zv, zbeta, res, dz, norms, c, y, dwork
-    )  # fmt: skip
-
-
-@njit(cache=True)
-def _least_change_large(
-    A, rhs, z, rcond, passes, out, R, perm, hv, hbeta, T, zv, zbeta, res, dz, norms, c, y, dwork
-):  # fmt: skip
-    """:func:`least_change_into` after its finiteness check, for a system above SMALL_SET:
-    :func:`cod_factor_into` and ``passes`` times :func:`cod_solve_into` (the vectorised
-    loops). Called by address, compiled only when first called (module docstring, "Small
-    systems")."""
-    m, n = A.shape
     rank = cod_factor_into(A, rcond, R, perm, hv, hbeta, T, zv, zbeta, norms, dwork)
     for i in range(n):
         out[i] = z[i]
@@ -321,149 +283,6 @@ def _least_change_large(
                 acc -= A[i, k] * out[k]
             res[i] = acc
         cod_solve_into(rank, perm, hv, hbeta, R, T, zv, zbeta, res, dz, c, y)
-        for i in range(n):
-            out[i] += dz[i]
-    for i in range(n):
-        if not np.isfinite(out[i]):
-            return False
-    return True
-
-
-#: :func:`_least_change_large` called by its address (native_call.py; typing compiles
-#: nothing): a kernel whose systems are all small (the warm guess on a few contacts) does not
-#: compile the vectorised decomposition on a first run
-_least_change_large_call = native(_least_change_large, types.boolean)
-
-
-@njit(cache=True, inline="always")
-def _reflector_small(A, k, rows, cols, s, v, beta, d):
-    """:func:`_reflector_products` in scalar loops (indexed A[i, j], no row slices): the same
-    operations on each entry in the same order, so the same bits."""
-    norm = np.sqrt(s)
-    x0 = A[k, k]
-    alpha = -norm if x0 >= 0.0 else norm
-    for i in range(rows):
-        v[k, i] = 0.0
-    v[k, k] = x0 - alpha
-    for i in range(k + 1, rows):
-        v[k, i] = A[i, k]
-    vn = v[k, k] * v[k, k] + (s - x0 * x0)
-    b = 2.0 / vn if vn > 0.0 else 0.0
-    beta[k] = b
-    A[k, k] = alpha
-    for i in range(k + 1, rows):
-        A[i, k] = 0.0
-    for j in range(k + 1, cols):
-        d[j] = 0.0
-    for i in range(k, rows):
-        vi = v[k, i]
-        for j in range(k + 1, cols):
-            d[j] += vi * A[i, j]
-    for j in range(k + 1, cols):
-        d[j] *= b
-
-
-@njit(cache=True)
-def _least_change_small(
-    A, rhs, z, rcond, passes, out, R, perm, hv, hbeta, T, zv, zbeta, res, dz, norms, c, y, dwork
-):  # fmt: skip
-    """:func:`least_change_into` after its finiteness check, for a small A (module docstring,
-    "Small systems"): :func:`cod_factor_into` and ``passes`` times :func:`cod_solve_into`
-    written out in scalar loops, each entry's operations in the same order (the same bits)."""
-    m, n = A.shape
-    for i in range(m):  # cod_factor_into: step 1
-        for j in range(n):
-            R[i, j] = A[i, j]
-    for j in range(n):
-        perm[j] = j
-        norms[j] = 0.0
-    for i in range(m):
-        for j in range(n):
-            norms[j] += R[i, j] * R[i, j]
-    kmax = min(m, n)
-    rank = 0
-    r00 = 0.0
-    for k in range(kmax):
-        p = k
-        for j in range(k + 1, n):
-            if norms[j] > norms[p]:
-                p = j
-        if p != k:
-            for i in range(m):
-                t = R[i, k]
-                R[i, k] = R[i, p]
-                R[i, p] = t
-            t = norms[k]
-            norms[k] = norms[p]
-            norms[p] = t
-            ti = perm[k]
-            perm[k] = perm[p]
-            perm[p] = ti
-        s = 0.0
-        for i in range(k, m):
-            s += R[i, k] * R[i, k]
-        norm = np.sqrt(s)
-        if k == 0:
-            r00 = norm
-        if not norm > rcond * r00 or norm == 0.0:
-            break
-        _reflector_small(R, k, m, n, s, hv, hbeta, dwork)  # _reflect_norms
-        for j in range(k + 1, n):
-            norms[j] = 0.0
-        vk = hv[k, k]
-        for j in range(k + 1, n):
-            R[k, j] -= dwork[j] * vk
-        for i in range(k + 1, m):
-            vi = hv[k, i]
-            for j in range(k + 1, n):
-                x = R[i, j] - dwork[j] * vi
-                R[i, j] = x
-                norms[j] += x * x
-        rank = k + 1
-    r = rank
-    if r < n:  # step 2: T = [R11 R12]^T = Z [R2; 0]
-        for j in range(n):
-            for i in range(r):
-                T[j, i] = R[i, j]
-        for k in range(r):
-            s = 0.0
-            for i in range(k, n):
-                s += T[i, k] * T[i, k]
-            _reflector_small(T, k, n, r, s, zv, zbeta, norms)  # _reflect
-            for i in range(k, n):
-                vi = zv[k, i]
-                for j in range(k + 1, r):
-                    T[i, j] -= norms[j] * vi
-    for i in range(n):
-        out[i] = z[i]
-    for _ in range(passes):
-        for i in range(m):
-            acc = rhs[i]
-            for k in range(n):
-                acc -= A[i, k] * out[k]
-            res[i] = acc
-        for i in range(m):  # cod_solve_into
-            c[i] = res[i]
-        for k in range(r):
-            _reflect_vector(hv, hbeta, k, m, c)
-        for i in range(n):
-            y[i] = 0.0
-        if r == n:
-            for i in range(n - 1, -1, -1):
-                s = c[i]
-                for k in range(i + 1, n):
-                    s -= R[i, k] * y[k]
-                y[i] = s / R[i, i]
-        else:
-            for i in range(r):
-                s = c[i]
-                for k in range(i):
-                    s -= T[k, i] * y[k]
-                y[i] = s / T[i, i]
-            for k in range(r - 1, -1, -1):
-                _reflect_vector(zv, zbeta, k, n, y)
-        for j in range(n):
-            dz[perm[j]] = y[j]
         for i in range(n):
             out[i] += dz[i]
     for i in range(n):
@@ -533,11 +352,11 @@ def active_set_least_change_into(M, q, z, S, rcond, out, buf, ibuf):
     (float64) and ibuf (int64) of at least :func:`active_set_work` (len(S)) entries."""
     ns = S.shape[0]
     nn = ns * ns
-    A = c_view(buf, 0, (ns, ns))  # buf[0:nn].reshape((ns, ns)) without reshape's C call
-    R = c_view(buf, nn, (ns, ns))
-    hv = c_view(buf, 2 * nn, (ns, ns))
-    T = c_view(buf, 3 * nn, (ns, ns))
-    zv = c_view(buf, 4 * nn, (ns, ns))
+    A = buf[0:nn].reshape((ns, ns))
+    R = buf[nn : 2 * nn].reshape((ns, ns))
+    hv = buf[2 * nn : 3 * nn].reshape((ns, ns))
+    T = buf[3 * nn : 4 * nn].reshape((ns, ns))
+    zv = buf[4 * nn : 5 * nn].reshape((ns, ns))
     o = 5 * nn
     rhs, zs, hbeta, zbeta = (
         buf[o : o + ns],
