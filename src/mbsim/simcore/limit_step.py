@@ -131,6 +131,7 @@ from mbsim.simcore.lcp.problem import (
 )
 from mbsim.simcore.lcp.proximal import proximal_call
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
+from mbsim.simcore.lcp.small import SMALL_FLOATS, SMALL_INTS, SMALL_MAX, solve_small_into
 from mbsim.simcore.native_call import native
 from mbsim.simcore.spatial import borrowed
 
@@ -234,7 +235,10 @@ def lcp_work(n):
     ``lstsq.active_set_least_change_into``); the islands labels, the path's and the
     polish's integers."""
     fa, ia = active_set_work(n)
-    return n * n + 2 * n + max(3 * n * n + 5 * n, fa), 4 * n + 4 + ia
+    nf, ni = n * n + 2 * n + max(3 * n * n + 5 * n, fa), 4 * n + 4 + ia
+    if n <= SMALL_MAX:  # lcp/small.py's buffer too
+        nf, ni = max(nf, SMALL_FLOATS), max(ni, SMALL_INTS)
+    return nf, ni
 
 
 #: the pivot settings of the joint-row step's Lemke paths: none from the caller, so
@@ -385,8 +389,13 @@ def solve_limit_lcp_into(M, q, least_norm, tol_rel, z, w, fw, iw):
     hold the answer. Not accepted: the caller hands the step to the Python chain. fw, iw:
     work arrays of at least :func:`lcp_work` (n) entries, any content (no allocation here
     but the islands test's of n > 2 rows)."""
-    if q.shape[0] == 1:
+    n = q.shape[0]
+    if n == 1:
         return _solve_one(M, q, least_norm, tol_rel, z, w, fw)
+    if least_norm and n <= SMALL_MAX:  # _solve_direct's usual answer on one flat buffer
+        ok, pivots, worst = solve_small_into(M, q, tol_rel, LSTSQ_RCOND, z, w, fw, iw)
+        if ok:
+            return ok, pivots, worst, 1
     ok, pivots, worst, solver = _solve_direct(M, q, least_norm, tol_rel, z, w, fw, iw)
     if ok:
         return ok, pivots, worst, solver
