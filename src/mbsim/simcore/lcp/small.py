@@ -56,22 +56,24 @@ _N = SMALL_MAX
 _V = 6 * _NN
 (
     _ZR, _X, _COL, _AC, _NOISE, _DIV, _RHS, _ZS, _HB, _D, _NORMS, _RES, _OUT, _C, _Y, _DZ,
-) = (_V + k * _N for k in range(16))  # fmt: skip
-#: float64 and int64 work entries of :func:`solve_small_into`
-SMALL_FLOATS = _V + 16 * _N
-SMALL_INTS = 4 * _N
+    _BASIS, _CAND, _S, _PERM,
+) = (_V + k * _N for k in range(20))  # fmt: skip
+#: float64 work entries of :func:`solve_small_into` (its few integers -- the basis, the
+#: ratio test's candidates, the active set, the QR's column order -- kept as floats there,
+#: exact, so the caller needs no int64 work)
+SMALL_FLOATS = _V + 20 * _N
 
 
 @njit(cache=True)
-def solve_small_into(M, q, tol_rel, rcond, z, w, fw, iw):
+def solve_small_into(M, q, tol_rel, rcond, z, w, fw):
     """The least-norm first candidate (module docstring) of the LCP (M, q) of 2 <= n <=
     SMALL_MAX rows, polished with ``rcond`` (chain.LSTSQ_RCOND). Returns (accepted, pivots,
-    worst residual); accepted, z and w = M z + q hold the answer. fw, iw: SMALL_FLOATS and
-    SMALL_INTS entries at least, any content. A straight-line call of the body with every
+    worst residual); accepted, z and w = M z + q hold the answer. fw: SMALL_FLOATS entries at
+    least, any content. A straight-line call of the body with every
     array borrowed, so numba's reference counts of them return at once (the caller keeps
     them alive for the call)."""
     b = borrowed
-    return _small_body(b(M), b(q), tol_rel, rcond, b(z), b(w), b(fw), b(iw))
+    return _small_body(b(M), b(q), tol_rel, rcond, b(z), b(w), b(fw))
 
 
 @njit(cache=True)
@@ -79,7 +81,7 @@ def _lexmin(Binv, n, cand, ncand, div):
     """``lemke._lexmin`` on the flat B^-1 (row-major, n x n)."""
     scale = 0.0
     for t in range(ncand):
-        i = cand[t]
+        i = int(cand[t])
         for k in range(n):
             v = abs(Binv[i * n + k]) / div[i]
             if v > scale:
@@ -90,21 +92,21 @@ def _lexmin(Binv, n, cand, ncand, div):
             break
         vmin = np.inf
         for t in range(ncand):
-            i = cand[t]
+            i = int(cand[t])
             v = Binv[i * n + k] / div[i]
             if v < vmin:
                 vmin = v
         m = 0
         for t in range(ncand):
-            i = cand[t]
+            i = int(cand[t])
             if Binv[i * n + k] / div[i] <= vmin + eq:
                 cand[m] = i
                 m += 1
         ncand = m
-    best = cand[0]
+    best = int(cand[0])
     for t in range(1, ncand):
-        if div[cand[t]] > div[best]:
-            best = cand[t]
+        if div[int(cand[t])] > div[best]:
+            best = int(cand[t])
     return best
 
 
@@ -125,7 +127,7 @@ def _column(Mr, n, var, out):
 
 
 @njit(cache=True)
-def _small_body(M, q, tol_rel, rcond, z, w, fw, iw):
+def _small_body(M, q, tol_rel, rcond, z, w, fw):
     """:func:`solve_small_into` on borrowed arrays."""
     n = q.shape[0]
     nn = n * n
@@ -148,10 +150,10 @@ def _small_body(M, q, tol_rel, rcond, z, w, fw, iw):
     a = fw[_AC : _AC + n]
     noise = fw[_NOISE : _NOISE + n]
     div = fw[_DIV : _DIV + n]
-    basis = iw[0:n]
-    cand = iw[n : 2 * n]
-    S = iw[2 * n : 3 * n]
-    perm = iw[3 * n : 4 * n]
+    basis = fw[_BASIS : _BASIS + n]  # integers, as floats
+    cand = fw[_CAND : _CAND + n]
+    S = fw[_S : _S + n]
+    perm = fw[_PERM : _PERM + n]
     # regularise_delta_into(M, LEAST_NORM_DELTA _mscale(M)) (limit_step)
     mscale = 0.0
     for i in range(n):
@@ -216,7 +218,7 @@ def _small_body(M, q, tol_rel, rcond, z, w, fw, iw):
                         for k in range(n):
                             Binv[i * n + k] -= f * Binv[r * n + k]
                         x[i] -= f * x[r]
-            leaving = basis[r]
+            leaving = int(basis[r])
             basis[r] = entering
             pivots += 1
             if leaving == z0:
@@ -258,7 +260,7 @@ def _small_body(M, q, tol_rel, rcond, z, w, fw, iw):
                 r = _lexmin(Binv, n, cand, m, div)
         # lemke_finish (solved): _refactor without inversion
         for c in range(n):  # _basis_matrix
-            _column(Mr, n, basis[c], col)
+            _column(Mr, n, int(basis[c]), col)
             for i in range(n):
                 Bmat[i * n + c] = col[i]
         bn = 0.0  # _norms_inf
@@ -292,7 +294,7 @@ def _small_body(M, q, tol_rel, rcond, z, w, fw, iw):
         if not np.isfinite(r2) or (r2 > floor and r2 > 0.5 * r0) or cond > COND_MAX:
             return False, pivots, np.inf
         for i in range(n):
-            v = basis[i]
+            v = int(basis[i])
             if n <= v < 2 * n:
                 zr[v - n] = x[i]
         _snap_kernel(zr)
@@ -300,7 +302,7 @@ def _small_body(M, q, tol_rel, rcond, z, w, fw, iw):
             cand[j] = 0
         for i in range(n):
             if n <= basis[i] < 2 * n:
-                cand[basis[i] - n] = 1
+                cand[int(basis[i]) - n] = 1
         for j in range(n):
             if cand[j]:
                 S[ns] = j
@@ -312,7 +314,7 @@ def _small_body(M, q, tol_rel, rcond, z, w, fw, iw):
             return False, pivots, np.inf
         out = fw[_OUT : _OUT + ns]
         for k in range(ns):
-            z[S[k]] = out[k]
+            z[int(S[k])] = out[k]
         _snap_kernel(z)
     res, sv, _eq, mnorm, qn, zn, mv = _verify_kernel(M, q, z, 0, w)
     ok, worst, _tol = accept_kernel(tol_rel, n, res, sv, mnorm, qn, zn, mv)
@@ -337,10 +339,11 @@ def _polish(M, q, zr, S, ns, rcond, fw, perm):
     norms, res, out = fw[_NORMS : _NORMS + ns], fw[_RES : _RES + ns], fw[_OUT : _OUT + ns]
     c, y, dz = fw[_C : _C + ns], fw[_Y : _Y + ns], fw[_DZ : _DZ + ns]
     for a in range(ns):
-        rhs[a] = -q[S[a]]
-        zs[a] = zr[S[a]]
+        sa = int(S[a])
+        rhs[a] = -q[sa]
+        zs[a] = zr[sa]
         for b in range(ns):
-            A[a * ns + b] = M[S[a], S[b]]
+            A[a * ns + b] = M[sa, int(S[b])]
     # least_change_into
     for i in range(ns * ns):
         if not np.isfinite(A[i]):
@@ -369,9 +372,9 @@ def _polish(M, q, zr, S, ns, rcond, fw, perm):
             t = norms[k]
             norms[k] = norms[p]
             norms[p] = t
-            ti = perm[k]
+            tp = perm[k]
             perm[k] = perm[p]
-            perm[p] = ti
+            perm[p] = tp
         s = 0.0
         for i in range(k, ns):
             s += R[i * ns + k] * R[i * ns + k]
@@ -442,7 +445,7 @@ def _polish(M, q, zr, S, ns, rcond, fw, perm):
                 s -= R[i * ns + k] * y[k]
             y[i] = s / R[i * ns + i]
         for j in range(ns):
-            dz[perm[j]] = y[j]
+            dz[int(perm[j])] = y[j]
         for i in range(ns):
             out[i] += dz[i]
     for i in range(ns):
