@@ -20,7 +20,13 @@ import pytest
 
 from mbsim.simcore.lcp.chain import LSTSQ_RCOND
 from mbsim.simcore.lcp.small import SMALL_FLOATS, solve_small_into
-from mbsim.simcore.limit_step import _solve_direct, lcp_work, solve_limit_lcp
+from mbsim.simcore.limit_step import (
+    SOLVE_RESULT,
+    _solve_direct,
+    _solve_more,
+    lcp_work,
+    solve_limit_lcp,
+)
 
 TOL_REL = 1e-9
 
@@ -123,3 +129,17 @@ def test_small_against_enumeration(n):
         assert ok
         ref = _enumerate(M, q)
         assert np.allclose(z, ref, rtol=1e-9, atol=1e-12 * np.abs(ref).max()), (M, q, z, ref)
+
+
+def test_general_path_past_small_by_address():
+    """What small.py hands back goes to _solve_more by its address, with the return type it
+    declares (SOLVE_RESULT): on a rank-deficient active set the answer is _solve_direct's or
+    the general path's."""
+    M = np.array([[1.0, 1.0], [1.0, 1.0]])  # rank one: small.py hands it back
+    q = np.array([-1.0, -1.0])
+    z, w = np.empty(2), np.empty(2)
+    ok, _piv, _worst, _s = solve_limit_lcp(M, q, True, TOL_REL, z, w)
+    assert ok and np.allclose(M @ z + q, 0.0, atol=1e-9)
+    assert _solve_more.overloads
+    for cres in _solve_more.overloads.values():
+        assert cres.signature.return_type == SOLVE_RESULT

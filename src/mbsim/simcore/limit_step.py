@@ -398,7 +398,7 @@ def solve_limit_lcp_into(M, q, least_norm, tol_rel, z, w, fw, iw):
         ok, pivots, worst = solve_small_into(M, q, tol_rel, LSTSQ_RCOND, z, w, fw)
         if ok:
             return ok, pivots, worst, 1
-    return _solve_more(M, q, least_norm, tol_rel, z, w, fw, iw)
+    return _solve_more_call(M, q, least_norm, tol_rel, z, w, fw, iw)
 
 
 @njit(cache=True)
@@ -423,7 +423,7 @@ def _step_lcp(M, q, least_norm, tol_rel, z, w, fw, ni):
         ok, pivots, worst = solve_small_into(M, q, tol_rel, LSTSQ_RCOND, z, w, fw)
         if ok:
             return ok, pivots, worst, 1
-    return _solve_more(M, q, least_norm, tol_rel, z, w, fw, np.empty(ni, dtype=np.int64))
+    return _solve_more_call(M, q, least_norm, tol_rel, z, w, fw, np.empty(ni, dtype=np.int64))
 
 
 @njit(cache=True)
@@ -510,6 +510,11 @@ SOLVE_RESULT = types.Tuple((types.boolean, types.int64, types.float64, types.int
 #: which link only :func:`_solve_direct`, and not at all by a run whose limit LCPs the direct
 #: candidate decides (no friction rows, no islands)
 _solve_general_call = native(_solve_general, SOLVE_RESULT)
+#: :func:`_solve_more` called by its address (native_call.py, compiled when first needed):
+#: not linked into the joint-row step and the loops above it, where lcp/small.py decides
+#: nearly every LCP of two or three rows (linked, it made panda-free's first run ~14 s CPU
+#: longer, docs/results.md "lim3")
+_solve_more_call = native(_solve_more, SOLVE_RESULT)
 
 
 @njit(cache=True)
