@@ -43,9 +43,11 @@ row, are exact either way):
    "least_norm" Lemke on K + delta I (delta = 1e-6 ||K||_inf) polished on K's active set by the
    least-change correction (``lemke_regularised``, ``lstsq.active_set_least_change``), with "vertex"
    lexicographic Lemke (``lemke``) -- one row (a joint on one stop, the usual case) by that path
-   written out for one row (:func:`_solve_one`), more rows by the general kernels in the step's work
-   arrays (no allocation per LCP); the answer is verified on (K, q) by the acceptance test of
-   lcp/problem.py (``evaluate``: relative residual ``lcp_tol_rel``, sign violation, verifiability);
+   written out for one row (:func:`_solve_one`), two or three rows (least-norm) by lcp/small.py's
+   ``solve_small_into`` (the same candidate on one flat buffer, the same bits), more rows by the
+   general kernels in the step's work arrays (no allocation per LCP); the answer is verified
+   on (K, q) by the acceptance test of lcp/problem.py (``evaluate``: relative residual
+   ``lcp_tol_rel``, sign violation, verifiability);
    more rows first by the chain's first candidate alone (:func:`_solve_direct`: what the general
    kernels accept there, with the same bits), else as the chain solves them (:func:`_solve_general`,
    called by its address and compiled only when a step first needs it): an M that splits into
@@ -131,6 +133,7 @@ from mbsim.simcore.lcp.problem import (
 )
 from mbsim.simcore.lcp.proximal import proximal_call
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
+from mbsim.simcore.lcp.small import SMALL_FLOATS, SMALL_MAX, solve_small_into
 from mbsim.simcore.native_call import native
 from mbsim.simcore.spatial import borrowed
 
@@ -234,7 +237,10 @@ def lcp_work(n):
     ``lstsq.active_set_least_change_into``); the islands labels, the path's and the
     polish's integers."""
     fa, ia = active_set_work(n)
-    return n * n + 2 * n + max(3 * n * n + 5 * n, fa), 4 * n + 4 + ia
+    nf, ni = n * n + 2 * n + max(3 * n * n + 5 * n, fa), 4 * n + 4 + ia
+    if n <= SMALL_MAX:  # lcp/small.py's buffer too
+        nf = max(nf, SMALL_FLOATS)
+    return nf, ni
 
 
 #: the pivot settings of the joint-row step's Lemke paths: none from the caller, so
@@ -385,12 +391,39 @@ def solve_limit_lcp_into(M, q, least_norm, tol_rel, z, w, fw, iw):
     hold the answer. Not accepted: the caller hands the step to the Python chain. fw, iw:
     work arrays of at least :func:`lcp_work` (n) entries, any content (no allocation here
     but the islands test's of n > 2 rows)."""
-    if q.shape[0] == 1:
+    n = q.shape[0]
+    if n == 1:
         return _solve_one(M, q, least_norm, tol_rel, z, w, fw)
+    if least_norm and n <= SMALL_MAX:  # _solve_direct's usual answer on one flat buffer
+        ok, pivots, worst = solve_small_into(M, q, tol_rel, LSTSQ_RCOND, z, w, fw)
+        if ok:
+            return ok, pivots, worst, 1
+    return _solve_more_call(M, q, least_norm, tol_rel, z, w, fw, iw)
+
+
+@njit(cache=True)
+def _solve_more(M, q, least_norm, tol_rel, z, w, fw, iw):
+    """:func:`solve_limit_lcp_into` on n > 1 rows past lcp/small.py's candidate: the direct
+    candidate (:func:`_solve_direct`), else the general path (:func:`_solve_general`)."""
     ok, pivots, worst, solver = _solve_direct(M, q, least_norm, tol_rel, z, w, fw, iw)
     if ok:
         return ok, pivots, worst, solver
     return _solve_general_call(M, q, least_norm, tol_rel, z, w, fw, iw)
+
+
+@njit(cache=True)
+def _step_lcp(M, q, least_norm, tol_rel, z, w, fw, ni):
+    """:func:`solve_limit_lcp_into` for the joint-row step, its int64 work (ni entries)
+    allocated only when lcp/small.py's candidate does not decide (n > 1; one row and the
+    small candidate need none)."""
+    n = q.shape[0]
+    if n == 1:
+        return _solve_one(M, q, least_norm, tol_rel, z, w, fw)
+    if least_norm and n <= SMALL_MAX:
+        ok, pivots, worst = solve_small_into(M, q, tol_rel, LSTSQ_RCOND, z, w, fw)
+        if ok:
+            return ok, pivots, worst, 1
+    return _solve_more_call(M, q, least_norm, tol_rel, z, w, fw, np.empty(ni, dtype=np.int64))
 
 
 @njit(cache=True)
@@ -477,6 +510,11 @@ SOLVE_RESULT = types.Tuple((types.boolean, types.int64, types.float64, types.int
 #: which link only :func:`_solve_direct`, and not at all by a run whose limit LCPs the direct
 #: candidate decides (no friction rows, no islands)
 _solve_general_call = native(_solve_general, SOLVE_RESULT)
+#: :func:`_solve_more` called by its address (native_call.py, compiled when first needed):
+#: not linked into the joint-row step and the loops above it, where lcp/small.py decides
+#: nearly every LCP of two or three rows (linked, it made panda-free's first run ~14 s CPU
+#: longer, docs/results.md "lim3")
+_solve_more_call = native(_solve_more, SOLVE_RESULT)
 
 
 @njit(cache=True)
@@ -759,17 +797,19 @@ def _armature_energy(armature, v):
 
 
 @njit(cache=True)
-def _respond(v, W, p, out):
+def _respond(v, W, p, out, dv):
     """out = (v + 0) + W p: ``OS.solve``'s v_f + dv + W_m p with the node response dv of no
     node (exact zeros) and W p by BLAS, as numpy's ``@`` computes it. One row: W p is the
     column times p_0, each entry one rounded product whichever way it is summed (BLAS's
-    y = 0 + (1 p_0) W_i0, fused or not), so it is formed here without BLAS's call."""
+    y = 0 + (1 p_0) W_i0, fused or not), so it is formed here without BLAS's call. More rows:
+    W p into dv (nv,) work, numba's ``np.dot`` with an output (the same gemv call as without
+    one, no allocation)."""
     if p.shape[0] == 1:
         p0 = p[0]
         for i in range(v.shape[0]):
             out[i] = (v[i] + 0.0) + (0.0 + W[i, 0] * p0)
         return
-    dv = np.dot(W, p)
+    np.dot(W, p, dv)
     for i in range(v.shape[0]):
         out[i] = (v[i] + 0.0) + dv[i]
 
@@ -783,6 +823,16 @@ def _row_lcp(dof, side, vel, shift, q):
 
 #: the floats of :func:`limit_step_from`'s one-row LCP (K, q, z, w and _solve_one's 6)
 ONE_ROW_WORK = 10
+
+
+@njit(cache=True)
+def step_work(nv):
+    """The floats of the joint-row step's one allocation for nv DoFs: its own 10 nv + 12 +
+    ONE_ROW_WORK, then the LCP part of a step of at most SMALL_MAX unknowns (W nv x 3, K and
+    M 3 x 3, the rates, friction bounds, W p and lcp_work), so such a step allocates nothing
+    more (a larger one allocates its LCP part)."""
+    lcp = max(lcp_work(2)[0], lcp_work(SMALL_MAX)[0])
+    return 10 * nv + 12 + ONE_ROW_WORK + 4 * nv + 9 + 9 + 12 + 9 + 2 * SMALL_MAX + lcp
 
 
 #: what the caller of :func:`limit_step_from` already computed in the step's Data from (q, v,
@@ -879,7 +929,10 @@ def _limit_step_body(
     # the step's work arrays: two allocations, carved (the LCP part once the rows are known)
     # (one allocation when the step has one row and no impact: the usual limit step, whose
     # LCP's work, ONE_ROW_WORK floats, is the tail of fw)
-    fw = np.empty(10 * nv + 12 + ONE_ROW_WORK)
+    # (borrowed, so its views count no references; fw_own, its owner, is used at every
+    # return below, _kept, which keeps it alive until then)
+    fw_own = np.empty(step_work(nv))
+    fw = borrowed(fw_own)
     v_free, qv, g, col = fw[0:nv], fw[nv : 2 * nv], fw[2 * nv : 3 * nv], fw[3 * nv : 4 * nv]
     gap, allowance = fw[4 * nv : 6 * nv], fw[6 * nv : 10 * nv]
     g0, a0 = fw[10 * nv : 10 * nv + 6], fw[10 * nv + 6 : 10 * nv + 12]
@@ -927,7 +980,7 @@ def _limit_step_body(
         for i in range(nv):
             v_new[i] = v_free[i]
         integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
-        return _state_code(q_new, v_new, max_speed, FREE)
+        return _kept(_state_code(q_new, v_new, max_speed, FREE), fw_own)
     impacting = False
     for i in range(nl):
         sv = side[i] * v[dof[i]]
@@ -952,7 +1005,7 @@ def _limit_step_body(
         qk1[0] = (s1 * v_free[k1] + allowance[0]) + 0.0
         ok, npiv, worst, solver = _solve_one(K1, qk1, least_norm, tol_rel, z1, w1, fl1)
         if not ok:
-            return FALLBACK
+            return _kept(FALLBACK, fw_own)
         p1 = z1[0]
         for i in range(nv):
             v_new[i] = (v_free[i] + 0.0) + (0.0 + col[i] * p1)
@@ -963,12 +1016,16 @@ def _limit_step_body(
         if gap[0] < 0.0:  # _np_sum of the one share
             info[I_E_STAB] = 0.0 + (0.0 + (0.5 * p1) * (s1 * (v_free[k1] + v_new[k1])))
         integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
-        return _state_code(q_new, v_new, max_speed, OK)
+        return _kept(_state_code(q_new, v_new, max_speed, OK), fw_own)
     n = nr + nf  # the LCP's unknowns [lambda; beta pairs; sigma]
     nfw, ni = lcp_work(n)
     o = nv * nr + nr * nr + n * n
-    lw = np.empty(o + 4 * nr + 3 * n + 2 * nf + nfw)
-    iw = np.empty(ni, dtype=np.int64)
+    nlw = o + 4 * nr + 3 * n + 2 * nf + nv + nfw
+    head = 10 * nv + 12 + ONE_ROW_WORK
+    if n <= SMALL_MAX and head + nlw <= fw.shape[0]:
+        lw = fw[head : head + nlw]  # fw's tail (step_work): no allocation
+    else:
+        lw = np.empty(nlw)
     W = lw[0 : nv * nr].reshape((nv, nr))
     K = lw[nv * nr : nv * nr + nr * nr].reshape((nr, nr))
     M = lw[nv * nr + nr * nr : o].reshape((n, n))
@@ -980,7 +1037,8 @@ def _limit_step_body(
     qk, z, w = lw[o : o + n], lw[o + n : o + 2 * n], lw[o + 2 * n : o + 3 * n]
     o += 3 * n
     bound, no_bound = lw[o : o + nf], lw[o + nf : o + 2 * nf]
-    fl = lw[o + 2 * nf :]
+    dv = lw[o + 2 * nf : o + 2 * nf + nv]  # _respond's W p
+    fl = lw[o + 2 * nf + nv :]
     p = z[:nr]  # the row impulses (JointRows.row_map: the first nr unknowns)
     # the LCP (M, q): joint_lcp_into's, and without friction rows K and the rates themselves
     # (joint_lcp_into adds 0.0 to each entry; K's entries and the rates are sums with 0.0
@@ -1015,11 +1073,11 @@ def _limit_step_body(
         _row_lcp(dof, side, v, zero, rate)
         if nf:
             joint_lcp_into(K, rate, nl, no_bound, M, qk)
-        ok, _p, _w, _s = solve_limit_lcp_into(Ml, ql, least_norm, tol_rel, z, w, fl, iw)
+        ok, _p, _w, _s = _step_lcp(Ml, ql, least_norm, tol_rel, z, w, fl, ni)
         if not ok:
-            return FALLBACK
+            return _kept(FALLBACK, fw_own)
         v_c = np.empty(nv)
-        _respond(v, W, p, v_c)
+        _respond(v, W, p, v_c, dv)
         for i in range(nr):
             total[i] = p[i]
         theta = np.zeros(nr)  # the friction rows recover nothing (eps 0)
@@ -1041,10 +1099,10 @@ def _limit_step_body(
             _row_lcp(dof, side, v_t, zero, rate)
             if nf:
                 joint_lcp_into(K, rate, nl, no_bound, M, qk)
-            ok, _p, _w, _s = solve_limit_lcp_into(Ml, ql, least_norm, tol_rel, z, w, fl, iw)
+            ok, _p, _w, _s = _step_lcp(Ml, ql, least_norm, tol_rel, z, w, fl, ni)
             if not ok:
-                return FALLBACK
-            _respond(v_t, W, p, v_c)
+                return _kept(FALLBACK, fw_own)
+            _respond(v_t, W, p, v_c, dv)
             for i in range(nr):
                 total[i] = (total[i] + p[i]) + theta[i]
         for i in range(nr):
@@ -1071,10 +1129,10 @@ def _limit_step_body(
     _row_lcp(dof, side, v_free, allowance, rate)
     if nf:
         joint_lcp_into(K, rate, nl, bound, M, qk)
-    ok, npiv, worst, solver = solve_limit_lcp_into(Ml, ql, least_norm, tol_rel, z, w, fl, iw)
+    ok, npiv, worst, solver = _step_lcp(Ml, ql, least_norm, tol_rel, z, w, fl, ni)
     if not ok:
-        return FALLBACK
-    _respond(v_free, W, p, v_new)
+        return _kept(FALLBACK, fw_own)
+    _respond(v_free, W, p, v_new, dv)
     for i in range(nr):
         impulse[i] = total[i] + p[i]
     info[I_PIVOTS] = npiv
@@ -1091,7 +1149,15 @@ def _limit_step_body(
         info[I_E_STAB] = 0.0 + _np_sum(share, past)
     # 8. Euler
     integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
-    return _state_code(q_new, v_new, max_speed, OK)
+    return _kept(_state_code(q_new, v_new, max_speed, OK), fw_own)
+
+
+@njit(cache=True)
+def _kept(code, buf):
+    """code: the return of :func:`_limit_step_body`, with its work buffer's owner buf used
+    there, so numba releases buf only after the step is done (the body works on
+    ``borrowed(buf)``, whose views count no references)."""
+    return code
 
 
 @njit(cache=True)
