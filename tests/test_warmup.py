@@ -48,12 +48,9 @@ def test_signature_is_the_one_the_run_calls():
     assert contact_fused._solve_rows.signatures == [jobs[1][2]]
     # what the first helper compiles while it waits for _solve_rows: the compilations the
     # contact step's typing resolves (one argument type tuple each)
-    # (a linked call: numba's record of it; a call by address, native_call.py: typing it
-    # compiled or loaded the kernel for the call's types)
     resolved = _resolved_calls(contact_step_kernel, jobs[0][2])
     for module, name, sig in warmup.contact_tail_jobs():
-        kernel = getattr(importlib.import_module(module), name)
-        assert resolved.get(kernel, {sig}) == {sig} and sig in kernel.signatures, name
+        assert resolved.get(getattr(importlib.import_module(module), name)) == {sig}, name
 
 
 def _resolved_calls(dispatcher, sig) -> dict:

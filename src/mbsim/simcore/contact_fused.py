@@ -301,16 +301,6 @@ def _vertex_solve(M, q, tol_rel, caps, z, w):
 #: is compiled once, on its own; a linked call compiles it again inside every kernel above it,
 #: which made the contact step most of a first run's compile time (docs/results.md)
 _least_norm_solve_call = native(_least_norm_solve)
-#: the contact step's large callees by address as well: linked, numba optimised and made their
-#: machine code again inside the step's own compile, which the run waits for on a first run
-#: (docs/results.md, "coldplan" and "cold3"); the calls pass the same arrays, so the same
-#: numbers
-_aba_call = native(aba_kernel)
-_upsilon_call = native(upsilon_kernel)
-_compliance_call = native(island_compliance_into)
-_impulse_response_call = native(impulse_response_kernel)
-_relvel_call = native(relative_velocities_into)
-_kinetic_call = native(_kinetic)
 #: (accepted, pivots, worst residual): what :func:`_vertex_solve` returns; given, typing the
 #: call compiles nothing, so a run with the default "least_norm" selection never compiles the
 #: vertex attempt (its first call compiles or loads it: native_call.py, ``native``)
@@ -769,7 +759,7 @@ def _respond(parent, vi, nvj, S, E, r, U, Dinv, pA, u, acc, node_body, node_X, i
     _node_impulses_kernel(F, ia, ib, node_f)
     for i in range(dv.shape[0]):
         dv[i] = 0.0
-    _impulse_response_call(parent, vi, nvj, S, E, r, U, Dinv, node_body, node_X, node_f, pA, u,
+    impulse_response_kernel(parent, vi, nvj, S, E, r, U, Dinv, node_body, node_X, node_f, pA, u,
                             acc, dv)  # fmt: skip
     for i in range(v0.shape[0]):
         out[i] = v0[i] + dv[i]
@@ -957,7 +947,7 @@ def contact_step_kernel(s):
     iw = s.wi[:i1] if s.wi.shape[0] >= i1 else np.empty(i1, dtype=np.int64)
     # 1. the impact test at v
     vu = c_view(fw, 0, (nu, 3))
-    _relvel_call(
+    relative_velocities_into(
         s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, s.v, s.body_a, s.local_a, s.body_b,
         s.local_b, s.bv, vu,
     )  # fmt: skip
@@ -999,7 +989,7 @@ def contact_step_kernel(s):
         v_free[i] = s.v[i] + dt * s.qdd[i]
     ref = c_view(fw, o_ref, (ns, 3))
     if slip:
-        _relvel_call(
+        relative_velocities_into(
             s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_free, s.body_a, s.local_a, s.body_b,
             s.local_b, s.bv, ref,
         )  # fmt: skip
@@ -1017,7 +1007,7 @@ def contact_step_kernel(s):
     node_f = c_view(fw, o_nf, (nn, 6))
     dv = fw[o_dv:o_u2]
     node_transforms_kernel(node_body, node_point, s.R_world, node_X)
-    _upsilon_call(s.parent, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.ups, s.scratch66)
+    upsilon_kernel(s.parent, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.ups, s.scratch66)
     # Lambda and W per contact island (contact_islands.py: zero between islands, never built);
     # W reads only Lambda's linear-linear blocks: the same entries, bit for bit
     cisl = iw[4 * nu : 5 * nu]
@@ -1047,7 +1037,7 @@ def contact_step_kernel(s):
     W = fw2[:wsize]
     lw = fw2[wsize:]
     sw = iw[o_sw:i1]
-    _compliance_call(
+    island_compliance_into(
         s.parent, s.nvj, s.S, s.E, s.r, s.U, s.Dinv, s.ups, node_body, node_X, ia, ib, corder,
         cstarts, wstart, W, lw, iw[o_cw:o_sw],
     )  # fmt: skip
@@ -1059,7 +1049,7 @@ def contact_step_kernel(s):
     # the impact phase (stepper.impact_phase, 000 Eqs. 54-58): compression from v, then with
     # restitution the recovered impulse theta and decompression; then the free motion at v_c
     if colliding:
-        ke_before = _kinetic_call(
+        ke_before = _kinetic(
             s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.inertia, s.mass, s.com, s.gravity, s.R_world,
             s.p_world, s.v, s.bv,
         )  # fmt: skip
@@ -1097,7 +1087,7 @@ def contact_step_kernel(s):
             budget = np.empty(nu if friction_total else 0)
             for i in range(budget.shape[0]):
                 budget[i] = (s.mu[i] * 1.0) * _ndot(theta, i, s.normal, i)
-            _relvel_call(
+            relative_velocities_into(
                 s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_t, s.body_a, s.local_a, s.body_b,
                 s.local_b, s.bv, vu,
             )  # fmt: skip
@@ -1120,7 +1110,7 @@ def contact_step_kernel(s):
         for i in range(nu):
             for c in range(3):
                 s.p_impact[i, c] = 0.0 + s.p_impact[i, c]  # impulse_total += impulse
-        ke_after = _kinetic_call(
+        ke_after = _kinetic(
             s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.inertia, s.mass, s.com, s.gravity, s.R_world,
             s.p_world, v_c, s.bv,
         )  # fmt: skip
@@ -1131,7 +1121,7 @@ def contact_step_kernel(s):
             ke_after - ke_before + _armature_energy(s.armature, v_c)
             - _armature_energy(s.armature, s.v)
         )  # fmt: skip
-        _relvel_call(
+        relative_velocities_into(
             s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_c, s.body_a, s.local_a, s.body_b,
             s.local_b, s.bv, vu,
         )  # fmt: skip
@@ -1140,7 +1130,7 @@ def contact_step_kernel(s):
         for i in range(nv):
             s.v_start[i] = v_c[i]
         # the step LCP's free motion from v_c (OS.solve with accel None: ABA again)
-        _aba_call(
+        aba_kernel(
             s.parent, s.jtype, s.qi, s.vi, s.nvj, s.S, s.tree_E, s.tree_r, s.axis, s.inertia,
             s.gravity, s.q_pos, s.v_start, s.tau, s.E, s.r, s.R_world, s.p_world, s.vel, s.cbias,
             s.IA, s.U, s.Dinv, s.pivots_ws, s.pA, s.u, s.acc, s.scratch66, s.qdd_ws, s.armature,
@@ -1154,7 +1144,7 @@ def contact_step_kernel(s):
             for c in range(3):
                 vu[i, c] = ref[i, c]
     else:
-        _relvel_call(
+        relative_velocities_into(
             s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_free, s.body_a, s.local_a, s.body_b,
             s.local_b, s.bv, vu,
         )  # fmt: skip
@@ -1179,7 +1169,7 @@ def contact_step_kernel(s):
         )  # fmt: skip
     if not ok:
         if colliding:  # the Data arrays back at (q, v), as the Python path starts from them
-            _aba_call(
+            aba_kernel(
                 s.parent, s.jtype, s.qi, s.vi, s.nvj, s.S, s.tree_E, s.tree_r, s.axis, s.inertia,
                 s.gravity, s.q_pos, s.v, s.tau, s.E, s.r, s.R_world, s.p_world, s.vel, s.cbias,
                 s.IA, s.U, s.Dinv, s.pivots_ws, s.pA, s.u, s.acc, s.scratch66, s.qdd_ws, s.armature,
@@ -1231,12 +1221,12 @@ def contact_step_kernel(s):
             uf = ref
             if not (slip and not colliding):
                 uf = np.empty((nu, 3))
-                _relvel_call(
+                relative_velocities_into(
                     s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, v_free, s.body_a, s.local_a,
                     s.body_b, s.local_b, s.bv, uf,
                 )  # fmt: skip
             u2 = c_view(fw, o_u2, (nu, 3))
-            _relvel_call(
+            relative_velocities_into(
                 s.parent, s.vi, s.nvj, s.S, s.E, s.r, s.R_world, s.v_new, s.body_a, s.local_a,
                 s.body_b, s.local_b, s.bv, u2,
             )  # fmt: skip
