@@ -403,11 +403,6 @@ def _solve_whole(M, q, least_norm, tol_rel, caps, warm, tab, und, z, w, iw):
     return ok, pivots, worst
 
 
-#: (accepted, pivots, worst residual, solver code): what :func:`_solve_rows` and
-#: :func:`_solve_split` return
-ROWS_RESULT = types.Tuple((types.boolean, types.int64, types.float64, types.int64))
-
-
 @njit(cache=True)
 def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_rel, caps, warm,
                 tab, und, z, fw, iw):  # fmt: skip
@@ -417,11 +412,10 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
     (contact_islands.py: island I's contacts corder[cstarts[I]:cstarts[I + 1]], its W in
     W[wstart[I]:wstart[I + 1]]), each island's M split further into independent blocks
     (lcp/islands.py: ``_component_labels``, ``block_order``): the whole M's blocks, entry for
-    entry, never assembled. One block in all: :func:`_solve_block` on the whole. Else
-    (:func:`_solve_split`) the blocks in the order of their first row, as
-    ``islands.solve_blocks`` takes them, each by :func:`_solve_block` with the whole LCP's
-    mscale (the largest island's ||M||_inf), the assembled z verified on the whole from its
-    blocks (``contact_islands.verify_blocks``).
+    entry, never assembled. One block in all: :func:`_solve_block` on the whole. Else the
+    blocks in the order of their first row, as ``islands.solve_blocks`` takes them, each by
+    :func:`_solve_block` with the whole LCP's mscale (the largest island's ||M||_inf), the
+    assembled z verified on the whole from its blocks (``contact_islands.verify_blocks``).
     With ``warm`` the answer's sets then go to the warm table (``WarmStart.remember`` of
     every key, in block order; ``und`` the table's undo log, lcp/warm_table.py). Returns
     (accepted, pivots (summed over the blocks), worst residual, solver code); z gets
@@ -451,21 +445,6 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
                 iw[n : 3 * n],
             )  # fmt: skip
             return ok, pivots, worst, code
-    return _solve_split_call(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_rel,
-                             caps, warm, tab, und, z)  # fmt: skip
-
-
-@njit(cache=True)
-def _solve_split(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_rel, caps, warm,
-                 tab, und, z):  # fmt: skip
-    """:func:`_solve_rows` for an LCP of several contact islands, or of one that splits into
-    blocks: each island's M and q built on their own, then :func:`_solve_islands`. A kernel
-    of its own, called by address with its return type given (:data:`ROWS_RESULT`), so that
-    a run whose contacts always form one unsplit block (one robot on the ground) never
-    compiles it; the first such LCP compiles (or loads) it."""
-    nu, _, k = D.shape
-    n = nu * (k + 1)
-    count = cstarts.shape[0] - 1
     Ms = []
     qs = []
     gs = []
@@ -581,7 +560,6 @@ def _solve_islands(Ms, qs, gs, n, mraw, least_norm, tol_rel, caps, warm, tab, un
     return True, pivots, worst, code
 
 
-_solve_split_call = native(_solve_split, ROWS_RESULT)
 _solve_rows_call = native(_solve_rows)
 
 
