@@ -10,7 +10,6 @@ contact step's own tests (tests/test_contact_fused.py) hold for whichever proces
 
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import subprocess
@@ -46,30 +45,6 @@ def test_signature_is_the_one_the_run_calls():
     # the contact step calls its LCP by address (native_call.py): the compilation it found
     # is the one the second helper compiles
     assert contact_fused._solve_rows.signatures == [jobs[1][2]]
-    # what the first helper compiles while it waits for _solve_rows: the compilations the
-    # contact step's typing resolves (one argument type tuple each)
-    resolved = _resolved_calls(contact_step_kernel, jobs[0][2])
-    for module, name, sig in warmup.contact_tail_jobs():
-        assert resolved.get(getattr(importlib.import_module(module), name)) == {sig}, name
-
-
-def _resolved_calls(dispatcher, sig) -> dict:
-    """{callee dispatcher: its argument type tuples} of the jitted calls that numba's typing of
-    ``dispatcher``'s function for ``sig`` resolves (inlined callees' calls included), from a
-    fresh compilation (not numba's cache: a kernel loaded from it is not typed again)."""
-    from numba import njit, types
-    from numba.core import ir
-
-    fresh = njit(dispatcher.py_func)
-    fresh.compile(sig)
-    ta = fresh.overloads[sig].type_annotation
-    calls: dict = {}
-    for expr, call in ta.calltypes.items():
-        if isinstance(expr, ir.Expr) and expr.op == "call":
-            fnty = ta.typemap[expr.func.name]
-            if isinstance(fnty, types.Dispatcher):
-                calls.setdefault(fnty.dispatcher, set()).add(tuple(call.args))
-    return calls
 
 
 def test_no_job_without_collision_pairs():

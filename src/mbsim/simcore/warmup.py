@@ -146,47 +146,6 @@ def solve_rows_signature() -> tuple:
     )  # fmt: skip
 
 
-def contact_tail_jobs() -> list[tuple[str, str, tuple]]:
-    """The kernels the contact step calls after its first ``_solve_rows`` call (in the order
-    numba types them), with the argument types it calls them with, as jobs: the impulse
-    response (``_node_impulses_kernel``, ``impulse_response_kernel``), the impact's armature
-    energy, ABA again, the impulses' split. The first helper compiles them while it waits for
-    the second's ``_solve_rows`` (:func:`main`), so that only the contact step's own compile
-    is left after that wait (docs/results.md, "coldplan", part 2). Built from
-    :func:`~mbsim.simcore.contact_fused.contact_signature` without compiling anything
-    (tests/test_warmup.py checks them against the compilations a contact step resolves)."""
-    from numba import types
-
-    from mbsim.simcore.contact_fused import contact_signature
-
-    f = dict(contact_signature()[0].field_dict)
-    f1, f2, f3 = (types.Array(types.float64, n, "C") for n in (1, 2, 3))
-    i1 = types.Array(types.int64, 1, "C")
-    model = ("parent", "vi", "nvj", "S", "E", "r", "U", "Dinv")
-    aba = (
-        "parent", "jtype", "qi", "vi", "nvj", "S", "tree_E", "tree_r", "axis", "inertia",
-        "gravity", "q_pos", "v_start", "tau", "E", "r", "R_world", "p_world", "vel", "cbias",
-        "IA", "U", "Dinv", "pivots_ws", "pA", "u", "acc", "scratch66", "qdd_ws", "armature",
-    )  # fmt: skip
-    return [
-        # F, ia, ib, node_f; then parent .. Dinv, node_body, node_X, node_f, pA, u, acc, dv
-        ("mbsim.simcore.contact", "_node_impulses_kernel", (f2, i1, i1, f2)),
-        (
-            "mbsim.simcore.dynamics",
-            "impulse_response_kernel",
-            (*(f[a] for a in model), i1, f3, f2, f["pA"], f["u"], f["acc"], f1),
-        ),  # fmt: skip
-        ("mbsim.simcore.limit_step", "_armature_energy", (f["armature"], f1)),
-        ("mbsim.simcore.dynamics", "aba_kernel", tuple(f[a] for a in aba)),
-        # P, normal, sigma (a slice of z), fn, tangent, sliding
-        (
-            "mbsim.simcore.contact_stages",
-            "_split_kernel",
-            (f2, f["normal"], f["z"], f["fn"], f["tangent"], f["sliding"]),
-        ),  # fmt: skip
-    ]
-
-
 def solve_rows_job() -> tuple[str, str, tuple, bool]:
     """The contact step's LCP (``contact_fused._solve_rows``, with everything it calls by
     address: the warm guess, the least-norm and vertex attempts, over half of the contact
@@ -330,22 +289,13 @@ def _exit_when_orphaned() -> None:
         os._exit(0)
 
 
-def _after(dispatcher, proc: subprocess.Popen, meanwhile=()) -> None:
+def _after(dispatcher, proc: subprocess.Popen) -> None:
     """Let ``dispatcher``'s first compilation in this process (numba calls ``compile`` while
     typing a caller) wait for the helper ``proc`` that compiles it aside, then load it from
-    numba's cache (or compile it, when that helper failed or compiled other types). Before
-    it waits, it compiles the jobs ``meanwhile`` ((module, function, signature) each: what
-    the caller's typing would compile only after that wait), unless ``proc`` is done."""
+    numba's cache (or compile it, when that helper failed or compiled other types)."""
     compile_ = dispatcher.compile
 
     def compile_after(sig):
-        for module, name, args in meanwhile:
-            if proc.poll() is not None:
-                break
-            try:
-                getattr(importlib.import_module(module), name).compile(args)
-            except Exception:  # typed otherwise than here: the caller's typing compiles it
-                pass
         with _waiting():
             proc.wait()
         dispatcher.compile = compile_  # once: the instance's own method again
@@ -369,8 +319,7 @@ def main() -> None:
     child = _spawn(aside) if aside else None
     if child is not None:
         for module, name, _sig in aside:
-            tail = contact_tail_jobs() if name == "_solve_rows" else []
-            _after(getattr(importlib.import_module(module), name), child, tail)
+            _after(getattr(importlib.import_module(module), name), child)
     for job in jobs:
         if child is None or not (len(job) > 3 and job[3]):
             module, name, sig = job[:3]
