@@ -49,7 +49,7 @@ K_TRI_B, K_TRI_A = 18, 19  # mesh-mesh: a triangle of A clipped on a triangle of
 # (reference triangle, incident triangle, clipped-polygon vertex)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _area2(buf, i, j, k, n):
     """Twice the signed area of triangle (i, j, k) of B-points, about normal n."""
     ax = buf[j, 3] - buf[i, 3]
@@ -61,7 +61,7 @@ def _area2(buf, i, j, k, n):
     return n[0] * (ay * bz - az * by) + n[1] * (az * bx - ax * bz) + n[2] * (ax * by - ay * bx)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _dist2(buf, i, j):
     return (
         (buf[i, 3] - buf[j, 3]) ** 2 + (buf[i, 4] - buf[j, 4]) ** 2 + (buf[i, 5] - buf[j, 5]) ** 2
@@ -189,7 +189,7 @@ def compose_key(kind: int, a: int = 0, b: int = 0, c: int = 0) -> int:
     return (kind << 56) | (a << 40) | (b << 20) | c
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def key_of(kind, a, b, c):
     """Feature key: kind (0-127) in bits 56-62, a (< 2^16) 40-55, b (< 2^20) 20-39,
     c (< 2^20) 0-19; larger ids wrap (they only need to be stable, not decodable)."""

@@ -301,7 +301,11 @@ def _vertex_solve(M, q, tol_rel, caps, z, w):
 #: is compiled once, on its own; a linked call compiles it again inside every kernel above it,
 #: which made the contact step most of a first run's compile time (docs/results.md)
 _least_norm_solve_call = native(_least_norm_solve)
-_vertex_solve_call = native(_vertex_solve)
+#: (accepted, pivots, worst residual): what :func:`_vertex_solve` returns; given, typing the
+#: call compiles nothing, so a run with the default "least_norm" selection never compiles the
+#: vertex attempt (its first call compiles or loads it: native_call.py, ``native``)
+VERTEX_RESULT = types.Tuple((types.boolean, types.int64, types.float64))
+_vertex_solve_call = native(_vertex_solve, VERTEX_RESULT)
 guess_normed_call = native(guess_normed)
 
 

@@ -280,7 +280,7 @@ def fused_step(stage, q, v, tau, qdd, v_new):
     return code, n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _find(pairs, feats, n, p, f):
     """The index of (p, f) among the first n entries, or -1."""
     for j in range(n):
