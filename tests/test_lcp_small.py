@@ -13,11 +13,10 @@ the answers against a dense enumeration of the 2^n active sets on SPD matrices.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
+from lcp_oracle import complementary_solutions
 from mbsim.simcore.lcp.chain import LSTSQ_RCOND
 from mbsim.simcore.lcp.small import SMALL_FLOATS, solve_small_into
 from mbsim.simcore.limit_step import (
@@ -102,21 +101,6 @@ def test_small_is_the_direct_candidate_bit_for_bit():
     assert handed < accepted // 100
 
 
-def _enumerate(M, q):
-    n = q.shape[0]
-    for k in range(n + 1):
-        for S in itertools.combinations(range(n), k):
-            z = np.zeros(n)
-            if S:
-                idx = list(S)
-                z[idx] = np.linalg.solve(M[np.ix_(idx, idx)], -q[idx])
-            w = M @ z + q
-            scale = np.abs(M).max() * np.abs(z).max() + np.abs(q).max()
-            if z.min() >= -1e-12 * scale and w.min() >= -1e-12 * scale:
-                return z
-    raise AssertionError("no solution")
-
-
 @pytest.mark.parametrize("n", [2, 3])
 def test_small_against_enumeration(n):
     rng = np.random.default_rng(n)
@@ -127,7 +111,7 @@ def test_small_against_enumeration(n):
         z, w = np.empty(n), np.empty(n)
         ok, _piv, _worst, _s = solve_limit_lcp(M, q, True, TOL_REL, z, w)
         assert ok
-        ref = _enumerate(M, q)
+        ref = complementary_solutions(M, q, 1e-12, relative=True)[0]  # the only one (SPD)
         assert np.allclose(z, ref, rtol=1e-9, atol=1e-12 * np.abs(ref).max()), (M, q, z, ref)
 
 

@@ -21,12 +21,11 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numba
 import numpy as np
 import pytest
 
+from lcp_oracle import complementary_solutions
 from mbsim.simcore.lcp.lemke import ZERO_REL, _lemke_once, lemke_once_into
 from mbsim.simcore.limit_step import (
     ACCEPT,
@@ -213,23 +212,6 @@ def test_restricted_lcp_other_paths_by_address():
         assert cres.signature.return_type == LEMKE_RESULT
 
 
-def _brute_force(M, q):
-    """The solution of the LCP (M, q) by enumeration of the active sets (the unique one for
-    M positive definite)."""
-    n = len(q)
-    for k in range(n + 1):
-        for S in itertools.combinations(range(n), k):
-            z = np.zeros(n)
-            if S:
-                idx = list(S)
-                z[idx] = np.linalg.solve(M[np.ix_(idx, idx)], -q[idx])
-            w = M @ z + q
-            scale = np.abs(q).max() + np.abs(M).max() * np.abs(z).max()
-            if z.min() >= -1e-12 * scale and w.min() >= -1e-12 * scale:
-                return z
-    raise AssertionError("no active set solves a positive definite LCP")
-
-
 @pytest.mark.parametrize("n", [2, 3, 4])
 @pytest.mark.parametrize("least_norm", [True, False])
 def test_several_rows_brute_force(n, least_norm):
@@ -242,7 +224,7 @@ def test_several_rows_brute_force(n, least_norm):
         q = rng.standard_normal(n)
         ok, _piv, worst, _solver = solve_limit_lcp(M, q, least_norm, TOL_REL, z, w)
         assert ok, (M, q)  # positive definite, coupled: Lemke solves it
-        truth = _brute_force(M, q)
+        truth = complementary_solutions(M, q, 1e-12, relative=True)[0]  # the only one (SPD)
         np.testing.assert_allclose(z, truth, rtol=1e-10, atol=1e-10 * np.abs(truth).max())
         np.testing.assert_allclose(w, M @ z + q, rtol=0, atol=1e-12 * (1 + np.abs(q).max()))
         solved += int(truth.any())
