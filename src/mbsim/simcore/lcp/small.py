@@ -43,7 +43,13 @@ from mbsim.simcore.lcp.lemke import (
     _entering_column,
     _refine,
 )
-from mbsim.simcore.lcp.problem import EPS, _snap_kernel, _verify_kernel, accept_kernel
+from mbsim.simcore.lcp.problem import (
+    EPS,
+    _inf_norm,
+    _snap_kernel,
+    _verify_kernel,
+    accept_kernel,
+)
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
 from mbsim.simcore.spatial import borrowed, c_view
 
@@ -155,12 +161,7 @@ def _small_body(M, q, tol_rel, rcond, z, w, fw):
     S = fw[_S : _S + n]
     perm = fw[_PERM : _PERM + n]
     # regularise_delta_into(M, LEAST_NORM_DELTA _mscale(M)) (limit_step)
-    mscale = 0.0
-    for i in range(n):
-        s = 0.0
-        for j in range(n):
-            s += abs(M[i, j])
-        mscale = max(mscale, s)
+    mscale = _inf_norm(M)
     if not (mscale > 0.0 and np.isfinite(mscale)):
         mscale = 1.0
     delta = LEAST_NORM_DELTA * mscale
