@@ -251,3 +251,34 @@ def test_zero_size_mesh(tmp_path):
 def test_bad_options(options):
     with pytest.raises(MbsimError):
         CollisionScene.from_model(build_model([part("t", shape("sphere", [1]))]), **options)
+
+
+def test_hull_made_once_per_point_set_and_copied():
+    """convex_polytope keeps each hull it made by content: a second call with the same points
+    returns the same hull as a fresh construction (faces, normals, offsets, edges, bytes
+    equal) in fresh arrays, so a caller that changes its copy changes no other; other points
+    get their own hull. Truth: the hull's facets against scipy's ConvexHull of the points."""
+    from mbsim.collision import shapes
+
+    rng = np.random.default_rng(7)
+    pts = rng.normal(size=(400, 3))
+    first = shapes.convex_polytope(pts)
+    fresh = shapes._hull_polytope(pts.copy())
+    second = shapes.convex_polytope(pts.copy())
+    for p in (first, second):
+        for name in ("vertices", "normals", "offsets", "edges", "edge_dirs"):
+            assert getattr(p, name).tobytes() == getattr(fresh, name).tobytes(), name
+        assert [f.tolist() for f in p.faces] == [f.tolist() for f in fresh.faces]
+    assert second.vertices is not first.vertices and second.faces[0] is not first.faces[0]
+    first.vertices[:] = 0.0
+    first.faces[0][:] = -1
+    third = shapes.convex_polytope(pts)
+    assert third.vertices.tobytes() == fresh.vertices.tobytes()
+    assert third.faces[0].tolist() == fresh.faces[0].tolist()
+    # every hull vertex is a point of the set, and the faces' planes are scipy's facets
+    hull = ConvexHull(pts)
+    assert len(third.vertices) == len(np.unique(hull.simplices))
+    d = pts @ third.normals.T - third.offsets
+    assert d.max() <= 1e-12
+    other = shapes.convex_polytope(pts * 2.0)
+    assert np.allclose(other.vertices, 2.0 * fresh.vertices)

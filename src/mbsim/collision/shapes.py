@@ -18,6 +18,7 @@ pairs) and the distinct edge directions (unit vectors, one per direction up to s
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,13 +74,45 @@ def box_polytope(half: np.ndarray) -> Polytope:
     return Polytope(vertices, faces, normals, offsets, _edges_of(faces), np.eye(3))
 
 
+#: Hulls made in this process, by content (:func:`convex_polytope`); at most HULL_CACHE_SIZE.
+_HULLS: dict[bytes, Polytope | None] = {}
+HULL_CACHE_SIZE = 256
+
+
 def convex_polytope(points: np.ndarray) -> Polytope | None:
     """The convex hull of ``points`` (m) as a polytope with merged coplanar faces.
 
     Returns None when the points span no volume (flat or degenerate meshes), which then stay
     meshes for FCL.
+
+    A hull of the same points (the same float64 bytes, in the same order) made earlier in the
+    process is copied rather than made again: a scene built twice (``--place-on-floor`` builds
+    the model again at the placed pose), a robot loaded twice, a batch's runs. A robot with
+    smooth meshes has hulls of thousands of faces, seconds each to merge and order; the copy
+    (fresh arrays, so no caller can change another's) takes milliseconds.
     """
-    points = np.asarray(points, dtype=float)
+    points = np.ascontiguousarray(points, dtype=float)
+    key = hashlib.blake2b(points.tobytes(), digest_size=20, person=b"mbsim-hull").digest()
+    key += np.asarray(points.shape, dtype=np.int64).tobytes()
+    if key not in _HULLS:
+        if len(_HULLS) >= HULL_CACHE_SIZE:
+            _HULLS.pop(next(iter(_HULLS)))  # the oldest: dicts keep insertion order
+        _HULLS[key] = _hull_polytope(points)
+    kept = _HULLS[key]
+    if kept is None:
+        return None
+    return Polytope(
+        kept.vertices.copy(),
+        [f.copy() for f in kept.faces],
+        kept.normals.copy(),
+        kept.offsets.copy(),
+        kept.edges.copy(),
+        kept.edge_dirs.copy(),
+    )
+
+
+def _hull_polytope(points: np.ndarray) -> Polytope | None:
+    """:func:`convex_polytope` without the cache."""
     try:
         hull = ConvexHull(points)
     except (QhullError, ValueError):
@@ -136,11 +169,16 @@ def _coplanar_groups(normals, offsets, angle, dist) -> list[np.ndarray]:
 def _ccw_polygon(vertices: np.ndarray, ids: np.ndarray, normal: np.ndarray) -> np.ndarray:
     """The vertex ids of a planar convex face ordered counter-clockwise about ``normal``,
     dropping points that lie inside the polygon or on its edges (2-D monotone-chain hull)."""
-    u = np.cross(normal, [1.0, 0.0, 0.0])
+    # normal x e_x, else normal x e_y, and w = normal x u, written out: np.cross's products and
+    # differences (with the zero products it forms exactly), without its ~25 us of set-up a
+    # call on hulls of thousands of faces
+    n0, n1, n2 = float(normal[0]), float(normal[1]), float(normal[2])
+    u = np.array([0.0, n2, -n1])
     if np.linalg.norm(u) < 0.5:
-        u = np.cross(normal, [0.0, 1.0, 0.0])
+        u = np.array([-n2, 0.0, n0])
     u /= np.linalg.norm(u)
-    w = np.cross(normal, u)
+    u0, u1, u2 = float(u[0]), float(u[1]), float(u[2])
+    w = np.array([n1 * u2 - n2 * u1, n2 * u0 - n0 * u2, n0 * u1 - n1 * u0])
     pts2 = np.column_stack([vertices[ids] @ u, vertices[ids] @ w])
     order = np.lexsort((pts2[:, 1], pts2[:, 0]))
     scale = max(float(np.ptp(pts2, axis=0).max()), 1e-300)
@@ -168,8 +206,9 @@ def _edges_of(faces: list[np.ndarray]) -> np.ndarray:
     """Unique undirected edges (sorted vertex pairs) of polygon faces."""
     pairs = set()
     for f in faces:
-        for a, b in zip(f, np.roll(f, -1), strict=True):
-            pairs.add((int(min(a, b)), int(max(a, b))))
+        ring = f.tolist()
+        for a, b in zip(ring, ring[1:] + ring[:1], strict=True):
+            pairs.add((min(a, b), max(a, b)))
     return np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
 
 
