@@ -893,6 +893,9 @@ class Simulator:
         rows, at, times, steps = [], [], [], []
         e_step, e_kind, e_n, e_dof, e_side, e_imp, e_gain, e_q, e_v = events
         shares = e_gain.tolist()
+        # each table as lists at once (a row's first n entries sliced from them): one call
+        # each instead of three a row
+        dofs, sides, imps = e_dof.tolist(), e_side.tolist(), e_imp.tolist()
         for i, (step, kind, n) in enumerate(
             zip(e_step.tolist(), e_kind.tolist(), e_n.tolist(), strict=True)
         ):
@@ -901,9 +904,7 @@ class Simulator:
                 gains = _Shares(*shares[i])
                 summary.energy_sources.add_step(gains, t, lambda i=i: self._kinetic(e_q[i], e_v[i]))
             if kind & LOOP_LIMITS:
-                new = self._limit_changes(
-                    e_dof[i, :n].tolist(), e_side[i, :n].tolist(), e_imp[i, :n].tolist()
-                )
+                new = self._limit_changes(dofs[i][:n], sides[i][:n], imps[i][:n])
                 for row in new:
                     summary.events[row[0]] = summary.events.get(row[0], 0) + 1
                 rows += new
