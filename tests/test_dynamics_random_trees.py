@@ -20,7 +20,13 @@ from hypothesis import strategies as st
 from mbsim.simcore.data import Data
 from mbsim.simcore.delassus import dense_lambda, upsilon_from_poses
 from mbsim.simcore.dynamics import aba, articulated_factor, crba, impulse_response, rnea
-from mbsim.simcore.kinematics import forward_kinematics, node_jacobian, node_transforms
+from mbsim.simcore.kinematics import (
+    forward_kinematics,
+    forward_kinematics_kernel,
+    motion_kinematics_kernel,
+    node_jacobian,
+    node_transforms,
+)
 from mbsim.simcore.model import build_model
 from mbsim.simcore.spec import Inertial, JointSpec, LinkSpec, RobotSpec
 from random_trees import random_model_and_q, random_tree
@@ -63,6 +69,40 @@ def test_aba_rnea_crba_agree(seed, n_links, branching, base):
     e = np.zeros(model.nv)
     e[0] = 1.0
     assert rel_err(rnea(model, data, q, v, e) - C, M[:, 0]) < RTOL
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n_links=st.integers(1, 14),
+    branching=st.sampled_from([0.0, 0.3, 0.8]),
+    base=st.sampled_from(["fixed", "floating"]),
+)
+def test_motion_kinematics_is_forward_kinematics_without_the_world_poses(
+    seed, n_links, branching, base
+):
+    """The compiled loop's kinematics without world poses (free_loop.py, no collision):
+    E, r, S, vel and cbias with the bits of forward_kinematics_kernel, every joint type; the
+    world poses untouched (NaN stays NaN)."""
+    drawn = random_model_and_q(seed, n_links, branching, base)
+    if drawn is None:
+        return
+    rng, m, q = drawn
+    v = rng.normal(size=m.nv)
+    full, motion = Data(m), Data(m)
+    motion.R_world[:] = np.nan
+    motion.p_world[:] = np.nan
+    out = ("E", "r", "R_world", "p_world", "vel", "cbias")
+    for d, kernel in ((full, forward_kinematics_kernel), (motion, motion_kinematics_kernel)):
+        kernel(
+            m.parent, m.jtype, m.qi, m.vi, m.nvj, d.S, m.tree_E, m.tree_r, m.axis, q, v,
+            *(getattr(d, k) for k in out),
+        )  # fmt: skip
+    for k in ("S", "E", "r", "vel", "cbias"):
+        a, b = getattr(full, k), getattr(motion, k)
+        assert a.tobytes() == b.tobytes(), k
+    assert np.isnan(motion.R_world).all() and np.isnan(motion.p_world).all()
+    assert np.isfinite(full.R_world).all()
 
 
 @settings(max_examples=25, deadline=None)

@@ -770,8 +770,10 @@ class Simulator:
         every = record_every or sc.output.record_every
         self.attach_lcp_dumps(writer)
         last_progress = 0.0
-        self._record(writer, None, summary, every)
-        e0 = float(self.energy()[2])
+        e = self._record(writer, None, summary, every)
+        # the energy of the state the run starts from (the first row's when it recorded one:
+        # the same kernels on the same state)
+        e0 = float((self.energy() if e is None else e)[2])
         loop = self._free_loop
         poses = bool(sc.output.body_poses)
         wait = 0  # steps before the compiled loop is tried again (after it could not start)
@@ -893,6 +895,9 @@ class Simulator:
         rows, at, times, steps = [], [], [], []
         e_step, e_kind, e_n, e_dof, e_side, e_imp, e_gain, e_q, e_v = events
         shares = e_gain.tolist()
+        # each table as lists at once (a row's first n entries sliced from them): one call
+        # each instead of three a row
+        dofs, sides, imps = e_dof.tolist(), e_side.tolist(), e_imp.tolist()
         for i, (step, kind, n) in enumerate(
             zip(e_step.tolist(), e_kind.tolist(), e_n.tolist(), strict=True)
         ):
@@ -901,9 +906,7 @@ class Simulator:
                 gains = _Shares(*shares[i])
                 summary.energy_sources.add_step(gains, t, lambda i=i: self._kinetic(e_q[i], e_v[i]))
             if kind & LOOP_LIMITS:
-                new = self._limit_changes(
-                    e_dof[i, :n].tolist(), e_side[i, :n].tolist(), e_imp[i, :n].tolist()
-                )
+                new = self._limit_changes(dofs[i][:n], sides[i][:n], imps[i][:n])
                 for row in new:
                     summary.events[row[0]] = summary.events.get(row[0], 0) + 1
                 rows += new
@@ -1010,6 +1013,8 @@ class Simulator:
             )
 
     def _record(self, writer, result, summary, every):
+        """The step's events and summary counts, and its recorded row when it has one
+        (``every``); returns the row's energy (:meth:`energy`), else None."""
         k = self.step_index
         report = None if result is None else result.report
         if report is not None:
@@ -1024,7 +1029,7 @@ class Simulator:
                 if limit_rows:
                     self._write_limit_events(writer, list(zip(*limit_rows, strict=True)))
         if writer is None or k % every:
-            return
+            return None
         e = self.energy()
         pose = self.body_poses() if self.scenario.output.body_poses else None
         writer.append_state(
@@ -1034,7 +1039,7 @@ class Simulator:
         )  # fmt: skip
         if report is None:
             writer.append_diagnostics(time=self.t, step=k)
-            return
+            return e
         c = report.contacts
         if c is not None and len(c.gap):
             writer.append_contacts(
@@ -1057,6 +1062,7 @@ class Simulator:
             step_seconds=report.step_seconds,
             solver=report.solver or "none",
         )
+        return e
 
     def _write_limit_events(self, writer, limits, t=None, step=None) -> None:
         """limit_begin / limit_end events, as the columns of :meth:`_limit_rows`, of the step

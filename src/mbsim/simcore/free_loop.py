@@ -15,29 +15,30 @@ limit_step.LimitStepper.step for the steps it hands on):
 
 1. a joint limit near at v (``limit_rows_needed(q, v, v)``): a limit step (5b), or stop when
    the compiled limit step may not take the stepper's steps (``LimitStepper.eligible``);
-2. kinematics of (q, v) (``forward_kinematics_kernel``), the moving shapes' poses
-   (``shape_poses``) and the numba broadphase (``aabb_candidates``): stop at any candidate
-   pair the scene allows whose bounding spheres come within the detection margin, or any
-   shape whose bounding sphere comes within the margin of a ground half-space. These are the
-   narrowphase's own first rejections (collision/narrowphase.py), so a step the loop takes
-   is one in which detection finds no contact; a step it stops at may still find none, and
-   then Python takes it as a free step. With the contact stage (``cl``, contact_loop.py) it
-   does not stop there: the step's free motion (steps 3-4) is followed by the detection and,
-   with contacts, the compiled contact step (step 4b), so contact steps too run in the loop.
-   The run hands the stage over from its first call when the scene has pairs it may
-   collide (``FreeLoop.early_stage``), so that a run with contacts compiles this kernel once,
-   not once without the stage and again with it (each ~20 s on an empty numba cache); until
-   the run has come to a contact (``FreeLoop.contacts_met``) the stage is not linked to the
-   contact step (``ContactStage.link``): the loop stops at a step with contacts, and the run
-   links it then (waiting for the compile-ahead helper, warmup.py) and calls again; a run
-   of a process that linked a stage before links its own before its first call
-   (``FreeLoop.link_early``: the contact step is compiled, the link costs nothing). A
-   scene with nothing to collide never gets a stage (numba prunes it). The stage's kernels,
-   the contact step among them, are called through their addresses (native_call.py), not
-   compiled again inside this one, and the stage is handed over as one record
-   (``contact_loop.StageType``, a pointer): its arrays, the step's contacts and the contact
-   step's outputs stay in it, so this kernel carries no tuple of them (as a nested tuple of
-   ~100 arrays it made LLVM's SROA pass most of this kernel's compile time);
+2. kinematics of (q, v) (``forward_kinematics_kernel``; with nothing to collide
+   ``motion_kinematics_kernel``, no world poses: nothing else of the step reads them), the
+   moving shapes' poses (``shape_poses``) and the numba broadphase (``aabb_candidates``): stop
+   at any candidate pair the scene allows whose bounding spheres come within the detection
+   margin, or any shape whose bounding sphere comes within the margin of a ground half-space.
+   These are the narrowphase's own first rejections (collision/narrowphase.py), so a step the
+   loop takes is one in which detection finds no contact; a step it stops at may still find
+   none, and then Python takes it as a free step. With the contact stage (``cl``,
+   contact_loop.py) it does not stop there: the step's free motion (steps 3-4) is followed by
+   the detection and, with contacts, the compiled contact step (step 4b), so contact steps too
+   run in the loop. The run hands the stage over from its first call when the scene has pairs it
+   may collide (``FreeLoop.early_stage``), so that a run with contacts compiles this kernel
+   once, not once without the stage and again with it (each ~20 s on an empty numba cache);
+   until the run has come to a contact (``FreeLoop.contacts_met``) the stage is not linked to
+   the contact step (``ContactStage.link``): the loop stops at a step with contacts, and the run
+   links it then (waiting for the compile-ahead helper, warmup.py) and calls again; a run of a
+   process that linked a stage before links its own before its first call
+   (``FreeLoop.link_early``: the contact step is compiled, the link costs nothing). A scene with
+   nothing to collide never gets a stage (numba prunes it). The stage's kernels, the contact
+   step among them, are called through their addresses (native_call.py), not compiled again
+   inside this one, and the stage is handed over as one record (``contact_loop.StageType``, a
+   pointer): its arrays, the step's contacts and the contact step's outputs stay in it, so this
+   kernel carries no tuple of them (as a nested tuple of ~100 arrays it made LLVM's SROA pass
+   most of this kernel's compile time);
 3. tau = -D v + tau_a, as ``OSStepper._joint_forces`` computes it: tau_a the scenario's
    actuators (position, velocity and torque modes on their signals, gravity compensation,
    constant forces, the URDF effort clamp) by the same compiled law as the step-by-step path
@@ -149,6 +150,7 @@ from mbsim.simcore.kinematics import (
     body_poses_kernel,
     forward_kinematics_kernel,
     integrate_kernel,
+    motion_kinematics_kernel,
 )
 from mbsim.simcore.limit_step import (
     BAD as LIMIT_BAD,
@@ -168,7 +170,8 @@ from mbsim.simcore.limit_step import (
     OK,
     LimitStepper,
     friction_args,
-    limit_step_from,
+    limit_step_in,
+    step_work,
 )
 from mbsim.simcore.native_call import native
 from mbsim.simcore.spatial import borrowed_all
@@ -192,6 +195,7 @@ _stage_joint_rows = native(stage_joint_rows)
 #: links it), and linked here it was optimised and compiled to machine code again inside
 #: each compilation of this kernel (a first run's compile time; docs/results.md, branch frec)
 _forward_kinematics_kernel = native(forward_kinematics_kernel)
+_motion_kinematics_kernel = native(motion_kinematics_kernel)
 _articulated_kernel = native(articulated_kernel)
 _aba_bias_kernel = native(aba_bias_kernel)
 _aba_accel_kernel = native(aba_accel_kernel)
@@ -200,7 +204,7 @@ _energy_kernel = native(energy_kernel)
 _body_poses_kernel = native(body_poses_kernel)
 _rnea_kernel = native(rnea_kernel)
 _actuator_forces_kernel = native(actuator_forces_kernel)
-_limit_step_from = native(limit_step_from)
+_limit_step_in = native(limit_step_in)
 _shape_poses = native(shape_poses)
 _aabb_candidates = native(aabb_candidates)
 #: the bits of an event row's kind (module docstring, step 5c): the limits acting changed
@@ -352,7 +356,7 @@ def free_run_kernel(
     max_recovery_speed,
     impact_velocity, tol_rel, least_norm, active, n_active, ls_dof, ls_side, ls_imp, ls_info,
     ls_vstart, ls_stats, limit_min, rec_lcp, rec_solver, ev_step, ev_kind, ev_n, ev_dof,
-    ev_side, ev_imp, ev_gain, ev_q, ev_v, check_every, e_bound, e_now, cl,
+    ev_side, ev_imp, ev_gain, ev_q, ev_v, check_every, e_bound, e_now, ls_work, cl,
 ):  # fmt: skip
     """Up to ``n_max`` free or joint-limit steps from (q, v), updated in place (module
     docstring). Returns (steps taken, why it stopped: DONE, LIMIT, CONTACT or BAD, rows
@@ -431,9 +435,9 @@ def free_run_kernel(
         ls_imp, ls_info, ls_vstart, ls_stats, rec_lcp, rec_solver, ev_step,
     )  # fmt: skip
     (
-        ev_kind, ev_n, ev_dof, ev_side, ev_imp, ev_gain, ev_q, ev_v, e_now,
+        ev_kind, ev_n, ev_dof, ev_side, ev_imp, ev_gain, ev_q, ev_v, e_now, ls_work,
     ) = borrowed_all(
-        ev_kind, ev_n, ev_dof, ev_side, ev_imp, ev_gain, ev_q, ev_v, e_now,
+        ev_kind, ev_n, ev_dof, ev_side, ev_imp, ev_gain, ev_q, ev_v, e_now, ls_work,
     )  # fmt: skip
     nrec = 0
     nev = np.int64(0)  # not a literal: one compile of _event_row
@@ -464,10 +468,16 @@ def free_run_kernel(
         near = fric or lim_near
         if near and ls_on is None:
             return step, LIMIT, nrec, nev
-        _forward_kinematics_kernel(
-            parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world,
-            vel, cbias,
-        )  # fmt: skip
+        if collide:  # the shapes' poses below need the bodies' world poses
+            _forward_kinematics_kernel(
+                parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world,
+                p_world, vel, cbias,
+            )  # fmt: skip
+        else:  # the dynamics reads none (the step's energies use the recording's kinematics)
+            _motion_kinematics_kernel(
+                parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world,
+                p_world, vel, cbias,
+            )  # fmt: skip
         if collide:
             _shape_poses(si, sf, local_R, local_p, R_world, p_world, Rw, pw, bc, False)
             pairs = _aabb_candidates(
@@ -625,13 +635,13 @@ def free_run_kernel(
             # the kinematics of (q, v) are in the Data (step 2), and the free motion too
             # unless a stop was near at v already (step 4 skipped): not computed again
             done = KINEMATICS_DONE if near and not touch_rows else FREE_MOTION_DONE
-            code = _limit_step_from(
+            code = _limit_step_in(
                 parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass,
                 com, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc,
                 scratch, qdd, armature, wpA, wu, wacc, zero6, bv, ls_lower, ls_upper, ls_eps,
                 ls_qi, ls_vi, ls_margin, ls_fdof, ls_fforce, dt, stabilization, max_recovery_speed,
                 impact_velocity, tol_rel, least_norm, max_speed, q, v, tau, q_new, v_new,
-                ls_vstart, ls_dof, ls_side, ls_imp, ls_info, done,
+                ls_vstart, ls_dof, ls_side, ls_imp, ls_info, done, ls_work,
             )  # fmt: skip
             if code == FALLBACK or code == LIMIT_BAD:
                 return step, LIMIT, nrec, nev
@@ -977,6 +987,8 @@ class FreeLoop:
         self._active = np.zeros(2 * nv, dtype=np.int8)
         self._ls_stats = np.zeros(3)
         self._e_now = np.zeros(3)
+        # the limit steps' one work buffer (limit_step.limit_step_in: any content)
+        self._ls_work = np.empty(step_work(nv))
 
     def advance(
         self,
@@ -1051,6 +1063,7 @@ class FreeLoop:
             float(o.lcp_tol_rel), o.lcp_selection == "least_norm", active,
             len(s._limits_active), *self._ls_out, stats, LIMIT_IMPULSE_MIN, self._rec_lcp,
             self._rec_solver, *self._ev, int(check_every), float(e_bound), self._e_now,
+            self._ls_work,
         )  # fmt: skip
         if cl is not None and not stage.linked and self.contacts_met:
             # the loop calls the contact step by its address (contact_loop.fused_step): the

@@ -112,7 +112,36 @@ def pose_row(a0, a1, a2, pa, e00, e01, e02, e10, e11, e12, e20, e21, e22, r0, r1
 def forward_kinematics_kernel(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world, vel, cbias
 ):
-    """Poses, Plücker transforms (E, r), velocities and velocity-product terms of all bodies.
+    """Poses, Plücker transforms (E, r), velocities and velocity-product terms of all bodies
+    (:func:`_kinematics` with the world poses)."""
+    return _kinematics(
+        parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world, vel,
+        cbias, True,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def motion_kinematics_kernel(
+    parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world, vel, cbias
+):
+    """:func:`forward_kinematics_kernel` without the world poses: E, r (S of free joints),
+    vel and cbias, the same operations so the same bits; R_world and p_world are left as they
+    were (stale). What the dynamics needs (the ABA and the joint-row step read E, r, vel,
+    cbias); for a step that needs no world pose (no collision, no energy), ~25 % of the
+    kernel's time (the compiled loop's steps without contacts, free_loop.py)."""
+    return _kinematics(
+        parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world, vel,
+        cbias, False,
+    )  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def _kinematics(
+    parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, q, v, E, r, R_world, p_world, vel, cbias,
+    poses,
+):  # fmt: skip
+    """Poses (with ``poses``, a constant of each caller), Plücker transforms (E, r),
+    velocities and velocity-product terms of all bodies.
 
     Xup = X_J X_T = X(E_J E_T, r_T + E_T^T r_J). For a revolute joint E_J = R(k, q)^T, so each
     column x of E_T is rotated by -q about the axis k with Rodrigues' formula
@@ -178,7 +207,9 @@ def forward_kinematics_kernel(
         e20, e21, e22 = E[i, 2, 0], E[i, 2, 1], E[i, 2, 2]
         r0, r1, r2 = r[i, 0], r[i, 1], r[i, 2]
         p = parent[i]
-        if p < 0:  # world_pose
+        if not poses:
+            pass
+        elif p < 0:  # world_pose
             R_world[i, 0, 0], R_world[i, 0, 1], R_world[i, 0, 2] = e00, e10, e20
             R_world[i, 1, 0], R_world[i, 1, 1], R_world[i, 1, 2] = e01, e11, e21
             R_world[i, 2, 0], R_world[i, 2, 1], R_world[i, 2, 2] = e02, e12, e22

@@ -896,6 +896,40 @@ def limit_step_from(
     the Data arrays from the same (q, v, tau, armature) skipped (``done``: NOTHING_DONE,
     KINEMATICS_DONE or FREE_MOTION_DONE; the compiled loop of free steps has them,
     free_loop.py): the same operations on the same numbers, so the same bits.
+    :func:`limit_step_in` in a work buffer of its own (one allocation a step), the body
+    called directly with every array borrowed as there (passed on owned, to limit_step_in,
+    their reference counts cost ~0.45 us a step)."""
+    work = np.empty(step_work(v.shape[0]))
+    b = borrowed
+    return _kept(
+        _limit_step_body(
+            b(parent), b(jtype), b(qi), b(vi), b(nvj), b(S), b(tree_E), b(tree_r), b(axis),
+            b(inertia), b(gravity), b(mass), b(com), b(E), b(r), b(R_world), b(p_world),
+            b(vel), b(cbias), b(IA), b(U), b(Dinv), b(pivots), b(pA), b(u), b(acc), b(scratch),
+            b(qdd), b(armature), b(wpA), b(wu), b(wacc), b(zero6), b(bv), b(lower), b(upper),
+            b(restitution), b(q_of_v_qi), b(q_of_v_vi), margin, b(fr_dof), b(fr_force), dt,
+            stabilization, max_recovery_speed, impact_velocity, tol_rel, least_norm,
+            max_speed, b(q), b(v), b(tau), b(q_new), b(v_new), b(v_start), b(dof), b(side),
+            b(impulse), b(info), done, b(work),
+        ),
+        work,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def limit_step_in(
+    parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com,
+    E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
+    wpA, wu, wacc, zero6, bv, lower, upper, restitution, q_of_v_qi, q_of_v_vi, margin,
+    fr_dof, fr_force, dt, stabilization, max_recovery_speed, impact_velocity, tol_rel,
+    least_norm, max_speed, q, v, tau, q_new, v_new, v_start, dof, side, impulse, info, done,
+    work,
+):  # fmt: skip
+    """:func:`limit_step_from` in the caller's work buffer ``work`` (at least
+    :func:`step_work` (nv) floats, any content; overwritten): the compiled loop passes one
+    buffer for all its limit steps (free_loop.py), so a step allocates nothing (a step of
+    more than SMALL_MAX unknowns, or with an impact, allocates its LCP part or the impact's
+    vectors as before).
 
     The step itself is :func:`_limit_step_body`, handed every array borrowed
     (:func:`borrowed`: no owner, so numba's reference counts of them return at
@@ -913,6 +947,7 @@ def limit_step_from(
         stabilization,
         max_recovery_speed, impact_velocity, tol_rel, least_norm, max_speed, b(q), b(v),
         b(tau), b(q_new), b(v_new), b(v_start), b(dof), b(side), b(impulse), b(info), done,
+        b(work),
     )  # fmt: skip
 
 
@@ -923,16 +958,13 @@ def _limit_step_body(
     wpA, wu, wacc, zero6, bv, lower, upper, restitution, q_of_v_qi, q_of_v_vi, margin,
     fr_dof, fr_force, dt, stabilization, max_recovery_speed, impact_velocity, tol_rel,
     least_norm, max_speed, q, v, tau, q_new, v_new, v_start, dof, side, impulse, info, done,
+    fw,
 ):  # fmt: skip
-    """:func:`limit_step_from` on borrowed arrays."""
+    """:func:`limit_step_in` on borrowed arrays, fw its work buffer."""
     nv = v.shape[0]
-    # the step's work arrays: two allocations, carved (the LCP part once the rows are known)
-    # (one allocation when the step has one row and no impact: the usual limit step, whose
-    # LCP's work, ONE_ROW_WORK floats, is the tail of fw)
-    # (borrowed, so its views count no references; fw_own, its owner, is used at every
-    # return below, _kept, which keeps it alive until then)
-    fw_own = np.empty(step_work(nv))
-    fw = borrowed(fw_own)
+    # the step's work arrays carved from fw (the LCP part once the rows are known; fw's
+    # tail up to SMALL_MAX unknowns, else one allocation): the one-row LCP's work,
+    # ONE_ROW_WORK floats, and that of two or three rows (step_work)
     v_free, qv, g, col = fw[0:nv], fw[nv : 2 * nv], fw[2 * nv : 3 * nv], fw[3 * nv : 4 * nv]
     gap, allowance = fw[4 * nv : 6 * nv], fw[6 * nv : 10 * nv]
     g0, a0 = fw[10 * nv : 10 * nv + 6], fw[10 * nv + 6 : 10 * nv + 12]
@@ -980,7 +1012,7 @@ def _limit_step_body(
         for i in range(nv):
             v_new[i] = v_free[i]
         integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
-        return _kept(_state_code(q_new, v_new, max_speed, FREE), fw_own)
+        return _state_code(q_new, v_new, max_speed, FREE)
     impacting = False
     for i in range(nl):
         sv = side[i] * v[dof[i]]
@@ -1005,7 +1037,7 @@ def _limit_step_body(
         qk1[0] = (s1 * v_free[k1] + allowance[0]) + 0.0
         ok, npiv, worst, solver = _solve_one(K1, qk1, least_norm, tol_rel, z1, w1, fl1)
         if not ok:
-            return _kept(FALLBACK, fw_own)
+            return FALLBACK
         p1 = z1[0]
         for i in range(nv):
             v_new[i] = (v_free[i] + 0.0) + (0.0 + col[i] * p1)
@@ -1016,7 +1048,7 @@ def _limit_step_body(
         if gap[0] < 0.0:  # _np_sum of the one share
             info[I_E_STAB] = 0.0 + (0.0 + (0.5 * p1) * (s1 * (v_free[k1] + v_new[k1])))
         integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
-        return _kept(_state_code(q_new, v_new, max_speed, OK), fw_own)
+        return _state_code(q_new, v_new, max_speed, OK)
     n = nr + nf  # the LCP's unknowns [lambda; beta pairs; sigma]
     nfw, ni = lcp_work(n)
     o = nv * nr + nr * nr + n * n
@@ -1075,7 +1107,7 @@ def _limit_step_body(
             joint_lcp_into(K, rate, nl, no_bound, M, qk)
         ok, _p, _w, _s = _step_lcp(Ml, ql, least_norm, tol_rel, z, w, fl, ni)
         if not ok:
-            return _kept(FALLBACK, fw_own)
+            return FALLBACK
         v_c = np.empty(nv)
         _respond(v, W, p, v_c, dv)
         for i in range(nr):
@@ -1101,7 +1133,7 @@ def _limit_step_body(
                 joint_lcp_into(K, rate, nl, no_bound, M, qk)
             ok, _p, _w, _s = _step_lcp(Ml, ql, least_norm, tol_rel, z, w, fl, ni)
             if not ok:
-                return _kept(FALLBACK, fw_own)
+                return FALLBACK
             _respond(v_t, W, p, v_c, dv)
             for i in range(nr):
                 total[i] = (total[i] + p[i]) + theta[i]
@@ -1131,7 +1163,7 @@ def _limit_step_body(
         joint_lcp_into(K, rate, nl, bound, M, qk)
     ok, npiv, worst, solver = _step_lcp(Ml, ql, least_norm, tol_rel, z, w, fl, ni)
     if not ok:
-        return _kept(FALLBACK, fw_own)
+        return FALLBACK
     _respond(v_free, W, p, v_new, dv)
     for i in range(nr):
         impulse[i] = total[i] + p[i]
@@ -1149,13 +1181,13 @@ def _limit_step_body(
         info[I_E_STAB] = 0.0 + _np_sum(share, past)
     # 8. Euler
     integrate_kernel(jtype, qi, vi, q, v_new, dt, q_new)
-    return _kept(_state_code(q_new, v_new, max_speed, OK), fw_own)
+    return _state_code(q_new, v_new, max_speed, OK)
 
 
 @njit(cache=True)
 def _kept(code, buf):
-    """code: the return of :func:`_limit_step_body`, with its work buffer's owner buf used
-    there, so numba releases buf only after the step is done (the body works on
+    """code: the return of :func:`limit_step_in`, with its work buffer's owner buf used
+    there, so numba releases buf only after the step is done (the step works on
     ``borrowed(buf)``, whose views count no references)."""
     return code
 
