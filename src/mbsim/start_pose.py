@@ -171,6 +171,39 @@ def dense_mesh_notes(scene, limit: int = DENSE_MESH_TRIANGLES) -> list[str]:
     ]
 
 
+#: collision shapes of one moving link above which :func:`many_shape_notes` names it: each
+#: shape keeps up to manifold_cap (4) points against the same plane, so ERD anymal_c's base
+#: (11 primitives merged through fixed joints) lying on the floor had 22-36 contacts, a
+#: 216-row degenerate LCP that the compiled step's first attempt failed on 379 of 1000 steps
+#: (50 steps/s; 842 with ``contact.manifold = "body-pair"``, the same end state)
+MANY_SHAPES = 6
+
+
+def many_shape_notes(scene, limit: int = MANY_SHAPES) -> list[str]:
+    """One sentence naming the moving links with more than ``limit`` collision shapes when
+    contacts are reduced per shape pair (``contact.manifold = "shape-pair"``), and how to
+    reduce them per body pair instead (docs/collision.md, "Per body pair")."""
+    if getattr(scene, "manifold", "body-pair") != "shape-pair":
+        return []
+    counts: dict[str, int] = {}
+    for g, rec in enumerate(scene.records):
+        if rec.body >= 0:
+            link = scene.links[g]
+            counts[link] = counts.get(link, 0) + 1
+    many = sorted(((n, link) for link, n in counts.items() if n > limit), reverse=True)
+    if not many:
+        return []
+    shown = ", ".join(f"{link} ({n} shapes)" for n, link in many[:6])
+    more = f" and {len(many) - 6} more" if len(many) > 6 else ""
+    return [
+        f"{len(many)} link(s) are made of many collision shapes: {shown}{more}; lying on the "
+        f"floor, each shape keeps up to {scene.cap} points, so one body can have dozens of "
+        "contacts and slow, degenerate contact LCPs. --set contact.manifold=body-pair keeps "
+        f"at most {scene.cap} a body pair and contact plane (17x faster on ERD anymal_c, the "
+        "same end state)"
+    ]
+
+
 def no_floor_notes(sc) -> list[str]:
     """One sentence per robot placed on the floor (``base_pose.on_floor``) in a scenario with
     neither the built-in floor nor any environment: nothing is at z = 0 to rest on."""

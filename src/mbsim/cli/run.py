@@ -114,7 +114,9 @@ def run(
             allow_outside_paths=allow_outside_paths,
         )
     sc = sim.scenario
-    print_notes(sim.lint, "mbsim run")
+    from mbsim.start_pose import many_shape_notes
+
+    print_notes([*sim.lint, *many_shape_notes(sim.scene)], "mbsim run")
     command = " ".join(shlex.quote(a) for a in ["mbsim", *sys.argv[1:]])
     stop = {"requested": False}
 
