@@ -48,10 +48,13 @@ by the pile's slow creep) enter and leave: measured on the 20-box pile, the reme
 alone solved about 1 block in 5. So a set that fails is corrected, as block principal
 pivoting does (Judice & Pires, Comput. Oper. Res. 21 (1994) 587-596): the rows of S with
 y < 0 leave it, the rows outside with w < 0 join it, and the new set is solved again, at most
-ROUNDS sets in all; when SAFEGUARD rounds in a row do not reduce the number of wrong rows,
-only the last wrong row is swapped (their safeguard; single swaps are Murty's method, finite
-on P-matrices). Over the pile's first 300 steps (1,112 blocks tried) this solved 96% of
-them, 37% with the remembered set itself, 3.3 sets on average (docs/results.md).
+ROUNDS sets in all; when GUESS_SAFEGUARD rounds in a row do not reduce the number of wrong
+rows, only the last wrong row is swapped (their safeguard; single swaps are Murty's method,
+finite on P-matrices). Over the pile's first 300 steps (1,112 blocks tried) this solved 96% of
+them, 37% with the remembered set itself, 3.3 sets on average (docs/results.md). The
+safeguard waits GUESS_SAFEGUARD = 8 rounds (3 before branch bpile3): on the box pile's
+landing steps the single swaps, one row a round, came too late for the 12 rounds (29 of 312
+blocks failed and went to Lemke; 11 with 8, docs/results.md "bpile3").
 
 The candidate is then verified on (M, q) by :func:`problem.evaluate`, the acceptance test of
 every chain answer (tolerances in problem.py), and returned only if it passes; otherwise the
@@ -106,7 +109,12 @@ manifold points are picked by rounding-level tilts: the same steps' contact coun
 points and impulse shares). The tolerance of this code against main's bits: the same codes
 and sets, z within 1e-9 ||z||_inf, trajectories within 1e-12 in q and 1e-10 in v over
 these runs; the cold chain is unchanged and test_lcp_warm's warm-against-cold bound (1e-9 of
-the largest impulse) holds.
+the largest impulse) holds. The safeguard's GUESS_SAFEGUARD = 8 (branch bpile3) changes which
+blocks a guess solves instead of Lemke (box-pile: 124 / 34 / 36 of its 132 / 36 / 36 120-, 96-
+and 72-row guesses accepted against 115 / 28 / 32; panda-table's sample run one block fewer),
+not the answers where both accept (the same bits, 3.6e-12 ||z|| on box-pile's 96-row blocks);
+runs move within the same bounds (panda-table's sample run |dq| 4.6e-15, |dv| 1.2e-12; box-pile
+2.3e-14 and 3.5e-11, its aligned faces' manifold corners aside; docs/results.md, bpile3).
 """
 
 from __future__ import annotations
@@ -128,7 +136,10 @@ from mbsim.simcore.spatial import borrowed, c_view
 ENABLED = True
 #: sets tried per guess: the remembered one, then up to ROUNDS - 1 swaps of its wrong rows
 ROUNDS = 12
-#: rounds without fewer wrong rows before the swaps go one row at a time
+#: rounds without fewer wrong rows before the swaps go one row at a time: the guess's
+#: regularised rounds (GUESS_SAFEGUARD; 3 before branch bpile3, docs/results.md) and the
+#: restricted LCP's (SAFEGUARD)
+GUESS_SAFEGUARD = 8
 SAFEGUARD = 3
 #: sets tried by :func:`restricted_guess` (its working set may grow on the way; a set of the
 #: ~10 rows it meets costs ~2 us against ~35 us for the chain's first attempt on
@@ -483,14 +494,14 @@ def _fast_least_change(M, q, y, S, shift, LU, perm, have, z, fw, iw):
 
 
 @njit(cache=True)
-def _pivot_step(flip, nflip, inside, best, tries):
+def _pivot_step(flip, nflip, inside, best, tries, safeguard):
     """One block principal pivoting step: the rows marked in ``flip`` (``nflip`` of them)
     change sides of ``inside``; a round that does not lower the fewest wrong rows seen
-    (``best``) spends one of SAFEGUARD ``tries``, and with none left only the last marked
+    (``best``) spends one of ``safeguard`` ``tries``, and with none left only the last marked
     row changes side (Murty's least-index rule counted from the end, Judice & Pires'
     safeguard). Returns the new (best, tries)."""
     if nflip < best:
-        best, tries = nflip, SAFEGUARD
+        best, tries = nflip, safeguard
     else:
         tries -= 1
     if tries <= 0:
@@ -556,7 +567,7 @@ def _guess_into(
     cur = S  # read only: rebound, never written
     r = 0
     best = n + 1  # the fewest wrong rows seen
-    tries = SAFEGUARD  # rounds left before the single-row swaps
+    tries = GUESS_SAFEGUARD  # rounds left before the single-row swaps
     LU = c_view(fw, 0, (0, 0))  # the last set's factors
     perm = iw[0:0]
     flip = bw[n : 2 * n]
@@ -591,7 +602,7 @@ def _guess_into(
                         code = NEGATIVE_W
         if nflip == 0:
             break
-        best, tries = _pivot_step(flip, nflip, inside, best, tries)
+        best, tries = _pivot_step(flip, nflip, inside, best, tries, GUESS_SAFEGUARD)
         cur = _nonzero_into(inside, iw[2 * n : 3 * n])
     else:
         return code, 0, rounds
@@ -787,5 +798,5 @@ def _restricted_into(
                         inside[i] = True
             best, tries = n + 1, SAFEGUARD
             continue
-        best, tries = _pivot_step(flip, nflip, inside, best, tries)
+        best, tries = _pivot_step(flip, nflip, inside, best, tries, SAFEGUARD)
     return NO_RESTRICTED, 0, used + rounds
