@@ -77,10 +77,6 @@ scaled with the recovery when negative (it is part of the allowance), and the rk
 no separation (or fails at scale 0: a solver failure on a solvable problem) is raised as it
 is; the joint stays past its stop and is pushed back by the next steps' recovery, softened
 again only while the contradiction lasts (as PyBullet's and MuJoCo's soft limits would).
-A step whose LCP is solved but whose recovery would add more kinetic energy than
-RECOVERY_ENERGY_FACTOR x 1/2 m v_rec^2 (``recovery_energy_bound``; a contact the joints can
-hardly move along its normal needs an impulse v_rec / K, K -> 0 its Delassus entry) is solved
-again softened in the same way, its reason naming the step and the contact.
 
 The integrator is decided once, when the stepper is built (``OSStepper.rk4``; friction is
 refused by :func:`check_rk4_friction`, the one rule the Simulator also applies to the
