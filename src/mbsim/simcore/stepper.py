@@ -105,7 +105,7 @@ from mbsim.simcore.contact_stages import gap_allowance, split_impulses
 from mbsim.simcore.contact_stages import impacting as contact_impacting
 from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import energy, rnea
-from mbsim.simcore.energy_sources import GAIN_TOL_ABS, armature_energy, step_shares
+from mbsim.simcore.energy_sources import armature_energy, step_shares
 from mbsim.simcore.fast_step import FreeStepper
 from mbsim.simcore.formulations import ContactProblem, Solution, make
 from mbsim.simcore.formulations.base import normal_velocity
@@ -134,18 +134,6 @@ RK4_GAP_ROWS = ("trapezoid", "euler")
 #: Scales of every demanded separation speed with which a step whose LCP failed is solved
 #: again, in turn (module docstring, "Softened recovery"): a tenth, then none.
 RECOVERY_RETRY_SCALES = (0.1, 0.0)
-#: The most kinetic energy one step's penetration and joint-limit recovery may add (the
-#: step's ``energy_stabilisation``, energy_sources.py), in units of 1/2 m v_rec^2 (m the
-#: moving bodies' total mass, v_rec the recovery speed cap, ``max_recovery_speed``, or
-#: |g_Neps| / dt with ``gap_floor``): a row asked to open at v_rec gives its bodies
-#: 1/2 v_rec^2 / K (K its Delassus entry), and 1 / K <= m for a contact of a floating robot on
-#: the world (locking every joint can only raise the effective mass, to at most m). A contact
-#: the joints can hardly move along its normal (K -> 0: a self-contact whose normal lies along
-#: the joint axes between its links, a fixed-base arm at a singularity) instead needs an
-#: impulse of v_rec / K; pybullet_data's laikago took 3.5e6 N s and 1.3e4 J in one step, then
-#: diverged (docs/results.md, "robust"). A step above the bound is solved again with softened
-#: recovery (module docstring); 10 leaves room for rotating links and several rows.
-RECOVERY_ENERGY_FACTOR = 10.0
 
 
 def rk4_friction_message(mu) -> str:
@@ -431,8 +419,6 @@ class OSStepper:
         self.body_vel = np.zeros((model.nb, 6))
         self.step_index = 0
         self._contacts = None  # the step's contacts, for the rows of a failure message
-        #: the last softened step and why, for a later divergence's message
-        self._last_softened = ""
         #: where LCPs go for ``dump_lcp`` (see dump_lcps): (mode, fn) or None
         self._dump = None
         self._apply(options)
@@ -699,11 +685,6 @@ class OSStepper:
             raise SimulationError(
                 f"a joint speed exceeded {o.max_speed:g} at step {self.step_index}, "
                 f"t = {t + dt:.6g} s: the simulation diverged"
-                + (
-                    f"; the last step solved with softened recovery was {self._last_softened}"
-                    if self._last_softened
-                    else ""
-                )
             )
         if report.max_penetration > o.max_penetration:
             raise SimulationError(
@@ -737,34 +718,25 @@ class OSStepper:
         _contact_step at full recovery; with joint rows the same LCP up to BLAS rounding),
         which hands back what it does not take."""
         o = self.opt
-        first = None
         if (not joint or joint.limit_G is None) and self._fused.eligible(self):
             # the compiled contact step at full recovery, with the step's 1-DoF joint rows;
             # None: a collision, an LCP its first attempt does not settle, or a case it does
             # not cover, all taken below
             report = self._fused.step(q, v, tau, c, qdd, joint)
             if report is not None:
-                first = self._excess_recovery(report, c, t)
-                if first is None:
-                    self._soft_from = 0
-                    return report
+                self._soft_from = 0
+                return report
+        first = None
         # the retries start at the scale the last softened step needed (a wedged robot fails
         # at every larger scale each step: each failure costs the whole fallback chain)
         start = min(self._soft_from, len(RECOVERY_RETRY_SCALES))
-        # full recovery only if the compiled step did not already solve it with too much
-        # recovery energy (the Python path would give the same answer)
-        scales = (*(() if first is not None else (1.0,)), *RECOVERY_RETRY_SCALES[start:])
-        for scale in scales:
+        for scale in (1.0, *RECOVERY_RETRY_SCALES[start:]):
             if scale != 1.0:
                 joint = self._joint_rows(q, v, v_free, scale)
             self._demands_separation = False
             try:
                 with lcp_limits(seconds=o.lcp_max_seconds), selecting(o.lcp_selection):
                     report = self._contact_step(q, v, tau, c, t, qdd, joint, scale)
-                excess = self._excess_recovery(report, c, t)
-                if excess is not None:
-                    self._demands_separation = scale != 0.0
-                    raise excess
             except SimulationError as exc:
                 if first is None:
                     first = exc
@@ -775,59 +747,10 @@ class OSStepper:
                 report.recovery_scale = scale
                 report.softened_reason = str(first)
                 self._soft_from = RECOVERY_RETRY_SCALES.index(scale)
-                self._last_softened = f"step {self.step_index} ({first})"
             else:
                 self._soft_from = 0
             return report
         raise first
-
-    def recovery_energy_bound(self) -> float:
-        """The most kinetic energy (J) one step's penetration and limit recovery may add:
-        RECOVERY_ENERGY_FACTOR x 1/2 m v_rec^2 (its docstring), inf without a finite cap."""
-        o = self.opt
-        speed = o.max_recovery_speed if o.gap_floor is None else abs(o.gap_floor) / o.dt
-        return RECOVERY_ENERGY_FACTOR * 0.5 * self.model.total_mass() * speed * speed
-
-    def _excess_recovery(self, report, c, t) -> SimulationError | None:
-        """None when the step's recovery energy (``report.energy_stabilisation``, J) is within
-        :meth:`recovery_energy_bound`, else the error that names the step, the penetrating
-        contact with the largest normal impulse (or the joint-limit recovery), the cause and
-        the workaround; the caller solves the step again with softened recovery."""
-        e = report.energy_stabilisation
-        if not e > GAIN_TOL_ABS:  # the common case: no recovery energy at all
-            return None
-        bound = self.recovery_energy_bound()
-        if e <= bound:
-            return None
-        names = self.model.body_names
-        fn = np.asarray(report.normal_impulse, dtype=float)
-        deep = np.flatnonzero(np.asarray(c.gap) < 0.0) if len(fn) else np.zeros(0, np.int64)
-        where = f"at step {self.step_index}, t = {t:.6g} s"  # as the LCP failures say it
-        if deep.size:
-            i = int(deep[np.argmax(fn[deep])])
-            a, b = int(c.body_a[i]), int(c.body_b[i])
-            side_a = "world" if a < 0 else repr(names[a])
-            side_b = "world" if b < 0 else repr(names[b])
-            self_contact = a >= 0 and b >= 0
-            fix = (
-                "turn this pair's collision off (an SRDF <disable_collisions>, "
-                "--no-self-collision, or ignore_pairs)"
-                if self_contact
-                else "start the robot clear of it, or lower contact.max_recovery_speed"
-            )
-            return SimulationError(
-                f"{where}: pushing contact {i} ({side_a} on {side_b}, {-c.gap[i]:.3g} m deep) "
-                f"out would add {e:.3g} J of kinetic energy in one step (normal impulse "
-                f"{fn[i]:.3g} N s), more than the bound {bound:.3g} J "
-                f"({RECOVERY_ENERGY_FACTOR:g} x 1/2 m v_rec^2): the joints between these "
-                "bodies can hardly move them apart along the contact normal; the step is "
-                f"solved with softened recovery; if it recurs, {fix}"
-            )
-        return SimulationError(
-            f"{where}: joint-limit recovery would add {e:.3g} J of kinetic energy in one step, "
-            f"more than the bound {bound:.3g} J ({RECOVERY_ENERGY_FACTOR:g} x 1/2 m v_rec^2); "
-            "the step is solved with softened recovery"
-        )
 
     def _contact_step(self, q, v, tau, c, t, qdd, joint=None, scale=1.0) -> StepReport:
         """The constrained step (steps 3-7 of the module docstring); ``scale`` multiplies
