@@ -44,13 +44,17 @@ def random_nodes(rng, model, n):
     return bodies, points
 
 
-@settings(max_examples=25, deadline=None)
-@given(
+#: 25 random trees (hypothesis): seed, 1-14 links, branching probability, fixed or floating base
+tree_cases = given(
     seed=st.integers(0, 2**31 - 1),
     n_links=st.integers(1, 14),
     branching=st.sampled_from([0.0, 0.3, 0.8]),
     base=st.sampled_from(["fixed", "floating"]),
 )
+
+
+@settings(max_examples=25, deadline=None)
+@tree_cases
 def test_aba_rnea_crba_agree(seed, n_links, branching, base):
     drawn = random_model_and_q(seed, n_links, branching, base)
     if drawn is None:
@@ -72,12 +76,7 @@ def test_aba_rnea_crba_agree(seed, n_links, branching, base):
 
 
 @settings(max_examples=25, deadline=None)
-@given(
-    seed=st.integers(0, 2**31 - 1),
-    n_links=st.integers(1, 14),
-    branching=st.sampled_from([0.0, 0.3, 0.8]),
-    base=st.sampled_from(["fixed", "floating"]),
-)
+@tree_cases
 def test_motion_kinematics_is_forward_kinematics_without_the_world_poses(
     seed, n_links, branching, base
 ):

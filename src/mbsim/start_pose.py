@@ -149,6 +149,17 @@ def placed_on_floor(sc, scene, R_world, p_world):
 DENSE_MESH_TRIANGLES = 5000
 
 
+def _links_over(counts: dict[str, int], limit: int, unit: str) -> tuple[int, str] | None:
+    """(how many, "link (count unit), ... and k more") of the links whose count exceeds
+    ``limit``, largest first, six named; None if none does. ``unit`` formats the count."""
+    over = sorted(((n, link) for link, n in counts.items() if n > limit), reverse=True)
+    if not over:
+        return None
+    shown = ", ".join(f"{link} ({unit.format(n)})" for n, link in over[:6])
+    more = f" and {len(over) - 6} more" if len(over) > 6 else ""
+    return len(over), shown + more
+
+
 def dense_mesh_notes(scene, limit: int = DENSE_MESH_TRIANGLES) -> list[str]:
     """One sentence naming the links whose collision meshes collide as triangles (closed
     meshes, ``contact.mesh_contact = "triangles"``) with more than ``limit`` triangles, and how
@@ -158,14 +169,12 @@ def dense_mesh_notes(scene, limit: int = DENSE_MESH_TRIANGLES) -> list[str]:
         if rec.mesh is not None:
             link = scene.links[g]  # tree/link, as contact.mesh_contact_links takes it
             counts[link] = counts.get(link, 0) + len(rec.mesh[1])
-    dense = sorted(((n, link) for link, n in counts.items() if n > limit), reverse=True)
-    if not dense:
+    named = _links_over(counts, limit, "{:,} triangles")
+    if named is None:
         return []
-    shown = ", ".join(f"{link} ({n:,} triangles)" for n, link in dense[:6])
-    more = f" and {len(dense) - 6} more" if len(dense) > 6 else ""
     return [
-        f"{len(dense)} link(s) have dense collision meshes that collide triangle by triangle: "
-        f"{shown}{more}; each contact with them can take milliseconds a step. "
+        f"{named[0]} link(s) have dense collision meshes that collide triangle by triangle: "
+        f"{named[1]}; each contact with them can take milliseconds a step. "
         '--set contact.mesh_contact=convex-hull (or contact.mesh_contact_links = { "LINK" = '
         '"convex-hull" }) collides their convex hulls instead, as PyBullet and MuJoCo do'
     ]
@@ -190,13 +199,11 @@ def many_shape_notes(scene, limit: int = MANY_SHAPES) -> list[str]:
         if rec.body >= 0:
             link = scene.links[g]
             counts[link] = counts.get(link, 0) + 1
-    many = sorted(((n, link) for link, n in counts.items() if n > limit), reverse=True)
-    if not many:
+    named = _links_over(counts, limit, "{} shapes")
+    if named is None:
         return []
-    shown = ", ".join(f"{link} ({n} shapes)" for n, link in many[:6])
-    more = f" and {len(many) - 6} more" if len(many) > 6 else ""
     return [
-        f"{len(many)} link(s) are made of many collision shapes: {shown}{more}; lying on the "
+        f"{named[0]} link(s) are made of many collision shapes: {named[1]}; lying on the "
         f"floor, each shape keeps up to {scene.cap} points, so one body can have dozens of "
         "contacts and slow, degenerate contact LCPs. --set contact.manifold=body-pair keeps "
         f"at most {scene.cap} a body pair and contact plane (17x faster on ERD anymal_c, the "
