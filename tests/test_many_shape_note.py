@@ -23,7 +23,7 @@ def _urdf(n: int) -> str:
 </robot>"""
 
 
-def _scene(tmp_path, n, manifold="shape-pair"):
+def _sim(tmp_path, n, manifold="shape-pair"):
     (tmp_path / "r.urdf").write_text(_urdf(n))
     text = f"""
 [simulation]
@@ -38,7 +38,11 @@ manifold = "{manifold}"
 [output]
 path = "{tmp_path / "run.h5"}"
 """
-    return Simulator(load_scenario_text(text, base_dir=tmp_path)).scene
+    return Simulator(load_scenario_text(text, base_dir=tmp_path))
+
+
+def _scene(tmp_path, n, manifold="shape-pair"):
+    return _sim(tmp_path, n, manifold).scene
 
 
 def test_a_link_with_many_shapes_is_named_once(tmp_path):
@@ -50,3 +54,13 @@ def test_a_link_with_many_shapes_is_named_once(tmp_path):
 @pytest.mark.parametrize(("n", "manifold"), [(MANY_SHAPES, "shape-pair"), (12, "body-pair")])
 def test_no_note_at_the_limit_or_with_the_body_pair_manifold(tmp_path, n, manifold):
     assert many_shape_notes(_scene(tmp_path, n, manifold)) == []
+
+
+@pytest.mark.parametrize(("n", "manifold"), [(MANY_SHAPES + 1, "shape-pair"), (12, "body-pair")])
+def test_the_simulator_carries_the_note_with_its_other_notes(tmp_path, n, manifold):
+    """The note is one of the Simulator's start notes (``lint``), which `mbsim run` prints and
+    a Python user reads, exactly when many_shape_notes makes one."""
+    sim = _sim(tmp_path, n, manifold)
+    mine = [s for s in sim.lint if "made of many collision shapes" in s]
+    assert mine == many_shape_notes(sim.scene)
+    assert len(mine) == (1 if manifold == "shape-pair" else 0)

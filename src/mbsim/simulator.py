@@ -278,6 +278,7 @@ class Simulator:
             self._build_model(scenario)
         notes += start_pose.no_floor_notes(self.scenario)
         notes += start_pose.dense_mesh_notes(self.scene)
+        notes += start_pose.many_shape_notes(self.scene)
         frames = start_pose.body_frames(self.model, self._initial_state()[0])
         placed = start_pose.placed_on_floor(self.scenario, self.scene, *frames)
         if placed is not None:

@@ -114,9 +114,7 @@ def run(
             allow_outside_paths=allow_outside_paths,
         )
     sc = sim.scenario
-    from mbsim.start_pose import many_shape_notes
-
-    print_notes([*sim.lint, *many_shape_notes(sim.scene)], "mbsim run")
+    print_notes(sim.lint, "mbsim run")
     command = " ".join(shlex.quote(a) for a in ["mbsim", *sys.argv[1:]])
     stop = {"requested": False}
 
