@@ -170,13 +170,19 @@ def main(argv=None):
 
 
 def read_tables(paths) -> dict:
-    """The (N, mbsim, MuJoCo) rows of saved outputs of this script, by case, sorted by N."""
-    res = {"links": [], "contacts": []}
+    """The (N, mbsim, MuJoCo) rows of saved outputs of this script, by case, sorted by N.
+
+    A table whose header names ``contact.manifold = body-pair`` gives its contact rows to
+    the case "contacts body-pair", plotted as a second mbsim line beside the default's."""
+    res = {"links": [], "contacts": [], "contacts body-pair": []}
     for path in paths:
-        for line in Path(path).read_text().splitlines():
+        text = Path(path).read_text()
+        body_pair = "contact.manifold = body-pair" in text
+        for line in text.splitlines():
             cells = [c.strip() for c in line.strip("|").split("|")]
-            if len(cells) == 5 and cells[0] in res:
-                res[cells[0]].append((int(cells[1]), float(cells[2]), float(cells[3])))
+            if len(cells) == 5 and cells[0] in ("links", "contacts"):
+                key = "contacts body-pair" if body_pair and cells[0] == "contacts" else cells[0]
+                res[key].append((int(cells[1]), float(cells[2]), float(cells[3])))
     return {k: sorted(v) for k, v in res.items()}
 
 
@@ -197,6 +203,12 @@ def plot(res, path: str) -> None:
         x = [r[0] for r in rows]
         ax.loglog(x, [r[1] for r in rows], "o-", label="mbsim (OS), run loop")
         ax.loglog(x, [r[2] for r in rows], "s-", label="MuJoCo, mj_step loop")
+        extra = res.get(f"{key} body-pair", [])
+        if extra:
+            ax.loglog(
+                [r[0] for r in extra], [r[1] for r in extra], "^--",
+                label="mbsim (OS), contact.manifold = body-pair",
+            )  # fmt: skip
         ax.set_xlabel(label)
         ax.set_ylabel("steps/s (CPU)")
         ax.grid(True, which="both", alpha=0.3)
