@@ -156,13 +156,18 @@ FULL_RANK = 1e-6
 #: the low-rank route (:func:`_lowrank_factor`): a set of at least LOWRANK_MIN rows whose
 #: M_SS is a principal block of the symmetric positive semidefinite part of M (the rows with a
 #: positive diagonal: sticking contacts' normal and friction-direction rows, J A J^T) is solved
-#: through the rank-r factor of that part when r <= LOWRANK_SHARE |S| (docs/results.md, bpile3)
+#: through the rank-r factor of that part when r <= LOWRANK_SHARE |S|. A quarter: the Gram
+#: matrix and its Cholesky factor (|S| r^2 + r^3 / 3 flops) then cost at most a tenth of the
+#: LU's 2 |S|^3 / 3, what the refinements' |S|^2 products need to pay off; at r = 30 for
+#: |S| ~ 54 (box-pile's 5-box islands) the route was measured no faster than the LU
+#: (docs/results.md, bpile3), at r = 6 for |S| = 80-320 (a plate on 16-64 points) it is
+#: 1.8-4x faster a step (section rankr)
 LOWRANK_MIN = 24
-LOWRANK_SHARE = 2.0 / 3.0
+LOWRANK_SHARE = 0.25
 #: the factor's pivoted Cholesky stops at remaining diagonals below LOWRANK_TOL of the largest
 #: (the part dropped is then below LOWRANK_TOL max M_ii entrywise, so it perturbs
-#: K = M_SS + delta I by |S| LOWRANK_TOL max M_ii <= 1e-4 delta for delta = 1e-6 ||M||_inf and
-#: |S| <= 100: the refinement against the true K removes it)
+#: K = M_SS + delta I by |S| LOWRANK_TOL max M_ii <= 1e-3 delta for delta = 1e-6 ||M||_inf and
+#: |S| <= 1000: the refinement against the true K removes it)
 LOWRANK_TOL = 1e-12
 #: refinements of a low-rank solve against the true K; not at rounding level after them, the
 #: round takes the LU (:func:`_solve_on`)
@@ -592,7 +597,8 @@ def _solve_lowrank(M, q, S, shift, z, fw, L, r, G, g):
 def _lowrank_fits(M, S, r):
     """Whether the set S may take the low-rank route: at least LOWRANK_MIN rows, all in P
     (M_ii > 0), and the factor's rank r (0: not made yet) at most LOWRANK_SHARE |S|, where
-    forming and factoring G (|S| r^2 + r^3 / 3 flops) is below half the LU's 2 |S|^3 / 3."""
+    forming and factoring G (|S| r^2 + r^3 / 3 flops) is below a tenth of the LU's
+    2 |S|^3 / 3."""
     ns = S.shape[0]
     if ns < LOWRANK_MIN or r < 0 or r > LOWRANK_SHARE * ns:
         return False
