@@ -141,3 +141,34 @@ def test_plate_on_16_points_warm_answers_equal_cold(monkeypatch, tmp_path):
     assert out["routed"] >= 25
     assert out["diff"] <= 1e-9
     assert out["viol"] <= 2e-9
+
+
+def test_the_routes_kernels_return_what_their_address_calls_declare():
+    """The route's kernels are called by address with a declared return type (native_call:
+    it must be exact); after a guess that takes the route, each compilation returns it."""
+    from numba import types
+
+    rng = np.random.default_rng(3)
+    n = 60
+    M = psd_with_zero_rows(rng, n, 6, [])
+    q = rng.standard_normal(n)
+    for dispatcher, restype in (
+        (warm._lowrank_round, warm.LOWRANK_ROUND),
+        (warm._gram_cholesky, types.boolean),
+        (warm._lowrank_apply_into, types.none),
+    ):
+        L = np.zeros((n, n))
+        G = np.zeros((n, n))
+        g = np.zeros(n)
+        S = np.arange(40, dtype=np.int64)
+        if dispatcher is warm._lowrank_round:
+            fw = np.zeros(4 * n * n + 4 * n)
+            dispatcher(M, q, S, 1e-6, np.zeros(n), fw, 0, L, G, g, np.zeros(n),
+                       np.zeros(n, np.bool_), np.zeros(n, np.bool_))  # fmt: skip
+        elif dispatcher is warm._gram_cholesky:
+            dispatcher(L, 0, S, 1e-6, G)
+        else:
+            dispatcher(L, 0, S, 1e-6, G, np.zeros(40), np.zeros(40), g)
+        assert dispatcher.overloads
+        for cres in dispatcher.overloads.values():
+            assert cres.signature.return_type == restype

@@ -120,7 +120,7 @@ runs move within the same bounds (panda-table's sample run |dq| 4.6e-15, |dv| 1.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from mbsim.simcore.lcp.lstsq import EPS, active_set_least_change_into, active_set_work
 from mbsim.simcore.lcp.problem import (
@@ -593,6 +593,35 @@ def _solve_lowrank(M, q, S, shift, z, fw, L, r, G, g):
     return True
 
 
+@njit(cache=True)
+def _lowrank_round(M, q, S, shift, z, fw, rank, L, G, g, dg, inP, free):
+    """One round of the guess by the low-rank route: the factor made first if ``rank`` is 0
+    (:func:`_lowrank_factor`, its cap a quarter of this first set), then the set solved by
+    it (:func:`_solve_lowrank`) when it fits. Returns (rank, 1 if solved else 0)."""
+    if rank == 0:
+        rank = _lowrank_factor(M, inP, L, G, dg, free, int(LOWRANK_SHARE * S.shape[0]))
+    if rank > 0 and _lowrank_fits(M, S, rank):
+        if _solve_lowrank(M, q, S, shift, z, fw, L, rank, G, g):
+            return rank, 1
+    return rank, 0
+
+
+@njit(cache=True)
+def _lowrank_apply_into(L, r, S, shift, G, x, t, g):
+    """:func:`_lowrank_apply` as a kernel of its own (called by address from the polish)."""
+    _lowrank_apply(L, r, S, shift, G, x, t, g)
+
+
+#: the low-rank route's kernels called by their addresses (native_call.py), compiled only
+#: when a guess first takes the route (typing the calls compiles nothing): linked, they were
+#: optimised again inside every kernel the guess is linked into, and a first run that never
+#: takes the route (the README's pendulum) compiled ~7 s CPU more (docs/results.md, "rankr")
+LOWRANK_ROUND = types.UniTuple(types.int64, 2)
+_lowrank_round_call = native(_lowrank_round, LOWRANK_ROUND)
+_gram_cholesky_call = native(_gram_cholesky, types.boolean)
+_lowrank_apply_call = native(_lowrank_apply_into, types.none)
+
+
 @njit(cache=True, inline="always")
 def _lowrank_fits(M, S, r):
     """Whether the set S may take the low-rank route: at least LOWRANK_MIN rows, all in P
@@ -677,7 +706,7 @@ def _fast_least_change(M, q, y, S, shift, LU, perm, have, z, fw, iw, lowrank, ra
                 break
     wood = sym and lowrank  # K^-1 by Woodbury from the regularised round's G
     if sym and not have and rank > 0 and _lowrank_fits(M, S, rank):
-        wood = _gram_cholesky(Lr, rank, S, shift, G)
+        wood = _gram_cholesky_call(Lr, rank, S, shift, G)
     if wood:
         pass
     elif sym and (not have or lowrank):
@@ -711,7 +740,7 @@ def _fast_least_change(M, q, y, S, shift, LU, perm, have, z, fw, iw, lowrank, ra
             return False
         prev = e
         if wood:
-            _lowrank_apply(Lr, rank, S, shift, G, r, t, g)
+            _lowrank_apply_call(Lr, rank, S, shift, G, r, t, g)
         else:
             _lu_apply(LU, perm, r, t)
         if sym:  # t = K^-1 M_SS K^-1 r: filters r's component along null(M_SS)
@@ -721,7 +750,7 @@ def _fast_least_change(M, q, y, S, shift, LU, perm, have, z, fw, iw, lowrank, ra
                     s += A[a, b] * t[b]
                 u[a] = s
             if wood:
-                _lowrank_apply(Lr, rank, S, shift, G, u, t, g)
+                _lowrank_apply_call(Lr, rank, S, shift, G, u, t, g)
             else:
                 _lu_apply(LU, perm, u, t)
         for a in range(ns):
@@ -813,10 +842,10 @@ def _guess_into(
     for r in range(rounds):
         lowrank = False
         if shift > 0.0 and _lowrank_fits(M, cur, rank):
-            if rank == 0:
-                rank = _lowrank_factor(M, inP, Lr, G, dg, free, int(LOWRANK_SHARE * cur.shape[0]))
-            if rank > 0 and _lowrank_fits(M, cur, rank):
-                lowrank = _solve_lowrank(M, q, cur, shift, z, fw, Lr, rank, G, g)
+            rank, routed = _lowrank_round_call(
+                M, q, cur, shift, z, fw, rank, Lr, G, g, dg, inP, free
+            )
+            lowrank = routed != 0
         if not lowrank:
             ok, LU, perm = _solve_on(M, q, cur, shift, z, fw, iw)
             if not ok:
