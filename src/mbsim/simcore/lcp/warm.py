@@ -120,7 +120,7 @@ runs move within the same bounds (panda-table's sample run |dq| 4.6e-15, |dv| 1.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from mbsim.simcore.lcp.lstsq import EPS, active_set_least_change_into, active_set_work
 from mbsim.simcore.lcp.problem import (
@@ -153,6 +153,25 @@ POLISH_STEPS = 6
 #: the smallest LU pivot, relative to the largest, for which :func:`_fast_least_change` takes
 #: an unsymmetric M_SS as nonsingular (else the decomposition decides the rank)
 FULL_RANK = 1e-6
+#: the low-rank route (:func:`_lowrank_factor`): a set of at least LOWRANK_MIN rows whose
+#: M_SS is a principal block of the symmetric positive semidefinite part of M (the rows with a
+#: positive diagonal: sticking contacts' normal and friction-direction rows, J A J^T) is solved
+#: through the rank-r factor of that part when r <= LOWRANK_SHARE |S|. A quarter: the Gram
+#: matrix and its Cholesky factor (|S| r^2 + r^3 / 3 flops) then cost at most a tenth of the
+#: LU's 2 |S|^3 / 3, what the refinements' |S|^2 products need to pay off; at r = 30 for
+#: |S| ~ 54 (box-pile's 5-box islands) the route was measured no faster than the LU
+#: (docs/results.md, bpile3), at r = 6 for |S| = 80-320 (a plate on 16-64 points) it is
+#: 1.8-4x faster a step (section rankr)
+LOWRANK_MIN = 24
+LOWRANK_SHARE = 0.25
+#: the factor's pivoted Cholesky stops at remaining diagonals below LOWRANK_TOL of the largest
+#: (the part dropped is then below LOWRANK_TOL max M_ii entrywise, so it perturbs
+#: K = M_SS + delta I by |S| LOWRANK_TOL max M_ii <= 1e-3 delta for delta = 1e-6 ||M||_inf and
+#: |S| <= 1000: the refinement against the true K removes it)
+LOWRANK_TOL = 1e-12
+#: refinements of a low-rank solve against the true K; not at rounding level after them, the
+#: round takes the LU (:func:`_solve_on`)
+LOWRANK_REFINEMENTS = 4
 #: blocks remembered per WarmStart (the oldest is dropped first): a few LCPs a step (the
 #: impact phase's and the step's) of a few islands each
 MAX_BLOCKS = 64
@@ -321,7 +340,26 @@ def _work(n):
     polish's own, the guess's set, the polish's, the restricted LCP's, then lstsq's (n each,
     lstsq's active_set_work); bools the guess's inside and flip marks and the restricted
     LCP's inr, inside, flip (n each)."""
-    return _pool(n) + 5 * n, 5 * n + active_set_work(n)[1], 5 * n
+    return _pool(n) + 5 * n + _lowrank_size(n), 5 * n + active_set_work(n)[1], 7 * n
+
+
+@njit(cache=True, inline="always")
+def _lowrank_size(n):
+    """The float64 entries of the low-rank route's work (:func:`_lowrank_views`): the factor
+    L (n, n), the reduced matrix G and its Cholesky factor (n, n), two vectors."""
+    return 2 * n * n + 2 * n
+
+
+@njit(cache=True, inline="always")
+def _lowrank_views(fw, bw, n):
+    """(L, G, g, dg, inP, free): the low-rank route's work, after the guess's other floats
+    (:func:`_work`) and bools (the rows of P, the pivoted Cholesky's free rows)."""
+    o = _pool(n) + 5 * n
+    L = c_view(fw, o, (n, n))
+    G = c_view(fw, o + n * n, (n, n))
+    g = fw[o + 2 * n * n : o + 2 * n * n + n]
+    dg = fw[o + 2 * n * n + n : o + 2 * n * n + 2 * n]
+    return L, G, g, dg, bw[5 * n : 6 * n], bw[6 * n : 7 * n]
 
 
 @njit(cache=True)
@@ -383,6 +421,222 @@ def _solve_on(M, q, S, shift, z, fw, iw):
     return True, LU, perm
 
 
+@njit(cache=True)
+def _lowrank_factor(M, inP, L, Lt, dg, free, cap):
+    """The rank-r factor of M_PP, P the rows with M_ii > 0 (marked in ``inP`` here): a
+    pivoted Cholesky (outer-product form, the largest remaining diagonal first; Higham,
+    Accuracy and Stability, 2nd ed., Sec. 10.3) L (n, r) with M_PP = L_P L_P^T + E, stopped
+    when every remaining diagonal is at most LOWRANK_TOL max M_ii (PSD: |E_ij| <= that too).
+    Row i of L (zero outside P) is the coordinates of row i in the r-dimensional range, so
+    M_SS = L_S L_S^T + E_SS for every S in P: the sticking contacts' rows J_S A J_S^T of an
+    island of d degrees of freedom have r <= d (box-pile: 30 for 5 boxes, where |S| ~ 54).
+    Built column by column in Lt (its transpose, so each column's update is a vector loop
+    over the rows), then copied to L. It reads M_PP's lower triangle only: an M_PP that is
+    not symmetric positive semidefinite gives a factor whose solves do not reach rounding
+    level against the true M_SS + delta I (:func:`_solve_lowrank` then refuses, the round
+    takes the LU), and the polish takes it only for a set symmetric to rounding
+    (:func:`_fast_least_change`). Returns r, or -1 (the route does not apply) when r would
+    pass ``cap``."""
+    n = M.shape[0]
+    dmax = 0.0
+    for i in range(n):
+        inP[i] = M[i, i] > 0.0
+        free[i] = inP[i]
+        dg[i] = M[i, i] if inP[i] else 0.0
+        if inP[i]:
+            dmax = max(dmax, M[i, i])
+    r = 0
+    while True:
+        p = -1
+        best = LOWRANK_TOL * dmax
+        for i in range(n):
+            if free[i] and dg[i] > best:
+                best = dg[i]
+                p = i
+        if p < 0:
+            break
+        if r >= cap:
+            return -1
+        s = np.sqrt(dg[p])
+        free[p] = False
+        col = Lt[r]
+        for i in range(n):
+            col[i] = M[i, p] if free[i] else 0.0
+        for c in range(r):
+            f = Lt[c, p]
+            lc = Lt[c]
+            for i in range(n):
+                col[i] -= lc[i] * f
+        inv = 1.0 / s
+        for i in range(n):
+            v = col[i] * inv if free[i] else 0.0
+            col[i] = v
+            dg[i] -= v * v
+        col[p] = s
+        r += 1
+    for i in range(n):
+        for c in range(r):
+            L[i, c] = Lt[c, i]
+    return r
+
+
+@njit(cache=True)
+def _gram_cholesky(L, r, S, shift, G):
+    """G (r, r) = the lower Cholesky factor of shift I + B^T B, B = L[S, :r] (the Woodbury
+    form of K = B B^T + shift I, :func:`_lowrank_apply`); False if a pivot is not positive
+    and finite."""
+    for i in range(r):
+        for j in range(i + 1):
+            G[i, j] = shift if i == j else 0.0
+    for a in range(S.shape[0]):
+        la = L[S[a]]
+        for i in range(r):
+            f = la[i]
+            if f != 0.0:
+                for j in range(i + 1):
+                    G[i, j] += f * la[j]
+    for k in range(r):
+        d = G[k, k]
+        for c in range(k):
+            d -= G[k, c] * G[k, c]
+        if not (d > 0.0 and np.isfinite(d)):
+            return False
+        d = np.sqrt(d)
+        G[k, k] = d
+        for i in range(k + 1, r):
+            v = G[i, k]
+            for c in range(k):
+                v -= G[i, c] * G[k, c]
+            G[i, k] = v / d
+    return True
+
+
+@njit(cache=True, inline="always")
+def _lowrank_apply(L, r, S, shift, G, x, t, g):
+    """t = K^-1 x for K = B B^T + shift I, B = L[S, :r], G the Cholesky factor of
+    shift I + B^T B (:func:`_gram_cholesky`): Woodbury's identity
+    K^-1 = (I - B (shift I + B^T B)^-1 B^T) / shift, an O(|S| r) apply. Exact for the
+    factor's K; the callers refine against the true M_SS + shift I."""
+    ns = S.shape[0]
+    for i in range(r):
+        g[i] = 0.0
+    for a in range(ns):
+        la = L[S[a]]
+        xa = x[a]
+        for i in range(r):
+            g[i] += la[i] * xa
+    for i in range(r):
+        v = g[i]
+        for c in range(i):
+            v -= G[i, c] * g[c]
+        g[i] = v / G[i, i]
+    for i in range(r - 1, -1, -1):
+        v = g[i]
+        for c in range(i + 1, r):
+            v -= G[c, i] * g[c]
+        g[i] = v / G[i, i]
+    for a in range(ns):
+        la = L[S[a]]
+        v = x[a]
+        for i in range(r):
+            v -= la[i] * g[i]
+        t[a] = v / shift
+
+
+@njit(cache=True)
+def _solve_lowrank(M, q, S, shift, z, fw, L, r, G, g):
+    """:func:`_solve_on` by the rank-r factor L (:func:`_lowrank_factor`; S in its rows P):
+    y = K^-1 b by Woodbury (:func:`_lowrank_apply`), then refined against the true
+    K = M_SS + shift I while its residual is above the rounding level of :func:`_residual`,
+    at most LOWRANK_REFINEMENTS times. Returns False, z then undefined, if G is not positive
+    definite or y is not at rounding level (the caller then takes the LU). G keeps its
+    factor for the polish (:func:`_fast_least_change`). Work: fw's head, as _solve_on."""
+    n = q.shape[0]
+    ns = S.shape[0]
+    if not _gram_cholesky(L, r, S, shift, G):
+        return False
+    K = c_view(fw, n * n, (ns, ns))
+    o = 3 * n * n
+    b = fw[o : o + ns]
+    y = fw[o + ns : o + 2 * ns]
+    t = fw[o + 2 * ns : o + 3 * ns]
+    res = fw[o + 3 * ns : o + 4 * ns]
+    knorm = 0.0
+    for a in range(ns):
+        b[a] = -q[S[a]]
+        for c in range(ns):
+            K[a, c] = M[S[a], S[c]]
+        K[a, a] += shift
+        sa = 0.0
+        for c in range(ns):
+            sa += abs(K[a, c])
+        knorm = max(knorm, sa)
+    _lowrank_apply(L, r, S, shift, G, b, y, g)
+    ok = False
+    for _ in range(LOWRANK_REFINEMENTS + 1):
+        e, bound = _residual(K, b, y, res, knorm)
+        if e <= bound:
+            ok = True
+            break
+        _lowrank_apply(L, r, S, shift, G, res, t, g)
+        for a in range(ns):
+            y[a] += t[a]
+    if not ok:
+        return False
+    for a in range(ns):
+        if not np.isfinite(y[a]):
+            return False
+    for i in range(n):
+        z[i] = 0.0
+    for a in range(ns):
+        z[S[a]] = y[a]
+    return True
+
+
+@njit(cache=True)
+def _lowrank_round(M, q, S, shift, z, fw, rank, L, G, g, dg, inP, free):
+    """One round of the guess by the low-rank route: the factor made first if ``rank`` is 0
+    (:func:`_lowrank_factor`, its cap a quarter of this first set), then the set solved by
+    it (:func:`_solve_lowrank`) when it fits. Returns (rank, 1 if solved else 0)."""
+    if rank == 0:
+        rank = _lowrank_factor(M, inP, L, G, dg, free, int(LOWRANK_SHARE * S.shape[0]))
+    if rank > 0 and _lowrank_fits(M, S, rank):
+        if _solve_lowrank(M, q, S, shift, z, fw, L, rank, G, g):
+            return rank, 1
+    return rank, 0
+
+
+@njit(cache=True)
+def _lowrank_apply_into(L, r, S, shift, G, x, t, g):
+    """:func:`_lowrank_apply` as a kernel of its own (called by address from the polish)."""
+    _lowrank_apply(L, r, S, shift, G, x, t, g)
+
+
+#: the low-rank route's kernels called by their addresses (native_call.py), compiled only
+#: when a guess first takes the route (typing the calls compiles nothing): linked, they were
+#: optimised again inside every kernel the guess is linked into, and a first run that never
+#: takes the route (the README's pendulum) compiled ~7 s CPU more (docs/results.md, "rankr")
+LOWRANK_ROUND = types.UniTuple(types.int64, 2)
+_lowrank_round_call = native(_lowrank_round, LOWRANK_ROUND)
+_gram_cholesky_call = native(_gram_cholesky, types.boolean)
+_lowrank_apply_call = native(_lowrank_apply_into, types.none)
+
+
+@njit(cache=True, inline="always")
+def _lowrank_fits(M, S, r):
+    """Whether the set S may take the low-rank route: at least LOWRANK_MIN rows, all in P
+    (M_ii > 0), and the factor's rank r (0: not made yet) at most LOWRANK_SHARE |S|, where
+    forming and factoring G (|S| r^2 + r^3 / 3 flops) is below a tenth of the LU's
+    2 |S|^3 / 3."""
+    ns = S.shape[0]
+    if ns < LOWRANK_MIN or r < 0 or r > LOWRANK_SHARE * ns:
+        return False
+    for a in range(ns):
+        if not M[S[a], S[a]] > 0.0:
+            return False
+    return True
+
+
 @njit(cache=True, inline="always")
 def _copy_into(A, out):
     """out[:] = A (same shape); returns out."""
@@ -393,7 +647,7 @@ def _copy_into(A, out):
 
 
 @njit(cache=True)
-def _fast_least_change(M, q, y, S, shift, LU, perm, have, z, fw, iw):
+def _fast_least_change(M, q, y, S, shift, LU, perm, have, z, fw, iw, lowrank, rank, Lr, G, g):
     """The least-change answer of lstsq.active_set_least_change from y on the set S (z = 0
     outside S) without its complete orthogonal decomposition, when one of two cases makes it
     the solution of an LU-factored system (module docstring, "Tolerance"); False when neither
@@ -450,7 +704,12 @@ def _fast_least_change(M, q, y, S, shift, LU, perm, have, z, fw, iw):
             if abs(A[a, b] - A[b, a]) > asym:
                 sym = False
                 break
-    if sym and not have:
+    wood = sym and lowrank  # K^-1 by Woodbury from the regularised round's G
+    if sym and not have and rank > 0 and _lowrank_fits(M, S, rank):
+        wood = _gram_cholesky_call(Lr, rank, S, shift, G)
+    if wood:
+        pass
+    elif sym and (not have or lowrank):
         LU = _copy_into(A, c_view(fw, n * n, (ns, ns)))
         for a in range(ns):
             LU[a, a] += shift
@@ -480,14 +739,20 @@ def _fast_least_change(M, q, y, S, shift, LU, perm, have, z, fw, iw):
         if not e <= 0.5 * prev:
             return False
         prev = e
-        _lu_apply(LU, perm, r, t)
+        if wood:
+            _lowrank_apply_call(Lr, rank, S, shift, G, r, t, g)
+        else:
+            _lu_apply(LU, perm, r, t)
         if sym:  # t = K^-1 M_SS K^-1 r: filters r's component along null(M_SS)
             for a in range(ns):
                 s = 0.0
                 for b in range(ns):
                     s += A[a, b] * t[b]
                 u[a] = s
-            _lu_apply(LU, perm, u, t)
+            if wood:
+                _lowrank_apply_call(Lr, rank, S, shift, G, u, t, g)
+            else:
+                _lu_apply(LU, perm, u, t)
         for a in range(ns):
             c[a] += t[a]
     return False
@@ -571,10 +836,20 @@ def _guess_into(
     LU = c_view(fw, 0, (0, 0))  # the last set's factors
     perm = iw[0:0]
     flip = bw[n : 2 * n]
+    Lr, G, g, dg, inP, free = _lowrank_views(fw, bw, n)
+    rank = 0  # the low-rank factor's rank: 0 not made yet, -1 the route does not apply
+    lowrank = False  # whether the last set was solved by it (G then holds its factor)
     for r in range(rounds):
-        ok, LU, perm = _solve_on(M, q, cur, shift, z, fw, iw)
-        if not ok:
-            return SINGULAR, 0, r + 1
+        lowrank = False
+        if shift > 0.0 and _lowrank_fits(M, cur, rank):
+            rank, routed = _lowrank_round_call(
+                M, q, cur, shift, z, fw, rank, Lr, G, g, dg, inP, free
+            )
+            lowrank = routed != 0
+        if not lowrank:
+            ok, LU, perm = _solve_on(M, q, cur, shift, z, fw, iw)
+            if not ok:
+                return SINGULAR, 0, r + 1
         for i in range(n):
             flip[i] = False
         nflip = 0
@@ -609,8 +884,9 @@ def _guess_into(
     if least_norm:
         # ``inside`` marks cur's rows here (the rounds stopped without a swap)
         ok, fin = _polish(
-            M, q, z, cur, inside, rcond, tol_rel, fixes, mraw, qn, shift, LU, perm, fw, iw
-        )
+            M, q, z, cur, inside, rcond, tol_rel, fixes, mraw, qn, shift, LU, perm, fw, iw,
+            lowrank, rank, Lr, G, g,
+        )  # fmt: skip
         if not ok:
             # the chain's restricted LCP on the regularised set, from the remembered one
             return _restricted_into(
@@ -652,7 +928,10 @@ def _least_change_on(M, q, y, S, rcond, z, fw, iw):
 
 
 @njit(cache=True)
-def _polish(M, q, z, S, inside, rcond, tol_rel, fixes, mnorm, qn, shift, LU, perm, fw, iw):
+def _polish(
+    M, q, z, S, inside, rcond, tol_rel, fixes, mnorm, qn, shift, LU, perm, fw, iw, lowrank, rank,
+    Lr, G, g,
+):  # fmt: skip
     """chain.lemke_regularised's polish of the regularised answer z on the set S, in place:
     the least-change correction on M_SS (at rounding level only; by
     :func:`_fast_least_change` when it applies, LU and perm the factors of
@@ -670,7 +949,9 @@ def _polish(M, q, z, S, inside, rcond, tol_rel, fixes, mnorm, qn, shift, LU, per
         y[i] = z[i]
     for f in range(fixes + 1):
         ns = S.shape[0]
-        if not _fast_least_change(M, q, y, S, shift, LU, perm, f == 0, z, fw, iw):
+        if not _fast_least_change(
+            M, q, y, S, shift, LU, perm, f == 0, z, fw, iw, f == 0 and lowrank, rank, Lr, G, g
+        ):
             if not _least_change_on(M, q, y, S, rcond, z, fw, iw):
                 return False, S
         _snap_kernel(z)
