@@ -28,6 +28,7 @@ from mbsim.io.scenario import load_scenario
 from mbsim.simcore.contact_fused import ContactFuser, _impulses, least_norm_attempt, pivot_caps
 from mbsim.simcore.lcp import solve_lcp
 from mbsim.simcore.lcp.chain import _proximal
+from mbsim.simcore.limit_step import ACCEPT
 from mbsim.simcore.stepper import SimulationError
 from mbsim.simulator import Simulator
 from whole_runs import assert_same_runs as _assert_same_runs
@@ -181,8 +182,8 @@ def test_least_norm_attempt_matches_the_chain():
         M, q = _contact_like_lcp(rng, nu=1 + seed % 6)
         n = len(q)
         z, w = np.empty(n), np.empty(n)
-        ok, pivots, worst = least_norm_attempt(M, q, 1e-9, pivot_caps()[1], z, w)
-        if not ok:
+        state, pivots, worst = least_norm_attempt(M, q, 1e-9, pivot_caps()[1], z, w)
+        if state != ACCEPT:
             continue
         accepted += 1
         ref = solve_lcp(M, q, select="least_norm")

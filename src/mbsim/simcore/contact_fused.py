@@ -42,8 +42,9 @@ order, so the two agree bit for bit; tests/test_contact_fused.py compares whole 
    when the step is kept, so the store ends as the Python path leaves it); else the whole
    first attempt of the chain (:func:`_least_norm_solve` for the "least_norm" selection:
    ``chain.lemke_regularised``'s Lemke on M + delta I, the polish (least change, else the
-   proximal iterations of lcp/proximal.py), the active-set corrections and the restricted
-   LCP; :func:`_vertex_solve` for "vertex": lexicographic Lemke), every candidate verified
+   proximal iterations of lcp/proximal.py), the active-set corrections, the restricted
+   LCP by ``lemke.lemke``'s paths and the raw answer, all of it; :func:`_vertex_solve` for
+   "vertex": lexicographic Lemke's first path), every candidate verified
    by the acceptance test of lcp/problem.py; the Lemke paths take the Python path's pivot
    cap and budget chunk (``lemke.default_max_pivots``, ``budget.chunk_pivots``, read by
    :func:`pivot_caps`);
@@ -63,10 +64,14 @@ kernel wrote is kept: Data's scratch arrays are rewritten there, and after a col
 second ABA the kernel runs ABA at (q, v) again so the Python path starts from the same
 Data): a collision with ``energy_consistent_impacts`` (IMPACT: its halving loop stays in
 Python), and an LCP (or a block of one) the first attempt does not settle (FALLBACK: a Lemke
-path ending without a solution or not ended by its first budget chunk, after which the
-Python path polls the step's time budget; a rejected answer, also of
-the assembled blocks; the Python chain then goes on from its first attempt, which gives the
-same unaccepted answer, to the next ones, or raises the failure).
+path not ended by its first budget chunk, after which the Python path polls the step's time
+budget; a rejected answer, also of the assembled blocks). The Python chain then goes on from
+its first attempt, which gives the same unaccepted answer, to the next ones, or raises the
+failure; when the step LCP (no collision, no joint rows: the same LCP bit for bit) does not
+split and its whole first attempt ran to its end here and was rejected, the info slot
+I_FIRST_FAILED says so (``ContactFuser.first_failed``) and the stepper's Python path starts
+the chain at its second attempt without the warm guess (``chain.solve_lcp``'s
+``skip_first``): the first attempt is not run twice.
 
 Joint rows (joint_rows.py: limits near a stop, joint friction; 1-DoF rows only) join the
 step's LCP in front of the contact rows as ``OS.prepare`` puts them (:func:`_joint_columns`,
@@ -142,7 +147,9 @@ from mbsim.simcore.lcp.warm_table import find as warm_find
 from mbsim.simcore.lcp.warm_table import remember as warm_remember
 from mbsim.simcore.limit_step import (
     ACCEPT,
+    REJECT,
     SOLVER_NAMES,
+    UNDECIDED,
     _armature_energy,
     _kinetic,
     _lemke_path,
@@ -158,11 +165,17 @@ from mbsim.simcore.spatial import _borrowed_value, borrowed, c_view
 #: chain (FALLBACK), or it is a collision with the energy-consistent impact option, which the
 #: Python path's impact phase takes (IMPACT)
 OK, FALLBACK, IMPACT = 0, 1, 2
-#: the ``info`` slots of :func:`contact_step_kernel`
+#: the ``info`` slots of :func:`contact_step_kernel`; I_FIRST_FAILED (1.0 or 0.0): a FALLBACK
+#: whose step LCP (no collision, no joint rows) did not split and whose first attempt of the
+#: chain ran to its end and was rejected (:func:`_solve_block`'s REJECT), written only when
+#: ``info`` has that slot (the compiled loop's stage holds the first ten: a FALLBACK ends the
+#: loop there and ``ContactFuser.step`` takes the step again)
 (
     I_DEMANDS, I_DEEPEST, I_PIVOTS, I_RESIDUAL, I_SOLVER, I_E_STAB, I_IMPACT, I_E_IMPACTS,
-    I_KE_BEFORE, I_KE_AFTER,
-) = range(10)  # fmt: skip
+    I_KE_BEFORE, I_KE_AFTER, I_FIRST_FAILED,
+) = range(11)  # fmt: skip
+#: the info slots ``ContactFuser.step`` hands the kernel
+N_INFO = 11
 #: the largest nf + 1 whose F = D beta the kernel sums in numpy einsum's order (checked)
 MAX_K = 7
 #: the most LCP rows the kernel takes (the Lemke settings of :func:`pivot_caps` cover them):
@@ -264,20 +277,21 @@ def _mscale(M):
 
 @njit(cache=True)
 def _least_norm_solve(M, q, delta, tol_rel, caps, z, w):
-    """``chain.lemke_regularised`` on (M, q) with the regularisation delta (absolute), as the
-    first attempt of the chain runs it: ``limit_step.lemke_regularised_into`` (Lemke on
-    M + delta I with the pivot caps ``caps``, the polish, the active-set corrections, the
-    restricted LCP by the lexicographic path; every candidate verified on (M, q)) without the
-    chain's further ways, in work arrays of its own. Returns (accepted, pivots, worst
-    residual); z and w = M z + q hold the accepted answer. Not accepted where the Python
-    chain would go on in a way not compiled here (a regularised path without a solution or
-    longer than one budget chunk, other Lemke paths of the restricted LCP, the raw answer) or
-    would fail: the caller hands the step back."""
+    """``chain.lemke_regularised`` on (M, q) with the regularisation delta (absolute), the
+    whole first attempt of the chain: ``limit_step.lemke_regularised_into`` with ``chain``
+    True (Lemke on M + delta I with the pivot caps ``caps``, the polish, the active-set
+    corrections, the restricted LCP by ``lemke.lemke``'s paths, the raw answer; every
+    candidate verified on (M, q)), in work arrays of its own. Returns (ACCEPT, REJECT or
+    UNDECIDED, pivots, worst residual); z and w = M z + q hold the accepted answer. REJECT:
+    the Python chain's first attempt on (M, q) is not accepted either (the chain goes on to its
+    second); UNDECIDED: a Lemke path the first budget chunk did not end (or, below one chunk's
+    pivot cap, a regularised path without a solution: ``limit_step._one_chunk``), which the
+    Python path follows on, polling the step's time budget. Either way the caller hands the
+    step back."""
     nf, ni = lcp_work(q.shape[0])
-    state, pivots, worst = lemke_regularised_into(
-        M, q, delta, tol_rel, caps, False, z, w, np.empty(nf), np.empty(ni, dtype=np.int64)
+    return lemke_regularised_into(
+        M, q, delta, tol_rel, caps, True, z, w, np.empty(nf), np.empty(ni, dtype=np.int64)
     )
-    return state == ACCEPT, pivots, worst
 
 
 @njit(cache=True)
@@ -313,10 +327,11 @@ guess_normed_call = native(guess_normed)
 def least_norm_attempt(M, q, tol_rel, caps, z, w):
     """The first attempt of ``chain.solve_lcp`` with the "least_norm" selection on an LCP
     that does not split (:func:`_least_norm_solve` with delta = LEAST_NORM_DELTA
-    ||M||_inf); not accepted for an M that splits into islands."""
+    ||M||_inf): (ACCEPT, REJECT or UNDECIDED, pivots, worst residual); UNDECIDED for an M
+    that splits into islands."""
     n = q.shape[0]
     if n > 1 and _component_labels(M, np.empty(n, dtype=np.int64)) > 1:
-        return False, 0, np.inf  # islands: _solve_rows solves them block by block
+        return UNDECIDED, 0, np.inf  # islands: _solve_rows solves them block by block
     return _least_norm_solve(M, q, LEAST_NORM_DELTA * _mscale(M), tol_rel, caps, z, w)
 
 
@@ -340,8 +355,10 @@ def _solve_block(
     (n_all, None) or (n_all, rows) first (``chain._warm_attempt``: ``warm.guess_kernel`` with
     the chain's delta, LEAST_NORM_DELTA times the whole LCP's mscale in the least-norm
     selection, 0 in the vertex one; the same acceptance test, on the block), else the
-    chain's first attempt with the same regularisation. Returns (accepted, pivots, worst
-    residual, the set to remember: the guess's final set, else the rows with z > 0); the
+    chain's first attempt with the same regularisation. Returns (state, pivots, worst
+    residual, the set to remember: the guess's final set, else the rows with z > 0), the
+    state ACCEPT, REJECT (the chain's first attempt ran to its end and was rejected: the
+    Python chain's is too; "least_norm" only) or UNDECIDED (:func:`_least_norm_solve`); the
     table's TRIED and ACCEPTED counters go up as the store's ``tried`` and ``accepted``.
     ``mraw``: ||M||_inf of this block when the caller has it (the whole LCP's), else < 0
     (a block of a split LCP: the guess takes its own, as ``guess_kernel`` does). ``iw``:
@@ -368,18 +385,19 @@ def _solve_block(
                 ok, worst, _tol = evaluate_candidate(M, q, z, tol_rel, w)
                 if ok:
                     meta[ACCEPTED] += 1
-                    return True, 0, worst, final[:ns]
+                    return ACCEPT, 0, worst, final[:ns]
     if least_norm:
-        ok, pivots, worst = _least_norm_solve_call(M, q, delta, tol_rel, caps, z, w)
+        state, pivots, worst = _least_norm_solve_call(M, q, delta, tol_rel, caps, z, w)
     else:
         ok, pivots, worst = _vertex_solve_call(M, q, tol_rel, caps, z, w)
+        state = ACCEPT if ok else UNDECIDED  # the Python chain follows lemke.lemke's other paths
     pos = iw[n : 2 * n]  # np.flatnonzero(z > 0.0)
     npos = 0
     for i in range(n):
         if z[i] > 0.0:
             pos[npos] = i
             npos += 1
-    return ok, pivots, worst, pos[:npos]
+    return state, pivots, worst, pos[:npos]
 
 
 _solve_block_call = native(_solve_block)
@@ -389,18 +407,18 @@ _solve_block_call = native(_solve_block)
 def _solve_whole(M, q, least_norm, tol_rel, caps, warm, tab, und, z, w, iw):
     """An LCP that does not split into blocks, solved whole as ``chain.solve_lcp`` solves it
     up to its first attempt (:func:`_solve_block` with ||M||_inf its mscale; w (n) and iw
-    (2 n) its work), its set then remembered under the key (n, None). Returns (accepted,
-    pivots, worst residual)."""
+    (2 n) its work), its set then remembered under the key (n, None). Returns (state,
+    pivots, worst residual): ACCEPT, REJECT or UNDECIDED (:func:`_solve_block`)."""
     n = q.shape[0]
     mraw = _inf_norm(M)
     mscale = mraw if mraw > 0.0 and np.isfinite(mraw) else 1.0  # _mscale's rule
     none = iw[:0]
-    ok, pivots, worst, S = _solve_block_call(
+    state, pivots, worst, S = _solve_block_call(
         M, q, mscale, mraw, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w, iw
     )
-    if ok and warm:
+    if state == ACCEPT and warm:
         warm_remember(tab, und, n, True, none, S)
-    return ok, pivots, worst
+    return state, pivots, worst
 
 
 @njit(cache=True)
@@ -418,9 +436,12 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
     assembled z verified on the whole from its blocks (``contact_islands.verify_blocks``).
     With ``warm`` the answer's sets then go to the warm table (``WarmStart.remember`` of
     every key, in block order; ``und`` the table's undo log, lcp/warm_table.py). Returns
-    (accepted, pivots (summed over the blocks), worst residual, solver code); z gets
-    [beta; sigma]. Not accepted where the Python chain goes on (a block or the assembled z
-    not accepted: the unsplit solve, the next attempts). ``fw`` and ``iw``: the caller's work
+    (state, pivots (summed over the blocks), worst residual, solver code); z gets
+    [beta; sigma]. The state: ACCEPT; REJECT, an LCP that does not split whose first
+    attempt ran to its end and was rejected (:func:`_solve_block`: the Python chain goes on
+    from its second attempt); UNDECIDED, the Python chain goes on from its first (a path cut
+    by the budget chunk; a block or the assembled z of a split LCP not accepted: the unsplit
+    solve, the next attempts). ``fw`` and ``iw``: the caller's work
     (float64, at least n (n + 2) with one island; int64, at least 3 n; :func:`rows_work`),
     where the one-island LCP is built and solved."""
     nu, _, k = D.shape
@@ -440,11 +461,11 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
                 q[nu * k + a] = budget[a]
         label = iw[:n]
         if n <= 1 or component_labels_into(M, label, iw[n : 3 * n]) == 1:  # one block: whole
-            ok, pivots, worst = _solve_whole(
+            state, pivots, worst = _solve_whole(
                 M, q, least_norm, tol_rel, caps, warm, tab, und, z, fw[n * (n + 1) : n * (n + 2)],
                 iw[n : 3 * n],
             )  # fmt: skip
-            return ok, pivots, worst, code
+            return state, pivots, worst, code
     Ms = []
     qs = []
     gs = []
@@ -486,8 +507,8 @@ def _solve_islands(Ms, qs, gs, n, mraw, least_norm, tol_rel, caps, warm, tab, un
     solved as ``islands.solve_blocks`` solves them (:func:`_solve_rows`, from its islands on):
     the blocks in the order of their first row, each by :func:`_solve_block` with the whole
     LCP's mscale (from ``mraw``, the largest island's ||M||_inf), the assembled z verified on
-    the whole; one block in all: solved whole. Returns (accepted, pivots, worst residual,
-    solver code)."""
+    the whole; one block in all: solved whole. Returns (state, pivots, worst residual,
+    solver code): REJECT only for one block in all (:func:`_solve_rows`)."""
     code = 1 if least_norm else 0
     count = len(Ms)
     mscale = mraw if mraw > 0.0 and np.isfinite(mraw) else 1.0  # _mscale's rule
@@ -512,13 +533,13 @@ def _solve_islands(Ms, qs, gs, n, mraw, least_norm, tol_rel, caps, warm, tab, un
     if nblk == 1:  # one island (all contacts, in the whole LCP's row order) that does not split
         none = np.empty(0, dtype=np.int64)
         w = np.empty(n)
-        ok, pivots, worst, S = _solve_block_call(
+        state, pivots, worst, S = _solve_block_call(
             Ms[0], qs[0], mscale, mraw, n, True, none, least_norm, tol_rel, caps, warm, tab, z, w,
             np.empty(2 * n, dtype=np.int64),
         )  # fmt: skip
-        if ok and warm:
+        if state == ACCEPT and warm:
             warm_remember(tab, und, n, True, none, S)
-        return ok, pivots, worst, code
+        return state, pivots, worst, code
     seq = np.argsort(first[:nblk])
     sets = []
     keys = []
@@ -536,12 +557,12 @@ def _solve_islands(Ms, qs, gs, n, mraw, least_norm, tol_rel, caps, warm, tab, un
         Mb, qb = principal_kernel(Ms[g], qs[g], local)
         zb = np.empty(m)
         wb = np.empty(m)
-        ok, piv, _worst, S = _solve_block_call(
+        state, piv, _worst, S = _solve_block_call(
             Mb, qb, mscale, -1.0, n, False, rows, least_norm, tol_rel, caps, warm, tab, zb, wb,
             np.empty(2 * m, dtype=np.int64),
         )  # fmt: skip
-        if not ok:
-            return False, 0, np.inf, code
+        if state != ACCEPT:  # the Python chain solves every block, then the unsplit LCP
+            return UNDECIDED, 0, np.inf, code
         for a in range(m):
             z[rows[a]] = zb[a]
         pivots += piv
@@ -553,11 +574,11 @@ def _solve_islands(Ms, qs, gs, n, mraw, least_norm, tol_rel, caps, warm, tab, un
         wbs.append(wb)
     ok, worst, _tol = verify_blocks(n, tol_rel, Mbs, qbs, zbs, wbs)
     if not ok:
-        return False, 0, np.inf, code
+        return UNDECIDED, 0, np.inf, code
     if warm:
         for t in range(nblk):
             warm_remember(tab, und, n, False, keys[t], sets[t])
-    return True, pivots, worst, code
+    return ACCEPT, pivots, worst, code
 
 
 _solve_rows_call = native(_solve_rows)
@@ -657,16 +678,18 @@ def _solve_joint_rows(W, wstart, corder, cstarts, D, mu, vu, Wj, Kcj, j_dof, j_s
     code = 1 if least_norm else 0
     label = np.empty(n, dtype=np.int64)
     if n <= 1 or _component_labels(M, label) == 1:  # one block: solved whole
-        ok, pivots, worst = _solve_whole(
+        state, pivots, worst = _solve_whole(
             M, q, least_norm, tol_rel, caps, warm, tab, und, z, np.empty(n),
             np.empty(2 * n, dtype=np.int64),
         )  # fmt: skip
-        return ok, pivots, worst, code
+        return state == ACCEPT, pivots, worst, code
     Ms = [M]
     qs = [q]
     gs = [np.arange(n)]
-    return _solve_islands(Ms, qs, gs, n, _inf_norm(M), least_norm, tol_rel, caps, warm, tab, und,
-                          z)  # fmt: skip
+    state, pivots, worst, code = _solve_islands(
+        Ms, qs, gs, n, _inf_norm(M), least_norm, tol_rel, caps, warm, tab, und, z
+    )
+    return state == ACCEPT, pivots, worst, code
 
 
 @njit(cache=True)
@@ -1032,11 +1055,11 @@ def contact_step_kernel(s):
             s.p_world, s.v, s.bv,
         )  # fmt: skip
         zc = np.empty(nu * (k + 1))
-        ok, _p, _w, _s = _solve_rows_call(
+        state, _p, _w, _s = _solve_rows_call(
             W, wstart, corder, cstarts, D, s.mu, vu, no_budget, least_norm, tol_rel, s.caps,
             warm, s.tab, s.und, zc, lw, sw,
         )  # fmt: skip
-        if not ok:
+        if state != ACCEPT:
             return FALLBACK
         Fc = np.empty((nu, 3))
         _impulses(D, zc, Fc)
@@ -1070,11 +1093,11 @@ def contact_step_kernel(s):
                 s.local_b, s.bv, vu,
             )  # fmt: skip
             zd = np.empty(nu * (k + 1))
-            ok, _p, _w, _s = _solve_rows_call(
+            state, _p, _w, _s = _solve_rows_call(
                 W, wstart, corder, cstarts, D, s.mu, vu, budget, least_norm, tol_rel, s.caps,
                 warm, s.tab, s.und, zd, lw, sw,
             )  # fmt: skip
-            if not ok:
+            if state != ACCEPT:
                 return FALLBACK
             Fd = np.empty((nu, 3))
             _impulses(D, zd, Fd)
@@ -1141,10 +1164,16 @@ def contact_step_kernel(s):
             return FALLBACK
         ok, pivots, worst, solver = res
     else:
-        ok, pivots, worst, solver = _solve_rows_call(
+        state, pivots, worst, solver = _solve_rows_call(
             W, wstart, corder, cstarts, D, s.mu, vu, no_budget, least_norm, tol_rel, s.caps,
             warm, s.tab, s.und, s.z, lw, sw,
         )  # fmt: skip
+        ok = state == ACCEPT
+        if state == REJECT and not colliding and s.info.shape[0] > I_FIRST_FAILED:
+            # the same LCP as the Python path's, bit for bit (no joint rows, no impact
+            # phase), unsplit, its first attempt ended and rejected: the Python chain may
+            # start at its second (OS.solve's skip_first)
+            s.info[I_FIRST_FAILED] = 1.0
     if not ok:
         if colliding:  # the Data arrays back at (q, v), as the Python path starts from them
             aba_kernel(
@@ -1264,6 +1293,10 @@ class ContactFuser:
         self.s = stepper
         self.steps = 0  # steps taken by the kernel (for profiles and tests)
         self.fallbacks = 0  # steps it handed back (collisions, LCPs it did not settle)
+        #: whether the last step handed back was one whose LCP's first attempt the kernel
+        #: ran to its end and rejected (I_FIRST_FAILED): the stepper's Python path then
+        #: starts the chain at its second attempt (OS.solve's ``skip_first``)
+        self.first_failed = False
         self._model = self._data = None
         self._settings = None  # (chunk size rule, pivot cap rule) the caps were read from
 
@@ -1320,7 +1353,7 @@ class ContactFuser:
         fn, vn_before, vn_after = np.empty(nu), np.empty(nu), np.empty(nu)
         tangent, p_impact = np.empty((nu, 3)), np.empty((nu, 3))
         sliding, hit = np.empty(nu, dtype=np.bool_), np.empty(nu, dtype=np.bool_)
-        info = np.zeros(10)
+        info = np.zeros(N_INFO)
         return (
             *self._head, _i64(c.body_a), _f64(c.local_a), _i64(c.body_b), _f64(c.local_b),
             _f64(c.normal), _f64(c.gap), _f64(ra), _f64(rb), _f64(mu), _f64(eps), *self._angles,
@@ -1370,9 +1403,11 @@ class ContactFuser:
         """The StepReport of the contact step of contacts ``c`` from (q, v) under the joint
         forces tau (free acceleration qdd, ABA's factorisation of q in the stepper's Data)
         with the joint rows ``joint`` (joint_rows.JointRows of 1-DoF rows, or None), or None
-        when the Python path must take it (module docstring)."""
+        when the Python path must take it (module docstring); then :attr:`first_failed` says
+        whether the step LCP's first attempt was run and rejected here."""
         from mbsim.simcore.stepper import Impact, StepReport
 
+        self.first_failed = False
         s = self.s
         if s.model is not self._model or s.data is not self._data or s.opt is not self._opt:
             warmup.wait()  # the first contact step: a helper may be compiling the kernel
@@ -1404,6 +1439,7 @@ class ContactFuser:
         ]  # fmt: skip
         if code != OK:
             self.fallbacks += 1
+            self.first_failed = code == FALLBACK and info[I_FIRST_FAILED] != 0.0
             return None
         self.steps += 1
         if warm:  # what chain._solve_warm did to the store over the step's LCPs
@@ -1439,8 +1475,7 @@ class ContactFuser:
 
 
 __all__ = [
-    "FALLBACK", "IMPACT", "MAX_K", "MAX_ROWS", "OK", "STEP_FIELDS", "ContactFuser", "StepRef",
-    "StepType", "borrowed", "contact_signature", "contact_step_kernel", "least_norm_attempt",
-    "make_step",
-    "pivot_caps", "step_work", "step_type", "vertex_attempt",
+    "FALLBACK", "IMPACT", "MAX_K", "MAX_ROWS", "N_INFO", "OK", "STEP_FIELDS", "ContactFuser",
+    "StepRef", "StepType", "borrowed", "contact_signature", "contact_step_kernel",
+    "least_norm_attempt", "make_step", "pivot_caps", "step_work", "step_type", "vertex_attempt",
 ]  # fmt: skip

@@ -338,9 +338,9 @@ def _lemke_full(M, q, tol_rel, z, w, fw, iw, caps):
 #: what :func:`_lemke_full` returns (ACCEPT, REJECT or UNDECIDED, pivots, worst residual)
 LEMKE_RESULT = types.Tuple((types.int64, types.int64, types.float64))
 #: :func:`_lemke_full` called by its address from :func:`_restricted` (native_call.py,
-#: typing compiles nothing): the contact step's least-norm attempt (``chain`` False) never
-#: calls it, so its compilation does not compile the restricted LCP's other Lemke paths; the
-#: joint-row step's first restricted LCP compiles (or loads) it then
+#: typing compiles nothing): compiling a caller does not compile the restricted LCP's other
+#: Lemke paths; the first restricted LCP that needs them (joint-row or contact step) compiles
+#: (or loads) it then
 _lemke_full_call = native(_lemke_full, LEMKE_RESULT)
 
 
@@ -606,17 +606,18 @@ def lemke_regularised_into(M, q, delta, tol_rel, caps, chain, z, w, fw, iw):
     chunk from caps, :func:`_pivot_settings`), the polish on M's active set
     (:func:`_polish_into`), the active-set corrections (rows the polish leaves on the wrong
     side swapped, at most ACTIVE_SET_FIXES times), the restricted LCP (:func:`_restricted`);
-    every candidate verified on (M, q). ``chain`` True (the joint-row step) follows the
+    every candidate verified on (M, q). ``chain`` True (both compiled steps) follows the
     Python chain further: the end of a regularised path without a solution verified as it is
     (when one chunk always ends the path), the restricted LCP by ``lemke.lemke``'s other
-    paths too, else the better of the raw regularised answer and the polished one. ``chain``
-    False (the contact step's first attempt) stops there: not accepted (REJECT) and the step
-    is Python's. Returns (ACCEPT, REJECT or UNDECIDED, pivots, worst residual); z and
-    w = M z + q the answer. fw, iw: :func:`lcp_work` (n) entries (iw past the islands
-    labels), any content. Inlined into its callers (``inline="always"``, with
-    :func:`_restricted`): a caller passing ``chain`` as a constant compiles only its side
-    (numba prunes the other branches), and the contact step's least-norm attempt is one
-    library, as its own copy was."""
+    paths too, else the better of the raw regularised answer and the polished one: REJECT
+    then means the Python chain's first attempt fails too. ``chain`` False (no caller since
+    the contact step takes the whole attempt, docs/results.md "anyA") stops there: not
+    accepted (REJECT, which then says nothing of the Python chain's attempt). Returns
+    (ACCEPT, REJECT or UNDECIDED, pivots, worst residual); z and w = M z + q the answer.
+    fw, iw: :func:`lcp_work` (n) entries (iw past the islands labels), any content. Inlined
+    into its callers (``inline="always"``, with :func:`_restricted`): a caller passing
+    ``chain`` as a constant compiles only its side (numba prunes the other branches), and the
+    contact step's least-norm attempt is one library, as its own copy was."""
     n = q.shape[0]
     nn = n * n
     Mr = regularise_delta_into(M, delta, fw[0:nn].reshape((n, n)))

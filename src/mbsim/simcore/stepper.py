@@ -718,6 +718,7 @@ class OSStepper:
         _contact_step at full recovery; with joint rows the same LCP up to BLAS rounding),
         which hands back what it does not take."""
         o = self.opt
+        skip = False  # the kernel rejected the LCP's first attempt: the chain starts at its second
         if (not joint or joint.limit_G is None) and self._fused.eligible(self):
             # the compiled contact step at full recovery, with the step's 1-DoF joint rows;
             # None: a collision, an LCP its first attempt does not settle, or a case it does
@@ -726,6 +727,7 @@ class OSStepper:
             if report is not None:
                 self._soft_from = 0
                 return report
+            skip = self._fused.first_failed
         first = None
         # the retries start at the scale the last softened step needed (a wedged robot fails
         # at every larger scale each step: each failure costs the whole fallback chain)
@@ -736,7 +738,9 @@ class OSStepper:
             self._demands_separation = False
             try:
                 with lcp_limits(seconds=o.lcp_max_seconds), selecting(o.lcp_selection):
-                    report = self._contact_step(q, v, tau, c, t, qdd, joint, scale)
+                    report = self._contact_step(
+                        q, v, tau, c, t, qdd, joint, scale, skip and scale == 1.0
+                    )
             except SimulationError as exc:
                 if first is None:
                     first = exc
@@ -752,10 +756,14 @@ class OSStepper:
             return report
         raise first
 
-    def _contact_step(self, q, v, tau, c, t, qdd, joint=None, scale=1.0) -> StepReport:
+    def _contact_step(
+        self, q, v, tau, c, t, qdd, joint=None, scale=1.0, skip_first=False
+    ) -> StepReport:
         """The constrained step (steps 3-7 of the module docstring); ``scale`` multiplies
         every demanded separation speed (the negative part of each contact row's gap
-        allowance, the closure rows' stabilisation; the limit rows come scaled in ``joint``)."""
+        allowance, the closure rows' stabilisation; the limit rows come scaled in ``joint``).
+        ``skip_first``: the compiled contact step rejected this step LCP's first attempt
+        (OS.solve's ``skip_first``)."""
         m, d, o = self.model, self.data, self.opt
         dt = o.dt
         nu = len(c.gap)
@@ -857,7 +865,8 @@ class OSStepper:
         # only this LCP carries the recovery terms: a failure of the impact phase's (dt = 0,
         # no gap terms) is not retried softened
         self._demands_separation = demands
-        sol = form.solve(problem, v, dt, True, accel=None if impacted else qdd)
+        skip = {"skip_first": True} if skip_first else {}  # OS's only, the kernel's formulation
+        sol = form.solve(problem, v, dt, True, accel=None if impacted else qdd, **skip)
         self._accept(sol, "contact", t)
         res = sol.result
         report.v_new = sol.v

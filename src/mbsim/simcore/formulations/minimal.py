@@ -137,7 +137,11 @@ class OS:
         Vn = problem.node_velocities(v)
         return self._R @ Vn.ravel() + self._G @ v
 
-    def solve(self, problem, v, dt, gap, accel=None) -> Solution:
+    def solve(self, problem, v, dt, gap, accel=None, skip_first=False) -> Solution:
+        """v+ and the impulses of the step's LCP (Eq. 53). ``skip_first``: the compiled
+        contact step ran this LCP's warm guess and first attempt and rejected them
+        (contact_fused.py, ``ContactFuser.first_failed``; contacts alone): the chain starts
+        at its second attempt (``chain.solve_lcp``), the same answer."""
         v_free = free_velocity(problem, v, dt, accel)
         nbl = problem.n_bilateral
         # joint rows alone (no contact) stay cold: the compiled joint-limit step
@@ -146,7 +150,10 @@ class OS:
         if not nbl and not problem.n_joint_rows:
             phi = relative_velocity(problem, v_free).ravel()
             M, q = delassus_lcp(problem, self._K, phi, np.zeros(0), gap)
-            res = solve_lcp(M, q, solver=problem.solver, tol_rel=problem.tol_rel, warm=warm)
+            res = solve_lcp(
+                M, q, solver=problem.solver, tol_rel=problem.tol_rel, warm=warm,
+                skip_first=skip_first,
+            )  # fmt: skip
             F = problem.impulses(res.z)
             return Solution(v_free + self.respond(problem, F), F, res, M, q, 0)
         phi = self._row_velocity(problem, v_free)

@@ -202,6 +202,11 @@ def _proximal(MSS, rhs, zS, delta) -> np.ndarray | None:
     return out if ok else None
 
 
+def _attempt(r: LcpResult) -> Attempt:
+    """The chain's record of one attempt."""
+    return Attempt(r.solver, r.delta, r.status, r.pivots, r.residual)
+
+
 def _worst(r: LcpResult) -> float:
     v = max(r.residual, r.sign_violation, r.eq_residual)
     return v if np.isfinite(v) else np.inf
@@ -219,6 +224,7 @@ def solve_lcp(
     select: str | None = None,
     split: bool = True,
     warm: warm_start.WarmStart | None = None,
+    skip_first: bool = False,
 ) -> LcpResult:
     """Solve the standard LCP (M, q) with ``solver`` ("lemke" or "pgs") and the fallback chain.
 
@@ -234,6 +240,14 @@ def solve_lcp(
     "least_norm", selection.py; None: the mode of the enclosing ``selection.selecting``
     block) chooses among many solutions. See the module docstring for the order of attempts
     and what the result records.
+
+    ``skip_first``: the caller has run the warm guess and the chain's first attempt on this
+    very (M, q) and neither was accepted (the compiled contact step, contact_fused.py,
+    ``ContactFuser.first_failed``), so the chain starts at its second attempt (the store's
+    ``tried`` still counts the guess); if no later attempt is accepted the first runs after
+    all, so a failure is the one the whole chain gives, its attempts in their order. The same
+    answer, solver, delta and pivots as without it whenever the caller's claim holds;
+    an accepted result's ``attempts`` then lack the first. Ignored for an M that splits.
     """
     if select is None:
         select = selection.current()
@@ -248,28 +262,35 @@ def solve_lcp(
     mscale = mscale if mscale > 0.0 and np.isfinite(mscale) else 1.0
     args = (solver, chain, tol_rel, max_pivots, pgs_max_iter, deltas, select, mscale)
     parts = islands.blocks(M) if split else []
+    skip = skip_first and len(parts) <= 1
     if warm is not None and warm_start.ENABLED and solver == "lemke":
-        return _solve_warm(M, q, parts, warm, args)
+        return _solve_warm(M, q, parts, warm, args, skip)
     if len(parts) > 1:
         return islands.solve_blocks(
             M, q, parts, lambda Mb, qb: _solve_chain(Mb, qb, *args),
             lambda: _solve_chain(M, q, *args), tol_rel,
         )  # fmt: skip
-    return _solve_chain(M, q, *args)
+    return _solve_chain(M, q, *args, skip_first=skip)
 
 
-def _solve_warm(M, q, parts, warm, args) -> LcpResult:
+def _solve_warm(M, q, parts, warm, args, skip_first=False) -> LcpResult:
     """:func:`solve_lcp` with the warm start: each block (or the unsplit problem) tries its
     remembered active set first (:func:`_warm_attempt`), else the chain; the store then
-    remembers the answer's active set of every block (forgets them if the solve failed)."""
+    remembers the answer's active set of every block (forgets them if the solve failed).
+    ``skip_first`` (unsplit only): the guess was tried and not accepted by the caller."""
     n = q.shape[0]
     select, mscale, tol_rel = args[6], args[7], args[2]
     if len(parts) <= 1:
         key = (n, None)
         finals: dict = {}
-        r = _warm_attempt(M, q, warm, key, select, mscale, tol_rel, finals)
+        if skip_first:
+            r = None
+            if warm.guess(key) is not None:
+                warm.tried += 1  # the caller tried it, as _warm_attempt counts
+        else:
+            r = _warm_attempt(M, q, warm, key, select, mscale, tol_rel, finals)
         if r is None:
-            r = _solve_chain(M, q, *args)
+            r = _solve_chain(M, q, *args, skip_first=skip_first)
         if r.ok:
             warm.remember(key, r.z, finals.get(key))
         else:
@@ -348,10 +369,14 @@ def _warm_attempt(M, q, warm, key, select, mscale, tol_rel, finals) -> LcpResult
     return r
 
 
-def _solve_chain(M, q, solver, chain, tol_rel, max_pivots, pgs_max_iter, deltas, select, mscale):
+def _solve_chain(
+    M, q, solver, chain, tol_rel, max_pivots, pgs_max_iter, deltas, select, mscale, skip_first=False
+):
     """The fallback chain on (M, q) (module docstring); the regularisations are
     ``deltas * mscale``, mscale the whole problem's ||M||_inf when (M, q) is one of its blocks
-    (so a block is regularised as it would be inside the whole problem)."""
+    (so a block is regularised as it would be inside the whole problem). ``skip_first``
+    (:func:`solve_lcp`): the plan's first attempt is known to fail and runs only if every
+    other one fails too, so the failure is the whole plan's, in the plan's order."""
 
     def run_lemke_plain():
         return lemke(M, q, max_pivots=max_pivots, tol_rel=tol_rel)
@@ -373,20 +398,32 @@ def _solve_chain(M, q, solver, chain, tol_rel, max_pivots, pgs_max_iter, deltas,
         plan = [run_pgs, run_lemke_plain, *[run_reg(c) for c in deltas]]
     if not chain:
         plan = plan[:1]
+    deferred = None
+    if skip_first and len(plan) > 1:
+        deferred, plan = plan[0], plan[1:]
 
-    attempts: list[Attempt] = []
-    best: LcpResult | None = None
+    results: list[LcpResult] = []
     for run in plan:
         r = run()
-        attempts.append(Attempt(r.solver, r.delta, r.status, r.pivots, r.residual))
+        results.append(r)
         if r.ok:
-            r.attempts = attempts
+            r.attempts = [_attempt(x) for x in results]
             return r
-        if best is None or _worst(r) < _worst(best):
-            best = r
         if r.status == Status.TIME_LIMIT:
             break  # the budget is the whole step's: the next attempt would have none left
-    assert best is not None
+    if deferred is not None:
+        # every later attempt failed: the skipped one after all, in its place, so the
+        # failure (its attempts, the best candidate, the message) is the whole chain's
+        r = deferred()
+        results.insert(0, r)
+        if r.ok:  # the caller's claim did not hold: the chain would have stopped here
+            r.attempts = [_attempt(r)]
+            return r
+    attempts = [_attempt(x) for x in results]
+    best = results[0]
+    for r in results[1:]:
+        if _worst(r) < _worst(best):
+            best = r
     best.attempts = attempts
     b = budget.current()
     if attempts[-1].status == Status.TIME_LIMIT and b is not None:
