@@ -22,14 +22,13 @@ rows (``_joint_columns``, ``_solve_joint_rows``). Truth:
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from mbsim.simcore.contact_fused import ContactFuser
 from mbsim.simcore.joint_rows import JointLimits
 from mbsim.simcore.stepper import OSStepper, StepOptions
+from robot_files import erd_urdf
 from whole_runs import file_run
 
 #: q (m or rad) and v (m/s or rad/s) tolerances of whole runs (module docstring)
@@ -86,17 +85,7 @@ def test_one_step_with_friction_agrees_with_the_python_path(monkeypatch):
 def _go1():
     """example-robot-data's go1 (joint friction 0.2 N m on all 12 joints, its calf joints
     starting at 0 rad, past their -0.888 rad stops) on the floor, or skip."""
-    import importlib.metadata
-
-    try:
-        dist = importlib.metadata.distribution("example-robot-data")
-    except importlib.metadata.PackageNotFoundError:
-        pytest.skip("example-robot-data is not installed")
-    robots = Path(dist.locate_file("cmeel.prefix/share/example-robot-data/robots"))
-    urdf = robots / "go1_description" / "urdf" / "go1.urdf"
-    if not urdf.is_file():
-        pytest.skip(f"{urdf} is not installed")
-    return urdf
+    return erd_urdf("go1_description/urdf/go1.urdf")
 
 
 def test_go1_on_the_floor_against_the_python_path(tmp_path, monkeypatch):

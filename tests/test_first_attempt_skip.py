@@ -25,6 +25,7 @@ from mbsim.simcore.lcp.problem import inf_norm
 from mbsim.simcore.lcp.selection import LEAST_NORM_DELTA
 from mbsim.simcore.lcp.warm_table import WarmTable
 from mbsim.simcore.limit_step import REJECT, UNDECIDED
+from robot_files import erd_urdf
 
 DATA = Path(__file__).resolve().parent / "data"
 TOL = 1e-9
@@ -142,17 +143,7 @@ def test_a_split_lcp_is_undecided_and_the_flag_ignored(lcp):
 
 def _anymal_c() -> Path:
     """example-robot-data's anymal_c URDF, or skip."""
-    import importlib.metadata
-
-    try:
-        dist = importlib.metadata.distribution("example-robot-data")
-    except importlib.metadata.PackageNotFoundError:
-        pytest.skip("example-robot-data is not installed")
-    robots = Path(dist.locate_file("cmeel.prefix/share/example-robot-data/robots"))
-    urdf = robots / "anymal_c_simple_description" / "urdf" / "anymal.urdf"
-    if not urdf.is_file():
-        pytest.skip(f"{urdf} is not installed")
-    return urdf
+    return erd_urdf("anymal_c_simple_description/urdf/anymal.urdf")
 
 
 @pytest.mark.parametrize("tol_rel", [1e-9, -1.0], ids=["solved", "failing"])
