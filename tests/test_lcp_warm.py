@@ -143,12 +143,20 @@ def warm_against_cold(scene: str, steps: int, monkeypatch, tmp_path):
     LCP the OS formulation solves is also solved cold. Returns (largest |z_warm - z_cold| /
     max(1, |z_cold|), blocks tried, blocks accepted, LCPs solved, largest independent
     violation / the problem's scale)."""
+    bp = _bench_peers()
+    scenario = bp.scene_scenario(scene, 10.0, str(tmp_path / "run.h5"))
+    out = compare_warm_cold(scenario, steps, monkeypatch)
+    return out["diff"], out["tried"], out["accepted"], out["count"], out["viol"]
+
+
+def compare_warm_cold(scenario, steps: int, monkeypatch, each=None) -> dict:
+    """:func:`warm_against_cold` for any scenario, as a dict (diff, viol, count, tried,
+    accepted); ``each(M, q, z)`` is called with every warm answer."""
     from mbsim.simcore.contact_fused import ContactFuser
 
-    bp = _bench_peers()
     # the Python contact step: the compiled one (contact_fused.py) solves cold, no chain call
     monkeypatch.setattr(ContactFuser, "eligible", staticmethod(lambda stepper: False))
-    sim = Simulator(bp.scene_scenario(scene, 10.0, str(tmp_path / "run.h5")))
+    sim = Simulator(scenario)
     real = minimal.solve_lcp
     out = {"diff": 0.0, "count": 0, "viol": 0.0}
 
@@ -162,13 +170,15 @@ def warm_against_cold(scene: str, steps: int, monkeypatch, tmp_path):
         mscale = np.abs(M).sum(1).max() * np.abs(r.z).max() + np.abs(q).max()
         out["viol"] = max(out["viol"], violation(M, q, r.z) / mscale)
         out["count"] += 1
+        if each is not None:
+            each(M, q, r.z)
         return r
 
     monkeypatch.setattr(minimal, "solve_lcp", both)
     for _ in range(steps):
         sim.step()
     store = sim.stepper.formulation.warm
-    return out["diff"], store.tried, store.accepted, out["count"], out["viol"]
+    return {**out, "tried": store.tried, "accepted": store.accepted}
 
 
 def test_box_pile_steps_warm_equal_cold(monkeypatch, tmp_path):

@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import mbsim.simcore.formulations.minimal as minimal
 from mbsim.simcore.lcp import warm
-from mbsim.simulator import Simulator
+from test_lcp_warm import compare_warm_cold
 
 
 def psd_with_zero_rows(rng, n, rank, zero_rows):
@@ -107,38 +106,20 @@ def test_plate_on_16_points_warm_answers_equal_cold(monkeypatch, tmp_path):
     each warm answer must equal the cold chain's to 1e-9 of the largest impulse and satisfy
     the LCP independently. Measured: largest difference
     5.4e-13, independent violation 4e-14 of the scale."""
-    from mbsim.simcore.contact_fused import ContactFuser
+    routed = []
 
-    monkeypatch.setattr(ContactFuser, "eligible", staticmethod(lambda stepper: False))
-    sim = Simulator(_plate_scenario(16, str(tmp_path / "plate.h5")))
-    real = minimal.solve_lcp
-    out = {"diff": 0.0, "count": 0, "routed": 0, "viol": 0.0}
-
-    def both(M, q, **kw):
-        r = real(M, q, **kw)
-        kw.pop("warm", None)
-        cold = real(M, q, **kw)
-        assert r.ok and cold.ok
-        scale = max(1.0, float(np.abs(cold.z).max()))
-        out["diff"] = max(out["diff"], float(np.abs(r.z - cold.z).max()) / scale)
-        w = M @ r.z + q
-        mscale = np.abs(M).sum(1).max() * np.abs(r.z).max() + np.abs(q).max()
-        viol = max(-r.z.min(), -w.min(), np.abs(r.z * w).max() / max(mscale, 1e-300))
-        out["viol"] = max(out["viol"], viol / mscale)
-        S = np.flatnonzero(r.z > 0)
+    def route_applies(M, q, z):
+        S = np.flatnonzero(z > 0)
         if S.size >= warm.LOWRANK_MIN and (np.diag(M)[S] > 0).all():
             rank = np.linalg.matrix_rank(M[np.ix_(S, S)], tol=1e-9 * np.abs(M).max())
-            out["routed"] += rank <= warm.LOWRANK_SHARE * S.size
-        out["count"] += 1
-        return r
+            routed.append(rank <= warm.LOWRANK_SHARE * S.size)
 
-    monkeypatch.setattr(minimal, "solve_lcp", both)
-    for _ in range(40):
-        sim.step()
+    scenario = _plate_scenario(16, str(tmp_path / "plate.h5"))
+    out = compare_warm_cold(scenario, 40, monkeypatch, route_applies)
     assert out["count"] >= 30
     # the premise: the route applies (measured: 30 of the 42 LCPs; the others are the
     # landing's impact LCPs and steps with fewer than LOWRANK_MIN sticking rows)
-    assert out["routed"] >= 25
+    assert sum(routed) >= 25
     assert out["diff"] <= 1e-9
     assert out["viol"] <= 2e-9
 
