@@ -149,6 +149,17 @@ def placed_on_floor(sc, scene, R_world, p_world):
 DENSE_MESH_TRIANGLES = 5000
 
 
+def _per_link(scene, count) -> dict[str, int]:
+    """``count(record)`` summed over each link's collision shapes, by ``tree/link`` name (as
+    contact.mesh_contact_links takes it); links whose shapes all count 0 are left out."""
+    counts: dict[str, int] = {}
+    for g, rec in enumerate(scene.records):
+        n = count(rec)
+        if n:
+            counts[scene.links[g]] = counts.get(scene.links[g], 0) + n
+    return counts
+
+
 def _links_over(counts: dict[str, int], limit: int, unit: str) -> tuple[int, str] | None:
     """(how many, "link (count unit), ... and k more") of the links whose count exceeds
     ``limit``, largest first, six named; None if none does. ``unit`` formats the count."""
@@ -164,11 +175,7 @@ def dense_mesh_notes(scene, limit: int = DENSE_MESH_TRIANGLES) -> list[str]:
     """One sentence naming the links whose collision meshes collide as triangles (closed
     meshes, ``contact.mesh_contact = "triangles"``) with more than ``limit`` triangles, and how
     to collide their convex hulls instead."""
-    counts: dict[str, int] = {}
-    for g, rec in enumerate(scene.records):
-        if rec.mesh is not None:
-            link = scene.links[g]  # tree/link, as contact.mesh_contact_links takes it
-            counts[link] = counts.get(link, 0) + len(rec.mesh[1])
+    counts = _per_link(scene, lambda rec: len(rec.mesh[1]) if rec.mesh is not None else 0)
     named = _links_over(counts, limit, "{:,} triangles")
     if named is None:
         return []
@@ -194,11 +201,7 @@ def many_shape_notes(scene, limit: int = MANY_SHAPES) -> list[str]:
     reduce them per body pair instead (docs/collision.md, "Per body pair")."""
     if getattr(scene, "manifold", "body-pair") != "shape-pair":
         return []
-    counts: dict[str, int] = {}
-    for g, rec in enumerate(scene.records):
-        if rec.body >= 0:
-            link = scene.links[g]
-            counts[link] = counts.get(link, 0) + 1
+    counts = _per_link(scene, lambda rec: 1 if rec.body >= 0 else 0)
     named = _links_over(counts, limit, "{} shapes")
     if named is None:
         return []
