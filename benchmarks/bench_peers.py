@@ -78,10 +78,17 @@ URDF 20 times), for ``--pile-duration`` s (default 0.1: mbsim's steps are slow t
 held at its URDF zero pose, legs straight down, by a joint PD (kp 400 N m/rad, kd 8 N m s/rad),
 set up like ``a1-stand``.
 
+These scenes' runs are short (5-50 ms of CPU), so they are timed in ``--scene-rounds``
+rounds (default 7), every simulator once a round on a fresh set-up, after one uncounted round
+(caches loaded, first calls made); a peer's ratio is mbsim's rate over the peer's within each
+round, and the table gives the median of those ratios and their range (single runs on the
+shared machine move by tens of percent, MuJoCo's as much as mbsim's).
+
 Usage: ``python benchmarks/bench_peers.py [--links 12 30] [--duration 3] [--repeat 3]
 [--no-calibrate] [--simulators mbsim mujoco mujoco-rollout pybullet] [--scenes panda-free
-panda-table a1-stand laikago-stand box-pile] [--panda-duration 1.5] [--pile-duration 0.1]
-[--general-path] [--no-free-loop] [--no-contact-loop] [--manifold shape-pair|body-pair]
+panda-table a1-stand laikago-stand box-pile] [--scene-rounds 7] [--panda-duration 1.5]
+[--pile-duration 0.1] [--general-path] [--no-free-loop] [--no-contact-loop]
+[--manifold shape-pair|body-pair]
 [--markdown]``. ``--manifold`` sets mbsim's ``contact.manifold`` in every scenario timed
 (docs/scenario-format.md). Results go to
 docs/results.md with the machine and date; nothing here is asserted by tests. Needs the
@@ -809,49 +816,65 @@ def bullet_scene(scene: str):
     return pb, cid
 
 
-def panda_speed(scene: str, duration: float, repeat: int, which) -> list[dict]:
+def _scene_runner(scene: str, key: str, steps: int):
+    """A fresh set-up of ``scene`` for simulator ``key``: (callable running it, clean-up)."""
+    panda = scene in PANDA_SCENES
+    if key == "mbsim":
+        make = panda_scenario if panda else scene_scenario
+        return mbsim_runner(lambda path: make(scene, steps * PANDA_DT, path)), None
+    if key in ("mujoco", "mujoco-rollout"):
+        m, d = (mujoco_panda if panda else mujoco_scene)(scene)
+        fn = mujoco_runner if key == "mujoco" else rollout_runner
+        return fn(m, d, steps), None
+    pb, cid = (bullet_panda if panda else bullet_scene)(scene)
+    return bullet_runner(pb, cid, steps), lambda: pb.disconnect(physicsClientId=cid)
+
+
+def panda_speed(scene: str, duration: float, rounds: int, which) -> list[dict]:
     """Steps per second of each simulator on a Panda scene (speed only: the peers' contact
-    and PD models differ, see mujoco_panda and bullet_panda)."""
+    and PD models differ, see mujoco_panda and bullet_panda).
+
+    The runs are short (1,500 steps: ~5-50 ms), so a shared machine's noise moves single
+    runs by tens of percent. The simulators therefore take turns: ``rounds`` rounds, each
+    timing every simulator once on a fresh set-up, and each peer's ratio is taken within a
+    round (mbsim's rate over the peer's, both from the same minute); reported are the
+    median rate of each simulator, the median of the per-round ratios and their range."""
     steps = int(round(duration / PANDA_DT))
-    rows = []
-    for key in which:
-        cpu, wall = [], []
-        for _ in range(repeat):
-            panda = scene in PANDA_SCENES
-            if key == "mbsim":
-                make = panda_scenario if panda else scene_scenario
-                go = mbsim_runner(lambda path, make=make: make(scene, steps * PANDA_DT, path))
-            elif key in ("mujoco", "mujoco-rollout"):
-                m, d = (mujoco_panda if panda else mujoco_scene)(scene)
-                fn = mujoco_runner if key == "mujoco" else rollout_runner
-                go = fn(m, d, steps)
-            else:
-                pb, cid = (bullet_panda if panda else bullet_scene)(scene)
-                go = bullet_runner(pb, cid, steps)
+    cpu = {key: [] for key in which}
+    wall = {key: [] for key in which}
+    for r in range(rounds + 1):  # round 0 warms up (caches loaded, first calls): not counted
+        for key in which:
+            go, close = _scene_runner(scene, key, steps)
             c0, w0 = time.thread_time(), time.perf_counter()
             go()
-            cpu.append(steps / (time.thread_time() - c0))
-            wall.append(steps / (time.perf_counter() - w0))
-            if key == "pybullet":
-                pb.disconnect(physicsClientId=cid)
-        name = {"mbsim": "mbsim (OS)", "mujoco": "MuJoCo", "mujoco-rollout": "MuJoCo rollout"}
+            if r > 0:
+                cpu[key].append(steps / (time.thread_time() - c0))
+                wall[key].append(steps / (time.perf_counter() - w0))
+            if close is not None:
+                close()
+    name = {"mbsim": "mbsim (OS)", "mujoco": "MuJoCo", "mujoco-rollout": "MuJoCo rollout"}
+    base = cpu.get("mbsim")
+    rows = []
+    for key in which:
+        ratios = [b / c for b, c in zip(base, cpu[key], strict=True)] if base else [math.nan]
         rows.append(
             {"scene": scene, "simulator": name.get(key, "PyBullet"), "steps": steps,
-             "cpu_rate": statistics.median(cpu), "wall_rate": statistics.median(wall)}
+             "cpu_rate": statistics.median(cpu[key]), "wall_rate": statistics.median(wall[key]),
+             "mbsim_ratio": statistics.median(ratios), "ratio_lo": min(ratios),
+             "ratio_hi": max(ratios), "rounds": rounds}
         )  # fmt: skip
         print(f"  {rows[-1]['simulator']}, {scene}: {rows[-1]['cpu_rate']:.0f} steps/s (CPU)",
               file=sys.stderr)  # fmt: skip
-    base = next((r["cpu_rate"] for r in rows if r["simulator"].startswith("mbsim")), math.nan)
-    for row in rows:
-        row["mbsim_ratio"] = base / row["cpu_rate"]
     return rows
 
 
 def panda_table(rows, markdown: bool) -> str:
-    head = ["scene", "simulator", "steps", "steps/s (CPU)", "steps/s (wall)", "mbsim / this (CPU)"]
+    head = ["scene", "simulator", "steps", "steps/s (CPU)", "steps/s (wall)",
+            "mbsim / this (CPU), median of rounds", "range over rounds"]  # fmt: skip
     lines = [
         [r["scene"], r["simulator"], str(r["steps"]), f"{r['cpu_rate']:.0f}",
-         f"{r['wall_rate']:.0f}", f"{r['mbsim_ratio']:.2f}"]
+         f"{r['wall_rate']:.0f}", f"{r['mbsim_ratio']:.2f}",
+         f"{r['ratio_lo']:.2f}-{r['ratio_hi']:.2f}"]
         for r in rows
     ]  # fmt: skip
     return _format(head, lines, markdown)
@@ -1083,6 +1106,10 @@ def main(argv=None):
         help="time mbsim without its compiled loop of free steps (simcore/free_loop.py): every "
         "step through Simulator.step, the compiled free step still on",
     )  # fmt: skip
+    ap.add_argument(
+        "--scene-rounds", type=int, default=7,
+        help="rounds of the dt = 1 ms scenes, every simulator once a round (7)",
+    )  # fmt: skip
     ap.add_argument("--panda-duration", type=float, default=1.5, help="simulated s (1.5)")
     ap.add_argument(
         "--pile-duration", type=float, default=0.1,
@@ -1129,9 +1156,12 @@ def main(argv=None):
     prow = []
     for scene in args.scenes:
         duration = args.pile_duration if scene == "box-pile" else args.panda_duration
-        prow += panda_speed(scene, duration, args.repeat, args.simulators)
+        prow += panda_speed(scene, duration, args.scene_rounds, args.simulators)
     if prow:
-        print("\nPanda, A1 and box pile (dt = 1 ms), speed only:\n")
+        print(
+            f"\nPanda, A1 and box pile (dt = 1 ms), speed only; {args.scene_rounds} rounds, "
+            "every simulator once a round, each on a fresh set-up:\n"
+        )
         print(panda_table(prow, args.markdown))
 
 
