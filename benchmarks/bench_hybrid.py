@@ -45,7 +45,6 @@ import argparse  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
-import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -56,6 +55,7 @@ from mbsim.samples.generators import chain_urdf  # noqa: E402
 from mbsim.simcore.data import Data  # noqa: E402
 from mbsim.simcore.forward import make_dynamics  # noqa: E402
 from mbsim.simulator import Simulator  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 #: case -> (contact points on the chain, built-in floor)
 CASES = {"none": ("", False), "P": ("P", True), "PQ": ("PQ", True)}
@@ -70,7 +70,7 @@ LABELS = {
 }
 CASE_LABELS = {"none": "no contact", "P": "contact at P", "PQ": "contacts at P and Q"}
 
-_TMP = Path(tempfile.mkdtemp(prefix="bench_hybrid_"))
+_TMP = scratch_dir("bench_hybrid_")
 
 
 def chain_file(n: int, points: str) -> Path:

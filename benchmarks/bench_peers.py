@@ -119,6 +119,9 @@ from lxml import etree  # noqa: E402
 from mbsim.bench import pendulum_scenario  # noqa: E402
 from mbsim.samples.catalog import sample_path  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when loaded by file path
+from scratch import scratch_dir  # noqa: E402
+
 DT = 1e-4  # s
 GRAVITY = 9.8  # m/s^2
 MU = 0.5
@@ -359,7 +362,7 @@ def mbsim_runner(scenario_at):
     The scenario's ``contact.manifold`` is set to MANIFOLD."""
     from mbsim.simulator import Simulator
 
-    tmp = tempfile.mkdtemp(prefix="mbsim-bench-")
+    tmp = scratch_dir("run-")
     sc = scenario_at(str(Path(tmp) / "run.h5"))
     sc = dataclasses.replace(sc, contact=dataclasses.replace(sc.contact, manifold=MANIFOLD))
     if sc.source is not None and not Path(sc.source).is_file():  # made from text: no file
@@ -802,7 +805,7 @@ def bullet_scene(scene: str):
                                      physicsClientId=cid)  # fmt: skip
         bodies, mu = [plane, robot], STAND_MU
     else:
-        path = Path(tempfile.mkdtemp(prefix="mbsim-bench-")) / "box.urdf"
+        path = scratch_dir("box-") / "box.urdf"
         path.write_text(BOX_URDF)
         bodies = [plane] + [
             pb.loadURDF(str(path), list(c), pb.getQuaternionFromEuler([0.0, 0.0, yaw]),

@@ -50,7 +50,6 @@ from __future__ import annotations
 import argparse
 import math
 import platform
-import tempfile
 import time
 from pathlib import Path
 
@@ -62,8 +61,9 @@ from mbsim.simcore.data import Data
 from mbsim.simcore.dynamics import aba
 from mbsim.simcore.kinematics import forward_kinematics
 from mbsim.simulator import Simulator
+from scratch import scratch_dir
 
-_TMP = Path(tempfile.mkdtemp(prefix="bench_rk4_"))
+_TMP = scratch_dir("bench_rk4_")
 DT = 1e-3
 #: the paper's initial pose of Fig. 8 (see the module docstring)
 THETA = math.pi / 6

@@ -36,7 +36,6 @@ import argparse
 import dataclasses
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -62,6 +61,7 @@ from mbsim.simcore.dynamics import (  # noqa: E402
 )
 from mbsim.simcore.kinematics import forward_kinematics_kernel  # noqa: E402
 from mbsim.simcore.limit_step import FREE_MOTION_DONE, limit_step_from  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 
 @njit
@@ -83,7 +83,7 @@ def ns_per_call(kernel, args, reps: int) -> float:
 def simulator(scene: str):
     from mbsim.simulator import Simulator
 
-    path = Path(tempfile.mkdtemp(prefix="mbsim-stages-")) / "run.h5"
+    path = scratch_dir("stages-") / "run.h5"
     if scene == "box-pile":  # 0.1 s: the layers have landed (bench_peers' pile duration)
         sc = bench_peers.scene_scenario(scene, 0.1, str(path))
     elif scene in bench_peers.STAND_SCENES:  # 1.5 s standing (bench_peers' duration)

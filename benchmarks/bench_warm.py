@@ -24,11 +24,12 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from scratch import scratch_dir  # noqa: E402
 
 
 def run_once(scenario: str, duration: float | None) -> dict:
@@ -36,7 +37,7 @@ def run_once(scenario: str, duration: float | None) -> dict:
     from mbsim.io.scenario import load_scenario
     from mbsim.simulator import Simulator
 
-    tmp = tempfile.mkdtemp(prefix="mbsim-bench-warm-")
+    tmp = scratch_dir("warm-")
     overrides = {"output.path": str(Path(tmp) / "run.h5")}
     if duration is not None:
         overrides["simulation.duration"] = duration
