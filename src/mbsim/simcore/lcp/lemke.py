@@ -81,6 +81,7 @@ from mbsim.simcore.lcp.problem import (
     inf_norm,
     snap_rounding_negatives,
 )
+from mbsim.simcore.lcp.rowops import sub_scaled_row
 
 PIV_REL = 1e-10
 ZERO_REL = 1e-12
@@ -246,8 +247,7 @@ def _gauss_jordan_inverse(B, Binv, work):
             if i != k:
                 f = work[i, k]
                 if f != 0.0:
-                    for j in range(k, n):
-                        work[i, j] -= f * work[k, j]
+                    sub_scaled_row(work, i, k, f, k, n)
                     for j in range(n):
                         Binv[i, j] -= f * Binv[k, j]
     return True

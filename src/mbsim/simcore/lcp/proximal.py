@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from mbsim.simcore.lcp.rowops import sub_scaled_row
 from mbsim.simcore.native_call import native
 
 EPS = float(np.finfo(np.float64).eps)
@@ -61,8 +62,7 @@ def proximal_kernel(A, rhs, z0, delta, iters, out):
         for i in range(k + 1, m):
             f = lu[i, k] / d
             lu[i, k] = f
-            for j in range(k + 1, m):
-                lu[i, j] -= f * lu[k, j]
+            sub_scaled_row(lu, i, k, f, k + 1, m)
     z = np.empty(m)
     x = np.empty(m)
     for i in range(m):

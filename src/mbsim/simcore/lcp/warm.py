@@ -129,6 +129,7 @@ from mbsim.simcore.lcp.problem import (
     _snap_kernel,
     tolerance_kernel,
 )
+from mbsim.simcore.lcp.rowops import sub_scaled_row
 from mbsim.simcore.native_call import native
 from mbsim.simcore.spatial import borrowed, c_view
 
@@ -244,8 +245,7 @@ def _lu_factor(LU, perm):
             f = LU[i, k] * inv
             LU[i, k] = f
             if f != 0.0:
-                for j in range(k + 1, m):
-                    LU[i, j] -= f * LU[k, j]
+                sub_scaled_row(LU, i, k, f, k + 1, m)
     return True
 
 
