@@ -73,7 +73,7 @@ from mbsim.io.results.schema import (
     _mib,
     _trajectory_cols,
 )
-from mbsim.io.results.table import Table, _vector, put_attrs, write_text
+from mbsim.io.results.table import Table, _vector, put_attrs, write_scalar, write_text
 
 #: The /events/kind code of each event name (its index in EVENT_KINDS).
 _EVENT_CODES = {name: code for code, name in enumerate(EVENT_KINDS)}
@@ -659,7 +659,7 @@ class ResultsWriter:
         for g in self._groups:
             g.commit(final)
         if self._last_time is not None:
-            self._last_time.write(np.array(self._committed_time(), np.float64))
+            write_scalar(self._last_time, self._committed_time(), np.float64)
         else:
             put_attrs(self._file, [("last_time", self._committed_time())])
             self._last_time = h5py.h5a.open(self._file.id, b"last_time")
