@@ -216,7 +216,7 @@ class Table:
         self.n = 0  # rows in the buffers: the committed tail, then the pending rows
         self.n_tail = 0  # committed rows in the tail (buffer rows 0 .. n_tail)
         self.sealed = 0  # committed rows in the main datasets
-        self.last_committed: dict[str, object] = {}  # the last committed row's scalar values
+        self.last_time = float("nan")  # the last committed row's time (s; every table has one)
         self._plan: int | None = None  # rows of the buffer going to the main datasets
         self._tail_written = 0  # buffer rows the file's tail holds (committed or not)
 
@@ -418,9 +418,7 @@ class Table:
             return
         n_seal, n = self._plan, self.n
         if n:
-            self.last_committed = {
-                c.name: self.buf[c.name][n - 1].item() for c in self.cols if not c.shape
-            }
+            self.last_time = float(self.buf["time"][n - 1])
         if n_seal and not final:
             for c in self.cols:
                 b = self.buf[c.name]

@@ -717,7 +717,7 @@ class ResultsWriter:
         self._fail(message)
 
     def _committed_time(self) -> float:
-        return float(self.trajectory.last_committed.get("time", float("nan")))
+        return self.trajectory.last_time
 
     def _fail(self, message: str) -> NoReturn:
         """Mark the file failed (best effort: the disk may be full) and raise ResultsError."""
@@ -732,13 +732,12 @@ class ResultsWriter:
         try:
             f = self._file
             write_text(self._status[0], status)  # both written with the header, kept open
-            write_text(self._status[1], message)
-            ended = (("ended_utc", _utc_now()), ("wall_seconds", _time.monotonic() - self._started))
-            if h5py.h5a.exists(f.id, b"ended_utc"):  # (a file is finished once; be safe)
-                for key, value in ended:
-                    f.attrs[key] = value
-            else:
-                put_attrs(f, ended)
+            if message:  # the header's message is "" (a run that ends complete keeps it)
+                write_text(self._status[1], message)
+            # (once: the file is closed below, and every caller checks _closed first)
+            put_attrs(
+                f, (("ended_utc", _utc_now()), ("wall_seconds", _time.monotonic() - self._started))
+            )
         except Exception:  # the state is already as good as it gets; report the first error
             pass
         finally:
