@@ -7,8 +7,11 @@ run): the thread CPU time and the wall time of ``open_writer`` and of ``ResultsW
 (what bench_peers' clock includes: the run's 151 recorded rows encoded and written, the tails
 deleted, the status set, the file closed and its disk reservation given back). Medians and
 minima in ms. ``--stages`` also splits the finish's thread CPU time into its steps (the
-writer's internals wrapped with timers: encoding, ``write_direct_chunk``, ``set_extent``, each
-HDF5 flush, the tails' deletion, the close, the release of the reservation).
+writer's internals wrapped with timers: ``write_sealed`` (every column's ``set_extent`` and
+chunks), of which ``_write_chunks`` (the zero test, the encoding and ``write_direct_chunk``), of
+which ``encode_last``; each HDF5 flush, the counters, the tails' deletion, ``_set_final`` (the
+status and end attributes, the close, the release), of which h5py's close and the release of
+the reservation).
 
 Thread CPU time is the number to compare on a loaded machine: wall time there is mostly
 waiting for a core (two cores, ~8 runnable processes: wall ~3x CPU). Usage:
@@ -59,18 +62,23 @@ class Stages:
         import mbsim.io.results.chunks as chunks
         import mbsim.io.results.table as table
         import mbsim.io.results.target as target
+        import mbsim.io.results.writer as writer
 
         self.now: dict[str, float] = defaultdict(float)
         self.runs: list[dict[str, float]] = []
         self.flushes = 0
         wrap = self.wrap
         table._chunks.encode = wrap("encode", chunks.encode)
+        if hasattr(chunks, "encode_last"):  # the last, partial chunks (the finish's)
+            table._chunks.encode_last = wrap("encode_last", chunks.encode_last)
         table.Table.write_sealed = wrap("write_sealed (all)", table.Table.write_sealed)
+        table.Table._write_chunks = wrap("_write_chunks", table.Table._write_chunks)
         table.Table.mark_sealed = wrap("mark_sealed", table.Table.mark_sealed)
         table.Table.delete_tail = wrap("delete_tail", table.Table.delete_tail)
         table.Table.commit = wrap("commit", table.Table.commit)
         target.FileClaim.reserve = wrap("reserve (fallocate)", target.FileClaim.reserve)
         target.FileClaim.release = wrap("release (ftruncate)", target.FileClaim.release)
+        writer.ResultsWriter._set_final = wrap("_set_final", writer.ResultsWriter._set_final)
         h5py.File.close = wrap("h5py close", h5py.File.close)
         flush = h5py.File.flush
 

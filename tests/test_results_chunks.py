@@ -414,6 +414,22 @@ def test_all_zero_chunks_read_back_as_zeros_and_negative_zero_stays(tmp_path: Pa
     assert np.array_equal(r.tau, np.zeros((n, 1))) and len(r.diagnostics["solver"]) == n
 
 
+def test_the_zero_test_finds_every_set_bit():
+    # table._any_bit (which chunks are written) against the truth of the bytes: every
+    # single bit set at every byte of small blocks of each column dtype, and none set
+    for dtype, shape in ((np.float64, (5, 3)), (np.int64, (4,)), (np.int8, (3, 7)),
+                         (np.uint8, (1,)), (np.float64, (2, 2, 7))):  # fmt: skip
+        block = np.zeros(shape, dtype)
+        assert not table_mod._any_bit(block)
+        raw = block.reshape(-1).view(np.uint8)
+        for i in range(raw.size):
+            for bit in (0, 7):
+                raw[i] = 1 << bit
+                assert table_mod._any_bit(block), (dtype, i, bit)
+                raw[i] = 0
+        assert not table_mod._any_bit(block)
+
+
 def test_the_chunk_index_order_is_set_and_files_read_the_same_without_it(
     tmp_path: Path, monkeypatch
 ):

@@ -161,16 +161,34 @@ def encode_last(block: np.ndarray, chunk_rows: int) -> bytes:
     the padding compressed (:func:`_zeros`): ``zlib.decompress`` gives back the padded
     chunk's bytes, unshuffled."""
     raw = memoryview(block.reshape(-1).view(np.uint8))
-    pad = (chunk_rows - len(block)) * (raw.nbytes // len(block))
+    n = raw.nbytes
+    pad = (chunk_rows - len(block)) * (n // len(block))
     out = [_HEADER]
     _stored(raw, out)
     adler = zlib.adler32(raw)
     if pad > 0:
-        out += _zeros(pad)
+        out.append(_padding_end(pad))
         adler = _adler_zeros(adler, pad)
-    out.append(_FINAL)
+    else:
+        out.append(_FINAL)
     out.append(adler.to_bytes(4, "big"))
     return b"".join(out)
+
+
+#: :func:`_padding_end` made so far, by padding length; bounded by :data:`_ZERO_STRETCHES_MAX`
+#: (cleared when full).
+_padding_ends: dict[int, bytes] = {}
+
+
+def _padding_end(count: int) -> bytes:
+    """``count`` zero bytes (:func:`_zeros`) and the empty final block, joined once per
+    length: a column's last chunk has the same padding run after run."""
+    z = _padding_ends.get(count)
+    if z is None:
+        if len(_padding_ends) >= _ZERO_STRETCHES_MAX:
+            _padding_ends.clear()
+        z = _padding_ends[count] = b"".join(_zeros(count)) + _FINAL
+    return z
 
 
 def encode(block: np.ndarray, chunk_rows: int, nonzero: bool = False) -> bytes:

@@ -73,7 +73,7 @@ from mbsim.io.results.schema import (
     _mib,
     _trajectory_cols,
 )
-from mbsim.io.results.table import Table, _vector, put_attrs, write_text
+from mbsim.io.results.table import Table, _vector, put_attrs, write_scalar, write_text
 
 #: The /events/kind code of each event name (its index in EVENT_KINDS).
 _EVENT_CODES = {name: code for code, name in enumerate(EVENT_KINDS)}
@@ -659,7 +659,7 @@ class ResultsWriter:
         for g in self._groups:
             g.commit(final)
         if self._last_time is not None:
-            self._last_time.write(np.array(self._committed_time(), np.float64))
+            write_scalar(self._last_time, self._committed_time(), np.float64)
         else:
             put_attrs(self._file, [("last_time", self._committed_time())])
             self._last_time = h5py.h5a.open(self._file.id, b"last_time")
@@ -717,7 +717,7 @@ class ResultsWriter:
         self._fail(message)
 
     def _committed_time(self) -> float:
-        return float(self.trajectory.last_committed.get("time", float("nan")))
+        return self.trajectory.last_time
 
     def _fail(self, message: str) -> NoReturn:
         """Mark the file failed (best effort: the disk may be full) and raise ResultsError."""
@@ -732,13 +732,12 @@ class ResultsWriter:
         try:
             f = self._file
             write_text(self._status[0], status)  # both written with the header, kept open
-            write_text(self._status[1], message)
-            ended = (("ended_utc", _utc_now()), ("wall_seconds", _time.monotonic() - self._started))
-            if h5py.h5a.exists(f.id, b"ended_utc"):  # (a file is finished once; be safe)
-                for key, value in ended:
-                    f.attrs[key] = value
-            else:
-                put_attrs(f, ended)
+            if message:  # the header's message is "" (a run that ends complete keeps it)
+                write_text(self._status[1], message)
+            # (once: the file is closed below, and every caller checks _closed first)
+            put_attrs(
+                f, (("ended_utc", _utc_now()), ("wall_seconds", _time.monotonic() - self._started))
+            )
         except Exception:  # the state is already as good as it gets; report the first error
             pass
         finally:
