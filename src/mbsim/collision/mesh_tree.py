@@ -1,0 +1,189 @@
+"""Bounding-sphere trees over the triangles of each non-convex mesh, and a compiled test that
+two meshes are apart by more than the margin (numba).
+
+A mesh - mesh pair too large for :func:`~mbsim.collision.mesh_pairs.mesh_mesh` (triangles x
+triangles > MESH_PAIR_FACTOR x work_limit) whose convex hulls overlap (a robot's link against
+its neighbour: solo12's base against each upper leg, 5,472 x 3,114 triangles) went to FCL on
+every step, and a step with an FCL pair leaves the compiled loop (users19, slow path (i)).
+:func:`mesh_trees_apart` proves such a pair apart without FCL, exactly in that direction:
+
+* each mesh has a binary tree of bounding spheres in its own frame (:func:`build_trees`): a
+  node's sphere holds every vertex of its triangles (centre the middle of their bounding
+  box, radius the largest distance to it), so it holds the triangles; a leaf has at most
+  LEAF_SIZE triangles;
+* two nodes whose world spheres are farther apart than r_a + r_b + tol (centre distance
+  |c_a - c_b| > r_a + r_b + tol) hold no two points within tol of each other; the
+  traversal descends into the larger sphere of each overlapping pair;
+* at two overlapping leaves, each triangle pair is apart if its triangle spheres (``MB``)
+  are, or if a separating axis (:func:`~mbsim.collision.mesh_pairs._triangle_apart`: both
+  face normals and the nine edge x edge axes, each projection gap > tol) shows it; the
+  distance between two convex sets is at least their projections' gap on any unit axis.
+
+With tol = margin + APART_TOL the pair is certified only when every triangle pair is more
+than margin + 1e-6 m apart. FCL's answer for it (fcl_narrow.FclNarrowphase.pair: collide,
+then distance compared with the margin) is then no contact: a BVH pair's collide tests the
+triangle pairs for intersection and its distance is the exact smallest triangle-triangle
+distance (FCL's TriangleDistance, no GJK), both on the same vertices and poses, so they
+differ from the true values by rounding, ~1e-15 m for coordinates of metres, far below
+APART_TOL (as for mesh_pairs.APART_TOL; tests/test_collision_mesh_tree.py checks the
+certificate against FCL on random poses). A certified pair is therefore one FCL would have
+returned no contact for, and every recorded number is the same bit for bit. An undecided
+pair (some triangle pair within tol, or the traversal stack full) goes to FCL as before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from mbsim.collision.mesh_pairs import _triangle_apart
+from mbsim.collision.primitives import cross3, dot3
+from mbsim.collision.table import MT0, MTN, MV0
+
+#: Most triangles in a leaf of a mesh's sphere tree: fewer make deeper trees and more node
+#: tests, more make more triangle pair tests per leaf pair.
+LEAF_SIZE = 4
+#: Rows of the traversal's stack of node pairs. Each step pops one pair and pushes at most
+#: two, so the stack never holds more than depth_a + depth_b + 1 pairs (trees of 2^30
+#: triangles stay far below); a full stack leaves the pair undecided (FCL), never wrong.
+STACK_ROWS = 128
+
+
+def build_trees(table) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The sphere trees of every mesh of ``table`` (:class:`~mbsim.collision.table.ShapeTable`):
+    (TN (nn, 4) float: node sphere centre (shape frame, m) and radius (m); TI (nn, 3) int:
+    (left child, right child, 0) of an inner node, (start, count, 1) of a leaf, whose
+    triangles are ``TP[start : start + count]``; TP: rows of MT / MB (global); TR (n,) int:
+    each shape's root node, -1 for shapes without triangles). Nodes split their triangles at
+    the median of the centroids along the widest axis of the centroids' box."""
+    n = table.si.shape[0]
+    TR = np.full(n, -1, dtype=np.int64)
+    spheres: list[tuple[np.ndarray, float]] = []
+    links: list[tuple[int, int, int]] = []
+    order: list[int] = []
+    for g in range(n):
+        tn = int(table.si[g, MTN])
+        if tn == 0:
+            continue
+        t0, v0 = int(table.si[g, MT0]), int(table.si[g, MV0])
+        tri = table.MV[v0 + table.MT[t0 : t0 + tn]]  # (tn, 3, 3) vertices, shape frame
+        cen = tri.mean(axis=1)
+        TR[g] = len(spheres)
+        _split(np.arange(tn), tri, cen, t0, spheres, links, order)
+    nn = len(spheres)
+    TN = np.zeros((nn, 4))
+    TI = np.zeros((nn, 3), dtype=np.int64)
+    for k, ((c, r), link) in enumerate(zip(spheres, links, strict=True)):
+        TN[k, :3] = c
+        TN[k, 3] = r
+        TI[k] = link
+    return TN, TI, np.array(order, dtype=np.int64), TR
+
+
+def _split(idx, tri, cen, t0, spheres, links, order) -> int:
+    """Append the node over triangles ``idx`` (local rows) and its subtree; returns its index."""
+    k = len(spheres)
+    pts = tri[idx].reshape(-1, 3)
+    c = 0.5 * (pts.min(axis=0) + pts.max(axis=0))
+    # the radius rounded up: the sphere holds each vertex as computed in this frame
+    r = float(np.sqrt(((pts - c) ** 2).sum(axis=1).max())) * (1.0 + 1e-12) + 1e-15
+    spheres.append((c, r))
+    links.append((0, 0, 0))
+    if len(idx) <= LEAF_SIZE:
+        links[k] = (len(order), len(idx), 1)
+        order.extend(int(t0 + i) for i in idx)
+        return k
+    axis = int(np.argmax(np.ptp(cen[idx], axis=0)))
+    idx = idx[np.argsort(cen[idx, axis], kind="stable")]
+    half = len(idx) // 2
+    left = _split(idx[:half], tri, cen, t0, spheres, links, order)
+    right = _split(idx[half:], tri, cen, t0, spheres, links, order)
+    links[k] = (left, right, 0)
+    return k
+
+
+@njit(cache=True)
+def _world(R, p, x, out):
+    """out = R x + p."""
+    for a in range(3):
+        out[a] = R[a, 0] * x[0] + R[a, 1] * x[1] + R[a, 2] * x[2] + p[a]
+
+
+@njit(cache=True)
+def _triangles_apart(ta, tb, ga, gb, si, MV, MT, Rw, pw, tol, w, dP):
+    """Whether triangles ``ta`` of mesh ga and ``tb`` of mesh gb (rows of MT) are more than
+    ``tol`` apart along a separating axis: triangle b as a flat polytope (two faces +n, -n,
+    three edge directions) against triangle a (:func:`_triangle_apart`). ``w``: (16, 3) and
+    ``dP``: (2,) scratch."""
+    a, b, c = w[0], w[1], w[2]
+    vP = w[3:6]
+    nP = w[6:8]
+    edP = w[8:11]
+    tw = w[11:16]
+    va, vb = si[ga, MV0], si[gb, MV0]
+    _world(Rw[ga], pw[ga], MV[va + MT[ta, 0]], a)
+    _world(Rw[ga], pw[ga], MV[va + MT[ta, 1]], b)
+    _world(Rw[ga], pw[ga], MV[va + MT[ta, 2]], c)
+    for k in range(3):
+        _world(Rw[gb], pw[gb], MV[vb + MT[tb, k]], vP[k])
+    for k in range(3):
+        for m in range(3):
+            edP[k, m] = vP[(k + 1) % 3, m] - vP[k, m]
+    cross3(edP[0], edP[1], nP[0])
+    ln = np.sqrt(dot3(nP[0], nP[0]))
+    for m in range(3):
+        # a degenerate triangle b gets zero normals: its face tests then never decide
+        nP[0, m] = nP[0, m] / ln if ln > 0.0 else 0.0
+        nP[1, m] = -nP[0, m]
+    dP[0] = dot3(nP[0], vP[0])
+    dP[1] = -dP[0]
+    return _triangle_apart(a, b, c, vP, nP, dP, edP, tol, tw)
+
+
+@njit(cache=True)
+def mesh_trees_apart(ga, gb, si, MV, MT, MB, TN, TI, TP, TR, Rw, pw, tol):
+    """Whether every triangle of mesh ga is more than ``tol`` (m) from every triangle of
+    mesh gb (module docstring): True proves it, False is undecided. Rw, pw: shape poses."""
+    na, nb = TR[ga], TR[gb]
+    if na < 0 or nb < 0:
+        return False
+    Ra, pa, Rb, pb = Rw[ga], pw[ga], Rw[gb], pw[gb]
+    stack = np.empty((STACK_ROWS, 2), dtype=np.int64)
+    w = np.empty((18, 3))
+    dP = np.empty(2)
+    ca, cb = w[16], w[17]
+    stack[0, 0], stack[0, 1] = na, nb
+    top = 1
+    while top > 0:
+        top -= 1
+        na, nb = stack[top, 0], stack[top, 1]
+        _world(Ra, pa, TN[na], ca)
+        _world(Rb, pb, TN[nb], cb)
+        reach = TN[na, 3] + TN[nb, 3] + tol
+        if (ca[0] - cb[0]) ** 2 + (ca[1] - cb[1]) ** 2 + (ca[2] - cb[2]) ** 2 > reach * reach:
+            continue
+        leaf_a, leaf_b = TI[na, 2] == 1, TI[nb, 2] == 1
+        if leaf_a and leaf_b:
+            for i in range(TI[na, 0], TI[na, 0] + TI[na, 1]):
+                ta = TP[i]
+                _world(Ra, pa, MB[ta], ca)
+                for j in range(TI[nb, 0], TI[nb, 0] + TI[nb, 1]):
+                    tb = TP[j]
+                    _world(Rb, pb, MB[tb], cb)
+                    reach = MB[ta, 3] + MB[tb, 3] + tol
+                    d2 = (ca[0] - cb[0]) ** 2 + (ca[1] - cb[1]) ** 2 + (ca[2] - cb[2]) ** 2
+                    if d2 > reach * reach:
+                        continue
+                    if not _triangles_apart(ta, tb, ga, gb, si, MV, MT, Rw, pw, tol, w, dP):
+                        return False
+            continue
+        if top + 2 > STACK_ROWS:
+            return False
+        if leaf_b or (not leaf_a and TN[na, 3] >= TN[nb, 3]):
+            stack[top, 0], stack[top, 1] = TI[na, 0], nb
+            stack[top + 1, 0], stack[top + 1, 1] = TI[na, 1], nb
+        else:
+            stack[top, 0], stack[top, 1] = na, TI[nb, 0]
+            stack[top + 1, 0], stack[top + 1, 1] = na, TI[nb, 1]
+        top += 2
+    return True
