@@ -16,8 +16,10 @@ every step, and a step with an FCL pair leaves the compiled loop (users19, slow 
   traversal descends into the larger sphere of each overlapping pair;
 * at two overlapping leaves, each triangle pair is apart if its triangle spheres (``MB``)
   are, or if a separating axis (:func:`~mbsim.collision.mesh_pairs._triangle_apart`: both
-  face normals and the nine edge x edge axes, each projection gap > tol) shows it; the
-  distance between two convex sets is at least their projections' gap on any unit axis.
+  face normals and the nine edge x edge axes, each projection gap > tol) shows it (the
+  distance between two convex sets is at least their projections' gap on any unit axis),
+  or else if their distance (the least over the six edges of an edge's distance to the
+  other triangle, :func:`~mbsim.collision.primitives.segment_triangle`) exceeds tol.
 
 With tol = margin + APART_TOL the pair is certified only when every triangle pair is more
 than margin + 1e-6 m apart. FCL's answer for it (fcl_narrow.FclNarrowphase.pair: collide,
@@ -37,7 +39,7 @@ import numpy as np
 from numba import njit
 
 from mbsim.collision.mesh_pairs import _triangle_apart
-from mbsim.collision.primitives import cross3, dot3
+from mbsim.collision.primitives import cross3, dot3, segment_triangle
 from mbsim.collision.table import MT0, MTN, MV0
 
 #: Most triangles in a leaf of a mesh's sphere tree: fewer make deeper trees and more node
@@ -112,8 +114,9 @@ def _world(R, p, x, out):
 @njit(cache=True)
 def _triangles_apart(ta, tb, ga, gb, si, MV, MT, Rw, pw, tol, w, dP):
     """Whether triangles ``ta`` of mesh ga and ``tb`` of mesh gb (rows of MT) are more than
-    ``tol`` apart along a separating axis: triangle b as a flat polytope (two faces +n, -n,
-    three edge directions) against triangle a (:func:`_triangle_apart`). ``w``: (16, 3) and
+    ``tol`` apart: along a separating axis, triangle b as a flat polytope (two faces +n, -n,
+    three edge directions) against triangle a (:func:`_triangle_apart`), else by their
+    distance (:func:`~mbsim.collision.primitives.segment_triangle` of each edge). ``w``: (16, 3) and
     ``dP``: (2,) scratch."""
     a, b, c = w[0], w[1], w[2]
     vP = w[3:6]
@@ -137,7 +140,23 @@ def _triangles_apart(ta, tb, ga, gb, si, MV, MT, Rw, pw, tol, w, dP):
         nP[1, m] = -nP[0, m]
     dP[0] = dot3(nP[0], vP[0])
     dP[1] = -dP[0]
-    return _triangle_apart(a, b, c, vP, nP, dP, edP, tol, tw)
+    if _triangle_apart(a, b, c, vP, nP, dP, edP, tol, tw):
+        return True
+    # no axis shows it (a separating axis' gap can be less than the distance, e.g. between
+    # two skew edges): the distance itself, the least of each edge's distance to the other
+    # triangle (two triangles' closest points include a point of an edge; crossing
+    # triangles have an edge through the other: 0). W = w[0:6]: a, b, c, then triangle b
+    W = w[0:6]
+    cs, ct, sw = w[6], w[7], w[8:13]
+    tol2 = tol * tol
+    for e in range(6):
+        i = e if e < 3 else 3 + (e - 3)
+        j = (e + 1) % 3 if e < 3 else 3 + (e - 2) % 3
+        o = 3 if e < 3 else 0  # the other triangle's first row
+        d2, _ = segment_triangle(W[i], W[j], W, o, o + 1, o + 2, cs, ct, sw)
+        if not d2 > tol2:
+            return False
+    return True
 
 
 @njit(cache=True)
