@@ -12,7 +12,16 @@ import trimesh
 from scipy.spatial.transform import Rotation
 
 from mbsim.collision.mesh_pairs import APART_TOL
-from mbsim.collision.mesh_tree import build_trees, mesh_trees_apart
+from mbsim.collision.mesh_tree import (
+    CAPPED,
+    ORTHO_SLACK,
+    _moved,
+    build_trees,
+    mesh_pair_apart,
+    mesh_trees_apart,
+    mesh_trees_bound,
+    new_state,
+)
 from mbsim.collision.narrowphase import tree_arrays, unpack
 from mbsim.collision.shapes import MESH
 from test_collision_support import DATA, Scene, part, pose, rot, shape
@@ -172,3 +181,115 @@ def test_tree_spheres_hold_their_triangles():
         pts = t.MV[t.MT[tris]].reshape(-1, 3)
         assert np.all(np.linalg.norm(pts - TN[k, :3], axis=1) <= TN[k, 3])
     assert TR[0] == 0
+
+
+def _arrays(s):
+    c = s.scene
+    fpack, ipack, offs = c.table.pack()
+    si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB = unpack(fpack, ipack, offs)
+    TN, TI, TP, TR = (np.array(a) for a in tree_arrays(fpack, ipack, offs))
+    return si, MV, MT, MB, TN, TI, TP, TR
+
+
+def test_bound_is_below_fcl_distance(ring):
+    """mesh_trees_bound's d0 on linked rings at random shifts (reach = tol + 1 cm) is a lower
+    bound on FCL's distance (within rounding) when it certifies; undecided only within tol."""
+    s = _rings(ring)
+    fcl = s.scene._fcl
+    arrays = _arrays(s)
+    tol = MARGIN + APART_TOL
+    rng = np.random.default_rng(3)
+    seen = 0
+    for _ in range(40):
+        s.detect(_linked(rng.uniform(-0.055, 0.055)))
+        c = s.scene
+        d0 = mesh_trees_bound(0, 1, *arrays, c._Rw, c._pw, tol, tol + 0.01, 1 << 40)
+        d = _fcl_distance(fcl, c)
+        if d0 > tol:
+            seen += 1
+            assert d0 <= d + 1e-12, (d0, d)
+        else:
+            assert d <= tol + 1e-9
+    assert seen >= 20
+
+
+def test_motion_bound_never_skips_a_near_pair(ring):
+    """Random rigid motions of both rings from certified poses: whenever mesh_pair_apart
+    answers True (from its kept certificate or a new traversal), FCL's distance at that pose
+    exceeds tol, and its pair() reports no contact. The walk goes near enough that undecided
+    poses and certificates kept across steps both occur (the test can fail either way: with
+    the motion bound's rotation term dropped it certifies a pose FCL finds within tol)."""
+    s = _rings(ring)
+    fcl = s.scene._fcl
+    arrays = _arrays(s)
+    tol = MARGIN + APART_TOL
+    state = new_state()
+    rng = np.random.default_rng(5)
+    kept = undecided = 0
+    for walk in range(6):
+        Ra, Rb = np.eye(3), rot("x", np.pi / 2)
+        pa, pb = np.zeros(3), np.array([R_MAJOR + rng.uniform(-0.03, 0.03), 0.0, 0.0])
+        for _ in range(60):
+            # small steps: both rings turn (about their own frame) and move
+            Ra = Rotation.from_rotvec(rng.normal(size=3) * 0.002).as_matrix() @ Ra
+            Rb = Rotation.from_rotvec(rng.normal(size=3) * 0.002).as_matrix() @ Rb
+            pa = pa + rng.normal(size=3) * 0.0003
+            pb = pb + rng.normal(size=3) * 0.0003 + np.array([0.001, 0, 0]) * (walk % 2 * 2 - 1)
+            s.detect({"a": pose(Ra, pa), "b": pose(Rb, pb)})
+            c = s.scene
+            before = state.copy()
+            ok = mesh_pair_apart(0, 1, *arrays, c._Rw, c._pw, tol, 0.01, 1 << 40, state)
+            d = _fcl_distance(fcl, c)
+            if ok:
+                kept += bool(np.array_equal(before, state))
+                assert d > tol, d
+                n = fcl.pair(0, 1, c._Rw, c._pw, np.zeros((64, 10)), np.zeros(64, np.int64))
+                assert n == 0
+            else:
+                undecided += 1
+    assert kept >= 20 and undecided >= 5, (kept, undecided)
+
+
+def test_motion_bound_against_closed_form():
+    """_moved against the exact largest displacement of a sphere's points: for a turn by
+    theta about an axis through the frame origin and a shift dp, points of the sphere (c, r)
+    move at most |(R - I) c + dp| + 2 sin(theta / 2) r; the bound equals that (to
+    ORTHO_SLACK r) and is never below the displacement of sampled points."""
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        axis = rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        theta = rng.uniform(0, np.pi)
+        R0 = Rotation.random(random_state=rng.integers(1 << 31)).as_matrix()
+        R = Rotation.from_rotvec(axis * theta).as_matrix() @ R0
+        p0, dp = rng.normal(size=3), rng.normal(size=3) * 0.01
+        c, r = rng.normal(size=3) * 0.1, rng.uniform(0.01, 0.3)
+        row = np.zeros(12)
+        row[:9] = R0.ravel()
+        row[9:] = p0
+        bound = _moved(R, p0 + dp, row, 0, c, r)
+        exact = np.linalg.norm((R - R0) @ c + dp) + 2 * np.sin(theta / 2) * r
+        assert exact <= bound <= exact + 2 * ORTHO_SLACK * r + 1e-12
+        x = c + r * _unit(rng.normal(size=(500, 3)))
+        moved = np.linalg.norm((R - R0) @ x.T + dp[:, None], axis=0)
+        assert moved.max() <= bound
+
+
+def _unit(v):
+    return v / np.linalg.norm(v, axis=1)[:, None]
+
+
+def test_cap_hands_the_pair_to_fcl(ring):
+    """A budget of triangle pair tests too small for the linked rings' proof leaves them
+    undecided (CAPPED), and detect then asks FCL; with no budget limit the same pose is
+    certified."""
+    s = _rings(ring)
+    arrays = _arrays(s)
+    tol = MARGIN + APART_TOL
+    s.detect(_linked(R_MAJOR - 2 * R_MINOR - 0.003))  # tubes ~3 mm apart: leaf tests needed
+    c = s.scene
+    assert mesh_trees_bound(0, 1, *arrays, c._Rw, c._pw, tol, tol, 1 << 40) > tol
+    assert mesh_trees_bound(0, 1, *arrays, c._Rw, c._pw, tol, tol, 0) == CAPPED
+    state = new_state()
+    assert not mesh_pair_apart(0, 1, *arrays, c._Rw, c._pw, tol, 0.0, 0, state)
+    assert mesh_pair_apart(0, 1, *arrays, c._Rw, c._pw, tol, 0.0, 1 << 40, new_state())

@@ -50,7 +50,7 @@ from numba.np.arrayobj import make_array, populate_array
 from mbsim.collision.ground import cylinder_plane, ground_contacts
 from mbsim.collision.manifold import reduce_manifold
 from mbsim.collision.mesh_pairs import APART_TOL, capsule_mesh, mesh_mesh, mesh_polytope_in
-from mbsim.collision.mesh_tree import mesh_trees_apart
+from mbsim.collision.mesh_tree import BOUND_SLACK, LEAF_BUDGET, mesh_pair_apart
 from mbsim.collision.polytope import (
     box_rows,
     convex_pair_in,
@@ -515,7 +515,7 @@ def _unowned(typingctx, a):
 @njit(cache=True)
 def narrowphase(
     pairs, allowed, fpack, ipack, offs, Rw, pw, bc, ground, params, buf, keys, out_i, out_f,
-    fcl_out, polytopes, meshes, cylinders, fcl,
+    fcl_out, tree_state, polytopes, meshes, cylinders, fcl,
 ):  # fmt: skip
     """Contacts of the candidate pairs and of every shape against each ground half-space
     (:func:`_narrowphase`, on views of its arrays without reference counts: numba increfs and
@@ -525,14 +525,14 @@ def narrowphase(
         _unowned(pairs), _unowned(allowed), _unowned(fpack), _unowned(ipack), _unowned(offs),
         _unowned(Rw), _unowned(pw), _unowned(bc), _unowned(ground), _unowned(params),
         _unowned(buf), _unowned(keys), _unowned(out_i), _unowned(out_f), _unowned(fcl_out),
-        polytopes, meshes, cylinders, fcl,
+        _unowned(tree_state), polytopes, meshes, cylinders, fcl,
     )  # fmt: skip
 
 
 @njit(cache=True)
 def _narrowphase(
     pairs, allowed, fpack, ipack, offs, Rw, pw, bc, ground, params, buf, keys, out_i, out_f,
-    fcl_out, polytopes, meshes, cylinders, fcl,
+    fcl_out, tree_state, polytopes, meshes, cylinders, fcl,
 ):  # fmt: skip
     """Contacts of the candidate pairs and of every shape against each ground half-space.
 
@@ -543,9 +543,11 @@ def _narrowphase(
     (m = 0: none). params: (margin m, cap, work_limit). Writes
     rows of out_i (A, B, key) and out_f (point_a, point_b, normal, gap) and returns (needed
     rows, FCL pair count); when a count exceeds its buffer the caller grows it and calls
-    again. FCL's pairs go to fcl_out as (A, B, collide only). polytopes, meshes, cylinders,
-    fcl: the scene's :func:`pair_kernel_set` (numba compiles one version per set, with only
-    those kernels).
+    again. FCL's pairs go to fcl_out as (A, B, collide only). tree_state: the certificates of
+    large mesh - mesh pairs proved apart (:func:`~mbsim.collision.mesh_tree.mesh_pair_apart`,
+    updated here; any table gives the same contacts, a kept one saves traversals).
+    polytopes, meshes, cylinders, fcl: the scene's :func:`pair_kernel_set` (numba compiles
+    one version per set, with only those kernels).
     """
     si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB = unpack_unowned(fpack, ipack, offs)
     TN, TI, TP, TR = tree_arrays(fpack, ipack, offs)
@@ -593,7 +595,24 @@ def _narrowphase(
                 meshes is not None
                 and si[i, KIND] == MESH
                 and si[j, KIND] == MESH
-                and mesh_trees_apart(i, j, si, MV, MT, MB, TN, TI, TP, TR, Rw, pw, tree_tol)
+                and mesh_pair_apart(
+                    i,
+                    j,
+                    si,
+                    MV,
+                    MT,
+                    MB,
+                    TN,
+                    TI,
+                    TP,
+                    TR,
+                    Rw,
+                    pw,
+                    tree_tol,
+                    BOUND_SLACK,
+                    LEAF_BUDGET,
+                    tree_state,
+                )
             ):
                 continue  # every triangle pair beyond the margin: FCL would find nothing
             if nfcl < fcl_out.shape[0]:
