@@ -154,7 +154,7 @@ def breakdown(scene, traj, repeat: int) -> dict[str, float]:
             nc, nfcl = narrowphase(
                 pairs, scene.allowed, scene._fpack, scene._ipack, scene._offs, Rw, pw,
                 scene._bc, scene.ground, scene._params, scene._buf, scene._keys, scene._out_i,
-                scene._out_f, scene._fcl_pairs, *scene._kernels,
+                scene._out_f, scene._fcl_pairs, scene._tree_state, *scene._kernels,
             )  # fmt: skip
             t3 = time.perf_counter()
             if nfcl:

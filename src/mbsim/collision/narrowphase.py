@@ -29,7 +29,9 @@ mesh - mesh                            exact for face-face and vertex-face conta
                                        triangle pairs clipped, the reference face's normal
                                        (:func:`~mbsim.collision.mesh_pairs.mesh_mesh`), if
                                        triangles x triangles <= MESH_PAIR_FACTOR x
-                                       work_limit; else FCL
+                                       work_limit; else FCL, unless the meshes' sphere
+                                       trees prove every triangle pair beyond the
+                                       margin (:mod:`~mbsim.collision.mesh_tree`)
 cylinder - other, mesh - other         FCL, refined (:mod:`mbsim.collision.fcl_narrow`)
 =====================================  ===================================================
 
@@ -47,7 +49,8 @@ from numba.np.arrayobj import make_array, populate_array
 
 from mbsim.collision.ground import cylinder_plane, ground_contacts
 from mbsim.collision.manifold import reduce_manifold
-from mbsim.collision.mesh_pairs import capsule_mesh, mesh_mesh, mesh_polytope_in
+from mbsim.collision.mesh_pairs import APART_TOL, capsule_mesh, mesh_mesh, mesh_polytope_in
+from mbsim.collision.mesh_tree import BOUND_SLACK, LEAF_BUDGET, mesh_pair_apart
 from mbsim.collision.polytope import (
     box_rows,
     convex_pair_in,
@@ -205,6 +208,22 @@ def _layout(offs):
     mt0 = e0 + 2 * ne
     counts = (n, nv, nf, nfv, ne, nd, nmv, nmt)
     return counts, (0, v0, fn0, fd0, ed0, mv0, mb0), (0, fp0, fv0, e0, mt0)
+
+
+@njit(cache=True)
+def tree_arrays(fpack, ipack, offs):
+    """The meshes' sphere trees packed after the table
+    (:func:`mbsim.collision.mesh_tree.build_trees`): TN (nn, 4), TI (nn, 3), TP (ntp,),
+    TR (n,), as views without references (:func:`unpack_unowned`'s rules)."""
+    (n, nv, nf, nfv, ne, nd, nmv, nmt), f, i = _layout(offs)
+    nn, ntp = offs[8], offs[9]
+    tn0 = f[6] + 4 * nmt
+    tr0 = i[4] + 3 * nmt
+    TN = _rows(fpack, tn0, nn, 4)
+    TR = _block(ipack, tr0, n)
+    TI = _rows(ipack, tr0 + n, nn, 3)
+    TP = _block(ipack, tr0 + n + 3 * nn, ntp)
+    return TN, TI, TP, TR
 
 
 @njit(cache=True)
@@ -496,7 +515,7 @@ def _unowned(typingctx, a):
 @njit(cache=True)
 def narrowphase(
     pairs, allowed, fpack, ipack, offs, Rw, pw, bc, ground, params, buf, keys, out_i, out_f,
-    fcl_out, polytopes, meshes, cylinders, fcl,
+    fcl_out, tree_state, polytopes, meshes, cylinders, fcl,
 ):  # fmt: skip
     """Contacts of the candidate pairs and of every shape against each ground half-space
     (:func:`_narrowphase`, on views of its arrays without reference counts: numba increfs and
@@ -506,14 +525,14 @@ def narrowphase(
         _unowned(pairs), _unowned(allowed), _unowned(fpack), _unowned(ipack), _unowned(offs),
         _unowned(Rw), _unowned(pw), _unowned(bc), _unowned(ground), _unowned(params),
         _unowned(buf), _unowned(keys), _unowned(out_i), _unowned(out_f), _unowned(fcl_out),
-        polytopes, meshes, cylinders, fcl,
+        _unowned(tree_state), polytopes, meshes, cylinders, fcl,
     )  # fmt: skip
 
 
 @njit(cache=True)
 def _narrowphase(
     pairs, allowed, fpack, ipack, offs, Rw, pw, bc, ground, params, buf, keys, out_i, out_f,
-    fcl_out, polytopes, meshes, cylinders, fcl,
+    fcl_out, tree_state, polytopes, meshes, cylinders, fcl,
 ):  # fmt: skip
     """Contacts of the candidate pairs and of every shape against each ground half-space.
 
@@ -524,12 +543,16 @@ def _narrowphase(
     (m = 0: none). params: (margin m, cap, work_limit). Writes
     rows of out_i (A, B, key) and out_f (point_a, point_b, normal, gap) and returns (needed
     rows, FCL pair count); when a count exceeds its buffer the caller grows it and calls
-    again. FCL's pairs go to fcl_out as (A, B, collide only). polytopes, meshes, cylinders,
-    fcl: the scene's :func:`pair_kernel_set` (numba compiles one version per set, with only
-    those kernels).
+    again. FCL's pairs go to fcl_out as (A, B, collide only). tree_state: the certificates of
+    large mesh - mesh pairs proved apart (:func:`~mbsim.collision.mesh_tree.mesh_pair_apart`,
+    updated here; any table gives the same contacts, a kept one saves traversals).
+    polytopes, meshes, cylinders, fcl: the scene's :func:`pair_kernel_set` (numba compiles
+    one version per set, with only those kernels).
     """
     si, sf, V, FN_, FD_, FP, FV, E, ED, MV, MT, MB = unpack_unowned(fpack, ipack, offs)
+    TN, TI, TP, TR = tree_arrays(fpack, ipack, offs)
     margin = params[0]
+    tree_tol = margin + APART_TOL
     cap = int(params[1])
     work_limit = int(params[2])
     n = si.shape[0]
@@ -568,6 +591,30 @@ def _narrowphase(
         if fcl is not None and count < 0:  # count >= 0 when fcl is None (pair_kernel_set)
             if hulls_apart(i, j, si, sf, V, Rw, pw, bc, margin, 12):
                 continue
+            if (
+                meshes is not None
+                and si[i, KIND] == MESH
+                and si[j, KIND] == MESH
+                and mesh_pair_apart(
+                    i,
+                    j,
+                    si,
+                    MV,
+                    MT,
+                    MB,
+                    TN,
+                    TI,
+                    TP,
+                    TR,
+                    Rw,
+                    pw,
+                    tree_tol,
+                    BOUND_SLACK,
+                    LEAF_BUDGET,
+                    tree_state,
+                )
+            ):
+                continue  # every triangle pair beyond the margin: FCL would find nothing
             if nfcl < fcl_out.shape[0]:
                 fcl_out[nfcl, 0] = i
                 fcl_out[nfcl, 1] = j

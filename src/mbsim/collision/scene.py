@@ -52,6 +52,7 @@ from mbsim.collision.manifold import (
     body_pair_keep,
     reduce_manifold,
 )
+from mbsim.collision.mesh_tree import new_state
 from mbsim.collision.narrowphase import finish, narrowphase, pair_kernel_set, shape_poses
 from mbsim.collision.shapes import CAPSULE, CYLINDER, KIND_NAMES, SPHERE
 from mbsim.collision.table import BODY, KIND, RAD, build_table
@@ -285,6 +286,9 @@ class CollisionScene:
         t = self.table
         self._fpack, self._ipack, self._offs = t.pack()
         self._params = np.array([self.reach, self.cap, self.work_limit], dtype=float)
+        #: certificates of large mesh - mesh pairs proved apart, kept between steps (shared
+        #: with the compiled loop's detection: mesh_tree.mesh_pair_apart)
+        self._tree_state = new_state()
         #: (polytopes, meshes, cylinders, fcl): the optional kernels the narrowphase compiles
         self._kernels = pair_kernel_set(t.si[:, KIND], t.si[:, BODY])
         self._Rw = np.zeros((n, 3, 3))
@@ -370,7 +374,7 @@ class CollisionScene:
             nc, nfcl = narrowphase(
                 pairs, self.allowed, self._fpack, self._ipack, self._offs, Rw, pw, self._bc,
                 self.ground, self._params, self._buf, self._keys, self._out_i, self._out_f,
-                self._fcl_pairs, *self._kernels,
+                self._fcl_pairs, self._tree_state, *self._kernels,
             )  # fmt: skip
             if nc <= self._out_i.shape[0] and nfcl <= self._fcl_pairs.shape[0]:
                 break

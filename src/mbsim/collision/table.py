@@ -52,14 +52,21 @@ class ShapeTable:
 
     def pack(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(floats, ints, counts): the arrays flattened into one float64 and one int64 array
-        (unpacked by :func:`mbsim.collision.narrowphase.unpack`), fewer kernel arguments."""
+        (unpacked by :func:`mbsim.collision.narrowphase.unpack`), fewer kernel arguments; the
+        meshes' sphere trees (:func:`mbsim.collision.mesh_tree.build_trees`: TN after MB,
+        TR, TI, TP after MT; counts 8 and 9 their node and leaf-triangle counts) last."""
+        from mbsim.collision.mesh_tree import build_trees  # it imports this module
+
+        TN, TI, TP, TR = build_trees(self)
         floats = np.concatenate(
-            [a.ravel() for a in (self.sf, self.V, self.FN, self.FD, self.ED, self.MV, self.MB)]
+            [a.ravel() for a in (self.sf, self.V, self.FN, self.FD, self.ED, self.MV, self.MB, TN)]
         )
-        ints = np.concatenate([a.ravel() for a in (self.si, self.FP, self.FV, self.E, self.MT)])
+        ints = np.concatenate(
+            [a.ravel() for a in (self.si, self.FP, self.FV, self.E, self.MT, TR, TI, TP)]
+        )
         counts = np.array(
             [self.n, len(self.V), len(self.FN), len(self.FV), len(self.E), len(self.ED),
-             len(self.MV), len(self.MT)],
+             len(self.MV), len(self.MT), len(TN), len(TP)],
             dtype=np.int64,
         )  # fmt: skip
         return np.ascontiguousarray(floats), np.ascontiguousarray(ints, dtype=np.int64), counts

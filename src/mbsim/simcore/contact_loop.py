@@ -191,11 +191,12 @@ def contact_set(pairs, Rw, pw, bc, R_world, p_world, stage):
     :class:`ContactStage`'s detection tuple."""
     (
         allowed, fpack, ipack, offs, ground, params, buf, keys, out_i, out_f, fcl_out,
-        polytopes, meshes, cylinders, fcl, n_shapes, shape_kind, shape_radius, body_pair_cap,
+        tree_state, polytopes, meshes, cylinders, fcl, n_shapes, shape_kind, shape_radius,
+        body_pair_cap,
     ) = stage.detect  # fmt: skip
     nc, nfcl = narrowphase(
         pairs, allowed, fpack, ipack, offs, Rw, pw, bc, ground, params, buf, keys, out_i,
-        out_f, fcl_out, polytopes, meshes, cylinders, fcl,
+        out_f, fcl_out, tree_state, polytopes, meshes, cylinders, fcl,
     )  # fmt: skip
     ok = nfcl == 0 and nc <= out_i.shape[0] and nc <= MAX_CONTACTS
     if body_pair_cap > 0 and nc > body_pair_cap:
@@ -553,7 +554,8 @@ class ContactStage:
         self.detect = (
             c.allowed, c._fpack, c._ipack, c._offs, np.ascontiguousarray(c.ground, np.float64),
             c._params, np.zeros((k, 10)), np.zeros(k, np.int64), np.zeros((rows, 3), np.int64),
-            np.zeros((rows, 10)), np.zeros((16, 3), np.int64), *kernels, int(c.n_shapes),
+            np.zeros((rows, 10)), np.zeros((16, 3), np.int64), c._tree_state, *kernels,
+            int(c.n_shapes),
             c._shape_kind, c._shape_radius, int(c.cap) if c.manifold == BODY_PAIR else 0,
         )  # fmt: skip
         #: the contact step record's fields that do not change between the loop's calls

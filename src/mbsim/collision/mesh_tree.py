@@ -1,0 +1,352 @@
+"""Bounding-sphere trees over the triangles of each non-convex mesh, and a compiled test that
+two meshes are apart by more than the margin (numba).
+
+A mesh - mesh pair too large for :func:`~mbsim.collision.mesh_pairs.mesh_mesh` (triangles x
+triangles > MESH_PAIR_FACTOR x work_limit) whose convex hulls overlap (a robot's link against
+its neighbour: solo12's base against each upper leg, 5,472 x 3,114 triangles) went to FCL on
+every step, and a step with an FCL pair leaves the compiled loop (users19, slow path (i)).
+:func:`mesh_trees_apart` proves such a pair apart without FCL, exactly in that direction:
+
+* each mesh has a binary tree of bounding spheres in its own frame (:func:`build_trees`): a
+  node's sphere holds every vertex of its triangles (centre the middle of their bounding
+  box, radius the largest distance to it), so it holds the triangles; a leaf has at most
+  LEAF_SIZE triangles;
+* two nodes whose world spheres are farther apart than r_a + r_b + tol (centre distance
+  |c_a - c_b| > r_a + r_b + tol) hold no two points within tol of each other; the
+  traversal descends into the larger sphere of each overlapping pair;
+* at two overlapping leaves, each triangle pair is apart if its triangle spheres (``MB``)
+  are, or if a separating axis (:func:`~mbsim.collision.mesh_pairs._triangle_apart`: both
+  face normals and the nine edge x edge axes, each projection gap > tol) shows it (the
+  distance between two convex sets is at least their projections' gap on any unit axis),
+  or else if their distance (the least over the six edges of an edge's distance to the
+  other triangle, :func:`~mbsim.collision.primitives.segment_triangle`) exceeds tol.
+
+With tol = margin + APART_TOL the pair is certified only when every triangle pair is more
+than margin + 1e-6 m apart. FCL's answer for it (fcl_narrow.FclNarrowphase.pair: collide,
+then distance compared with the margin) is then no contact: a BVH pair's collide tests the
+triangle pairs for intersection and its distance is the exact smallest triangle-triangle
+distance (FCL's TriangleDistance, no GJK), both on the same vertices and poses, so they
+differ from the true values by rounding, ~1e-15 m for coordinates of metres, far below
+APART_TOL (as for mesh_pairs.APART_TOL; tests/test_collision_mesh_tree.py checks the
+certificate against FCL on random poses). A certified pair is therefore one FCL would have
+returned no contact for, and every recorded number is the same bit for bit. An undecided
+pair (some triangle pair within tol, or the traversal stack full) goes to FCL as before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from mbsim.collision.mesh_pairs import _triangle_apart
+from mbsim.collision.primitives import cross3, dot3, segment_triangle
+from mbsim.collision.table import MT0, MTN, MV0
+
+#: Most triangles in a leaf of a mesh's sphere tree: fewer make deeper trees and more node
+#: tests, more make more triangle pair tests per leaf pair.
+LEAF_SIZE = 4
+#: Rows of the traversal's stack of node pairs. Each step pops one pair and pushes at most
+#: two, so the stack never holds more than depth_a + depth_b + 1 pairs (trees of 2^30
+#: triangles stay far below); a full stack leaves the pair undecided (FCL), never wrong.
+STACK_ROWS = 128
+#: :func:`mesh_trees_bound`'s answers when it proves nothing (a bound is > tol >= 0)
+UNDECIDED, CAPPED = -1.0, -2.0
+#: How far beyond the tolerance (m) the narrowphase's :func:`mesh_pair_apart` traverses the
+#: trees, so that its certificate d0 (up to tol + BOUND_SLACK) leaves room for the shapes to
+#: move before the next traversal; a larger slack costs more triangle pair tests per
+#: traversal (solo12's recorded poses, docs/results.md "mrej2": 1-3 mm about equal, 5 mm
+#: several times dearer).
+BOUND_SLACK = 2e-3
+#: Most triangle pairs one traversal of the narrowphase's :func:`mesh_pair_apart` tests
+#: (separating axis or distance) before it leaves the pair to FCL: a near pair's traversal
+#: then costs a few ms at most (~1 us a test; FCL's query on solo12's pairs 0.4-1.2 ms), not
+#: tens of ms (docs/results.md "mrej2").
+LEAF_BUDGET = 4000
+#: Rows of a scene's certificate table (:func:`new_state`) and its columns.
+STATE_ROWS = 64
+STATE_COLS = 26
+#: Allowance for rotation matrices orthonormal only to rounding (:func:`_moved`,
+#: dimensionless, times the mesh's radius).
+ORTHO_SLACK = 1e-9
+
+
+def build_trees(table) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The sphere trees of every mesh of ``table`` (:class:`~mbsim.collision.table.ShapeTable`):
+    (TN (nn, 4) float: node sphere centre (shape frame, m) and radius (m); TI (nn, 3) int:
+    (left child, right child, 0) of an inner node, (start, count, 1) of a leaf, whose
+    triangles are ``TP[start : start + count]``; TP: rows of MT / MB (global); TR (n,) int:
+    each shape's root node, -1 for shapes without triangles). Nodes split their triangles at
+    the median of the centroids along the widest axis of the centroids' box."""
+    n = table.si.shape[0]
+    TR = np.full(n, -1, dtype=np.int64)
+    spheres: list[tuple[np.ndarray, float]] = []
+    links: list[tuple[int, int, int]] = []
+    order: list[int] = []
+    for g in range(n):
+        tn = int(table.si[g, MTN])
+        if tn == 0:
+            continue
+        t0, v0 = int(table.si[g, MT0]), int(table.si[g, MV0])
+        tri = table.MV[v0 + table.MT[t0 : t0 + tn]]  # (tn, 3, 3) vertices, shape frame
+        cen = tri.mean(axis=1)
+        TR[g] = len(spheres)
+        _split(np.arange(tn), tri, cen, t0, spheres, links, order)
+    nn = len(spheres)
+    TN = np.zeros((nn, 4))
+    TI = np.zeros((nn, 3), dtype=np.int64)
+    for k, ((c, r), link) in enumerate(zip(spheres, links, strict=True)):
+        TN[k, :3] = c
+        TN[k, 3] = r
+        TI[k] = link
+    return TN, TI, np.array(order, dtype=np.int64), TR
+
+
+def _split(idx, tri, cen, t0, spheres, links, order) -> int:
+    """Append the node over triangles ``idx`` (local rows) and its subtree; returns its index."""
+    k = len(spheres)
+    pts = tri[idx].reshape(-1, 3)
+    c = 0.5 * (pts.min(axis=0) + pts.max(axis=0))
+    # the radius rounded up: the sphere holds each vertex as computed in this frame
+    r = float(np.sqrt(((pts - c) ** 2).sum(axis=1).max())) * (1.0 + 1e-12) + 1e-15
+    spheres.append((c, r))
+    links.append((0, 0, 0))
+    if len(idx) <= LEAF_SIZE:
+        links[k] = (len(order), len(idx), 1)
+        order.extend(int(t0 + i) for i in idx)
+        return k
+    axis = int(np.argmax(np.ptp(cen[idx], axis=0)))
+    idx = idx[np.argsort(cen[idx, axis], kind="stable")]
+    half = len(idx) // 2
+    left = _split(idx[:half], tri, cen, t0, spheres, links, order)
+    right = _split(idx[half:], tri, cen, t0, spheres, links, order)
+    links[k] = (left, right, 0)
+    return k
+
+
+@njit(cache=True)
+def _world(R, p, x, out):
+    """out = R x + p."""
+    for a in range(3):
+        out[a] = R[a, 0] * x[0] + R[a, 1] * x[1] + R[a, 2] * x[2] + p[a]
+
+
+@njit(cache=True)
+def _triangle_bound(ta, tb, ga, gb, si, MV, MT, Rw, pw, tol, reach, w, dP):
+    """A lower bound (m) on the distance between triangle ``ta`` of mesh ga and ``tb`` of mesh
+    gb (rows of MT): the float after ``reach`` when a separating axis shows a gap beyond it
+    (triangle b as a flat polytope, two faces +n, -n and three edge directions, against
+    triangle a:
+    :func:`~mbsim.collision.mesh_pairs._triangle_apart`), else their distance (the least of
+    each edge's :func:`~mbsim.collision.primitives.segment_triangle` distance to the other
+    triangle), or the first edge distance found within ``tol`` (the caller stops there).
+    ``w``: (16, 3) and ``dP``: (2,) scratch."""
+    a, b, c = w[0], w[1], w[2]
+    vP = w[3:6]
+    nP = w[6:8]
+    edP = w[8:11]
+    tw = w[11:16]
+    va, vb = si[ga, MV0], si[gb, MV0]
+    _world(Rw[ga], pw[ga], MV[va + MT[ta, 0]], a)
+    _world(Rw[ga], pw[ga], MV[va + MT[ta, 1]], b)
+    _world(Rw[ga], pw[ga], MV[va + MT[ta, 2]], c)
+    for k in range(3):
+        _world(Rw[gb], pw[gb], MV[vb + MT[tb, k]], vP[k])
+    for k in range(3):
+        for m in range(3):
+            edP[k, m] = vP[(k + 1) % 3, m] - vP[k, m]
+    cross3(edP[0], edP[1], nP[0])
+    ln = np.sqrt(dot3(nP[0], nP[0]))
+    for m in range(3):
+        # a degenerate triangle b gets zero normals: its face tests then never decide
+        nP[0, m] = nP[0, m] / ln if ln > 0.0 else 0.0
+        nP[1, m] = -nP[0, m]
+    dP[0] = dot3(nP[0], vP[0])
+    dP[1] = -dP[0]
+    if _triangle_apart(a, b, c, vP, nP, dP, edP, reach, tw):
+        return np.nextafter(reach, np.inf)  # a gap > reach: at least the next float
+    # no axis shows it (a separating axis' gap can be less than the distance, e.g. between
+    # two skew edges): the distance itself, the least of each edge's distance to the other
+    # triangle (two triangles' closest points include a point of an edge; crossing
+    # triangles have an edge through the other: 0). W = w[0:6]: a, b, c, then triangle b
+    W = w[0:6]
+    cs, ct, sw = w[6], w[7], w[8:13]
+    tol2 = tol * tol
+    best = np.inf
+    for e in range(6):
+        i = e if e < 3 else 3 + (e - 3)
+        j = (e + 1) % 3 if e < 3 else 3 + (e - 2) % 3
+        o = 3 if e < 3 else 0  # the other triangle's first row
+        d2, _ = segment_triangle(W[i], W[j], W, o, o + 1, o + 2, cs, ct, sw)
+        best = min(best, d2)
+        if not d2 > tol2:
+            break
+    return np.sqrt(best)
+
+
+@njit(cache=True)
+def mesh_trees_bound(ga, gb, si, MV, MT, MB, TN, TI, TP, TR, Rw, pw, tol, reach, budget):
+    """A certified lower bound d0 > ``tol`` (m) on the distance between meshes ga and gb at
+    shape poses Rw, pw, or UNDECIDED (some triangle pair within ``tol``, or the stack full),
+    or CAPPED (more than ``budget`` triangle pairs needed a separating-axis or distance test).
+
+    The traversal (module docstring) drops a node pair whose spheres' gap
+    |c_a - c_b| - r_a - r_b exceeds ``reach`` (>= tol) and tests the triangle pairs of two
+    leaves whose triangle spheres are within ``reach``: :func:`_triangle_bound`, a lower
+    bound on their distance (capped at ``reach``). d0 is the least of those gaps and bounds,
+    so it bounds every triangle pair's distance from below; a larger ``reach`` than ``tol``
+    costs more tests and gives a d0 up to ``reach`` (the room :func:`mesh_pair_apart`'s
+    motion bound spends)."""
+    na, nb = TR[ga], TR[gb]
+    if na < 0 or nb < 0:
+        return UNDECIDED
+    Ra, pa, Rb, pb = Rw[ga], pw[ga], Rw[gb], pw[gb]
+    stack = np.empty((STACK_ROWS, 2), dtype=np.int64)
+    w = np.empty((18, 3))
+    dP = np.empty(2)
+    ca, cb = w[16], w[17]
+    stack[0, 0], stack[0, 1] = na, nb
+    top = 1
+    d0 = np.inf
+    tests = 0
+    while top > 0:
+        top -= 1
+        na, nb = stack[top, 0], stack[top, 1]
+        _world(Ra, pa, TN[na], ca)
+        _world(Rb, pb, TN[nb], cb)
+        d2 = (ca[0] - cb[0]) ** 2 + (ca[1] - cb[1]) ** 2 + (ca[2] - cb[2]) ** 2
+        gap = np.sqrt(d2) - TN[na, 3] - TN[nb, 3]
+        if gap > reach:
+            d0 = min(d0, gap)
+            continue
+        leaf_a, leaf_b = TI[na, 2] == 1, TI[nb, 2] == 1
+        if leaf_a and leaf_b:
+            for i in range(TI[na, 0], TI[na, 0] + TI[na, 1]):
+                ta = TP[i]
+                _world(Ra, pa, MB[ta], ca)
+                for j in range(TI[nb, 0], TI[nb, 0] + TI[nb, 1]):
+                    tb = TP[j]
+                    _world(Rb, pb, MB[tb], cb)
+                    d2 = (ca[0] - cb[0]) ** 2 + (ca[1] - cb[1]) ** 2 + (ca[2] - cb[2]) ** 2
+                    gap = np.sqrt(d2) - MB[ta, 3] - MB[tb, 3]
+                    if gap > reach:
+                        d0 = min(d0, gap)
+                        continue
+                    tests += 1
+                    if tests > budget:
+                        return CAPPED
+                    d = _triangle_bound(ta, tb, ga, gb, si, MV, MT, Rw, pw, tol, reach, w, dP)
+                    if not d > tol:
+                        return UNDECIDED
+                    d0 = min(d0, d)
+            continue
+        if top + 2 > STACK_ROWS:
+            return UNDECIDED
+        if leaf_b or (not leaf_a and TN[na, 3] >= TN[nb, 3]):
+            stack[top, 0], stack[top, 1] = TI[na, 0], nb
+            stack[top + 1, 0], stack[top + 1, 1] = TI[na, 1], nb
+        else:
+            stack[top, 0], stack[top, 1] = na, TI[nb, 0]
+            stack[top + 1, 0], stack[top + 1, 1] = na, TI[nb, 1]
+        top += 2
+    return d0
+
+
+@njit(cache=True)
+def mesh_trees_apart(ga, gb, si, MV, MT, MB, TN, TI, TP, TR, Rw, pw, tol):
+    """Whether every triangle of mesh ga is more than ``tol`` (m) from every triangle of
+    mesh gb (module docstring): True proves it, False is undecided. Rw, pw: shape poses.
+    :func:`mesh_trees_bound` with reach = tol and no budget."""
+    big = np.int64(1) << 62
+    return mesh_trees_bound(ga, gb, si, MV, MT, MB, TN, TI, TP, TR, Rw, pw, tol, tol, big) > tol
+
+
+def new_state(rows: int = STATE_ROWS) -> np.ndarray:
+    """An empty table of :func:`mesh_pair_apart`'s certificates: (rows, STATE_COLS) floats,
+    a row (key = ga * n + gb, d0 (m), R_a (9), p_a (3, m), R_b (9), p_b (3, m)); key -1:
+    free. Rows 0: no memory (every pair traversed each time)."""
+    state = np.zeros((rows, STATE_COLS))
+    state[:, 0] = -1.0
+    return state
+
+
+@njit(cache=True)
+def _moved(R, p, row, o, c, r):
+    """A bound (m) on how far any point of a mesh moved between pose (R0, p0) (``row[o : o +
+    9]`` row-major, ``row[o + 9 : o + 12]``) and (R, p): the mesh lies in the sphere (c, r)
+    of its frame (its root node), so a point x moved (R - R0) x + p - p0 = (R - R0)(x - c) +
+    ((R - R0) c + p - p0), at most ||R - R0||_2 r + |(R - R0) c + p - p0|. For rotations,
+    ||R - R0||_2 = ||R0^T R - I||_2 = 2 sin(theta / 2) (theta the angle of R0^T R; <= theta)
+    and ||R - R0||_F = 2 sqrt(2) sin(theta / 2), so ||R - R0||_2 = ||R - R0||_F / sqrt(2);
+    ORTHO_SLACK r covers matrices orthonormal only to rounding (an error E moves both norms
+    by at most ~2 ||E||_F)."""
+    f2 = 0.0
+    m2 = 0.0
+    for a in range(3):
+        da = p[a] - row[o + 9 + a]
+        for b in range(3):
+            dR = R[a, b] - row[o + 3 * a + b]
+            f2 += dR * dR
+            da += dR * c[b]
+        m2 += da * da
+    return np.sqrt(m2) + (np.sqrt(0.5 * f2) + ORTHO_SLACK) * r
+
+
+@njit(cache=True)
+def _keep_pose(R, p, row, o):
+    for a in range(3):
+        row[o + 9 + a] = p[a]
+        for b in range(3):
+            row[o + 3 * a + b] = R[a, b]
+
+
+@njit(cache=True)
+def mesh_pair_apart(ga, gb, si, MV, MT, MB, TN, TI, TP, TR, Rw, pw, tol, slack, budget, state):
+    """Whether meshes ga and gb are proved more than ``tol`` (m) apart at shape poses Rw, pw
+    (True: FCL would find no contact; False: undecided, FCL's), remembering each certificate.
+
+    ``state`` (:func:`new_state`) keeps, per pair, the last certified lower bound d0 on the
+    meshes' distance (:func:`mesh_trees_bound` with reach = tol + ``slack``, m) and the two
+    shapes' poses then. Rigid motion moves each point of mesh a by at most m_a
+    (:func:`_moved`, against its pose at the certificate) and each of mesh b by at most m_b,
+    so every distance between a point of a and one of b changed by at most m_a + m_b (the
+    triangle inequality), and the distance now is at least d0 - m_a - m_b: while that
+    exceeds ``tol`` the pair is certified without a traversal. Otherwise the trees are
+    traversed (at most ``budget`` triangle pair tests: past it the pair is left to FCL) and
+    a new certificate kept. A pair left undecided is remembered too (d0 < 0), and handed to
+    FCL without a traversal while it has moved less than ``slack`` since (a speed rule: FCL
+    answers as it would anyway). Rows are found by linear
+    probing from a hash of the pair; a full table replaces the hashed row (a lost
+    certificate costs a traversal, never a wrong answer)."""
+    rows = state.shape[0]
+    reach = tol + slack
+    if rows == 0:
+        d = mesh_trees_bound(ga, gb, si, MV, MT, MB, TN, TI, TP, TR, Rw, pw, tol, reach,
+                             budget)  # fmt: skip
+        return d > tol
+    key = float(ga * si.shape[0] + gb)
+    h = (ga * 7919 + gb) % rows
+    s = h
+    for k in range(rows):
+        r = (h + k) % rows
+        if state[r, 0] == key or state[r, 0] < 0.0:
+            s = r
+            break
+    row = state[s]
+    if row[0] == key:
+        na, nb = TR[ga], TR[gb]
+        moved = _moved(Rw[ga], pw[ga], row, 2, TN[na, :3], TN[na, 3]) + _moved(
+            Rw[gb], pw[gb], row, 14, TN[nb, :3], TN[nb, 3]
+        )
+        if row[1] > tol and row[1] - moved > tol:
+            return True
+        if row[1] < 0.0 and moved < slack:
+            # left to FCL at a pose this near: another traversal would most likely stop
+            # the same way (a speed rule only: FCL's answer is the same either way)
+            return False
+    d = mesh_trees_bound(ga, gb, si, MV, MT, MB, TN, TI, TP, TR, Rw, pw, tol, reach,
+                         budget)  # fmt: skip
+    row[0] = key
+    row[1] = d
+    _keep_pose(Rw[ga], pw[ga], row, 2)
+    _keep_pose(Rw[gb], pw[gb], row, 14)
+    return d > tol
