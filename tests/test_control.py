@@ -835,3 +835,38 @@ def test_signal_over_equals_the_pointwise_signal(interpolation):
     np.testing.assert_array_equal(dy, ref[:, 1])
     y0, dy0 = SignalFn(Signal(value=1.5)).over(times)
     assert (y0 == 1.5).all() and (dy0 == 0).all()
+
+
+@pytest.mark.parametrize("varying", [True, False])
+def test_actuator_signals_over_equal_the_signals_at_each_time(varying):
+    """Actuators.signals_over (the compiled loop's input) against signals_at at each time,
+    entry for entry: constant and varying commands of every mode, and a later call for fewer
+    or more rows (the constant rows kept from an earlier call's ``at_least``)."""
+    from mbsim.control import Actuators, JointCommand
+    from mbsim.simcore.data import Data
+
+    sim = Simulator(load_scenario_text(f'[robot.panda]\nurdf = "{PANDA}"\n'))
+    m = sim.model
+    lin = SignalFn(Signal(t=(0.0, 0.5, 1.0), y=(0.0, 2.0, -1.0)))
+    cub = SignalFn(Signal(t=(0.0, 0.3, 1.0), y=(0.1, -0.4, 0.0), interpolation="cubic"))
+    c = [SignalFn(Signal(value=x)) for x in (0.7, -1.25, 3.0, 0.5)]
+    cmds = [
+        JointCommand(0, 0, "position", 300.0, 20.0, c[0], None, c[1], True),
+        JointCommand(1, 1, "velocity", kd=4.0, target=c[2]),
+        JointCommand(2, 2, "torque", torque=c[3]),
+    ]
+    if varying:
+        cmds += [
+            JointCommand(3, 3, "position", 5e4, 10.0, lin, None, cub, False),
+            JointCommand(4, 4, "torque", torque=cub),
+            JointCommand(5, 5, "velocity", kd=2.0, target=c[0], feedforward=lin),
+        ]
+    act = Actuators(m, Data(m), 1e-3, np.zeros(m.nv), cmds, implicit=True)
+    for k0, n, at_least in ((0, 100, 1600), (100, 1400, 1600), (1500, 30, 0), (0, 2000, 0)):
+        times = np.arange(k0, k0 + n) * 1e-3
+        over = act.signals_over(times, at_least)
+        for a in over:
+            assert a.shape == (n, len(cmds)) and a.flags.c_contiguous
+        for i, t in enumerate(times):
+            for a, ref in zip(over, act.signals_at(t), strict=True):
+                np.testing.assert_array_equal(a[i], ref)

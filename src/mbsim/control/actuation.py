@@ -133,6 +133,9 @@ class Actuators:
         #: the signals of the constant commands (signals_at; filled at its first call), and
         #: the indices of the commands whose signals vary with time
         self._constant_signals, self._varying = None, []
+        #: signals_over's last arrays when no signal varies (each row the constant one): a
+        #: later call for as many rows or fewer returns their first rows
+        self._over = None
         cmds = self.commands
         #: the commands as the law's flat arrays (control/actuator_law.py)
         self._law = (
@@ -206,18 +209,23 @@ class Actuators:
     def signals_at(self, t: float):
         """Each command's signals at time t (s): (u, q* or v*, dq*/dt, u_ff), (ncmd,) each;
         the entries a command's mode does not use are 0."""
-        if self._constant_signals is None:
-            self._constant_signals = self._signals_of(range(len(self.commands)), 0.0)
-            self._varying = [
-                j for j, c in enumerate(self.commands)
-                if any(f is not None and len(f.t) for f in (c.torque, c.target, c.feedforward))
-            ]  # fmt: skip
+        self._split()
         u, ref, dref, ff = (a.copy() for a in self._constant_signals)
         if self._varying:
             varying = self._signals_of(self._varying, t)
             for out, new in zip((u, ref, dref, ff), varying, strict=True):
                 out[self._varying] = new
         return u, ref, dref, ff
+
+    def _split(self) -> None:
+        """The constant commands' signals and the varying commands (:meth:`signals_at`),
+        found at the first call."""
+        if self._constant_signals is None:
+            self._constant_signals = self._signals_of(range(len(self.commands)), 0.0)
+            self._varying = [
+                j for j, c in enumerate(self.commands)
+                if any(f is not None and len(f.t) for f in (c.torque, c.target, c.feedforward))
+            ]  # fmt: skip
 
     def _signals_of(self, which, t: float):
         """:meth:`signals_at` of the commands ``which`` (indices), in that order."""
@@ -232,13 +240,26 @@ class Actuators:
                     ff[j] = c.feedforward(t)[0]
         return u, ref, dref, ff
 
-    def signals_over(self, times):
+    def signals_over(self, times, at_least: int = 0):
         """:meth:`signals_at` at each of ``times`` (n,): four (n, ncmd) arrays, each entry
-        equal to the one :meth:`signals_at` gives at that time (the compiled loop's input)."""
+        equal to the one :meth:`signals_at` gives at that time (the compiled loop's input;
+        it only reads them). When no signal varies, the rows are made for ``at_least``
+        times if more, and a later call for as many rows returns the first of them."""
         times = np.asarray(times, dtype=float)
-        shape = (len(times), len(self.commands))
-        u, ref, dref, ff = np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape)
-        for j, c in enumerate(self.commands):
+        n = len(times)
+        self._split()
+        kept = self._over
+        if kept is not None and kept[0].shape[0] >= n:  # nothing varies: rows of the last
+            return tuple(a[:n] for a in kept)
+        # each row the constant commands' signals (signals_at's), then the varying commands'
+        # columns over the times (SignalFn.over, for those commands only)
+        if not self._varying:
+            rows = max(n, at_least)
+            self._over = tuple(np.repeat(a[None, :], rows, axis=0) for a in self._constant_signals)
+            return tuple(a[:n] for a in self._over)
+        u, ref, dref, ff = (np.repeat(a[None, :], n, axis=0) for a in self._constant_signals)
+        for j in self._varying:
+            c = self.commands[j]
             if c.mode == "torque":
                 u[:, j] = c.torque.over(times)[0]
             else:

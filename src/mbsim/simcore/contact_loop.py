@@ -516,6 +516,12 @@ _contact_sig = None
 _linked: tuple[int, np.ndarray] | None = None
 
 
+def _same(a, b) -> bool:
+    """Whether a record's field ``a`` is ``b``: the same object, or an equal float (the
+    options' numbers are converted each call)."""
+    return a is b or (type(a) is float and a == b)
+
+
 class ContactStage:
     """The contact stage of one :class:`~mbsim.simcore.free_loop.FreeLoop`: the record
     :func:`free_run_kernel` takes (module docstring) and the state it carries between
@@ -586,6 +592,15 @@ class ContactStage:
         self.gain = np.zeros(7)  # the limit step's info slots of a gain row (free_loop.py)
         self.key = (st, m, d, o, c)
         self._ev = self._rc = self._cd = None
+        #: the counters and the summary's penetration and residual the kernel reads and
+        #: writes (free_loop.py), filled by :meth:`arrays` each call
+        self.cst = np.zeros(5, np.int64)
+        self.stats = np.zeros(2)
+        #: the simulator's contacts acting and last step's contacts the arrays hold (the
+        #: objects: :meth:`arrays`, :meth:`results`); the contact step's record and the
+        #: arrays it was made of (:meth:`arrays`); the stage record and its fields (:meth:`record`)
+        self._held = (None, None)
+        self._step = self._step_key = self._record = None
         e = np.zeros(0)
         #: the record's step contacts before the first
         self._empty = (np.zeros((6, 0), np.int64), np.zeros((5, 0, 3)), e, e, e)
@@ -655,21 +670,28 @@ class ContactStage:
 
         return self._settings == (budget.CHUNK_FLOPS, lemke_module.default_max_pivots)
 
-    def arrays(self, sim, summary, n_max: int, rows: int) -> StageRef:
+    def arrays(
+        self, sim, summary, n_max: int, rows: int, most: int = 0, most_rows: int = 0
+    ) -> StageRef:
         """free_run_kernel's ``cl``: the stage record (:func:`make_stage`) of the tuples and
         the state of the contacts acting and of the last step's contacts, from the
         simulator's (``Simulator._active``, ``_prev_contacts``: the step-by-step path's own
         bookkeeping, so either path may take the next step), buffers for ``n_max`` steps and
-        ``rows`` recorded rows."""
+        ``rows`` recorded rows (made for ``most`` and ``most_rows`` when larger: the run
+        loop's longest call, so that its later calls keep them and the record)."""
         had = sim.stepper._fast._last_had_contact
         n_act = len(sim._active) if had else 0
-        for j, ((p, f), (i, sliding)) in enumerate(sim._active.items() if had else ()):
-            self.act_pf[j] = p, f
-            self.act_is[j] = i, 1 if sliding else 0
-        n_last = 0
-        if had:
+        n_last = len(sim._prev_contacts) if had else 0
+        # the arrays already hold these (the last call's results made the simulator's
+        # objects of them, or this method filled them from these objects, and no step of
+        # the step-by-step path replaced them since): not again
+        held = self._held
+        self._held = (None, None)  # the call changes them (results says to what)
+        if had and not (held[0] is sim._active and held[1] is sim._prev_contacts):
+            for j, ((p, f), (i, sliding)) in enumerate(sim._active.items()):
+                self.act_pf[j] = p, f
+                self.act_is[j] = i, 1 if sliding else 0
             c = sim._prev_contacts
-            n_last = len(c)
             for a, name in enumerate(("body_a", "body_b", "geom_a", "geom_b", "pair_id",
                                       "feature_key")):  # fmt: skip
                 self.last_i[a, :n_last] = getattr(c, name)
@@ -683,31 +705,40 @@ class ContactStage:
         # rows are read; zeroing ~2 MB cost ~0.3 ms a run)
         ev_rows = max(6 * MAX_CONTACTS, min(n_max * 8, 1 << 15))
         if self._ev is None or self._ev[0].shape[0] < ev_rows:
+            ev_rows = max(ev_rows, min(most * 8, 1 << 15))
             self._ev = (np.empty((ev_rows, 4), np.int64), np.empty((ev_rows, 14)))
         rc_rows = max(2 * MAX_CONTACTS, min((rows + 1) * 8, 1 << 14))
         if self._rc is None or self._rc[0].shape[0] < rc_rows:
+            rc_rows = max(rc_rows, min((most_rows + 1) * 8, 1 << 14))
             self._rc = (np.empty((rc_rows, 3), np.int64), np.empty((rc_rows, 11)))
         if self._cd is None or self._cd.shape[0] < max(rows, 1):
-            self._cd = np.empty((max(rows, 1), 2))
-        self.cst = np.array([n_act, n_last, 0, 0, 0], np.int64)
+            self._cd = np.empty((max(rows, most_rows, 1), 2))
+        self.cst[:] = (n_act, n_last, 0, 0, 0)
         # the warm start's store (ContactFuser.step's guess and remember), copied in
         store = getattr(sim.stepper.formulation, "warm", None)
         warm = store is not None and warm_start.ENABLED
         self._store = store if warm else None
         if warm:
             self.wtable.load(store)
-        self.stats = np.array([summary.max_penetration, summary.worst_lcp_residual])
+        self.stats[:] = (summary.max_penetration, summary.worst_lcp_residual)
         o = sim.stepper.opt
         self._fields = (
             self.act_pf, self.act_is, self.last_i, self.last_v, self.last_f, self.info, self.cst,
             *self._ev, *self._rc, self._cd, self.stats, self.gain, float(o.max_penetration),
             warm, self.wtable.tab, self.wtable.und, *self._empty,
         )  # fmt: skip
+        if self._joint and self._jtab.shape[0] == 0 and _joint_table[0] is not None:
+            self._jtab = _joint_table[0]  # compiled by a contact step with limit rows
+        key = (warm, self.wtable.tab[0], self._jtab)
+        if self._step is not None and all(
+            a is b for a, b in zip(key, self._step_key, strict=True)
+        ):  # the record of the last call: the same arrays; the loop's fused_step puts each
+            # step's fields in, as it does for every step after a call's first
+            return self.record()
+        self._step_key = key
         # the contact step's record (contact_fused.StepType), its step fields empty (the
         # loop's fused_step puts each step's in); the types ContactFuser.step's records have
         nv = sim.stepper.model.nv
-        if self._joint and self._jtab.shape[0] == 0 and _joint_table[0] is not None:
-            self._jtab = _joint_table[0]  # compiled by a contact step with limit rows
         e, e3, ei, eb = np.zeros(0), np.zeros((0, 3)), np.zeros(0, np.int64), np.zeros(0, np.bool_)
         #: the contact step record's fields (the record borrows them: kept alive here)
         self._step_fields = (
@@ -722,11 +753,18 @@ class ContactStage:
 
     def record(self) -> StageRef:
         """The stage record of :meth:`arrays`' last call, with the table of the contact
-        step's compilations as it is now (:meth:`link` fills it)."""
-        return make_stage(
+        step's compilations as it is now (:meth:`link` fills it): the last one made when
+        its fields are the same objects (the loop's kernels put each step's contacts in)."""
+        fields = (self._step, self.ktab, *self._fields)
+        made = self._record
+        if made is not None and all(map(_same, fields, made[0])):
+            return made[1]
+        rec = make_stage(
             self.detect, self._step, self.ktab, *self._tabs, self._core, self._kmax,
             *self._fields, *self._bufs,
         )  # fmt: skip
+        self._record = (fields, rec)
+        return rec
 
     def results(self, sim, n: int, summary) -> tuple:
         """After a call that took ``n`` steps: (contact steps, event rows, recorded contact
@@ -739,12 +777,13 @@ class ContactStage:
             return 0, None, None
         st = sim.stepper
         if n_last:
-            li, lv, lf = self.last_i, self.last_v, self.last_f
+            # one copy of each table, the fields its rows (C-contiguous, disjoint)
+            li = self.last_i[:, :n_last].copy()
+            lv = self.last_v[:, :n_last].copy()
+            lf = self.last_f[:, :n_last].copy()
             c = Contacts(
-                *(li[a, :n_last].copy() for a in range(4)),
-                *(lv[a, :n_last].copy() for a in range(5)), lf[0, :n_last].copy(),
-                li[4, :n_last].copy(), li[5, :n_last].copy(), lf[1, :n_last].copy(),
-                lf[2, :n_last].copy(),
+                li[0], li[1], li[2], li[3], lv[0], lv[1], lv[2], lv[3], lv[4], lf[0], li[4],
+                li[5], lf[1], lf[2],
             )  # fmt: skip
             sim._prev_contacts = st._contacts = c
         else:
@@ -755,6 +794,7 @@ class ContactStage:
             )
             for j in range(n_act)
         }  # fmt: skip
+        self._held = (sim._active, sim._prev_contacts)
         st._fast._last_had_contact = n_last > 0
         store = self._store
         if store is not None and csteps:

@@ -959,8 +959,9 @@ class FreeLoop:
         )  # fmt: skip
         self._applied, self._last_flags = self._act_data[-2], self._act_data[-1]
         self._saturated = np.zeros(1, dtype=np.int64)
-        self._rec_buffers(1)
-        self._ev_buffers(1)
+        # the record and event buffers: made by the first advance for the run loop's longest
+        # call (not here for one row and again there)
+        self._rec_q = self._ev_step = None
         self._stepper, self._data, self._scene, self._jl = st, d, c, jl
         self._actuators = a
         self._rec_data = r
@@ -1020,14 +1021,18 @@ class FreeLoop:
         ):  # fmt: skip
             self._bind()
         m = s.model
-        rows = n_max // every + 1 if every > 0 else 0
-        if self._rec_q.shape[0] < rows:
-            self._rec_buffers(rows)
         # the run loop's rules: its longest call, and the limit events' impulse bound
         from mbsim.simulator import FREE_LOOP_CHUNK, LIMIT_IMPULSE_MIN
 
-        if self._ev_step.shape[0] < n_max:  # made once for the run loop's longest call
-            self._ev_buffers(max(n_max, FREE_LOOP_CHUNK))
+        rows = n_max // every + 1 if every > 0 else 0
+        # the buffers are made once for the run loop's longest call (its first is often
+        # shorter): its steps and recorded rows
+        most = max(n_max, FREE_LOOP_CHUNK)
+        most_rows = max(rows, most // every + 1 if every > 0 else 0, 1)
+        if self._rec_q is None or self._rec_q.shape[0] < rows:
+            self._rec_buffers(most_rows)
+        if self._ev_step is None or self._ev_step.shape[0] < n_max:
+            self._ev_buffers(most)
         q = np.array(s.q, dtype=np.float64)
         v = np.array(s.v, dtype=np.float64)
         self._best[0] = summary.max_velocity_ratio
@@ -1038,7 +1043,7 @@ class FreeLoop:
             ncmd = len(a.commands)
             signals = (np.zeros((n_max, ncmd)),) * 4
         else:  # each step's signals at its start time, as the step-by-step path takes them
-            signals = a.signals_over(np.arange(k0, k0 + n_max) * float(st.opt.dt))
+            signals = a.signals_over(np.arange(k0, k0 + n_max) * float(st.opt.dt), most)
         self._saturated[0] = 0
         o = st.opt
         active = self._active
@@ -1048,7 +1053,7 @@ class FreeLoop:
         stats = self._ls_stats
         stats[:] = 0.0
         stage = self._contact_stage()
-        cl = None if stage is None else stage.arrays(s, summary, n_max, rows)
+        cl = None if stage is None else stage.arrays(s, summary, n_max, rows, most, most_rows)
         head = (
             *self._model_args, *self._data_args, *self._lim_args, *self._coll_args, *self._vl,
             self._best, self._dof, int(every), k0, *self._rec_args, bool(poses),
