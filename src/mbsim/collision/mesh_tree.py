@@ -130,6 +130,13 @@ def _world(R, p, x, out):
         out[a] = R[a, 0] * x[0] + R[a, 1] * x[1] + R[a, 2] * x[2] + p[a]
 
 
+@njit(cache=True, inline="always")
+def _sphere_gap(ca, cb, ra, rb):
+    """The gap (m) between spheres (ca, ra) and (cb, rb): |ca - cb| - ra - rb."""
+    d2 = (ca[0] - cb[0]) ** 2 + (ca[1] - cb[1]) ** 2 + (ca[2] - cb[2]) ** 2
+    return np.sqrt(d2) - ra - rb
+
+
 @njit(cache=True)
 def _triangle_bound(ta, tb, ga, gb, si, MV, MT, Rw, pw, tol, reach, w, dP):
     """A lower bound (m) on the distance between triangle ``ta`` of mesh ga and ``tb`` of mesh
@@ -213,8 +220,7 @@ def mesh_trees_bound(ga, gb, si, MV, MT, MB, TN, TI, TP, TR, Rw, pw, tol, reach,
         na, nb = stack[top, 0], stack[top, 1]
         _world(Ra, pa, TN[na], ca)
         _world(Rb, pb, TN[nb], cb)
-        d2 = (ca[0] - cb[0]) ** 2 + (ca[1] - cb[1]) ** 2 + (ca[2] - cb[2]) ** 2
-        gap = np.sqrt(d2) - TN[na, 3] - TN[nb, 3]
+        gap = _sphere_gap(ca, cb, TN[na, 3], TN[nb, 3])
         if gap > reach:
             d0 = min(d0, gap)
             continue
@@ -226,8 +232,7 @@ def mesh_trees_bound(ga, gb, si, MV, MT, MB, TN, TI, TP, TR, Rw, pw, tol, reach,
                 for j in range(TI[nb, 0], TI[nb, 0] + TI[nb, 1]):
                     tb = TP[j]
                     _world(Rb, pb, MB[tb], cb)
-                    d2 = (ca[0] - cb[0]) ** 2 + (ca[1] - cb[1]) ** 2 + (ca[2] - cb[2]) ** 2
-                    gap = np.sqrt(d2) - MB[ta, 3] - MB[tb, 3]
+                    gap = _sphere_gap(ca, cb, MB[ta, 3], MB[tb, 3])
                     if gap > reach:
                         d0 = min(d0, gap)
                         continue
