@@ -282,3 +282,47 @@ def test_hull_made_once_per_point_set_and_copied():
     assert d.max() <= 1e-12
     other = shapes.convex_polytope(pts * 2.0)
     assert np.allclose(other.vertices, 2.0 * fresh.vertices)
+
+
+def test_mesh_read_once_per_file_state_and_copied(tmp_path, monkeypatch):
+    """geometry._read_mesh keeps each mesh file it read (by path, scale, modification time
+    and size): a second read of the unchanged file gives the same vertices, faces and
+    surface classification as a fresh load_mesh + _surface, in fresh arrays (a caller that
+    changes its copy changes no other), without reading the file again; a rewritten file is
+    read again. Truth: trimesh's own load of the file, scaled."""
+    import trimesh
+
+    from mbsim.collision import geometry
+
+    path = tmp_path / "cube.stl"
+    shutil.copy(CUBE, path)
+    scale = (1.0, 2.0, 0.5)
+    loads = []
+    real = geometry.load_mesh
+
+    def counted(*args, **kwargs):
+        loads.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(geometry, "load_mesh", counted)
+    first = geometry._read_mesh(str(path), scale, "<test>")
+    second = geometry._read_mesh(str(path), scale, "<test>")
+    assert loads == [str(path)]
+    truth = trimesh.load(str(path), force="mesh", process=True)
+    assert np.array_equal(first[0], np.asarray(truth.vertices) * np.asarray(scale))
+    assert np.array_equal(first[1], np.asarray(truth.faces))
+    assert first[2:] == second[2:] == (0, True)  # a closed convex cube
+    for a, b in zip(first[:2], second[:2], strict=True):
+        assert a.tobytes() == b.tobytes() and a is not b
+    first[0][:] = 0.0
+    assert geometry._read_mesh(str(path), scale, "<test>")[0].tobytes() == second[0].tobytes()
+    assert loads == [str(path)]
+    # another scale is another mesh; a rewritten file (an L prism now) is read again
+    geometry._read_mesh(str(path), (1.0, 1.0, 1.0), "<test>")
+    assert len(loads) == 2
+    shutil.copy(ELL, path)
+    os.utime(path, ns=(1, 1))
+    third = geometry._read_mesh(str(path), scale, "<test>")
+    assert len(loads) == 3 and third[2:] == (0, False)  # the L prism: closed, not convex
+    ell = trimesh.load(ELL, force="mesh", process=True)
+    assert np.array_equal(third[0], np.asarray(ell.vertices) * np.asarray(scale))

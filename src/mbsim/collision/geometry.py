@@ -107,7 +107,9 @@ def build_records(
     folders (see :func:`mbsim.io.urdf.resolve_mesh_uri`; off by default).
     """
     paths = (package_dirs, allow_outside_paths)
-    cache: dict[tuple[str, tuple[float, float, float]], tuple[np.ndarray, np.ndarray]] = {}
+    cache: dict[
+        tuple[str, tuple[float, float, float]], tuple[np.ndarray, np.ndarray, int, bool]
+    ] = {}
     records = []
     for index, geom in enumerate(model.geometries):
         source = model.tree_sources[geom.tree] if geom.tree < len(model.tree_sources) else "<?>"
@@ -177,23 +179,49 @@ def _mesh_record(rec, shape, where, want_hull, paths, cache) -> None:
         path = _resolve(shape.mesh_uri or path or "", rec.source, rec.link, *paths)
     key = (path, scale)
     if key not in cache:
-        cache[key] = load_mesh(path, scale, where=where)
-    vertices, faces = cache[key]
+        cache[key] = _read_mesh(path, scale, where)
+    vertices, faces, open_edges, convex = cache[key]
     rec.mesh_file = path
     lo, hi = vertices.min(axis=0), vertices.max(axis=0)
     rec.aabb_center, rec.aabb_half = 0.5 * (lo + hi), 0.5 * (hi - lo)
     rec.bound_center = rec.aabb_center.copy()
     rec.bound_radius = float(np.linalg.norm(vertices - rec.bound_center, axis=1).max())
-    surface = ("surface", *key)
-    if surface not in cache:
-        cache[surface] = _surface(vertices, faces)
-    open_edges, convex = cache[surface]
     poly = convex_polytope(vertices) if (want_hull or convex or open_edges) else None
     if poly is not None:
         rec.kind, rec.polytope, rec.hull = CONVEX, poly, poly.vertices
         rec.open_edges = 0 if (want_hull or convex) else open_edges
     else:
         rec.kind, rec.mesh, rec.hull = MESH, (vertices, faces), hull_vertices(vertices)
+
+
+#: Meshes read in this process (:func:`_read_mesh`), by file, scale and the file's
+#: modification time and size; at most MESH_CACHE_SIZE, the oldest dropped first.
+_MESHES: dict[tuple, tuple[np.ndarray, np.ndarray, int, bool]] = {}
+MESH_CACHE_SIZE = 256
+
+
+def _read_mesh(path: str, scale, where: str) -> tuple[np.ndarray, np.ndarray, int, bool]:
+    """(vertices, faces, open_edges, convex) of the mesh file ``path`` at ``scale``:
+    :func:`load_mesh` and :func:`_surface`, or fresh copies of what they gave for the same
+    file earlier in this process while its modification time and size are unchanged. A scene
+    built twice (``--place-on-floor`` builds the model again at the placed pose) or a batch's
+    runs of one robot would otherwise parse and classify every mesh again (romeo's 24 meshes:
+    ~0.5 s a build); the copies keep one build's records from sharing arrays with another's."""
+    try:
+        st = os.stat(path)
+        key = (path, scale, st.st_mtime_ns, st.st_size)
+    except OSError:  # load_mesh says why the file cannot be read
+        key = None
+    kept = _MESHES.get(key) if key is not None else None
+    if kept is None:
+        vertices, faces = load_mesh(path, scale, where=where)
+        kept = (vertices, faces, *_surface(vertices, faces))
+        if key is not None:
+            if len(_MESHES) >= MESH_CACHE_SIZE:
+                _MESHES.pop(next(iter(_MESHES)))  # the oldest: dicts keep insertion order
+            _MESHES[key] = kept
+    vertices, faces, open_edges, convex = kept
+    return vertices.copy(), faces.copy(), open_edges, convex
 
 
 def _resolve(uri: str, source: str, link: str, package_dirs, allow_outside_paths) -> str:
