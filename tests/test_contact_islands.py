@@ -23,7 +23,7 @@ from mbsim.simcore.contact import contact_nodes, relative_compliance
 from mbsim.simcore.contact_islands import contact_islands, island_compliance, verify_blocks
 from mbsim.simcore.data import Data
 from mbsim.simcore.delassus import dense_lambda
-from mbsim.simcore.delassus.upsilon_body import upsilon_after_aba
+from mbsim.simcore.delassus.upsilon_body import lambda_linear_into, upsilon_after_aba
 from mbsim.simcore.dynamics import aba
 from mbsim.simcore.kinematics import node_transforms
 from mbsim.simcore.lcp.islands import block_order, blocks
@@ -175,3 +175,34 @@ def test_the_blocks_acceptance_is_the_whole_ones(seed):
     assert res.tol == tol
     for r, wb in zip(parts, ws, strict=True):
         np.testing.assert_array_equal(res.w[r], wb)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_lambda_linear_blocks_are_the_whole_lambdas_and_the_rest_is_left(seed):
+    """upsilon_body.lambda_linear_into (the compiled step's Lambda) writes the linear-linear
+    3x3 blocks of every node pair, bit for bit the whole Lambda's (``lambda_kernel``: every
+    entry), zero across trees, and no other entry (a nan-filled buffer keeps its nans)."""
+    rng, model, q = _forest(seed, 2 + seed % 3)
+    nu = int(rng.integers(3, 10))
+    a, b, p = _contacts(rng, model, nu)
+    node_body, node_point, _ia, _ib = contact_nodes(a, b, p, rng.normal(size=(nu, 3)) * 0.2)
+    data = Data(model)
+    aba(model, data, q, rng.normal(size=model.nv), rng.normal(size=model.nv))
+    X = node_transforms(data, node_body, node_point)
+    whole = upsilon_after_aba(model, data, node_body, X)  # fills data.ups
+    nc = node_body.size
+    part = np.full((6 * nc, 6 * nc), np.nan)
+    lambda_linear_into(
+        model.parent, model.nvj, data.S, data.E, data.r, data.U, data.Dinv, data.ups,
+        node_body, X, part, np.empty(0, dtype=np.int64), np.empty(0),
+    )  # fmt: skip
+    lin = (6 * np.arange(nc)[:, None] + 3 + np.arange(3)).ravel()
+    np.testing.assert_array_equal(part[np.ix_(lin, lin)], whole[np.ix_(lin, lin)])
+    rest = np.ones(part.shape, dtype=bool)
+    rest[np.ix_(lin, lin)] = False
+    assert np.isnan(part[rest]).all()
+    root = _tree_of(model)
+    apart = root[node_body][:, None] != root[node_body][None, :]
+    if seed < 4:
+        assert apart.any()  # nodes in different trees: zero blocks written
+    assert not whole[np.ix_(lin, lin)].reshape(nc, 3, nc, 3).transpose(0, 2, 1, 3)[apart].any()

@@ -116,3 +116,52 @@ def test_contact_lcp_is_eq53_contact_block(nu, nf):
     q_ref = np.concatenate([Dblk.T @ v.ravel(), np.zeros(nu)])
     np.testing.assert_allclose(M, M_ref, atol=1e-12 * np.abs(W).max())
     np.testing.assert_allclose(q, q_ref, atol=1e-12)
+
+
+def _dtwd_blocks_as_summed(W, D):
+    """D(i)^T W_ij D(j) entry by entry in _contact_lcp_kernel's order (Python floats: one
+    rounding per operation), for every pair: the reference for its zero-block shortcut."""
+    nu, _, k = D.shape
+    out = np.zeros((nu * k, nu * k))
+    for i in range(nu):
+        for j in range(nu):
+            for b in range(k):
+                wd = []
+                for r in range(3):
+                    s = 0.0
+                    for c in range(3):
+                        s += float(W[3 * i + r, 3 * j + c]) * float(D[j, c, b])
+                    wd.append(s)
+                for a in range(k):
+                    acc = 0.0
+                    for r in range(3):
+                        acc += float(D[i, r, a]) * wd[r]
+                    out[k * i + a, k * j + b] = acc
+    return out
+
+
+def test_contact_lcp_skips_zero_blocks_with_the_same_bits():
+    """Contacts on no common body have W_ij = 0 (here half the pairs, some entries -0.0); the
+    kernel writes their blocks as 0.0 without the products, which must be the products' own
+    bits (+0.0), and M's other entries unchanged; a non-finite D keeps its products (nan)."""
+    rng = np.random.default_rng(5)
+    nu, nf = 6, 4
+    k = nf + 1
+    A = rng.normal(size=(3 * nu, 3 * nu))
+    W = A @ A.T
+    for i in range(nu):
+        for j in range(nu):
+            if (i // 2 - j // 2) % 3 == 2 or (i + j) % 4 == 1:
+                W[3 * i : 3 * i + 3, 3 * j : 3 * j + 3] = -0.0 if (i + j) % 2 else 0.0
+    D = friction_matrix(unit_normals(rng, nu)[:nu], nf)
+    D[:, :, 1:] *= -1.0  # negative entries: products of 0.0 with them are -0.0
+    ref = _dtwd_blocks_as_summed(W, D)
+    M, _q = contact_lcp(W, D, rng.random(nu), rng.normal(size=(nu, 3)))
+    got = M[: nu * k, : nu * k]
+    assert np.array_equal(got, ref)
+    assert not np.signbit(got[ref == 0.0]).any()
+    D[2, 1, 3] = np.nan
+    ref = _dtwd_blocks_as_summed(W, D)
+    M, _q = contact_lcp(W, D, rng.random(nu), rng.normal(size=(nu, 3)))
+    assert np.isnan(ref[k * 2 + 3, : nu * k]).all()  # zero blocks too: nan * 0 = nan
+    assert np.array_equal(M[: nu * k, : nu * k], ref, equal_nan=True)

@@ -131,7 +131,8 @@ def test_a_split_lcp_is_undecided_and_the_flag_ignored(lcp):
     rows = [np.arange(n), np.arange(n, 2 * n)]
     table = WarmTable(0, 0)
     state, _p, _w, _c = _solve_islands(
-        List([M.copy(), M.copy()]), List([q.copy(), q.copy()]), List(rows), 2 * n, inf_norm(M),
+        List([M.copy(), M.copy()]), List([q.copy(), q.copy()]), List(rows), 2 * n,
+        np.full(2, inf_norm(M)),
         True, TOL, pivot_caps()[1], False, table.tab, table.und, np.empty(2 * n),
     )  # fmt: skip
     assert state == UNDECIDED

@@ -364,3 +364,25 @@ def test_degenerate_end_of_path_is_a_solution():
             r = lemke(M, q)
             assert r.ok, r.describe()
             assert_lcp_solution(M, q, r.z)
+
+
+def test_a_w_column_entering_is_the_products_column_bit_for_bit():
+    """lemke._unit_column (w_i enters: a = e_i) gives the entries of the reassociated product
+    B^-1 e_i and |B^-1| |e_i| (lemke._entering_column), to the bit up to the sign of zeros."""
+    import importlib
+
+    lk = importlib.import_module("mbsim.simcore.lcp.lemke")
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 5, 8, 33, 120):
+        Binv = rng.standard_normal((n, n)) * 10.0 ** rng.integers(-12, 12, (n, n))
+        Binv[rng.random((n, n)) < 0.3] = 0.0
+        Binv[rng.random((n, n)) < 0.1] = -0.0
+        for var in {0, n // 2, n - 1}:
+            a = np.zeros(n)
+            a[var] = 1.0
+            col, noise = np.empty(n), np.empty(n)
+            lk._entering_column(Binv, a, col, noise)
+            col2, noise2 = np.empty(n), np.empty(n)
+            lk._unit_column(Binv, var, col2, noise2)
+            assert np.array_equal(col, col2) and np.array_equal(noise, noise2)
+            assert np.array_equal(col2, Binv[:, var])

@@ -114,10 +114,27 @@ def _edge_angles(nf: int) -> tuple[np.ndarray, np.ndarray]:
 
 @njit(cache=True)
 def _contact_lcp_kernel(W, D, mu, v_free, M, q):
+    """M's and q's contact entries (:func:`contact_lcp`; M's other entries as given). A block
+    W_ij that is exactly zero (contacts i and j on no common body: about half the pairs of a
+    stack of boxes) gives D(i)^T W_ij D(j) = +0.0 entry for entry when D(i) and D(j) are
+    finite (each sum is 0.0 plus products +-0.0, and 0.0 + -0.0 = 0.0), so those entries are
+    written as 0.0 without the products: the same bits."""
     nu, _, k = D.shape
     size_b = nu * k
+    finite = np.empty(nu, dtype=np.bool_)
+    for i in range(nu):
+        f = True
+        for c in range(3):
+            for b in range(k):
+                f = f and np.isfinite(D[i, c, b])
+        finite[i] = f
     for i in range(nu):
         for j in range(nu):
+            if finite[i] and finite[j] and _zero_block(W, i, j):
+                for a in range(k):
+                    for b in range(k):
+                        M[k * i + a, k * j + b] = 0.0
+                continue
             # block (i, j) of D^T W D: D(i)^T W_ij D(j), a column b at a time: the column
             # (W_ij D(j))[:, b] in three scalars (no work array), each entry's sums as before
             for b in range(k):
@@ -144,6 +161,16 @@ def _contact_lcp_kernel(W, D, mu, v_free, M, q):
             q[k * i + a] = (
                 D[i, 0, a] * v_free[i, 0] + D[i, 1, a] * v_free[i, 1] + (D[i, 2, a] * v_free[i, 2])
             )
+
+
+@njit(cache=True, inline="always")
+def _zero_block(W, i, j):
+    """Whether the 3 x 3 block W_ij is exactly zero (+-0.0)."""
+    for r in range(3):
+        for c in range(3):
+            if W[3 * i + r, 3 * j + c] != 0.0:
+                return False
+    return True
 
 
 def contact_lcp(W: np.ndarray, D: np.ndarray, mu: np.ndarray, v_free: np.ndarray):

@@ -360,8 +360,9 @@ def _solve_block(
     state ACCEPT, REJECT (the chain's first attempt ran to its end and was rejected: the
     Python chain's is too; "least_norm" only) or UNDECIDED (:func:`_least_norm_solve`); the
     table's TRIED and ACCEPTED counters go up as the store's ``tried`` and ``accepted``.
-    ``mraw``: ||M||_inf of this block when the caller has it (the whole LCP's), else < 0
-    (a block of a split LCP: the guess takes its own, as ``guess_kernel`` does). ``iw``:
+    ``mraw``: ||M||_inf of this block when the caller has it (the whole LCP's, or an
+    island's that is one block), else < 0 (a block of a split island: the guess takes its
+    own, as ``guess_kernel`` does). ``iw``:
     int64 work of at least 2 n (the set's copy, then the returned set: a view of it, which
     the caller reads before it uses ``iw`` again)."""
     n = q.shape[0]
@@ -469,7 +470,7 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
     Ms = []
     qs = []
     gs = []
-    mraw = 0.0  # ||M||_inf of the whole LCP: the largest island's, taken once
+    norms = np.empty(count)  # each island's ||M||_inf, taken once
     for g in range(count):
         contacts = corder[cstarts[g] : cstarts[g + 1]]
         m = contacts.shape[0]
@@ -493,34 +494,41 @@ def _solve_rows(W, wstart, corder, cstarts, D, mu, vu, budget, least_norm, tol_r
                 qg[m * k + a] = budget[contacts[a]]
         rows = np.empty(ng, dtype=np.int64)
         global_rows(contacts, nu, k, rows)
-        mraw = max(mraw, _inf_norm(Mg))
+        norms[g] = _inf_norm(Mg)
         Ms.append(Mg)
         qs.append(qg)
         gs.append(rows)
-    return _solve_islands(Ms, qs, gs, n, mraw, least_norm, tol_rel, caps, warm, tab, und, z)
+    return _solve_islands(Ms, qs, gs, n, norms, least_norm, tol_rel, caps, warm, tab, und, z)
 
 
 @njit(cache=True, inline="always")
-def _solve_islands(Ms, qs, gs, n, mraw, least_norm, tol_rel, caps, warm, tab, und, z):
+def _solve_islands(Ms, qs, gs, n, norms, least_norm, tol_rel, caps, warm, tab, und, z):
     """The LCP of n rows given as islands (Ms[g], qs[g]: island g's M and q, gs[g] its rows
-    in the whole LCP; zero between islands), each split further into independent blocks,
-    solved as ``islands.solve_blocks`` solves them (:func:`_solve_rows`, from its islands on):
-    the blocks in the order of their first row, each by :func:`_solve_block` with the whole
-    LCP's mscale (from ``mraw``, the largest island's ||M||_inf), the assembled z verified on
-    the whole; one block in all: solved whole. Returns (state, pivots, worst residual,
-    solver code): REJECT only for one block in all (:func:`_solve_rows`)."""
+    in the whole LCP; zero between islands; norms[g] its ||M||_inf), each split further into
+    independent blocks, solved as ``islands.solve_blocks`` solves them (:func:`_solve_rows`,
+    from its islands on): the blocks in the order of their first row, each by
+    :func:`_solve_block` with the whole LCP's mscale (from the largest island's ||M||_inf),
+    the assembled z verified on the whole; one block in all: solved whole. An island that is
+    one block is solved on its own arrays (its rows in order: the principal block is the
+    island's M entry for entry), its norm handed to the guess. Returns (state, pivots, worst
+    residual, solver code): REJECT only for one block in all (:func:`_solve_rows`)."""
     code = 1 if least_norm else 0
     count = len(Ms)
+    mraw = 0.0  # ||M||_inf of the whole LCP: the largest island's
+    for g in range(count):
+        mraw = max(mraw, norms[g])
     mscale = mraw if mraw > 0.0 and np.isfinite(mraw) else 1.0  # _mscale's rule
     # the blocks of every island, in the order of their first (global) row
     bisl = np.empty(n, dtype=np.int64)
     bloc = []
     first = np.empty(n, dtype=np.int64)
+    single = np.empty(count, dtype=np.bool_)  # island g is one block
     nblk = 0
     for g in range(count):
         ng = Ms[g].shape[0]
         label = np.empty(ng, dtype=np.int64)
         cnt = _component_labels(Ms[g], label) if ng > 1 else 1
+        single[g] = cnt == 1
         if cnt == 1:
             label[:] = 0
         order, starts = block_order(label, cnt)
@@ -554,11 +562,15 @@ def _solve_islands(Ms, qs, gs, n, mraw, least_norm, tol_rel, caps, warm, tab, un
         local = bloc[b]
         rows = gs[g][local]
         m = rows.shape[0]
-        Mb, qb = principal_kernel(Ms[g], qs[g], local)
+        if single[g]:  # local = 0 .. m - 1: the island's own M and q (read only)
+            Mb, qb, braw = Ms[g], qs[g], norms[g]
+        else:
+            Mb, qb = principal_kernel(Ms[g], qs[g], local)
+            braw = -1.0  # the guess takes the block's own norm
         zb = np.empty(m)
         wb = np.empty(m)
         state, piv, _worst, S = _solve_block_call(
-            Mb, qb, mscale, -1.0, n, False, rows, least_norm, tol_rel, caps, warm, tab, zb, wb,
+            Mb, qb, mscale, braw, n, False, rows, least_norm, tol_rel, caps, warm, tab, zb, wb,
             np.empty(2 * m, dtype=np.int64),
         )  # fmt: skip
         if state != ACCEPT:  # the Python chain solves every block, then the unsplit LCP
@@ -686,8 +698,10 @@ def _solve_joint_rows(W, wstart, corder, cstarts, D, mu, vu, Wj, Kcj, j_dof, j_s
     Ms = [M]
     qs = [q]
     gs = [np.arange(n)]
+    norms = np.empty(1)
+    norms[0] = _inf_norm(M)
     state, pivots, worst, code = _solve_islands(
-        Ms, qs, gs, n, _inf_norm(M), least_norm, tol_rel, caps, warm, tab, und, z
+        Ms, qs, gs, n, norms, least_norm, tol_rel, caps, warm, tab, und, z
     )
     return state == ACCEPT, pivots, worst, code
 

@@ -69,9 +69,11 @@ def common_vertex(va, vb, cparent, cdepth):
 
 
 @njit(cache=True, inline="always")
-def zero_blocks(Lam, a, b):
-    """Lambda(a, b) = Lambda(b, a)^T = 0 (6x6 blocks of nodes a and b in different trees)."""
-    for x in range(6):
-        for y in range(6):
+def zero_blocks(Lam, a, b, lo=0):
+    """Lambda(a, b) = Lambda(b, a)^T = 0 (6x6 blocks of nodes a and b in different trees): the
+    entries x, y >= lo of each (lo = 3: the linear-linear 3x3 blocks only, all that
+    ``upsilon_body.lambda_linear_into`` fills)."""
+    for x in range(lo, 6):
+        for y in range(lo, 6):
             Lam[6 * a + x, 6 * b + y] = 0.0
             Lam[6 * b + y, 6 * a + x] = 0.0

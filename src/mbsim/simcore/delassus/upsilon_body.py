@@ -300,7 +300,7 @@ def _blocks(node_body, vid, vbody, cparent, cdepth, F, Gs, done, ups, Lam, lo):
         for b in range(a, nc):
             va = common_vertex(vid[node_body[a]], vid[node_body[b]], cparent, cdepth)
             if va < 0:
-                zero_blocks(Lam, a, b)
+                zero_blocks(Lam, a, b, lo)
                 continue
             d = cdepth[va]
             G = Gs[b, d]

@@ -194,6 +194,23 @@ def _entering_column(Binv, a, col, noise):
 
 
 @njit(cache=True)
+def _unit_column(Binv, var, col, noise):
+    """:func:`_entering_column` for w_var entering (a = e_var, :func:`_column`): col = column
+    var of B^-1 and noise its absolute values, without the n^2 products. The same numbers:
+    each of those sums adds one product B^-1_ik * 1 to products with exact zeros, so it is
+    B^-1_ik itself (its absolute value), in whatever order the lanes add. Two cases aside: a
+    -0.0 entry may come out of the sums as +0.0 (a zero col_i is never a pivot, a ratio or
+    an update: the same path), and a row of B^-1 with an inf or nan elsewhere gives nan in
+    the sums, its own entry here (B^-1 overflowed: the path's next refactorisation fails its
+    condition test, and no answer is accepted unverified)."""
+    n = Binv.shape[0]
+    for i in range(n):
+        v = Binv[i, var]
+        col[i] = v
+        noise[i] = abs(v)
+
+
+@njit(cache=True)
 def _norms_inf(Bmat, Binv):
     """(||B||_inf, ||B^-1||_inf)."""
     n = Bmat.shape[0]
@@ -438,8 +455,11 @@ def lemke_steps(
 
         # ---- the complement of the leaving variable enters
         entering = leaving + n if leaving < n else leaving - n
-        _column(M, n, entering, a)
-        _entering_column(Binv, a, col, noise)
+        if entering < n:
+            _unit_column(Binv, entering, col, noise)
+        else:
+            _column(M, n, entering, a)
+            _entering_column(Binv, a, col, noise)
         r = _ratio_test(Binv, x, col, noise, basis, z0, cand, div, lex, zero_rel)
         if r < 0:
             return _RAY

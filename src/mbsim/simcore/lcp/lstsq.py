@@ -45,6 +45,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from mbsim.simcore.lcp.rowops import sub_matvec_into
+
 EPS = float(np.finfo(np.float64).eps)
 
 
@@ -277,11 +279,7 @@ def least_change_into(
     for i in range(n):
         out[i] = z[i]
     for _ in range(passes):
-        for i in range(m):
-            acc = rhs[i]
-            for k in range(n):
-                acc -= A[i, k] * out[k]
-            res[i] = acc
+        sub_matvec_into(A, rhs, out, res)  # res = rhs - A out
         cod_solve_into(rank, perm, hv, hbeta, R, T, zv, zbeta, res, dz, c, y)
         for i in range(n):
             out[i] += dz[i]

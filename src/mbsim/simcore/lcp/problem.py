@@ -105,6 +105,7 @@ import numpy as np
 from numba import njit
 
 from mbsim.errors import MbsimError
+from mbsim.simcore.lcp.rowops import inf_norm as _inf_norm  # ||M||_inf, four rows at once
 
 DEFAULT_TOL_REL = 1e-9
 GROWTH = 1e4
@@ -256,17 +257,6 @@ def principal_kernel(M, q, rows):
         for b in range(m):
             Ms[a, b] = M[rows[a], rows[b]]
     return Ms, qs
-
-
-@njit(cache=True)
-def _inf_norm(M):
-    out = 0.0
-    for i in range(M.shape[0]):
-        s = 0.0
-        for j in range(M.shape[1]):
-            s += abs(M[i, j])
-        out = max(out, s)
-    return out
 
 
 @njit(cache=True)

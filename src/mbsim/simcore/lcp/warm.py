@@ -129,7 +129,13 @@ from mbsim.simcore.lcp.problem import (
     _snap_kernel,
     tolerance_kernel,
 )
-from mbsim.simcore.lcp.rowops import sub_scaled_row
+from mbsim.simcore.lcp.rowops import (
+    gather_dot_into,
+    matvec_into,
+    sub_matvec_into,
+    sub_scaled_row,
+    unit_lower_solve,
+)
 from mbsim.simcore.native_call import native
 from mbsim.simcore.spatial import borrowed, c_view
 
@@ -255,11 +261,7 @@ def _lu_apply(LU, perm, r, t):
     m = r.shape[0]
     for i in range(m):
         t[i] = r[perm[i]]
-    for i in range(m):
-        s = t[i]
-        for j in range(i):
-            s -= LU[i, j] * t[j]
-        t[i] = s
+    unit_lower_solve(LU, t)
     for i in range(m - 1, -1, -1):
         s = t[i]
         for j in range(i + 1, m):
@@ -272,15 +274,12 @@ def _residual(K, b, y, r, knorm):
     """r = b - K y; returns (max |r|, its rounding level 16 m eps (||K||_inf ||y||_inf +
     ||b||_inf)), the bound of lstsq.active_set_error (``knorm`` = ||K||_inf given)."""
     m = b.shape[0]
+    sub_matvec_into(K, b, y, r)
     e = 0.0
     yn = 0.0
     bn = 0.0
     for i in range(m):
-        s = b[i]
-        for j in range(m):
-            s -= K[i, j] * y[j]
-        r[i] = s
-        e = max(e, abs(s))
+        e = max(e, abs(r[i]))
         yn = max(yn, abs(y[i]))
         bn = max(bn, abs(b[i]))
     return e, 16.0 * m * EPS * (knorm * yn + bn)
@@ -298,12 +297,7 @@ def _lu_solve(K, b, y, LU, perm, tr):
             LU[i, j] = K[i, j]
     if not _lu_factor(LU, perm):
         return False
-    knorm = 0.0
-    for i in range(m):
-        a = 0.0
-        for j in range(m):
-            a += abs(K[i, j])
-        knorm = max(knorm, a)
+    knorm = _inf_norm(K)
     t = tr[:m]
     r = tr[m : 2 * m]
     _lu_apply(LU, perm, b, y)
@@ -336,10 +330,12 @@ def _pool(n):
 def _work(n):
     """(float64, int64, bool) entries of one guess's work for an LCP of n rows (every set has
     at most n rows): floats the pool (:func:`_pool`) then the polish's y and w, the least
-    change's c and the restricted LCP's zero start (n each); ints the factors' row order, the
-    polish's own, the guess's set, the polish's, the restricted LCP's, then lstsq's (n each,
-    lstsq's active_set_work); bools the guess's inside and flip marks and the restricted
-    LCP's inr, inside, flip (n each)."""
+    change's c and the restricted LCP's zero start (n each; the polish's w also holds the
+    rounds' and the restricted LCP's w outside their sets); ints the factors' row order, the
+    polish's own, the guess's set, the polish's (also the restricted LCP's rows outside its
+    set), the restricted LCP's (also the rounds' and the polish's rows outside their sets),
+    then lstsq's (n each, lstsq's active_set_work); bools the guess's inside and flip marks
+    and the restricted LCP's inr, inside, flip (n each)."""
     return _pool(n) + 5 * n + _lowrank_size(n), 5 * n + active_set_work(n)[1], 7 * n
 
 
@@ -379,6 +375,17 @@ def _carve(work, n):
     iw = work[nf : nf + ni].view(np.int64)
     bw = work[nf + ni : nf + ni + (nb + 7) // 8].view(np.bool_)[0:nb]
     return fw, iw, bw
+
+
+@njit(cache=True, inline="always")
+def _outside_into(mask, out):
+    """np.flatnonzero(~mask) written into out: the view out[:k]."""
+    k = 0
+    for i in range(mask.shape[0]):
+        if not mask[i]:
+            out[k] = i
+            k += 1
+    return out[:k]
 
 
 @njit(cache=True, inline="always")
@@ -561,16 +568,12 @@ def _solve_lowrank(M, q, S, shift, z, fw, L, r, G, g):
     y = fw[o + ns : o + 2 * ns]
     t = fw[o + 2 * ns : o + 3 * ns]
     res = fw[o + 3 * ns : o + 4 * ns]
-    knorm = 0.0
     for a in range(ns):
         b[a] = -q[S[a]]
         for c in range(ns):
             K[a, c] = M[S[a], S[c]]
         K[a, a] += shift
-        sa = 0.0
-        for c in range(ns):
-            sa += abs(K[a, c])
-        knorm = max(knorm, sa)
+    knorm = _inf_norm(K)
     _lowrank_apply(L, r, S, shift, G, b, y, g)
     ok = False
     for _ in range(LOWRANK_REFINEMENTS + 1):
@@ -686,15 +689,12 @@ def _fast_least_change(M, q, y, S, shift, LU, perm, have, z, fw, iw, lowrank, ra
     r = fw[o + 2 * ns : o + 3 * ns]
     t = fw[o + 3 * ns : o + 4 * ns]
     u = fw[o + 4 * ns : o + 5 * ns]
-    anorm = 0.0
     for a in range(ns):
         rhs[a] = -q[S[a]]
         c[a] = y[S[a]]
-        s = 0.0
         for b in range(ns):
             A[a, b] = M[S[a], S[b]]
-            s += abs(A[a, b])
-        anorm = max(anorm, s)
+    anorm = _inf_norm(A)
     asym = 16.0 * ns * EPS * anorm
     sym = shift > 0.0
     for a in range(ns):
@@ -744,11 +744,7 @@ def _fast_least_change(M, q, y, S, shift, LU, perm, have, z, fw, iw, lowrank, ra
         else:
             _lu_apply(LU, perm, r, t)
         if sym:  # t = K^-1 M_SS K^-1 r: filters r's component along null(M_SS)
-            for a in range(ns):
-                s = 0.0
-                for b in range(ns):
-                    s += A[a, b] * t[b]
-                u[a] = s
+            matvec_into(A, t, u)
             if wood:
                 _lowrank_apply_call(Lr, rank, S, shift, G, u, t, g)
             else:
@@ -836,6 +832,7 @@ def _guess_into(
     LU = c_view(fw, 0, (0, 0))  # the last set's factors
     perm = iw[0:0]
     flip = bw[n : 2 * n]
+    wout = fw[_pool(n) + n : _pool(n) + 2 * n]  # w outside the set (the polish's w, free here)
     Lr, G, g, dg, inP, free = _lowrank_views(fw, bw, n)
     rank = 0  # the low-rank factor's rank: 0 not made yet, -1 the route does not apply
     lowrank = False  # whether the last set was solved by it (G then holds its factor)
@@ -865,16 +862,15 @@ def _guess_into(
                 z[i] = 0.0
         code = NEGATIVE_Z if nflip else CANDIDATE
         # w = (M + shift I) z + q outside S (z_i = 0 there, so the shift does not enter)
-        for i in range(n):
-            if not inside[i]:
-                s = q[i]
-                for a in range(cur.shape[0]):
-                    s += M[i, cur[a]] * z[cur[a]]
-                if not s >= -tol:
-                    flip[i] = True
-                    nflip += 1
-                    if code == CANDIDATE:
-                        code = NEGATIVE_W
+        out = _outside_into(inside, iw[4 * n : 5 * n])
+        gather_dot_into(M, out, cur, z, q, wout)
+        for t in range(out.shape[0]):
+            i = out[t]
+            if not wout[i] >= -tol:
+                flip[i] = True
+                nflip += 1
+                if code == CANDIDATE:
+                    code = NEGATIVE_W
         if nflip == 0:
             break
         best, tries = _pivot_step(flip, nflip, inside, best, tries, GUESS_SAFEGUARD)
@@ -948,7 +944,6 @@ def _polish(
     for i in range(n):
         y[i] = z[i]
     for f in range(fixes + 1):
-        ns = S.shape[0]
         if not _fast_least_change(
             M, q, y, S, shift, LU, perm, f == 0, z, fw, iw, f == 0 and lowrank, rank, Lr, G, g
         ):
@@ -956,12 +951,10 @@ def _polish(
                 return False, S
         _snap_kernel(z)
         tol = tolerance_kernel(tol_rel, n, mnorm, qn, _max_abs(z))
+        # w = M z + q outside S (only those rows of w are read)
+        gather_dot_into(M, _outside_into(inside, iw[4 * n : 5 * n]), S, z, q, w)
         nflip = 0
         for i in range(n):
-            s = q[i]
-            for j in range(ns):
-                s += M[i, S[j]] * z[S[j]]
-            w[i] = s
             if (inside[i] and z[i] < -tol) or (not inside[i] and w[i] < -tol):
                 nflip += 1
         if nflip == 0:
@@ -1013,7 +1006,7 @@ def _restricted_into(
 ):  # fmt: skip
     """:func:`restricted_guess` in the work array ``work`` of :func:`_work_size` entries (held
     by the caller for the call, so borrowed here). R and T may be views of the guess's sets
-    (the ints' [2 n, 3 n)), not of the entries this writes (the ints from 4 n)."""
+    (the ints' [2 n, 3 n)), not of the entries this writes (the ints from 3 n)."""
     n = q.shape[0]
     fw, iw, bw = _carve(borrowed(work), n)
     inr = bw[2 * n : 3 * n]
@@ -1021,6 +1014,7 @@ def _restricted_into(
     flip = bw[4 * n : 5 * n]
     o = _pool(n)
     zero = fw[o + 3 * n : o + 4 * n]
+    wout = fw[o + n : o + 2 * n]  # w outside the set (the polish's w: the polish is done)
     for i in range(n):
         inr[i] = False
         inside[i] = False
@@ -1048,14 +1042,12 @@ def _restricted_into(
             elif z[i] < 0.0:
                 z[i] = 0.0
         # w = M z + q outside S: rows of R join S, rows outside R grow R once S is settled
+        outrows = _outside_into(inside, iw[3 * n : 4 * n])
+        gather_dot_into(M, outrows, cur, z, q, wout)
         outside = 0
-        for i in range(n):
-            if inside[i]:
-                continue
-            s = q[i]
-            for a in range(ns):
-                s += M[i, cur[a]] * z[cur[a]]
-            wrong = not s >= -tol
+        for t in range(outrows.shape[0]):
+            i = outrows[t]
+            wrong = not wout[i] >= -tol
             flip[i] = wrong and inr[i]
             if flip[i]:
                 nflip += 1
@@ -1069,14 +1061,11 @@ def _restricted_into(
             if grown == fixes:
                 return NO_RESTRICTED, 0, used + r + 1
             grown += 1
-            for i in range(n):
-                if not inside[i] and not inr[i]:
-                    s = q[i]
-                    for a in range(ns):
-                        s += M[i, cur[a]] * z[cur[a]]
-                    if not s >= -tol:
-                        inr[i] = True
-                        inside[i] = True
+            for t in range(outrows.shape[0]):  # w as above: z has not changed
+                i = outrows[t]
+                if not inr[i] and not wout[i] >= -tol:
+                    inr[i] = True
+                    inside[i] = True
             best, tries = n + 1, SAFEGUARD
             continue
         best, tries = _pivot_step(flip, nflip, inside, best, tries, SAFEGUARD)
