@@ -170,7 +170,7 @@ from mbsim.simcore.limit_step import (
     OK,
     LimitStepper,
     friction_args,
-    limit_step_in,
+    limit_step_body,
     step_work,
 )
 from mbsim.simcore.native_call import native
@@ -204,7 +204,10 @@ _energy_kernel = native(energy_kernel)
 _body_poses_kernel = native(body_poses_kernel)
 _rnea_kernel = native(rnea_kernel)
 _actuator_forces_kernel = native(actuator_forces_kernel)
-_limit_step_in = native(limit_step_in)
+#: the joint-row step's body itself, not ``limit_step_in``: the loop's arrays are borrowed
+#: already (above), so that wrapper's borrowing would only pass the ~60 arrays (some 500
+#: words of array fields) once more (docs/results.md, "pfree5")
+_limit_step_body = native(limit_step_body)
 _shape_poses = native(shape_poses)
 _aabb_candidates = native(aabb_candidates)
 #: the bits of an event row's kind (module docstring, step 5c): the limits acting changed
@@ -635,7 +638,7 @@ def free_run_kernel(
             # the kinematics of (q, v) are in the Data (step 2), and the free motion too
             # unless a stop was near at v already (step 4 skipped): not computed again
             done = KINEMATICS_DONE if near and not touch_rows else FREE_MOTION_DONE
-            code = _limit_step_in(
+            code = _limit_step_body(
                 parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass,
                 com, E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc,
                 scratch, qdd, armature, wpA, wu, wacc, zero6, bv, ls_lower, ls_upper, ls_eps,
@@ -727,7 +730,13 @@ def free_run_kernel(
             q[i] = q_new[i]
         for i in range(nv):
             v[i] = v_new[i]
-        if vl_dofs.shape[0]:
+        # the scan below only when some ratio exceeds the best so far: each ratio is then
+        # compared with vl_best[0] on its own (independent divisions), not through the scan's
+        # chain of comparisons, on most steps; the same ratios, so the same record
+        raise_best = False
+        for k in range(vl_dofs.shape[0]):
+            raise_best |= abs(v[vl_dofs[k]]) / vl_limit[k] > vl_best[0]
+        if raise_best:
             best = -1.0
             at = -1
             for k in range(vl_dofs.shape[0]):
@@ -988,7 +997,7 @@ class FreeLoop:
         self._active = np.zeros(2 * nv, dtype=np.int8)
         self._ls_stats = np.zeros(3)
         self._e_now = np.zeros(3)
-        # the limit steps' one work buffer (limit_step.limit_step_in: any content)
+        # the limit steps' one work buffer (limit_step.limit_step_body: any content)
         self._ls_work = np.empty(step_work(nv))
 
     def advance(
