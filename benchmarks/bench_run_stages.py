@@ -194,7 +194,7 @@ def contact_costs(sim, reps: int) -> dict[str, float]:
     cd = stage.detect
     rec = stage.record()  # the stage record of the run's last loop call (contact_loop.py)
     cset = (pairs, Rw, pw, bc, d.R_world, d.p_world, rec)
-    narrow = (pairs, *cd[:4], Rw, pw, bc, *cd[4:15])
+    narrow = (pairs, *cd[:4], Rw, pw, bc, *cd[4:16])  # contact_set's call
     nc, ints, vecs, gap, ra, rb = contact_set(*cset)
     out = {}
     for name, fn, args in (
