@@ -1,5 +1,5 @@
-"""Bounding-sphere trees over the triangles of each non-convex mesh, and a compiled test that
-two meshes are apart by more than the margin (numba).
+"""Trees of oriented boxes (each with a sphere) over the triangles of each non-convex mesh,
+and a compiled test that two meshes are apart by more than the margin (numba).
 
 A mesh - mesh pair too large for :func:`~mbsim.collision.mesh_pairs.mesh_mesh` (triangles x
 triangles > MESH_PAIR_FACTOR x work_limit) whose convex hulls overlap (a robot's link against
@@ -7,14 +7,15 @@ its neighbour: solo12's base against each upper leg, 5,472 x 3,114 triangles) we
 every step, and a step with an FCL pair leaves the compiled loop (users19, slow path (i)).
 :func:`mesh_trees_apart` proves such a pair apart without FCL, exactly in that direction:
 
-* each mesh has a binary tree of bounding spheres in its own frame (:func:`build_trees`): a
-  node's sphere holds every vertex of its triangles (centre the middle of their bounding
-  box, radius the largest distance to it), so it holds the triangles; a leaf has at most
-  LEAF_SIZE triangles;
-* two nodes whose world spheres are farther apart than r_a + r_b + tol (centre distance
-  |c_a - c_b| > r_a + r_b + tol) hold no two points within tol of each other; the
-  traversal descends into the larger sphere of each overlapping pair;
-* at two overlapping leaves, each triangle pair is apart if its triangle spheres (``MB``)
+* each mesh has a binary tree in its own frame (:func:`build_trees`): a node holds a box
+  along the principal axes of its triangles' vertices and the sphere about the box's centre
+  through the farthest vertex, both holding every vertex of its triangles, so the triangles;
+  a leaf has one triangle (LEAF_SIZE), its box the triangle's flat rectangle;
+* two nodes whose spheres are farther apart than r_a + r_b + tol, or whose boxes'
+  projections on one of the 15 separating-axis candidates (:func:`_box_gap`) are more than
+  tol apart, hold no two points within tol of each other; the traversal descends into the
+  larger sphere of each overlapping pair;
+* at two overlapping leaves, the triangle pair is apart if its triangle spheres (``MB``)
   are, or if a separating axis (:func:`~mbsim.collision.mesh_pairs._triangle_apart`: both
   face normals and the nine edge x edge axes, each projection gap > tol) shows it (the
   distance between two convex sets is at least their projections' gap on any unit axis),
@@ -42,9 +43,13 @@ from mbsim.collision.mesh_pairs import _triangle_apart
 from mbsim.collision.primitives import cross3, dot3, segment_triangle
 from mbsim.collision.table import MT0, MTN, MV0
 
-#: Most triangles in a leaf of a mesh's sphere tree: fewer make deeper trees and more node
-#: tests, more make more triangle pair tests per leaf pair.
-LEAF_SIZE = 4
+#: Most triangles in a leaf of a mesh's tree: one makes the leaf boxes the triangles' own
+#: rectangles, which reject far more triangle pairs than their spheres (solo12: the most
+#: work a certificate needs 508 at one, 991 at two, 2,821 at four; docs/results.md "mtree3").
+LEAF_SIZE = 1
+#: Columns of a tree node (:func:`build_trees`): box centre (3), sphere radius, box axes (3 x 3,
+#: rows), box half extents (3).
+NODE_COLS = 16
 #: Rows of the traversal's stack of node pairs. Each step pops one pair and pushes at most
 #: two, so the stack never holds more than depth_a + depth_b + 1 pairs (trees of 2^30
 #: triangles stay far below); a full stack leaves the pair undecided (FCL), never wrong.
@@ -57,11 +62,17 @@ UNDECIDED, CAPPED = -1.0, -2.0
 #: traversal (solo12's recorded poses, docs/results.md "mrej2": 1-3 mm about equal, 5 mm
 #: several times dearer).
 BOUND_SLACK = 2e-3
-#: Most triangle pairs one traversal of the narrowphase's :func:`mesh_pair_apart` tests
-#: (separating axis or distance) before it leaves the pair to FCL: a near pair's traversal
-#: then costs a few ms at most (~1 us a test; FCL's query on solo12's pairs 0.4-1.2 ms), not
-#: tens of ms (docs/results.md "mrej2").
-LEAF_BUDGET = 4000
+#: Most work one traversal of the narrowphase's :func:`mesh_pair_apart` does (triangle pair
+#: tests, separating axis or distance, plus box tests / BOX_TESTS) before it leaves the pair
+#: to FCL: ~0.22 us a unit on solo12, so at most ~0.22 ms, under FCL's query on solo12's
+#: pairs (0.24-1.2 ms); solo12's certificates need at most ~510 (docs/results.md "mtree3").
+LEAF_BUDGET = 1000
+#: Box tests (:func:`_box_gap`) counted as one triangle pair test in LEAF_BUDGET.
+BOX_TESTS = 4
+#: Shortest cross-product axis (the sine of the angle between the two box axes) a box test
+#: uses: its unit direction then carries a rounding of ~1e-16 / MIN_AXIS, and the
+#: projections of coordinates of metres ~1e-13 m, far below APART_TOL.
+MIN_AXIS = 1e-3
 #: Rows of a scene's certificate table (:func:`new_state`) and its columns.
 STATE_ROWS = 64
 STATE_COLS = 26
@@ -71,56 +82,139 @@ ORTHO_SLACK = 1e-9
 
 
 def build_trees(table) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The sphere trees of every mesh of ``table`` (:class:`~mbsim.collision.table.ShapeTable`):
-    (TN (nn, 4) float: node sphere centre (shape frame, m) and radius (m); TI (nn, 3) int:
-    (left child, right child, 0) of an inner node, (start, count, 1) of a leaf, whose
-    triangles are ``TP[start : start + count]``; TP: rows of MT / MB (global); TR (n,) int:
-    each shape's root node, -1 for shapes without triangles). Nodes split their triangles at
-    the median of the centroids along the widest axis of the centroids' box."""
+    """The box trees of every mesh of ``table`` (:class:`~mbsim.collision.table.ShapeTable`):
+    (TN (nn, NODE_COLS) float: per node, in the shape frame, its box's centre c (m), the
+    radius (m) of a sphere about c holding the node's triangles, the box's unit axes (three
+    rows) and half extents (m); TI (nn, 3) int: (left child, right child, 0) of an inner
+    node, (start, count, 1) of a leaf, whose triangles are ``TP[start : start + count]``; TP:
+    rows of MT / MB (global); TR (n,) int: each shape's root node, -1 for shapes without
+    triangles). Each node's box is oriented along the principal axes of its triangles'
+    vertices (:func:`_node`); a node splits its triangles at the median of their centroids
+    along the box's longest axis (:func:`_build`)."""
     n = table.si.shape[0]
     TR = np.full(n, -1, dtype=np.int64)
-    spheres: list[tuple[np.ndarray, float]] = []
-    links: list[tuple[int, int, int]] = []
-    order: list[int] = []
+    TNs, TIs, TPs = [], [], []
+    nn = ntp = 0
     for g in range(n):
         tn = int(table.si[g, MTN])
         if tn == 0:
             continue
         t0, v0 = int(table.si[g, MT0]), int(table.si[g, MV0])
-        tri = table.MV[v0 + table.MT[t0 : t0 + tn]]  # (tn, 3, 3) vertices, shape frame
-        cen = tri.mean(axis=1)
-        TR[g] = len(spheres)
-        _split(np.arange(tn), tri, cen, t0, spheres, links, order)
-    nn = len(spheres)
-    TN = np.zeros((nn, 4))
-    TI = np.zeros((nn, 3), dtype=np.int64)
-    for k, ((c, r), link) in enumerate(zip(spheres, links, strict=True)):
-        TN[k, :3] = c
-        TN[k, 3] = r
-        TI[k] = link
-    return TN, TI, np.array(order, dtype=np.int64), TR
+        tri = np.ascontiguousarray(table.MV[v0 + table.MT[t0 : t0 + tn]])  # (tn, 3, 3)
+        tn_, ti, tp = _build(tri, LEAF_SIZE)
+        ti[ti[:, 2] == 0, :2] += nn  # children: global rows
+        ti[ti[:, 2] == 1, 0] += ntp  # leaves' first rows of TP
+        TR[g] = nn
+        TNs.append(tn_)
+        TIs.append(ti)
+        TPs.append(tp + t0)
+        nn += len(tn_)
+        ntp += len(tp)
+    TN = np.concatenate(TNs) if TNs else np.zeros((0, NODE_COLS))
+    TI = np.concatenate(TIs) if TIs else np.zeros((0, 3), dtype=np.int64)
+    TP = np.concatenate(TPs) if TPs else np.zeros(0, dtype=np.int64)
+    return TN, TI, TP, TR
 
 
-def _split(idx, tri, cen, t0, spheres, links, order) -> int:
-    """Append the node over triangles ``idx`` (local rows) and its subtree; returns its index."""
-    k = len(spheres)
-    pts = tri[idx].reshape(-1, 3)
-    c = 0.5 * (pts.min(axis=0) + pts.max(axis=0))
-    # the radius rounded up: the sphere holds each vertex as computed in this frame
-    r = float(np.sqrt(((pts - c) ** 2).sum(axis=1).max())) * (1.0 + 1e-12) + 1e-15
-    spheres.append((c, r))
-    links.append((0, 0, 0))
-    if len(idx) <= LEAF_SIZE:
-        links[k] = (len(order), len(idx), 1)
-        order.extend(int(t0 + i) for i in idx)
-        return k
-    axis = int(np.argmax(np.ptp(cen[idx], axis=0)))
-    idx = idx[np.argsort(cen[idx, axis], kind="stable")]
-    half = len(idx) // 2
-    left = _split(idx[:half], tri, cen, t0, spheres, links, order)
-    right = _split(idx[half:], tri, cen, t0, spheres, links, order)
-    links[k] = (left, right, 0)
-    return k
+@njit(cache=True)
+def _node(pts, row):
+    """Fill the node row (NODE_COLS) holding the points ``pts`` (m, 3): a box along the
+    principal axes of the points (eigenvectors of their covariance; the third axis the cross
+    product of the first two, so the axes are orthonormal to rounding), its centre the middle
+    of the points' extent along each axis and its half extents that extent's half, and the
+    sphere about that centre through the farthest point. Half extents and radius are rounded
+    up (by more than the rounding of the centre and axes, ~1e-16 of the coordinates), so the
+    box and the sphere hold each point as computed in this frame."""
+    m = pts.shape[0]
+    mean = np.zeros(3)
+    for k in range(m):
+        for a in range(3):
+            mean[a] += pts[k, a]
+    mean /= m
+    C = np.zeros((3, 3))
+    for k in range(m):
+        for a in range(3):
+            for b in range(3):
+                C[a, b] += (pts[k, a] - mean[a]) * (pts[k, b] - mean[b])
+    _, vec = np.linalg.eigh(C)
+    ax = np.empty((3, 3))
+    for a in range(3):
+        ax[0, a] = vec[a, 2]
+        ax[1, a] = vec[a, 1]
+    cross3(ax[0], ax[1], ax[2])
+    ln = np.sqrt(dot3(ax[2], ax[2]))
+    for a in range(3):
+        ax[2, a] /= ln
+    lo = np.full(3, np.inf)
+    hi = np.full(3, -np.inf)
+    for k in range(m):
+        for i in range(3):
+            s = dot3(ax[i], pts[k])
+            lo[i] = min(lo[i], s)
+            hi[i] = max(hi[i], s)
+    for a in range(3):
+        row[a] = 0.0
+        for i in range(3):
+            row[a] += 0.5 * (lo[i] + hi[i]) * ax[i, a]
+    r2 = 0.0
+    for k in range(m):
+        d2 = 0.0
+        for a in range(3):
+            d2 += (pts[k, a] - row[a]) ** 2
+        r2 = max(r2, d2)
+    row[3] = np.sqrt(r2) * (1.0 + 1e-12) + 1e-15
+    for i in range(3):
+        for a in range(3):
+            row[4 + 3 * i + a] = ax[i, a]
+        row[13 + i] = 0.5 * (hi[i] - lo[i]) * (1.0 + 1e-12) + 1e-15
+
+
+@njit(cache=True)
+def _build(tri, leaf_size):
+    """One mesh's tree over its triangles ``tri`` ((tn, 3, 3) vertices, shape frame): (TN,
+    TI, TP) with node rows, links and TP as local triangle rows (:func:`build_trees`), nodes
+    in depth-first order (a node before its children). A node over more than ``leaf_size``
+    triangles splits them at the median of their centroids along its box's longest axis."""
+    tn = tri.shape[0]
+    cap = 2 * tn
+    TN = np.zeros((cap, NODE_COLS))
+    TI = np.zeros((cap, 3), dtype=np.int64)
+    idx = np.arange(tn)
+    cen = np.empty((tn, 3))
+    for t in range(tn):
+        for a in range(3):
+            cen[t, a] = (tri[t, 0, a] + tri[t, 1, a] + tri[t, 2, a]) / 3.0
+    # pending nodes: (node row, first, end) of idx
+    todo = np.empty((cap, 3), dtype=np.int64)
+    todo[0] = (0, 0, tn)
+    ntodo = 1
+    nn = 1
+    pts = np.empty((3 * tn, 3))
+    while ntodo > 0:
+        ntodo -= 1
+        k, lo, hi = todo[ntodo, 0], todo[ntodo, 1], todo[ntodo, 2]
+        m = hi - lo
+        for q in range(m):
+            for v in range(3):
+                pts[3 * q + v] = tri[idx[lo + q], v]
+        _node(pts[: 3 * m], TN[k])
+        if m <= leaf_size:
+            TI[k, 0], TI[k, 1], TI[k, 2] = lo, m, 1
+            continue
+        i = np.argmax(TN[k, 13:16])
+        axis = TN[k, 4 + 3 * i : 7 + 3 * i]
+        s = np.empty(m)
+        for q in range(m):
+            s[q] = dot3(axis, cen[idx[lo + q]])
+        part = idx[lo:hi][np.argsort(s, kind="mergesort")]
+        idx[lo:hi] = part
+        half = lo + m // 2
+        TI[k, 0], TI[k, 1], TI[k, 2] = nn, nn + 1, 0
+        todo[ntodo] = (nn, lo, half)
+        todo[ntodo + 1] = (nn + 1, half, hi)
+        ntodo += 2
+        nn += 2
+    return TN[:nn].copy(), TI[:nn].copy(), idx
 
 
 @njit(cache=True)
@@ -190,38 +284,116 @@ def _triangle_bound(ta, tb, ga, gb, si, MV, MT, Rw, pw, tol, reach, w, dP):
     return np.sqrt(best)
 
 
+@njit(cache=True, inline="always")
+def _box_gap(TN, na, nb, Rab, cb, reach, w):
+    """A separating-axis lower bound (m) on the distance between node na's box (mesh a's
+    frame) and node nb's box (its centre ``cb`` in a's frame; Rab: b's frame to a's): the
+    first gap above ``reach`` on one of the 15 axes of two boxes (a's three axes, b's three,
+    the nine cross products), or -inf when none shows one. On a unit axis L the boxes
+    project to intervals about L . c of half width sum_k h_k |L . u_k|, so the gap between
+    the intervals, |L . (c_b - c_a)| minus both half widths, is at most the boxes' distance
+    (Gottschalk, Lin, Manocha 1996, "OBBTree", eq. 1, there as a 0/1 test). With R_ij = a_i .
+    b_j and T_i = a_i . (c_b - c_a), for L = a_i x b_j (length sqrt(R_i1j^2 + R_i2j^2), i1, i2
+    the other two indices cyclic, likewise j1, j2) the projection is T_i2 R_i1j - T_i1 R_i2j,
+    a's half width ha_i1 |R_i2j| + ha_i2 |R_i1j| and b's hb_j1 |R_ij2| + hb_j2 |R_ij1|. A cross
+    axis shorter than MIN_AXIS (nearly parallel edges) is skipped: its direction is lost to
+    rounding. ``w``: (7, 3) scratch."""
+    R = w[0:3]
+    bj = w[3]
+    T = w[4]
+    ha = TN[na, 13:16]
+    hb = TN[nb, 13:16]
+    for k in range(3):
+        T[k] = 0.0
+    for j in range(3):
+        o = 4 + 3 * j
+        for m in range(3):
+            bj[m] = Rab[m, 0] * TN[nb, o] + Rab[m, 1] * TN[nb, o + 1] + Rab[m, 2] * TN[nb, o + 2]
+        for i in range(3):
+            o = 4 + 3 * i
+            R[i, j] = TN[na, o] * bj[0] + TN[na, o + 1] * bj[1] + TN[na, o + 2] * bj[2]
+    for i in range(3):
+        o = 4 + 3 * i
+        T[i] = (TN[na, o] * (cb[0] - TN[na, 0]) + TN[na, o + 1] * (cb[1] - TN[na, 1])
+                + TN[na, o + 2] * (cb[2] - TN[na, 2]))  # fmt: skip
+        g = abs(T[i]) - ha[i] - hb[0] * abs(R[i, 0]) - hb[1] * abs(R[i, 1]) - hb[2] * abs(R[i, 2])
+        if g > reach:
+            return g
+    for j in range(3):
+        t = R[0, j] * T[0] + R[1, j] * T[1] + R[2, j] * T[2]
+        g = abs(t) - hb[j] - ha[0] * abs(R[0, j]) - ha[1] * abs(R[1, j]) - ha[2] * abs(R[2, j])
+        if g > reach:
+            return g
+    for i in range(3):
+        i1, i2 = (i + 1) % 3, (i + 2) % 3
+        for j in range(3):
+            j1, j2 = (j + 1) % 3, (j + 2) % 3
+            ln2 = R[i1, j] * R[i1, j] + R[i2, j] * R[i2, j]
+            if not ln2 > MIN_AXIS * MIN_AXIS:
+                continue
+            g = abs(T[i2] * R[i1, j] - T[i1] * R[i2, j])
+            g -= ha[i1] * abs(R[i2, j]) + ha[i2] * abs(R[i1, j])
+            g -= hb[j1] * abs(R[i, j2]) + hb[j2] * abs(R[i, j1])
+            ln = np.sqrt(ln2)
+            if g > reach * ln:
+                return g / ln
+    return -np.inf
+
+
 @njit(cache=True)
 def mesh_trees_bound(ga, gb, si, MV, MT, MB, TN, TI, TP, TR, Rw, pw, tol, reach, budget):
     """A certified lower bound d0 > ``tol`` (m) on the distance between meshes ga and gb at
     shape poses Rw, pw, or UNDECIDED (some triangle pair within ``tol``, or the stack full),
-    or CAPPED (more than ``budget`` triangle pairs needed a separating-axis or distance test).
+    or CAPPED (more than ``budget`` units of work: a triangle pair's separating-axis or
+    distance test one unit, BOX_TESTS box tests one).
 
-    The traversal (module docstring) drops a node pair whose spheres' gap
-    |c_a - c_b| - r_a - r_b exceeds ``reach`` (>= tol) and tests the triangle pairs of two
-    leaves whose triangle spheres are within ``reach``: :func:`_triangle_bound`, a lower
-    bound on their distance (capped at ``reach``). d0 is the least of those gaps and bounds,
-    so it bounds every triangle pair's distance from below; a larger ``reach`` than ``tol``
-    costs more tests and gives a d0 up to ``reach`` (the room :func:`mesh_pair_apart`'s
-    motion bound spends)."""
+    The traversal (module docstring), in mesh a's frame (b's node centres and axes turned by
+    Rab = R_a^T R_b and moved by R_a^T (p_b - p_a)), drops a node pair whose spheres' gap
+    |c_a - c_b| - r_a - r_b or whose boxes' separating-axis gap (:func:`_box_gap`) exceeds
+    ``reach`` (>= tol) and tests the triangle pairs of two leaves whose triangle spheres are
+    within ``reach``: :func:`_triangle_bound`, a lower bound on their distance (capped at
+    ``reach``). d0 is the least of those gaps and bounds, so it bounds every triangle pair's
+    distance from below; a larger ``reach`` than ``tol`` costs more tests and gives a d0 up
+    to ``reach`` (the room :func:`mesh_pair_apart`'s motion bound spends)."""
     na, nb = TR[ga], TR[gb]
     if na < 0 or nb < 0:
         return UNDECIDED
     Ra, pa, Rb, pb = Rw[ga], pw[ga], Rw[gb], pw[gb]
     stack = np.empty((STACK_ROWS, 2), dtype=np.int64)
     w = np.empty((18, 3))
+    bw = np.empty((7, 3))
+    Rab = np.empty((3, 3))
+    pab = np.empty(3)
     dP = np.empty(2)
     ca, cb = w[16], w[17]
+    for i in range(3):
+        pab[i] = (
+            Ra[0, i] * (pb[0] - pa[0]) + Ra[1, i] * (pb[1] - pa[1]) + Ra[2, i] * (pb[2] - pa[2])
+        )
+        for j in range(3):
+            Rab[i, j] = Ra[0, i] * Rb[0, j] + Ra[1, i] * Rb[1, j] + Ra[2, i] * Rb[2, j]
     stack[0, 0], stack[0, 1] = na, nb
     top = 1
     d0 = np.inf
     tests = 0
+    boxes = 0
+    # in quarter units of work (BOX_TESTS a triangle pair test); a budget too large to scale
+    # is no limit
+    limit = budget * BOX_TESTS if budget < (np.int64(1) << 58) else np.int64(1) << 62
+    lim = reach
     while top > 0:
         top -= 1
         na, nb = stack[top, 0], stack[top, 1]
-        _world(Ra, pa, TN[na], ca)
-        _world(Rb, pb, TN[nb], cb)
-        gap = _sphere_gap(ca, cb, TN[na, 3], TN[nb, 3])
-        if gap > reach:
+        _world(Rab, pab, TN[nb], cb)
+        gap = _sphere_gap(TN[na], cb, TN[na, 3], TN[nb, 3])
+        if gap > lim:
+            d0 = min(d0, gap)
+            continue
+        boxes += 1
+        if tests * BOX_TESTS + boxes > limit:
+            return CAPPED
+        gap = _box_gap(TN, na, nb, Rab, cb, lim, bw)
+        if gap > lim:
             d0 = min(d0, gap)
             continue
         leaf_a, leaf_b = TI[na, 2] == 1, TI[nb, 2] == 1
@@ -233,16 +405,17 @@ def mesh_trees_bound(ga, gb, si, MV, MT, MB, TN, TI, TP, TR, Rw, pw, tol, reach,
                     tb = TP[j]
                     _world(Rb, pb, MB[tb], cb)
                     gap = _sphere_gap(ca, cb, MB[ta, 3], MB[tb, 3])
-                    if gap > reach:
+                    if gap > lim:
                         d0 = min(d0, gap)
                         continue
                     tests += 1
-                    if tests > budget:
+                    if tests * BOX_TESTS + boxes > limit:
                         return CAPPED
-                    d = _triangle_bound(ta, tb, ga, gb, si, MV, MT, Rw, pw, tol, reach, w, dP)
+                    d = _triangle_bound(ta, tb, ga, gb, si, MV, MT, Rw, pw, tol, lim, w, dP)
                     if not d > tol:
                         return UNDECIDED
                     d0 = min(d0, d)
+                    lim = min(lim, d0)
             continue
         if top + 2 > STACK_ROWS:
             return UNDECIDED

@@ -50,7 +50,7 @@ from numba.np.arrayobj import make_array, populate_array
 from mbsim.collision.ground import cylinder_plane, ground_contacts
 from mbsim.collision.manifold import reduce_manifold
 from mbsim.collision.mesh_pairs import APART_TOL, capsule_mesh, mesh_mesh, mesh_polytope_in
-from mbsim.collision.mesh_tree import BOUND_SLACK, LEAF_BUDGET, mesh_pair_apart
+from mbsim.collision.mesh_tree import BOUND_SLACK, LEAF_BUDGET, NODE_COLS, mesh_pair_apart
 from mbsim.collision.polytope import (
     box_rows,
     convex_pair_in,
@@ -213,13 +213,13 @@ def _layout(offs):
 @njit(cache=True)
 def tree_arrays(fpack, ipack, offs):
     """The meshes' sphere trees packed after the table
-    (:func:`mbsim.collision.mesh_tree.build_trees`): TN (nn, 4), TI (nn, 3), TP (ntp,),
+    (:func:`mbsim.collision.mesh_tree.build_trees`): TN (nn, NODE_COLS), TI (nn, 3), TP (ntp,),
     TR (n,), as views without references (:func:`unpack_unowned`'s rules)."""
     (n, nv, nf, nfv, ne, nd, nmv, nmt), f, i = _layout(offs)
     nn, ntp = offs[8], offs[9]
     tn0 = f[6] + 4 * nmt
     tr0 = i[4] + 3 * nmt
-    TN = _rows(fpack, tn0, nn, 4)
+    TN = _rows(fpack, tn0, nn, NODE_COLS)
     TR = _block(ipack, tr0, n)
     TI = _rows(ipack, tr0 + n, nn, 3)
     TP = _block(ipack, tr0 + n + 3 * nn, ntp)
