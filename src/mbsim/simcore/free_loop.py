@@ -204,9 +204,9 @@ _energy_kernel = native(energy_kernel)
 _body_poses_kernel = native(body_poses_kernel)
 _rnea_kernel = native(rnea_kernel)
 _actuator_forces_kernel = native(actuator_forces_kernel)
-#: the joint-row step's body itself, not ``limit_step_in``: the loop's arrays are borrowed
-#: already (above), so that wrapper's borrowing would only pass the ~60 arrays (some 500
-#: words of array fields) once more (docs/results.md, "pfree5")
+#: the joint-row step's body itself: the loop's arrays are borrowed already (above), so a
+#: borrowing wrapper would only pass the ~60 arrays (some 500 words of array fields) once
+#: more (docs/results.md, "pfree5")
 _limit_step_body = native(limit_step_body)
 _shape_poses = native(shape_poses)
 _aabb_candidates = native(aabb_candidates)

@@ -897,9 +897,8 @@ def limit_step_from(
     the Data arrays from the same (q, v, tau, armature) skipped (``done``: NOTHING_DONE,
     KINEMATICS_DONE or FREE_MOTION_DONE; the compiled loop of free steps has them,
     free_loop.py): the same operations on the same numbers, so the same bits.
-    :func:`limit_step_in` in a work buffer of its own (one allocation a step), the body
-    called directly with every array borrowed as there (passed on owned, to limit_step_in,
-    their reference counts cost ~0.45 us a step)."""
+    :func:`limit_step_body` in a work buffer of its own (one allocation a step), every array
+    borrowed (passed on owned, their reference counts cost ~0.45 us a step)."""
     work = np.empty(step_work(v.shape[0]))
     b = borrowed
     return _kept(
@@ -918,41 +917,6 @@ def limit_step_from(
 
 
 @njit(cache=True)
-def limit_step_in(
-    parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com,
-    E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
-    wpA, wu, wacc, zero6, bv, lower, upper, restitution, q_of_v_qi, q_of_v_vi, margin,
-    fr_dof, fr_force, dt, stabilization, max_recovery_speed, impact_velocity, tol_rel,
-    least_norm, max_speed, q, v, tau, q_new, v_new, v_start, dof, side, impulse, info, done,
-    work,
-):  # fmt: skip
-    """:func:`limit_step_from` in the caller's work buffer ``work`` (at least
-    :func:`step_work` (nv) floats, any content; overwritten): the compiled loop passes one
-    buffer for all its limit steps (free_loop.py), so a step allocates nothing (a step of
-    more than SMALL_MAX unknowns, or with an impact, allocates its LCP part or the impact's
-    vectors as before).
-
-    The step itself is :func:`limit_step_body`, handed every array borrowed
-    (:func:`borrowed`: no owner, so numba's reference counts of them return at
-    once). The body's loops and early returns keep numba from pruning its argument
-    reference counts (~50 arrays increfed on entry and decrefed on exit, ~6 ns an atomic
-    update); this call, straight-line, has its own pruned (docs/results.md, "pfree"). The
-    caller keeps the arrays alive for the call, and the body keeps none of them."""
-    b = borrowed
-    return limit_step_body(
-        b(parent), b(jtype), b(qi), b(vi), b(nvj), b(S), b(tree_E), b(tree_r), b(axis),
-        b(inertia), b(gravity), b(mass), b(com), b(E), b(r), b(R_world), b(p_world), b(vel),
-        b(cbias), b(IA), b(U), b(Dinv), b(pivots), b(pA), b(u), b(acc), b(scratch), b(qdd),
-        b(armature), b(wpA), b(wu), b(wacc), b(zero6), b(bv), b(lower), b(upper),
-        b(restitution), b(q_of_v_qi), b(q_of_v_vi), margin, b(fr_dof), b(fr_force), dt,
-        stabilization,
-        max_recovery_speed, impact_velocity, tol_rel, least_norm, max_speed, b(q), b(v),
-        b(tau), b(q_new), b(v_new), b(v_start), b(dof), b(side), b(impulse), b(info), done,
-        b(work),
-    )  # fmt: skip
-
-
-@njit(cache=True)
 def limit_step_body(
     parent, jtype, qi, vi, nvj, S, tree_E, tree_r, axis, inertia, gravity, mass, com,
     E, r, R_world, p_world, vel, cbias, IA, U, Dinv, pivots, pA, u, acc, scratch, qdd, armature,
@@ -961,10 +925,15 @@ def limit_step_body(
     least_norm, max_speed, q, v, tau, q_new, v_new, v_start, dof, side, impulse, info, done,
     fw,
 ):  # fmt: skip
-    """:func:`limit_step_in` on borrowed arrays (``spatial.borrowed``; owned ones work too,
-    at ~0.45 us of reference counts a step), fw its work buffer. The compiled loop
-    (free_loop.py), whose arrays are all borrowed already, calls it directly: through
-    limit_step_in each of its ~60 array arguments was passed by value once more."""
+    """:func:`limit_step_from` in the caller's work buffer ``fw`` (at least :func:`step_work`
+    (nv) floats, any content; overwritten), on borrowed arrays (``spatial.borrowed``: no
+    owner, so numba's reference counts of them return at once; owned ones work too, at
+    ~0.45 us of reference counts a step: the body's loops and early returns keep numba from
+    pruning its argument reference counts, docs/results.md "pfree"). The compiled loop
+    (free_loop.py), whose arrays are all borrowed already, calls it directly and passes one
+    buffer for all its limit steps, so a step allocates nothing (a step of more than
+    SMALL_MAX unknowns, or with an impact, allocates its LCP part or the impact's vectors).
+    The caller keeps the arrays alive for the call, and the body keeps none of them."""
     nv = v.shape[0]
     # the step's work arrays carved from fw (the LCP part once the rows are known; fw's
     # tail up to SMALL_MAX unknowns, else one allocation): the one-row LCP's work,
@@ -1190,7 +1159,7 @@ def limit_step_body(
 
 @njit(cache=True)
 def _kept(code, buf):
-    """code: the return of :func:`limit_step_in`, with its work buffer's owner buf used
+    """code: the return of :func:`limit_step_body`, with its work buffer's owner buf used
     there, so numba releases buf only after the step is done (the step works on
     ``borrowed(buf)``, whose views count no references)."""
     return code
